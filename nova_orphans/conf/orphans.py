@@ -1,0 +1,50 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``[nova_orphans]``: the tool's own knobs.
+
+Defaults are chosen for a tool run by hand or from cron: a dead cell or a
+slow placement must cost seconds, not oslo.db's 100 s of retries.
+"""
+
+from oslo_config import cfg
+
+orphans_group = cfg.OptGroup(
+    'nova_orphans', title='nova-orphans',
+    help='Options of nova-orphans itself.')
+
+ORPHANS_OPTS = [
+    cfg.IntOpt('cell_timeout', default=60, min=1,
+               help='Seconds to wait for one cell database to be read. A '
+                    'cell that takes longer is reported as unreadable and '
+                    'its consumers as unverifiable; the run goes on.'),
+    cfg.IntOpt('db_max_retries', default=1, min=1,
+               help='Connection attempts per cell database (oslo.db\'s own '
+                    'default, 10 attempts 10 s apart, is meant for '
+                    'services).'),
+    cfg.IntOpt('db_retry_interval', default=1, min=0,
+               help='Seconds between connection attempts.'),
+    cfg.IntOpt('placement_concurrency', default=8, min=1, max=64,
+               help='Placement requests in flight at once when reading '
+                    'provider allocations and when repairing.'),
+    cfg.StrOpt('state_path', default='/var/lib/nova-orphans',
+               help='Directory for repair journals when --journal is not '
+                    'given. Created with mode 0700.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(orphans_group)
+    conf.register_opts(ORPHANS_OPTS, group=orphans_group)
+
+
+def list_opts():
+    return {orphans_group: ORPHANS_OPTS}

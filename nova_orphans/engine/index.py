@@ -1,0 +1,140 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Look-up tables over a snapshot, built once per run.
+
+Rules ask questions like "which compute node is this provider tree?" or
+"does this instance have an evacuation from that node?"; answering them
+from dictionaries keeps classification linear in the number of
+allocations.
+"""
+
+import collections
+import dataclasses
+import typing
+
+from nova_orphans.engine import model
+from nova_orphans.engine import nova_states
+from nova_orphans.engine import reasons
+
+
+@dataclasses.dataclass(frozen=True)
+class Owner:
+    """What nova knows about one consumer uuid."""
+
+    consumer: str
+    consumer_type: str
+    instance: typing.Optional[model.Instance] = None
+    migration: typing.Optional[model.Migration] = None
+    mapping: typing.Optional[model.InstanceMapping] = None
+    build_request: bool = False
+    # The cell holding the instance or migration, or the one its mapping
+    # names; None when nova has no trace of it.
+    cell: typing.Optional[model.Cell] = None
+
+
+class SnapshotIndex:
+
+    def __init__(self, snapshot):
+        self.snapshot = snapshot
+        placement, nova = snapshot.placement, snapshot.nova
+        self.providers = placement.providers
+        self.unreadable_cells = nova.unreadable_cells
+        self.nodes_by_uuid = nova.compute_nodes
+        self.nodes_by_host_node = {}
+        for node in nova.compute_nodes.values():
+            # A live row wins over a deleted one for the same name.
+            key = (node.host, node.hypervisor_hostname)
+            if key not in self.nodes_by_host_node or not node.deleted:
+                self.nodes_by_host_node[key] = node
+        self.nova_sharing = self._nova_sharing_providers()
+
+        self.in_progress = collections.defaultdict(list)
+        self.evacuations = collections.defaultdict(list)
+        for mig in nova.migrations.values():
+            if mig.deleted or mig.archived:
+                continue
+            if nova_states.migration_in_progress(mig):
+                self.in_progress[mig.instance_uuid].append(mig)
+            elif (mig.migration_type == nova_states.EVACUATION and
+                  mig.status in nova_states.MIGRATION_SUCCEEDED):
+                self.evacuations[mig.instance_uuid].append(mig)
+
+        self.roots_by_consumer = collections.defaultdict(set)
+        for alloc in placement.allocations:
+            provider = self.providers.get(alloc.provider)
+            root = provider.root_uuid if provider else alloc.provider
+            self.roots_by_consumer[alloc.consumer].add(root)
+        self._owners = {}
+
+    def _nova_sharing_providers(self):
+        """Sharing providers that share with at least one compute node."""
+        node_aggregates = set()
+        for provider in self.providers.values():
+            if provider.uuid in self.nodes_by_uuid:
+                node_aggregates.update(provider.aggregates)
+        return frozenset(
+            p.uuid for p in self.providers.values()
+            if p.sharing and p.aggregates & node_aggregates)
+
+    def node_for_provider(self, provider_uuid):
+        """The compute node whose tree holds this provider, if any."""
+        provider = self.providers.get(provider_uuid)
+        root = provider.root_uuid if provider else provider_uuid
+        return self.nodes_by_uuid.get(root)
+
+    def node_for_host_node(self, host, node):
+        if host is None or node is None:
+            return None
+        return self.nodes_by_host_node.get((host, node))
+
+    def is_nova_sharing(self, provider_uuid):
+        return provider_uuid in self.nova_sharing
+
+    def has_allocations(self, consumer):
+        return (consumer in self.roots_by_consumer or
+                consumer in self.snapshot.placement.consumers_elsewhere)
+
+    def owner(self, consumer):
+        try:
+            return self._owners[consumer]
+        except KeyError:
+            owner = self._owners[consumer] = self._resolve(consumer)
+            return owner
+
+    def _resolve(self, consumer):
+        nova = self.snapshot.nova
+        mapping = nova.mappings.get(consumer)
+        build_request = consumer in nova.build_requests
+        migration = nova.migrations.get(consumer)
+        if migration is not None:
+            return Owner(consumer, reasons.MIGRATION,
+                         instance=nova.instances.get(migration.instance_uuid),
+                         migration=migration,
+                         cell=nova.cells.get(migration.cell))
+        instance = nova.instances.get(consumer)
+        if instance is not None:
+            return Owner(consumer, reasons.INSTANCE, instance=instance,
+                         mapping=mapping, build_request=build_request,
+                         cell=nova.cells.get(instance.cell))
+        if mapping is not None or build_request:
+            cell = nova.cells.get(mapping.cell) if mapping else None
+            return Owner(consumer, reasons.INSTANCE, mapping=mapping,
+                         build_request=build_request, cell=cell)
+        placement_type = self.consumer_record(consumer).consumer_type
+        consumer_type = {'INSTANCE': reasons.INSTANCE,
+                         'MIGRATION': reasons.MIGRATION}.get(
+                             placement_type, reasons.UNKNOWN)
+        return Owner(consumer, consumer_type)
+
+    def consumer_record(self, consumer):
+        return (self.snapshot.placement.consumers.get(consumer) or
+                model.Consumer(consumer))

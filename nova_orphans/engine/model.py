@@ -1,0 +1,211 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The snapshot the engine classifies, and the findings it produces.
+
+Plain immutable records with no I/O: readers build them from placement
+and nova, unit tests build them by hand, and the engine never needs to
+know which.
+"""
+
+import dataclasses
+import typing
+
+# Placement's MISC_SHARES_VIA_AGGREGATE: such a provider's allocations
+# belong to whichever instance holds them, wherever it runs.
+SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
+
+
+@dataclasses.dataclass(frozen=True)
+class Provider:
+    uuid: str
+    name: str
+    root_uuid: str
+    parent_uuid: typing.Optional[str] = None
+    generation: int = 0
+    sharing: bool = False
+    # Only filled for sharing providers and the roots they share with.
+    aggregates: frozenset = frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
+class Allocation:
+    """One consumer's resources on one provider."""
+
+    consumer: str
+    provider: str
+    resources: typing.Mapping[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Consumer:
+    """Placement's consumer record; ``None`` fields were not read."""
+
+    uuid: str
+    project_id: typing.Optional[str] = None
+    user_id: typing.Optional[str] = None
+    generation: typing.Optional[int] = None
+    # Placement's type: 'INSTANCE', 'MIGRATION', 'unknown' or None (not
+    # read: placement older than 1.38, or read in bulk without it).
+    consumer_type: typing.Optional[str] = None
+
+
+@dataclasses.dataclass
+class PlacementSnapshot:
+    providers: typing.Dict[str, Provider] = dataclasses.field(
+        default_factory=dict)
+    # Allocations on the providers that were read (see ``scope``).
+    allocations: typing.List[Allocation] = dataclasses.field(
+        default_factory=list)
+    consumers: typing.Dict[str, Consumer] = dataclasses.field(
+        default_factory=dict)
+    # Provider uuids whose allocations were read; None means all of them.
+    scope: typing.Optional[frozenset] = None
+    # Consumers outside the scope known to hold allocations somewhere:
+    # filled for scoped reads so that "has no allocations at all" holds.
+    consumers_elsewhere: frozenset = frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    uuid: str
+    name: typing.Optional[str]
+    # False when the cell's database could not be read; ``error`` says why
+    # (already free of credentials).
+    readable: bool = True
+    error: typing.Optional[str] = None
+
+    @property
+    def label(self):
+        return self.name or self.uuid
+
+
+@dataclasses.dataclass(frozen=True)
+class ComputeNode:
+    uuid: str
+    host: str
+    hypervisor_hostname: str
+    cell: str
+    deleted: bool = False
+    hypervisor_type: typing.Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Service:
+    host: str
+    binary: str
+    cell: str
+    disabled: bool = False
+    forced_down: bool = False
+    deleted: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    uuid: str
+    cell: str
+    host: typing.Optional[str] = None
+    node: typing.Optional[str] = None
+    vm_state: typing.Optional[str] = None
+    task_state: typing.Optional[str] = None
+    deleted: bool = False
+    # Found only in shadow_instances (archived by nova-manage).
+    archived: bool = False
+    project_id: typing.Optional[str] = None
+    user_id: typing.Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Migration:
+    uuid: str
+    instance_uuid: str
+    cell: str
+    status: str
+    migration_type: typing.Optional[str] = None
+    source_compute: typing.Optional[str] = None
+    source_node: typing.Optional[str] = None
+    dest_compute: typing.Optional[str] = None
+    dest_node: typing.Optional[str] = None
+    deleted: bool = False
+    archived: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceMapping:
+    instance_uuid: str
+    # None while the instance is being scheduled (no cell yet).
+    cell: typing.Optional[str] = None
+    queued_for_delete: bool = False
+
+
+@dataclasses.dataclass
+class NovaSnapshot:
+    cells: typing.Dict[str, Cell] = dataclasses.field(default_factory=dict)
+    compute_nodes: typing.Dict[str, ComputeNode] = dataclasses.field(
+        default_factory=dict)
+    services: typing.List[Service] = dataclasses.field(default_factory=list)
+    instances: typing.Dict[str, Instance] = dataclasses.field(
+        default_factory=dict)
+    migrations: typing.Dict[str, Migration] = dataclasses.field(
+        default_factory=dict)
+    mappings: typing.Dict[str, InstanceMapping] = dataclasses.field(
+        default_factory=dict)
+    build_requests: typing.FrozenSet[str] = frozenset()
+
+    @property
+    def unreadable_cells(self):
+        return [c for c in self.cells.values() if not c.readable]
+
+
+@dataclasses.dataclass
+class Snapshot:
+    placement: PlacementSnapshot
+    nova: NovaSnapshot
+
+
+# The exact keys of a finding, in output order. Both front ends print
+# these and nothing else: other tooling parses them.
+FINDING_KEYS = (
+    'consumer', 'consumer_type', 'instance', 'resource_provider',
+    'resource_provider_name', 'root_provider', 'host', 'cell', 'reason',
+    'action', 'resources', 'project_id', 'user_id', 'details',
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    consumer: str
+    consumer_type: str
+    instance: typing.Optional[str]
+    resource_provider: typing.Optional[str]
+    resource_provider_name: typing.Optional[str]
+    root_provider: typing.Optional[str]
+    host: typing.Optional[str]
+    cell: typing.Optional[str]
+    reason: str
+    action: str
+    resources: typing.Mapping[str, int]
+    project_id: typing.Optional[str]
+    user_id: typing.Optional[str]
+    details: str
+
+    @property
+    def is_orphan(self):
+        from nova_orphans.engine import reasons
+        return self.action != reasons.NONE
+
+    def to_dict(self):
+        return {key: (dict(self.resources) if key == 'resources'
+                      else getattr(self, key)) for key in FINDING_KEYS}
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls(**{key: data[key] for key in FINDING_KEYS})

@@ -1,0 +1,56 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The vocabulary of findings: reasons, actions and consumer types.
+
+These strings are a contract: ``--reason`` takes them and other tooling
+matches on them in the JSON output.
+"""
+
+# Actions.
+DELETE_CONSUMER = 'delete_consumer'
+REMOVE_PROVIDER = 'remove_provider'
+RETURN_TO_INSTANCE = 'return_to_instance'
+HEAL = 'heal'
+NONE = 'none'
+ACTIONS = (DELETE_CONSUMER, REMOVE_PROVIDER, RETURN_TO_INSTANCE, HEAL, NONE)
+
+# Orphan reasons.
+DELETED_INSTANCE = 'deleted_instance'
+UNKNOWN_CONSUMER = 'unknown_consumer'
+EVACUATED_SOURCE = 'evacuated_source'
+STALE_PROVIDER = 'stale_provider'
+FINISHED_MIGRATION = 'finished_migration'
+SHELVED_OFFLOADED = 'shelved_offloaded'
+MISSING_ALLOCATIONS = 'missing_allocations'
+ORPHAN_REASONS = (
+    DELETED_INSTANCE, UNKNOWN_CONSUMER, EVACUATED_SOURCE, STALE_PROVIDER,
+    FINISHED_MIGRATION, SHELVED_OFFLOADED, MISSING_ALLOCATIONS,
+)
+
+# Reasons of allocations that are fine (listed with --all, action none).
+ACTIVE_INSTANCE = 'active_instance'
+ACTIVE_MIGRATION = 'active_migration'
+BUILDING = 'building'
+SOFT_DELETED = 'soft_deleted'
+UNVERIFIABLE = 'unverifiable'
+UNMANAGED_PROVIDER = 'unmanaged_provider'
+HEALTHY_REASONS = (
+    ACTIVE_INSTANCE, ACTIVE_MIGRATION, BUILDING, SOFT_DELETED, UNVERIFIABLE,
+    UNMANAGED_PROVIDER,
+)
+
+REASONS = ORPHAN_REASONS + HEALTHY_REASONS
+
+# Consumer types as reported.
+INSTANCE = 'instance'
+MIGRATION = 'migration'
+UNKNOWN = 'unknown'

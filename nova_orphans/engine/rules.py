@@ -1,0 +1,316 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Classification rules: one function per reason, tried in order.
+
+Each rule looks at one allocation (one consumer on one provider) with
+what nova knows about its consumer and provider, and either returns a
+:class:`Verdict` or ``None`` to let the next rule decide. The order of
+``DEFAULT_RULES`` is the safety argument: the rules that protect live
+allocations (unreadable cells, foreign providers, moves in progress)
+run before any rule that calls an allocation an orphan, and
+``unknown_consumer`` only fires when nothing anywhere knows the consumer.
+
+A rule is any callable ``rule(ctx) -> Verdict or None``; sites can add
+their own through the ``nova_orphans.rules`` entry point namespace.
+"""
+
+import collections
+import dataclasses
+import typing
+
+from nova_orphans.engine import index as index_mod
+from nova_orphans.engine import model
+from nova_orphans.engine import nova_states
+from nova_orphans.engine import reasons
+from nova_orphans.i18n import _
+
+Verdict = collections.namedtuple('Verdict', 'reason action details')
+
+
+@dataclasses.dataclass(frozen=True)
+class AllocationContext:
+    index: index_mod.SnapshotIndex
+    allocation: model.Allocation
+    provider: typing.Optional[model.Provider]
+    # The compute node whose provider tree holds the allocation.
+    node: typing.Optional[model.ComputeNode]
+    owner: index_mod.Owner
+
+    @property
+    def sharing(self):
+        return self.index.is_nova_sharing(self.allocation.provider)
+
+    @property
+    def instance(self):
+        return self.owner.instance
+
+    @property
+    def migration(self):
+        return self.owner.migration
+
+    def on_instance_node(self):
+        inst = self.instance
+        return (self.node is not None and inst is not None and
+                self.node.host == inst.host and
+                self.node.hypervisor_hostname == inst.node)
+
+
+def _cells(cells):
+    return ', '.join(sorted(c.label for c in cells))
+
+
+def unverifiable(ctx):
+    """Never judge what an unreadable cell might own."""
+    down = ctx.index.unreadable_cells
+    if not down:
+        return None
+    if ctx.owner.cell is not None and not ctx.owner.cell.readable:
+        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                       _('The database of cell %(cell)s, which holds this '
+                         'consumer, could not be read.') %
+                       {'cell': ctx.owner.cell.label})
+    if ctx.node is None and not ctx.sharing:
+        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                       _('The provider is not a compute node of any readable '
+                         'cell and cell(s) %(cells)s could not be read.') %
+                       {'cells': _cells(down)})
+    if ctx.owner.cell is None and ctx.owner.mapping is None and not (
+            ctx.owner.build_request):
+        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                       _('No readable cell knows this consumer and cell(s) '
+                         '%(cells)s could not be read.') %
+                       {'cells': _cells(down)})
+    return None
+
+
+def unmanaged_provider(ctx):
+    """Providers outside nova's compute node trees are someone else's."""
+    if ctx.node is None and not ctx.sharing:
+        return Verdict(reasons.UNMANAGED_PROVIDER, reasons.NONE,
+                       _('The provider belongs to no nova compute node tree '
+                         'and is not a sharing provider used by one.'))
+    return None
+
+
+def finished_migration(ctx):
+    """A migration consumer outlives its migration only by mistake."""
+    mig = ctx.migration
+    if mig is None or (nova_states.migration_in_progress(mig) and
+                       not (mig.deleted or mig.archived)):
+        return None
+    details = _('Migration %(migration)s (%(type)s) of instance '
+                '%(instance)s ended with status %(status)s.') % {
+        'migration': mig.uuid, 'type': mig.migration_type,
+        'instance': mig.instance_uuid, 'status': mig.status}
+    inst = ctx.instance
+    if (mig.status in nova_states.MIGRATION_FAILED and inst is not None and
+            not inst.deleted and not inst.archived and
+            ctx.node is not None and
+            (inst.host, inst.node) == (mig.source_compute, mig.source_node) and
+            (ctx.node.host, ctx.node.hypervisor_hostname) ==
+            (mig.source_compute, mig.source_node) and
+            ctx.node.uuid not in ctx.index.roots_by_consumer.get(
+                inst.uuid, ())):
+        return Verdict(reasons.FINISHED_MIGRATION,
+                       reasons.RETURN_TO_INSTANCE,
+                       details + ' ' + _('The instance is back on the source '
+                                         'node without allocations of its '
+                                         'own there.'))
+    return Verdict(reasons.FINISHED_MIGRATION, reasons.DELETE_CONSUMER,
+                   details)
+
+
+def deleted_instance(ctx):
+    """Deleted, archived or vanished instances own nothing."""
+    inst = ctx.instance
+    if inst is None:
+        if ctx.migration is None:
+            return None
+        return Verdict(reasons.DELETED_INSTANCE, reasons.DELETE_CONSUMER,
+                       _('Instance %(instance)s of migration %(migration)s '
+                         'no longer exists.') %
+                       {'instance': ctx.migration.instance_uuid,
+                        'migration': ctx.migration.uuid})
+    if inst.archived:
+        return Verdict(reasons.DELETED_INSTANCE, reasons.DELETE_CONSUMER,
+                       _('Instance %(instance)s is deleted and archived '
+                         '(found only in shadow tables of cell %(cell)s).') %
+                       {'instance': inst.uuid, 'cell': ctx.owner.cell.label})
+    if inst.deleted:
+        return Verdict(reasons.DELETED_INSTANCE, reasons.DELETE_CONSUMER,
+                       _('Instance %(instance)s is deleted in cell '
+                         '%(cell)s.') %
+                       {'instance': inst.uuid, 'cell': ctx.owner.cell.label})
+    return None
+
+
+def building(ctx):
+    """The scheduler allocates before the instance has a cell or host."""
+    owner = ctx.owner
+    if owner.instance is None and (
+            owner.build_request or
+            (owner.mapping is not None and owner.mapping.cell is None)):
+        return Verdict(reasons.BUILDING, reasons.NONE,
+                       _('The instance is being scheduled (build request or '
+                         'instance mapping without a cell).'))
+    inst = owner.instance
+    if inst is not None and inst.vm_state == nova_states.BUILDING:
+        return Verdict(reasons.BUILDING, reasons.NONE,
+                       _('The instance is building.'))
+    return None
+
+
+def soft_deleted(ctx):
+    """Soft-deleted instances keep their allocations until reclaimed."""
+    inst = ctx.instance
+    if inst is not None and inst.vm_state == nova_states.SOFT_DELETED:
+        return Verdict(reasons.SOFT_DELETED, reasons.NONE,
+                       _('The instance is soft-deleted and can still be '
+                         'restored.'))
+    return None
+
+
+def active_migration(ctx):
+    """A move in progress owns allocations on both of its nodes."""
+    mig = ctx.migration
+    if mig is not None:
+        return Verdict(reasons.ACTIVE_MIGRATION, reasons.NONE,
+                       _('Migration %(migration)s (%(type)s) is in progress '
+                         'with status %(status)s.') %
+                       {'migration': mig.uuid, 'type': mig.migration_type,
+                        'status': mig.status})
+    inst = ctx.instance
+    if inst is None or ctx.on_instance_node() or ctx.sharing:
+        return None
+    migs = ctx.index.in_progress.get(inst.uuid)
+    if migs:
+        mig = migs[0]
+        return Verdict(reasons.ACTIVE_MIGRATION, reasons.NONE,
+                       _('The instance has migration %(migration)s '
+                         '(%(type)s) in progress with status %(status)s.') %
+                       {'migration': mig.uuid, 'type': mig.migration_type,
+                        'status': mig.status})
+    return None
+
+
+def shelved_offloaded(ctx):
+    """Offloading frees the host; only an unshelve may allocate again."""
+    inst = ctx.instance
+    if (inst is not None and
+            inst.vm_state == nova_states.SHELVED_OFFLOADED and
+            inst.task_state not in nova_states.UNSHELVE_TASK_STATES):
+        return Verdict(reasons.SHELVED_OFFLOADED, reasons.DELETE_CONSUMER,
+                       _('The instance is shelved and offloaded; it holds no '
+                         'host.'))
+    return None
+
+
+def active_instance(ctx):
+    """The instance's own node tree, any sharing provider, or a task."""
+    inst = ctx.instance
+    if inst is None:
+        return None
+    if ctx.on_instance_node():
+        return Verdict(reasons.ACTIVE_INSTANCE, reasons.NONE,
+                       _('The instance runs on this node.'))
+    if ctx.sharing:
+        return Verdict(reasons.ACTIVE_INSTANCE, reasons.NONE,
+                       _('Sharing provider used by the instance.'))
+    if inst.task_state is not None:
+        # A task may be about to move the instance; judge once it settles.
+        return Verdict(reasons.ACTIVE_INSTANCE, reasons.NONE,
+                       _('The instance has task_state %(task)s in progress; '
+                         'run again when it settles.') %
+                       {'task': inst.task_state})
+    return None
+
+
+def evacuated_source(ctx):
+    """The guide's case: evacuated away, allocation left on the source."""
+    inst = ctx.instance
+    if inst is None or ctx.node is None:
+        return None
+    for mig in ctx.index.evacuations.get(inst.uuid, ()):
+        if ((mig.source_compute, mig.source_node) ==
+                (ctx.node.host, ctx.node.hypervisor_hostname) and
+                (inst.host, inst.node) != (mig.source_compute,
+                                           mig.source_node)):
+            return Verdict(reasons.EVACUATED_SOURCE, reasons.REMOVE_PROVIDER,
+                           _('Evacuated from %(source)s to %(dest)s by '
+                             'migration %(migration)s (%(status)s); the '
+                             'instance now runs on %(host)s.') %
+                           {'source': mig.source_compute,
+                            'dest': mig.dest_compute,
+                            'migration': mig.uuid, 'status': mig.status,
+                            'host': inst.host})
+    return None
+
+
+def stale_provider(ctx):
+    """A live instance holding resources on a node it is not on."""
+    inst = ctx.instance
+    if inst is None:
+        return None
+    return Verdict(reasons.STALE_PROVIDER, reasons.REMOVE_PROVIDER,
+                   _('The instance runs on %(host)s (%(node)s), not on this '
+                     'node, and no move is in progress.') %
+                   {'host': inst.host, 'node': inst.node})
+
+
+def unknown_consumer(ctx):
+    """Nothing in the API database or any cell knows the consumer."""
+    if ctx.owner.instance is None and ctx.owner.migration is None:
+        if ctx.owner.mapping is not None:
+            return Verdict(reasons.UNKNOWN_CONSUMER, reasons.DELETE_CONSUMER,
+                           _('An instance mapping exists but cell %(cell)s '
+                             'has no instance or migration with this '
+                             'uuid.') % {'cell': ctx.owner.cell.label
+                                         if ctx.owner.cell else None})
+        return Verdict(reasons.UNKNOWN_CONSUMER, reasons.DELETE_CONSUMER,
+                       _('No instance, migration, build request or instance '
+                         'mapping has this uuid.'))
+    return None
+
+
+DEFAULT_RULES = (
+    unverifiable,
+    unmanaged_provider,
+    finished_migration,
+    deleted_instance,
+    building,
+    soft_deleted,
+    active_migration,
+    shelved_offloaded,
+    active_instance,
+    evacuated_source,
+    stale_provider,
+    unknown_consumer,
+)
+
+
+def missing_allocations(index):
+    """Live, placed instances that hold nothing at all: heal them."""
+    placement = index.snapshot.placement
+    for inst in index.snapshot.nova.instances.values():
+        if (inst.deleted or inst.archived or not inst.host or
+                not inst.node or inst.task_state is not None or
+                inst.vm_state in (nova_states.BUILDING,
+                                  nova_states.SOFT_DELETED,
+                                  nova_states.SHELVED_OFFLOADED)):
+            continue
+        node = index.node_for_host_node(inst.host, inst.node)
+        if placement.scope is not None and (
+                node is None or node.uuid not in placement.scope):
+            continue
+        if index.has_allocations(inst.uuid):
+            continue
+        yield inst, node

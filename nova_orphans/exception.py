@@ -1,0 +1,60 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Exceptions the front ends turn into one line and an exit code."""
+
+from nova_orphans.i18n import _
+
+
+class NovaOrphansException(Exception):
+    """Base class; ``msg_fmt`` is filled with the keyword arguments."""
+
+    msg_fmt = _('An unknown error occurred.')
+
+    def __init__(self, message=None, **kwargs):
+        self.kwargs = kwargs
+        if not message:
+            message = self.msg_fmt % kwargs
+        super().__init__(message)
+
+
+class InvalidInput(NovaOrphansException):
+    """The operator asked for something that cannot be (exit code 127)."""
+
+    msg_fmt = _('Invalid input: %(reason)s')
+
+
+class ConfigError(InvalidInput):
+    msg_fmt = _('Configuration error: %(reason)s')
+
+
+class PlacementError(NovaOrphansException):
+    msg_fmt = _('Placement request %(method)s %(url)s failed: %(reason)s')
+
+
+class PlacementVersionTooOld(InvalidInput):
+    msg_fmt = _('Placement at %(endpoint)s supports microversions up to '
+                '%(max_version)s; nova-orphans needs at least '
+                '%(min_version)s.')
+
+
+class GenerationConflict(NovaOrphansException):
+    """Another writer changed the consumer between our read and our write."""
+
+    msg_fmt = _('Consumer %(consumer)s was changed concurrently.')
+
+
+class CellUnreachable(NovaOrphansException):
+    msg_fmt = _('Cell %(cell)s database could not be read: %(reason)s')
+
+
+class JournalError(InvalidInput):
+    msg_fmt = _('Journal %(path)s: %(reason)s')
