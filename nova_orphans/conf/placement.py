@@ -42,6 +42,10 @@ def register_opts(conf):
     ks_loading.register_session_conf_options(conf, GROUP)
     ks_loading.register_auth_conf_options(conf, GROUP)
     conf.register_opts(_adapter_opts(), group=GROUP)
+    # keystoneauth's adapter loader reads these; the code picks versions.
+    for name in _VERSION_OPTS:
+        conf.register_opt(cfg.Opt(name, type=lambda value: None),
+                          group=GROUP)
 
 
 def list_opts():

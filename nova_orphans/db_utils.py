@@ -1,0 +1,120 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Read-only database access for tools: short retries, no credentials shown.
+
+Engines come from oslo.db so nova's URL forms and dialect quirks work as
+they do in nova, but with the retry budget of an interactive tool.
+"""
+
+import urllib.parse as urlparse
+
+from oslo_db.sqlalchemy import engines
+from oslo_utils import strutils
+import sqlalchemy as sa
+from sqlalchemy.engine import url as sa_url
+
+
+def safe_url(url):
+    """The URL with its password replaced, for messages and logs."""
+    try:
+        return sa_url.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: an unparsable URL is shown as nothing
+        return '<unparsable database URL>'
+
+
+def safe_error(error, *urls):
+    """An exception's text with any credentials removed."""
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    for url in urls:
+        if not url:
+            continue
+        text = text.replace(url, safe_url(url))
+        password = _password(url)
+        if password:
+            text = text.replace(password, '***')
+    return strutils.mask_password(text)
+
+
+def _password(url):
+    try:
+        return sa_url.make_url(url).password
+    except Exception:  # noqa
+        return None
+
+
+def format_cell_url(template, default):
+    """Fill a cell mapping's URL template the way nova does.
+
+    Mirrors ``nova.objects.cell_mapping.CellMapping._format_url``: the
+    ``{scheme}``, ``{username}``, ``{password}``, ``{hostname}``,
+    ``{port}``, ``{path}``, ``{query}`` and ``{fragment}`` of the running
+    ``[database] connection``, plus indexed keys for multi-host netlocs.
+    """
+    if not default or '{' not in template:
+        return template
+    default_url = urlparse.urlparse(default)
+    subs = {
+        'username': default_url.username,
+        'password': default_url.password,
+        'hostname': default_url.hostname,
+        'port': default_url.port,
+        'scheme': default_url.scheme,
+        'query': default_url.query,
+        'fragment': default_url.fragment,
+        'path': default_url.path.lstrip('/'),
+    }
+    if ',' in default_url.netloc:
+        for index, netloc in enumerate(default_url.netloc.split(','), 1):
+            parsed = urlparse.urlparse('//' + netloc)
+            for key in ('username', 'password', 'hostname', 'port'):
+                subs['%s%i' % (key, index)] = getattr(parsed, key)
+    return template.format(**subs)
+
+
+def _read_only_url(url):
+    """Open sqlite files read-only, so a wrong path is an error, not a file.
+
+    (sqlite would otherwise create an empty database where a cell's
+    database was expected.)
+    """
+    parsed = sa_url.make_url(url)
+    if parsed.get_backend_name() != 'sqlite' or not parsed.database or (
+            parsed.database == ':memory:' or
+            parsed.query.get('uri') == 'true'):
+        return parsed
+    return parsed.set(database='file:%s' % parsed.database,
+                      query={'mode': 'ro', 'uri': 'true'})
+
+
+def create_reader_engine(url, max_retries=1, retry_interval=1,
+                         connect_timeout=10):
+    parsed = _read_only_url(url)
+    params = None
+    if parsed.get_backend_name() == 'mysql' and (
+            'connect_timeout' not in parsed.query):
+        params = {'connect_timeout': str(connect_timeout)}
+    engine = engines.create_engine(
+        parsed, max_retries=max_retries, retry_interval=retry_interval,
+        connection_parameters=params, thread_checkin=False)
+    if engine.dialect.name == 'mysql':
+        @sa.event.listens_for(engine, 'connect')
+        def _read_only(dbapi_conn, record):
+            cursor = dbapi_conn.cursor()
+            cursor.execute('SET SESSION TRANSACTION READ ONLY')
+            cursor.close()
+    return engine
+
+
+def chunks(items, size=500):
+    items = sorted(items)
+    for start in range(0, len(items), size):
+        yield items[start:start + size]

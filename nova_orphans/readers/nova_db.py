@@ -1,0 +1,318 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Read nova's side of the snapshot from the API and cell databases.
+
+A constant number of bulk queries per cell, whatever the cloud's size:
+compute nodes, services, live instances and live migrations, then a few
+chunked look-ups for the handful of consumers that are not live
+anywhere (deleted rows and shadow tables). Cells are read in parallel,
+each in its own short read-only transaction, and a cell that cannot be
+read within ``[nova_orphans] cell_timeout`` is reported, not fatal.
+"""
+
+import threading
+
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from nova_orphans import db_utils
+from nova_orphans.engine import model
+from nova_orphans import exception
+from nova_orphans.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+CELL0_UUID = '00000000-0000-0000-0000-000000000000'
+
+
+def _table(name, *columns):
+    return sa.table(name, *(sa.column(c) for c in columns))
+
+
+CELL_MAPPINGS = _table('cell_mappings', 'id', 'uuid', 'name',
+                       'database_connection')
+INSTANCE_MAPPINGS = _table('instance_mappings', 'instance_uuid', 'cell_id',
+                           'queued_for_delete')
+BUILD_REQUESTS = _table('build_requests', 'instance_uuid')
+COMPUTE_NODES = _table('compute_nodes', 'uuid', 'host', 'hypervisor_hostname',
+                       'hypervisor_type', 'deleted')
+SERVICES = _table('services', 'host', 'binary', 'disabled', 'forced_down',
+                  'deleted')
+_INSTANCE_COLUMNS = ('uuid', 'host', 'node', 'vm_state', 'task_state',
+                     'project_id', 'user_id', 'deleted', 'hidden')
+_MIGRATION_COLUMNS = ('uuid', 'instance_uuid', 'status', 'migration_type',
+                      'source_compute', 'source_node', 'dest_compute',
+                      'dest_node', 'deleted', 'hidden')
+INSTANCES = _table('instances', *_INSTANCE_COLUMNS)
+MIGRATIONS = _table('migrations', *_MIGRATION_COLUMNS)
+SHADOW_INSTANCES = _table('shadow_instances', *_INSTANCE_COLUMNS)
+SHADOW_MIGRATIONS = _table('shadow_migrations', *_MIGRATION_COLUMNS)
+
+
+class CellConnection:
+    """What the API database says about one cell."""
+
+    def __init__(self, uuid, name, url):
+        self.uuid = uuid
+        self.name = name
+        self.url = url
+
+
+class NovaDBReader:
+
+    def __init__(self, conf):
+        self.conf = conf
+        self.api_url = conf.api_database.connection
+        if not self.api_url:
+            raise exception.ConfigError(
+                reason=_('[api_database] connection is not set'))
+        opts = conf.nova_orphans
+        self._engine_args = dict(max_retries=opts.db_max_retries,
+                                 retry_interval=opts.db_retry_interval)
+        self.cell_timeout = opts.cell_timeout
+
+    # API database -------------------------------------------------------
+
+    def read_api(self):
+        """Cell list, instance mappings and build requests, in one go."""
+        try:
+            engine = db_utils.create_reader_engine(self.api_url,
+                                                   **self._engine_args)
+            try:
+                with engine.connect() as conn:
+                    cells = conn.execute(sa.select(
+                        CELL_MAPPINGS.c.id, CELL_MAPPINGS.c.uuid,
+                        CELL_MAPPINGS.c.name,
+                        CELL_MAPPINGS.c.database_connection)).all()
+                    mappings = conn.execute(sa.select(
+                        INSTANCE_MAPPINGS.c.instance_uuid,
+                        INSTANCE_MAPPINGS.c.cell_id,
+                        INSTANCE_MAPPINGS.c.queued_for_delete)).all()
+                    builds = conn.execute(sa.select(
+                        BUILD_REQUESTS.c.instance_uuid)).scalars().all()
+            finally:
+                engine.dispose()
+        except Exception as e:
+            raise exception.NovaOrphansException(
+                _('The nova API database %(url)s could not be read: '
+                  '%(error)s') % {'url': db_utils.safe_url(self.api_url),
+                                  'error': db_utils.safe_error(
+                                      e, self.api_url)})
+        default = self.conf.database.connection
+        by_id = {}
+        connections = []
+        for row in cells:
+            by_id[row.id] = row.uuid
+            connections.append(CellConnection(
+                row.uuid, row.name,
+                db_utils.format_cell_url(row.database_connection or '',
+                                         default)))
+        instance_mappings = {
+            m.instance_uuid: model.InstanceMapping(
+                instance_uuid=m.instance_uuid, cell=by_id.get(m.cell_id),
+                queued_for_delete=bool(m.queued_for_delete))
+            for m in mappings}
+        return connections, instance_mappings, frozenset(builds)
+
+    # Cell databases -----------------------------------------------------
+
+    def read(self):
+        """Phase one: every cell's nodes, services and live rows."""
+        connections, mappings, builds = self.read_api()
+        self._connections = connections
+        snapshot = model.NovaSnapshot(mappings=mappings,
+                                      build_requests=builds)
+        self._hidden = set()
+        results = self._in_cells(connections, lambda read: read.live())
+        for conn in connections:
+            data, error = results[conn.uuid]
+            snapshot.cells[conn.uuid] = model.Cell(
+                uuid=conn.uuid, name=conn.name, readable=error is None,
+                error=error)
+            if data is not None:
+                _merge(snapshot, data, self._hidden)
+        return snapshot
+
+    def resolve(self, snapshot, consumers):
+        """Phase two: find the consumers that nothing live owns.
+
+        Looks them up among deleted rows and shadow tables, and loads the
+        instances of migration consumers. Usually a handful of uuids.
+        """
+        missing = (set(consumers) - set(snapshot.instances) -
+                   set(snapshot.migrations))
+        owners = {m.instance_uuid for m in snapshot.migrations.values()
+                  if m.uuid in consumers} - set(snapshot.instances)
+        if not missing and not owners:
+            return snapshot
+        mappings = snapshot.mappings
+        readable = [c for c in self._connections
+                    if snapshot.cells[c.uuid].readable]
+
+        def lookup(read):
+            # Consumers mapped to another cell are settled there.
+            here = {c for c in missing | owners
+                    if c not in mappings or
+                    mappings[c].cell in (None, read.cell)}
+            return read.lookup(here & missing, here & owners)
+
+        results = self._in_cells(readable, lookup)
+        for conn in readable:
+            data, error = results[conn.uuid]
+            if error is not None:
+                snapshot.cells[conn.uuid] = model.Cell(
+                    uuid=conn.uuid, name=conn.name, readable=False,
+                    error=error)
+            else:
+                _merge(snapshot, data, self._hidden)
+        return snapshot
+
+    def _in_cells(self, connections, work):
+        """Run ``work(_CellRead)`` in every cell at once, within the timeout.
+
+        Returns {cell uuid: (result, None) or (None, error text)}.
+        """
+        results = {}
+        threads = []
+        for conn in connections:
+            thread = threading.Thread(
+                target=self._run_in_cell, args=(conn, work, results),
+                name='cell-%s' % conn.name, daemon=True)
+            thread.start()
+            threads.append((conn, thread))
+        for conn, thread in threads:
+            thread.join(self.cell_timeout)
+            if thread.is_alive():
+                results.setdefault(conn.uuid, (None, _(
+                    'not read within %(seconds)s seconds') %
+                    {'seconds': self.cell_timeout}))
+        # A late thread must not change what was already reported.
+        return dict(results)
+
+    def _run_in_cell(self, conn, work, results):
+        try:
+            engine = db_utils.create_reader_engine(conn.url,
+                                                   **self._engine_args)
+            try:
+                with engine.connect() as db:
+                    result = work(_CellRead(db, conn.uuid))
+            finally:
+                engine.dispose()
+            results.setdefault(conn.uuid, (result, None))
+        except Exception as e:
+            error = db_utils.safe_error(e, conn.url)
+            LOG.warning('Cell %(cell)s (%(url)s) could not be read: '
+                        '%(error)s', {'cell': conn.name or conn.uuid,
+                                      'url': db_utils.safe_url(conn.url),
+                                      'error': error})
+            results.setdefault(conn.uuid, (None, error))
+
+
+class _CellRead:
+    """The queries against one cell database, in one connection."""
+
+    def __init__(self, db, cell_uuid):
+        self.db = db
+        self.cell = cell_uuid
+        self.nodes = {}
+        self.services = []
+        self.instances = {}
+        self.migrations = {}
+        # uuids whose only row here is a hidden cross-cell copy.
+        self.hidden = set()
+
+    def live(self):
+        for row in self.db.execute(sa.select(COMPUTE_NODES)):
+            self.nodes[row.uuid] = model.ComputeNode(
+                uuid=row.uuid, host=row.host,
+                hypervisor_hostname=row.hypervisor_hostname,
+                hypervisor_type=row.hypervisor_type, cell=self.cell,
+                deleted=bool(row.deleted))
+        self.services = [
+            model.Service(host=row.host, binary=row.binary, cell=self.cell,
+                          disabled=bool(row.disabled),
+                          forced_down=bool(row.forced_down),
+                          deleted=bool(row.deleted))
+            for row in self.db.execute(sa.select(SERVICES))]
+        self._instances(INSTANCES, INSTANCES.c.deleted == 0)
+        self._migrations(MIGRATIONS, MIGRATIONS.c.deleted == 0)
+        return self
+
+    def lookup(self, consumers, instance_uuids):
+        """Deleted, then archived, rows for the given uuids."""
+        for table, loader, uuids in (
+                (INSTANCES, self._instances, consumers | instance_uuids),
+                (SHADOW_INSTANCES, self._instances,
+                 consumers | instance_uuids),
+                (MIGRATIONS, self._migrations, consumers),
+                (SHADOW_MIGRATIONS, self._migrations, consumers)):
+            wanted = uuids - set(self.instances) - set(self.migrations)
+            for chunk in db_utils.chunks(wanted):
+                loader(table, table.c.uuid.in_(chunk),
+                       archived=table.name.startswith('shadow_'))
+        return self
+
+    def _rows(self, table, where):
+        # Hidden cross-cell copies first, so a visible row overrides them.
+        return self.db.execute(
+            sa.select(table).where(where).order_by(table.c.hidden.desc()))
+
+    def _note_hidden(self, row):
+        if row.hidden:
+            self.hidden.add(row.uuid)
+        else:
+            self.hidden.discard(row.uuid)
+
+    def _instances(self, table, where, archived=False):
+        for row in self._rows(table, where):
+            self._note_hidden(row)
+            self.instances[row.uuid] = model.Instance(
+                uuid=row.uuid, cell=self.cell, host=row.host, node=row.node,
+                vm_state=row.vm_state, task_state=row.task_state,
+                deleted=bool(row.deleted), archived=archived,
+                project_id=row.project_id, user_id=row.user_id)
+
+    def _migrations(self, table, where, archived=False):
+        for row in self._rows(table, where):
+            if row.uuid is None:
+                continue
+            self._note_hidden(row)
+            self.migrations[row.uuid] = model.Migration(
+                uuid=row.uuid, instance_uuid=row.instance_uuid,
+                cell=self.cell, status=row.status,
+                migration_type=row.migration_type,
+                source_compute=row.source_compute,
+                source_node=row.source_node, dest_compute=row.dest_compute,
+                dest_node=row.dest_node, deleted=bool(row.deleted),
+                archived=archived)
+
+
+def _rank(record, hidden):
+    """Which copy of a row seen in several cells nova acts on."""
+    return (not (record.deleted or record.archived), not hidden)
+
+
+def _merge(snapshot, cell_read, hidden):
+    snapshot.compute_nodes.update(cell_read.nodes)
+    snapshot.services.extend(cell_read.services)
+    for mine, theirs in ((cell_read.instances, snapshot.instances),
+                         (cell_read.migrations, snapshot.migrations)):
+        for uuid, record in mine.items():
+            known = theirs.get(uuid)
+            is_hidden = uuid in cell_read.hidden
+            if known is None or _rank(record, is_hidden) > _rank(
+                    known, uuid in hidden):
+                theirs[uuid] = record
+                if is_hidden:
+                    hidden.add(uuid)
+                else:
+                    hidden.discard(uuid)

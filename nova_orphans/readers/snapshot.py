@@ -1,0 +1,117 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Build a classified snapshot from a placement reader and a nova reader.
+
+The front ends differ only in their readers (databases or compute API);
+the order of reads, the scope of ``--resource-provider`` and ``--host``
+and the classification are the same for both.
+"""
+
+from oslo_utils import uuidutils
+
+from nova_orphans.engine import classify
+from nova_orphans.engine import index as index_mod
+from nova_orphans.engine import model
+from nova_orphans.engine import rules
+from nova_orphans import exception
+from nova_orphans.i18n import _
+
+
+def validate_uuid(value, what):
+    if value is not None and not uuidutils.is_uuid_like(value):
+        raise exception.InvalidInput(
+            reason=_('%(what)s %(value)s is not a valid UUID') %
+            {'what': what, 'value': value})
+
+
+def subtree(providers, root_uuid):
+    """The provider and all its descendants."""
+    children = {}
+    for p in providers.values():
+        if p.parent_uuid:
+            children.setdefault(p.parent_uuid, []).append(p.uuid)
+    result, todo = set(), [root_uuid]
+    while todo:
+        uuid = todo.pop()
+        result.add(uuid)
+        todo.extend(children.get(uuid, ()))
+    return result
+
+
+def select_scope(providers, nova, resource_provider=None, host=None):
+    """Provider uuids to read, or None for all; validates the filters."""
+    scope = None
+    if resource_provider is not None:
+        if resource_provider not in providers:
+            raise exception.InvalidInput(
+                reason=_('resource provider %(uuid)s does not exist') %
+                {'uuid': resource_provider})
+        scope = subtree(providers, resource_provider)
+    if host is not None:
+        nodes = [n for n in nova.compute_nodes.values() if n.host == host]
+        if not nodes and not any(s.host == host for s in nova.services):
+            raise exception.InvalidInput(
+                reason=_('no compute host %(host)s in any readable cell') %
+                {'host': host})
+        host_scope = set()
+        for node in nodes:
+            if node.uuid in providers:
+                host_scope |= subtree(providers, node.uuid)
+        scope = host_scope if scope is None else scope & host_scope
+    return scope
+
+
+class Audit:
+    """One read of the cloud and its findings."""
+
+    def __init__(self, placement_reader, nova_reader, progress=None):
+        self.placement = placement_reader
+        self.nova = nova_reader
+        self.progress = progress
+
+    def run(self, resource_provider=None, host=None):
+        validate_uuid(resource_provider, _('Resource provider'))
+        providers = self.placement.providers()
+        nova = self.nova.read()
+        scope = select_scope(providers, nova, resource_provider, host)
+        allocations = self.placement.allocations(
+            providers if scope is None else scope, progress=self.progress)
+        consumers = {a.consumer for a in allocations}
+        placement = model.PlacementSnapshot(
+            providers=providers, allocations=allocations,
+            scope=None if scope is None else frozenset(scope))
+        self.nova.resolve(nova, consumers)
+        snapshot = model.Snapshot(placement=placement, nova=nova)
+        if scope is not None:
+            # "No allocations at all" must look beyond the scope.
+            placement.consumers_elsewhere = self._held_elsewhere(
+                snapshot, consumers)
+        findings = classify.classify(snapshot)
+        # Orphans are few: read their consumer records (project, user,
+        # generation, type) and classify again with them.
+        orphans = {f.consumer for f in findings
+                   if f.is_orphan and f.consumer in consumers}
+        if orphans:
+            records, _allocs = self.placement.consumers(orphans)
+            placement.consumers.update(records)
+            findings = classify.classify(snapshot)
+        self.snapshot = snapshot
+        return findings
+
+    def _held_elsewhere(self, snapshot, consumers):
+        candidates = {inst.uuid for inst, _node in
+                      rules.missing_allocations(
+                          index_mod.SnapshotIndex(snapshot))}
+        if not candidates:
+            return frozenset()
+        _records, allocations = self.placement.consumers(candidates)
+        return frozenset(c for c, allocs in allocations.items() if allocs)
