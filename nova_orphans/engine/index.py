@@ -73,6 +73,11 @@ class SnapshotIndex:
             provider = self.providers.get(alloc.provider)
             root = provider.root_uuid if provider else alloc.provider
             self.roots_by_consumer[alloc.consumer].add(root)
+        # Instances whose migration consumers hold allocations: they are
+        # not "missing" any, whatever the migration's state.
+        self.held_by_migration = {
+            mig.instance_uuid for mig in nova.migrations.values()
+            if mig.uuid in self.roots_by_consumer}
         self._owners = {}
 
     def _nova_sharing_providers(self):

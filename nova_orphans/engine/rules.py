@@ -311,6 +311,7 @@ def missing_allocations(index):
         if placement.scope is not None and (
                 node is None or node.uuid not in placement.scope):
             continue
-        if index.has_allocations(inst.uuid):
+        if (index.has_allocations(inst.uuid) or
+                inst.uuid in index.held_by_migration):
             continue
         yield inst, node

@@ -9,3 +9,14 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
+"""Scenario tests on nova's functional harness (see NOTES.md).
+
+nova picks eventlet or native threading when ``nova.tests`` is first
+imported; only threading mode keeps its databases in files that the tool,
+opening its own engines, can read. Default to it before anything imports
+nova.
+"""
+
+import os
+
+os.environ.setdefault('OS_NOVA_DISABLE_EVENTLET_PATCHING', 'True')

@@ -24,7 +24,6 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 import sqlalchemy as sa
 
-from nova_orphans import conf as orphans_conf
 from nova_orphans.tests.scenario import base
 
 
@@ -36,7 +35,9 @@ def _standin_main(argv):
     label this scenario. Delete once the real command lands.
     """
     conf = cfg.ConfigOpts()
-    orphans_conf.register_opts(conf)
+    conf.register_opt(cfg.StrOpt('connection'), group='api_database')
+    ks_loading.register_auth_conf_options(conf, 'placement')
+    ks_loading.register_session_conf_options(conf, 'placement')
     config, rest = argv[:2], argv[2:]
     conf(config, project='nova', default_config_files=[])
     show_all = '--all' in rest

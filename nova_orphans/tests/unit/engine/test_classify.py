@@ -1,0 +1,430 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Every reason, and every look-alike that must not be an orphan."""
+
+from oslotest import base
+
+from nova_orphans.engine import reasons as r
+from nova_orphans.engine import rules
+from nova_orphans.tests.unit import cloud as cloud_mod
+
+FINE = r.NONE
+
+
+class ClassifyTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.cloud = cloud_mod.Cloud()
+        self.host1 = self.cloud.node('host1')
+        self.host2 = self.cloud.node('host2')
+
+    def assertVerdicts(self, expected, **kwargs):
+        self.assertEqual(expected, self.cloud.verdicts(**kwargs))
+
+
+class InstanceRulesTestCase(ClassifyTestCase):
+
+    def test_active_instance_on_its_node(self):
+        vm = self.cloud.instance('host1')
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts({(vm, self.host1): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_deleted_instance(self):
+        vm = self.cloud.instance('host1', deleted=True, vm_state='deleted')
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts(
+            {(vm, self.host1): (r.DELETED_INSTANCE, r.DELETE_CONSUMER)})
+
+    def test_archived_instance(self):
+        vm = self.cloud.instance('host1', deleted=True, archived=True,
+                                 mapping=False)
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts(
+            {(vm, self.host1): (r.DELETED_INSTANCE, r.DELETE_CONSUMER)})
+
+    def test_unknown_consumer(self):
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, self.host1)
+        self.assertVerdicts(
+            {(stranger, self.host1): (r.UNKNOWN_CONSUMER,
+                                      r.DELETE_CONSUMER)})
+
+    def test_mapping_without_instance_is_unknown(self):
+        vm = cloud_mod.uuid('vm')
+        self.cloud.map(vm, 'cell1')
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts(
+            {(vm, self.host1): (r.UNKNOWN_CONSUMER, r.DELETE_CONSUMER)})
+
+    def test_stale_provider_after_failed_cold_migration(self):
+        # Seed 001: the target keeps the instance's allocation.
+        vm = self.cloud.instance('host1', vm_state='stopped')
+        self.cloud.migration(vm, 'error', source='host1', dest='host2')
+        self.cloud.alloc(vm, self.host1)
+        self.cloud.alloc(vm, self.host2, VCPU=30)
+        self.assertVerdicts({
+            (vm, self.host1): (r.ACTIVE_INSTANCE, FINE),
+            (vm, self.host2): (r.STALE_PROVIDER, r.REMOVE_PROVIDER)})
+
+    def test_instance_without_host_holding_allocations_is_stale(self):
+        vm = self.cloud.instance(None, vm_state='error')
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts(
+            {(vm, self.host1): (r.STALE_PROVIDER, r.REMOVE_PROVIDER)})
+
+    def test_task_in_progress_is_not_judged(self):
+        vm = self.cloud.instance('host1', task_state='rebuilding')
+        self.cloud.alloc(vm, self.host2)
+        self.assertVerdicts({(vm, self.host2): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_shelved_offloaded(self):
+        vm = self.cloud.instance(None, vm_state='shelved_offloaded')
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts(
+            {(vm, self.host1): (r.SHELVED_OFFLOADED, r.DELETE_CONSUMER)})
+
+    def test_unshelve_in_progress_is_fine(self):
+        vm = self.cloud.instance(None, vm_state='shelved_offloaded',
+                                 task_state='unshelving')
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts({(vm, self.host1): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_soft_deleted(self):
+        vm = self.cloud.instance('host1', vm_state='soft-delete')
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts({(vm, self.host1): (r.SOFT_DELETED, FINE)})
+
+    def test_building_from_build_request(self):
+        vm = cloud_mod.uuid('vm')
+        self.cloud.build_request(vm)
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts({(vm, self.host1): (r.BUILDING, FINE)})
+
+    def test_building_from_mapping_without_cell(self):
+        vm = cloud_mod.uuid('vm')
+        self.cloud.map(vm, None)
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts({(vm, self.host1): (r.BUILDING, FINE)})
+
+    def test_building_instance_in_cell(self):
+        vm = self.cloud.instance(None, vm_state='building',
+                                 task_state='spawning')
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts({(vm, self.host1): (r.BUILDING, FINE)})
+
+    def test_missing_allocations(self):
+        vm = self.cloud.instance('host1')
+        finding, = self.cloud.findings()
+        self.assertEqual(
+            (vm, self.host1, r.MISSING_ALLOCATIONS, r.HEAL, {}),
+            (finding.consumer, finding.resource_provider, finding.reason,
+             finding.action, finding.resources))
+
+    def test_missing_allocations_not_for_instances_without_a_host(self):
+        self.cloud.instance(None, vm_state='shelved_offloaded')
+        self.cloud.instance(None, vm_state='error')
+        self.cloud.instance('host1', vm_state='soft-delete')
+        self.cloud.instance('host1', task_state='migrating')
+        self.cloud.instance('host1', deleted=True)
+        self.assertEqual([], self.cloud.findings())
+
+    def test_missing_allocations_sees_allocations_outside_scope(self):
+        vm = self.cloud.instance('host1')
+        self.cloud.placement.scope = frozenset([self.host1])
+        self.cloud.placement.consumers_elsewhere = frozenset([vm])
+        self.assertEqual([], self.cloud.findings())
+
+
+class MigrationRulesTestCase(ClassifyTestCase):
+
+    def test_evacuated_source(self):
+        # Seed 000: evacuated from a fenced host that never came back.
+        vm = self.cloud.instance('host2')
+        self.cloud.migration(vm, 'done', 'evacuation', 'host1', 'host2')
+        self.cloud.alloc(vm, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        self.assertVerdicts({
+            (vm, self.host1): (r.EVACUATED_SOURCE, r.REMOVE_PROVIDER),
+            (vm, self.host2): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_evacuated_source_with_child_provider(self):
+        child = self.cloud.provider('host1:bw', parent=self.host1)
+        vm = self.cloud.instance('host2')
+        self.cloud.migration(vm, 'completed', 'evacuation', 'host1', 'host2')
+        self.cloud.alloc(vm, self.host1)
+        self.cloud.alloc(vm, child, NET_BW_EGR_KILOBIT_PER_SEC=1000)
+        self.cloud.alloc(vm, self.host2)
+        self.assertVerdicts({
+            (vm, self.host1): (r.EVACUATED_SOURCE, r.REMOVE_PROVIDER),
+            (vm, child): (r.EVACUATED_SOURCE, r.REMOVE_PROVIDER),
+            (vm, self.host2): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_evacuation_in_progress(self):
+        vm = self.cloud.instance('host1', task_state='rebuilding')
+        self.cloud.migration(vm, 'pre-migrating', 'evacuation', 'host1',
+                             'host2')
+        self.cloud.alloc(vm, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        self.assertVerdicts({
+            (vm, self.host1): (r.ACTIVE_INSTANCE, FINE),
+            (vm, self.host2): (r.ACTIVE_MIGRATION, FINE)})
+
+    def test_evacuated_back_to_source_is_not_evacuated_source(self):
+        vm = self.cloud.instance('host1')
+        self.cloud.migration(vm, 'done', 'evacuation', 'host1', 'host2')
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts({(vm, self.host1): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_resize_awaiting_confirm(self):
+        vm = self.cloud.instance('host2', vm_state='resized')
+        mig = self.cloud.migration(vm, 'finished', 'resize', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        self.assertVerdicts({
+            (mig, self.host1): (r.ACTIVE_MIGRATION, FINE),
+            (vm, self.host2): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_live_migration_in_progress(self):
+        vm = self.cloud.instance('host1', task_state='migrating')
+        mig = self.cloud.migration(vm, 'running', 'live-migration', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        self.assertVerdicts({
+            (mig, self.host1): (r.ACTIVE_MIGRATION, FINE),
+            (vm, self.host2): (r.ACTIVE_MIGRATION, FINE)})
+
+    def test_confirmed_migration_keeps_source_allocation(self):
+        vm = self.cloud.instance('host2')
+        mig = self.cloud.migration(vm, 'confirmed', 'resize', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        self.assertVerdicts({
+            (mig, self.host1): (r.FINISHED_MIGRATION, r.DELETE_CONSUMER),
+            (vm, self.host2): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_failed_migration_returns_to_instance(self):
+        vm = self.cloud.instance('host1')
+        mig = self.cloud.migration(vm, 'error', 'migration', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.assertVerdicts({
+            (mig, self.host1): (r.FINISHED_MIGRATION,
+                                r.RETURN_TO_INSTANCE)})
+
+    def test_failed_migration_when_instance_has_its_own(self):
+        vm = self.cloud.instance('host1')
+        mig = self.cloud.migration(vm, 'failed', 'migration', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts({
+            (mig, self.host1): (r.FINISHED_MIGRATION, r.DELETE_CONSUMER),
+            (vm, self.host1): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_failed_migration_instance_elsewhere(self):
+        vm = self.cloud.instance('host2')
+        mig = self.cloud.migration(vm, 'error', 'migration', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        self.assertVerdicts({
+            (mig, self.host1): (r.FINISHED_MIGRATION, r.DELETE_CONSUMER),
+            (vm, self.host2): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_archived_migration(self):
+        vm = self.cloud.instance('host2')
+        mig = self.cloud.migration(vm, 'confirmed', 'resize', 'host1',
+                                   'host2', deleted=True, archived=True)
+        self.cloud.alloc(mig, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        self.assertEqual(
+            (r.FINISHED_MIGRATION, r.DELETE_CONSUMER),
+            self.cloud.verdicts()[(mig, self.host1)])
+
+    def test_in_progress_migration_of_deleted_instance(self):
+        vm = self.cloud.instance('host2', deleted=True)
+        mig = self.cloud.migration(vm, 'finished', 'resize', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.assertVerdicts({
+            (mig, self.host1): (r.DELETED_INSTANCE, r.DELETE_CONSUMER)})
+
+
+class ProviderRulesTestCase(ClassifyTestCase):
+
+    def test_nested_child_of_own_node(self):
+        child = self.cloud.provider('host1:vgpu', parent=self.host1)
+        vm = self.cloud.instance('host1')
+        self.cloud.alloc(vm, self.host1)
+        self.cloud.alloc(vm, child, VGPU=1)
+        self.assertVerdicts({(vm, self.host1): (r.ACTIVE_INSTANCE, FINE),
+                             (vm, child): (r.ACTIVE_INSTANCE, FINE)})
+
+    def _sharing(self):
+        self.cloud = cloud_mod.Cloud()
+        self.host1 = self.cloud.node('host1', aggregates=['agg'])
+        self.host2 = self.cloud.node('host2')
+        return self.cloud.provider('nfs', sharing=True, aggregates=['agg'])
+
+    def test_sharing_provider_belongs_to_the_instance(self):
+        nfs = self._sharing()
+        vm = self.cloud.instance('host1')
+        self.cloud.alloc(vm, self.host1, VCPU=1)
+        self.cloud.alloc(vm, nfs, DISK_GB=10)
+        self.assertVerdicts({(vm, self.host1): (r.ACTIVE_INSTANCE, FINE),
+                             (vm, nfs): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_sharing_provider_of_deleted_instance(self):
+        nfs = self._sharing()
+        vm = self.cloud.instance('host1', deleted=True)
+        self.cloud.alloc(vm, nfs, DISK_GB=10)
+        self.assertVerdicts(
+            {(vm, nfs): (r.DELETED_INSTANCE, r.DELETE_CONSUMER)})
+
+    def test_sharing_provider_not_sharing_with_nova(self):
+        lonely = self.cloud.provider('other-nfs', sharing=True,
+                                     aggregates=['elsewhere'])
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, lonely, DISK_GB=10)
+        self.assertVerdicts(
+            {(stranger, lonely): (r.UNMANAGED_PROVIDER, FINE)})
+
+    def test_other_services_provider(self):
+        foreign = self.cloud.provider('cyborg-fpga')
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, foreign, CUSTOM_FPGA=1)
+        self.assertVerdicts(
+            {(stranger, foreign): (r.UNMANAGED_PROVIDER, FINE)})
+
+    def test_ironic_node_custom_resource_class(self):
+        node_name = cloud_mod.uuid('ironic-node')
+        node = self.cloud.node('ironic-compute', node=node_name)
+        vm = self.cloud.instance('ironic-compute', node=node_name)
+        gone = self.cloud.instance('ironic-compute', node=node_name,
+                                   deleted=True)
+        self.cloud.alloc(vm, node, CUSTOM_BAREMETAL_GOLD=1)
+        self.cloud.alloc(gone, node, CUSTOM_BAREMETAL_GOLD=1)
+        self.assertVerdicts({
+            (vm, node): (r.ACTIVE_INSTANCE, FINE),
+            (gone, node): (r.DELETED_INSTANCE, r.DELETE_CONSUMER)})
+
+    def test_deleted_compute_node_tree_is_still_nova(self):
+        # A service deleted while allocations remained orphaned its
+        # provider (mailing-list thread); its leftovers are still nova's.
+        old = self.cloud.node('host3', deleted=True)
+        vm = self.cloud.instance('host2')
+        self.cloud.migration(vm, 'done', 'evacuation', 'host3', 'host2')
+        self.cloud.alloc(vm, old)
+        self.cloud.alloc(vm, self.host2)
+        self.assertEqual((r.EVACUATED_SOURCE, r.REMOVE_PROVIDER),
+                         self.cloud.verdicts()[(vm, old)])
+
+
+class DownCellTestCase(ClassifyTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.cloud.add_cell('cell2', readable=False)
+
+    def test_consumer_mapped_to_down_cell(self):
+        vm = cloud_mod.uuid('vm')
+        self.cloud.map(vm, 'cell2')
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts({(vm, self.host1): (r.UNVERIFIABLE, FINE)})
+
+    def test_unknown_consumer_while_a_cell_is_down(self):
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, self.host1)
+        self.assertVerdicts(
+            {(stranger, self.host1): (r.UNVERIFIABLE, FINE)})
+
+    def test_provider_possibly_in_down_cell(self):
+        unknown_node = self.cloud.provider('host9')
+        vm = self.cloud.instance('host1', deleted=True)
+        self.cloud.alloc(vm, unknown_node)
+        self.assertVerdicts({(vm, unknown_node): (r.UNVERIFIABLE, FINE)})
+
+    def test_readable_cells_are_still_judged(self):
+        vm = self.cloud.instance('host1', deleted=True)
+        self.cloud.alloc(vm, self.host1)
+        self.assertVerdicts(
+            {(vm, self.host1): (r.DELETED_INSTANCE, r.DELETE_CONSUMER)})
+
+
+class FindingTestCase(ClassifyTestCase):
+
+    def test_finding_has_exactly_the_contract_keys(self):
+        vm = self.cloud.instance('host2')
+        mig = self.cloud.migration(vm, 'done', 'evacuation', 'host1',
+                                   'host2')
+        self.cloud.alloc(vm, self.host1, VCPU=2, MEMORY_MB=1024)
+        self.cloud.alloc(vm, self.host2, VCPU=2, MEMORY_MB=1024)
+        finding = [f for f in self.cloud.findings() if f.is_orphan][0]
+        self.assertEqual({
+            'consumer': vm, 'consumer_type': 'instance', 'instance': vm,
+            'resource_provider': self.host1,
+            'resource_provider_name': 'host1', 'root_provider': self.host1,
+            'host': 'host1', 'cell': 'cell1', 'reason': 'evacuated_source',
+            'action': 'remove_provider',
+            'resources': {'VCPU': 2, 'MEMORY_MB': 1024},
+            'project_id': cloud_mod.PROJECT, 'user_id': cloud_mod.USER,
+            'details': 'Evacuated from host1 to host2 by migration %s '
+                       '(done); the instance now runs on host2.' % mig,
+        }, finding.to_dict())
+
+    def test_migration_consumer_names_its_instance(self):
+        vm = self.cloud.instance('host2')
+        mig = self.cloud.migration(vm, 'confirmed', 'resize', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        finding = [f for f in self.cloud.findings() if f.is_orphan][0]
+        self.assertEqual(('migration', vm),
+                         (finding.consumer_type, finding.instance))
+
+    def test_unknown_consumer_uses_placement_type(self):
+        from nova_orphans.engine import model
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, self.host1)
+        self.cloud.placement.consumers[stranger] = model.Consumer(
+            stranger, project_id='p', user_id='u', generation=3,
+            consumer_type='MIGRATION')
+        finding, = self.cloud.findings()
+        self.assertEqual(('migration', None, 'p', 'u'),
+                         (finding.consumer_type, finding.instance,
+                          finding.project_id, finding.user_id))
+
+
+class RuleChainTestCase(ClassifyTestCase):
+
+    def test_site_rule_runs_first(self):
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, self.host1)
+
+        def ignore(ctx):
+            if ctx.allocation.consumer == stranger:
+                return rules.Verdict(r.UNMANAGED_PROVIDER, r.NONE, 'ignored')
+
+        chain = (ignore,) + rules.DEFAULT_RULES
+        self.assertVerdicts(
+            {(stranger, self.host1): (r.UNMANAGED_PROVIDER, FINE)},
+            rules=chain)
+
+    def test_chain_without_catch_all_never_deletes(self):
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, self.host1)
+        self.assertVerdicts({(stranger, self.host1): (r.UNVERIFIABLE, FINE)},
+                            rules=(rules.active_instance,))
