@@ -15,11 +15,15 @@ import sys
 
 from nova_orphans.clients import placement as placement_client
 from nova_orphans.engine import reasons
+from nova_orphans import exception
 from nova_orphans import output
 from nova_orphans.i18n import _
 from nova_orphans.readers import nova_db
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import snapshot as snapshot_mod
+from nova_orphans.repair import actions
+from nova_orphans.repair import journal
+from nova_orphans.repair import restore as restore_mod
 
 
 def args(*a, **kw):
@@ -55,17 +59,26 @@ class AllocationCommands:
     def __init__(self, conf):
         self.conf = conf
         self.cmd = conf.category
+        self._placement = None
+        self._nova = None
 
     @classmethod
     def actions(cls):
-        return [('list', cls.list)]
+        return [('list', cls.list), ('clean', cls.clean),
+                ('restore', cls.restore)]
+
+    def _client(self):
+        if self._placement is None:
+            self._placement = placement_client.PlacementClient.from_conf(
+                self.conf)
+        return self._placement
 
     def _audit(self):
-        client = placement_client.PlacementClient.from_conf(self.conf)
+        self._nova = nova_db.NovaDBReader(self.conf)
         return snapshot_mod.Audit(
             placement_api.PlacementAPIReader(
-                client, self.conf.nova_orphans.placement_concurrency),
-            nova_db.NovaDBReader(self.conf))
+                self._client(), self.conf.nova_orphans.placement_concurrency),
+            self._nova)
 
     def _findings(self):
         # Bad input is refused before anything is contacted.
@@ -74,6 +87,7 @@ class AllocationCommands:
         audit = self._audit()
         findings = audit.run(resource_provider=self.cmd.resource_provider,
                              host=self.cmd.host)
+        self._snapshot = audit.snapshot
         for cell in audit.snapshot.nova.unreadable_cells:
             print(_('WARNING: cell %(cell)s could not be read (%(error)s); '
                     'its consumers are reported as unverifiable, never as '
@@ -103,15 +117,98 @@ class AllocationCommands:
         """
         findings = self._select(self._findings(),
                                 self.cmd.show_all)
-        rows = output.rows_as_dicts(findings)
+        self._render(output.rows_as_dicts(findings))
+        if self.cmd.format != 'json' and self.cmd.verbose:
+            orphans = [f for f in findings if f.is_orphan]
+            print(_('%(orphans)d orphaned allocation(s) of %(consumers)d '
+                    'consumer(s).') % {
+                'orphans': len(orphans),
+                'consumers': len({f.consumer for f in orphans})})
+        return 3 if any(f.is_orphan for f in findings) else 0
+
+    def _render(self, rows):
         if self.cmd.format == 'json':
             output.render_json(rows, sys.stdout)
         else:
-            output.render_table(rows, sys.stdout, verbose=self.cmd.verbose)
-            if self.cmd.verbose:
-                orphans = [f for f in findings if f.is_orphan]
-                print(_('%(orphans)d orphaned allocation(s) of %(consumers)d '
-                        'consumer(s).') % {
-                    'orphans': len(orphans),
-                    'consumers': len({f.consumer for f in orphans})})
-        return 3 if any(f.is_orphan for f in findings) else 0
+            output.render_table(rows, sys.stdout,
+                                verbose=getattr(self.cmd, 'verbose', False))
+
+    @with_filters
+    @args('--dry-run', action='store_true', dest='dry_run',
+          help=_('Show what would be repaired; change nothing.'))
+    @args('--journal', metavar='PATH',
+          help=_('Journal file to append to (default: a new file in '
+                 '[nova_orphans] state_path, mode 0600).'))
+    @args('--max-count', metavar='N', type=int, dest='max_count',
+          help=_('Change at most N consumers.'))
+    @args('--heal', action='store_true',
+          help=_('Also create allocations for live instances that have '
+                 'none (missing_allocations), from their flavor.'))
+    @args('--format', choices=('table', 'json'), default='table',
+          dest='format', help=_('Output format (default: table).'))
+    def clean(self):
+        """Repair orphaned allocations, journaled and generation-checked.
+
+        Each consumer is re-verified against nova and placement right
+        before its write; the journal (written before every change)
+        lets "restore" undo the run. Returns 0 nothing to do, 3 found
+        but nothing changed (--dry-run), 4 all repaired, 1 a repair
+        failed (the others were still done).
+        """
+        if self.cmd.max_count is not None and self.cmd.max_count < 1:
+            raise exception.InvalidInput(
+                reason=_('--max-count must be at least 1'))
+        findings = [f for f in self._select(self._findings())
+                    if f.is_orphan]
+        journal_ = None
+        if findings and not self.cmd.dry_run:
+            journal_ = journal.Journal(self.cmd.journal or journal.default_path(
+                self.conf.nova_orphans.state_path))
+        repairer = actions.Repairer(
+            self._client(), self._nova, self._snapshot, journal=journal_,
+            dry_run=self.cmd.dry_run, max_count=self.cmd.max_count,
+            heal=self.cmd.heal,
+            concurrency=self.conf.nova_orphans.placement_concurrency)
+        try:
+            rows, outcomes = repairer.clean(findings)
+        finally:
+            if journal_ is not None:
+                journal_.close()
+        self._render(output.rows_as_dicts(rows, outcomes))
+        if journal_ is not None and journal_.entries:
+            print(_('Journal: %(path)s') % {'path': journal_.path},
+                  file=sys.stderr)
+        return _repair_code(outcomes)
+
+    @args('--journal', metavar='PATH', required=True,
+          help=_('The journal written by "clean".'))
+    @args('--dry-run', action='store_true', dest='dry_run',
+          help=_('Show what would be restored; change nothing.'))
+    @args('--format', choices=('table', 'json'), default='table',
+          dest='format', help=_('Output format (default: table).'))
+    def restore(self):
+        """Put back what a "clean" run changed, newest change first.
+
+        A consumer that changed since the repair is refused and
+        reported, never overwritten. Returns 0 nothing to do, 3 would
+        restore (--dry-run), 4 all restored, 1 something refused or
+        failed.
+        """
+        entries = journal.read(self.cmd.journal)
+        results = restore_mod.restore(self._client(), entries,
+                                      dry_run=self.cmd.dry_run)
+        rows = [f for f, _o in results]
+        outcomes = [o for _f, o in results]
+        self._render(output.rows_as_dicts(rows, outcomes))
+        return _repair_code(outcomes)
+
+
+def _repair_code(outcomes):
+    """nova-manage style return code of a clean or restore run."""
+    if any(o.startswith('failed') for o in outcomes):
+        return 1
+    if any(o == actions.DONE for o in outcomes):
+        return 4
+    if any(o == actions.skipped(_('dry run')) for o in outcomes):
+        return 3
+    return 0

@@ -22,6 +22,7 @@ read within ``[nova_orphans] cell_timeout`` is reported, not fatal.
 import threading
 
 from oslo_log import log as logging
+from oslo_serialization import jsonutils
 import sqlalchemy as sa
 
 from nova_orphans import db_utils
@@ -56,6 +57,13 @@ INSTANCES = _table('instances', *_INSTANCE_COLUMNS)
 MIGRATIONS = _table('migrations', *_MIGRATION_COLUMNS)
 SHADOW_INSTANCES = _table('shadow_instances', *_INSTANCE_COLUMNS)
 SHADOW_MIGRATIONS = _table('shadow_migrations', *_MIGRATION_COLUMNS)
+INSTANCE_EXTRA = _table('instance_extra', 'instance_uuid', 'flavor',
+                        'deleted')
+INSTANCE_IMAGES = _table('instances', 'uuid', 'image_ref')
+BLOCK_DEVICES = _table('block_device_mapping', 'instance_uuid', 'boot_index',
+                       'destination_type', 'deleted')
+INFO_CACHES = _table('instance_info_caches', 'instance_uuid', 'network_info',
+                     'deleted')
 
 
 class CellConnection:
@@ -166,7 +174,72 @@ class NovaDBReader:
             return read.lookup(here & missing, here & owners)
 
         results = self._in_cells(readable, lookup)
-        for conn in readable:
+        self._merge_results(snapshot, readable, results)
+        return snapshot
+
+    def read_consumers(self, base, consumers):
+        """Fresh nova rows for a few consumers, to re-verify before a write.
+
+        Cells, compute nodes and services come from ``base`` (the audit's
+        snapshot); instances, migrations (including every migration of
+        the instances involved), mappings and build requests are read
+        again now.
+        """
+        consumers = set(consumers)
+        mappings, builds = self._api_rows(consumers)
+        snapshot = model.NovaSnapshot(
+            cells=dict(base.cells), compute_nodes=base.compute_nodes,
+            services=base.services, mappings=mappings,
+            build_requests=builds)
+        readable = [c for c in self._connections
+                    if snapshot.cells[c.uuid].readable]
+        results = self._in_cells(readable,
+                                 lambda read: read.consumers(consumers))
+        self._merge_results(snapshot, readable, results)
+        return snapshot
+
+    def heal_data(self, instances):
+        """{instance uuid: (flavor, boot_from_volume, network_info)}."""
+        by_cell = {}
+        for inst in instances:
+            by_cell.setdefault(inst.cell, set()).add(inst.uuid)
+        conns = [c for c in self._connections if c.uuid in by_cell]
+        results = self._in_cells(
+            conns, lambda read: read.heal_data(by_cell[read.cell]))
+        data = {}
+        for conn in conns:
+            found, error = results[conn.uuid]
+            if error is not None:
+                raise exception.CellUnreachable(cell=conn.name or conn.uuid,
+                                                reason=error)
+            data.update(found)
+        return data
+
+    def _api_rows(self, consumers):
+        engine = db_utils.create_reader_engine(self.api_url,
+                                               **self._engine_args)
+        mappings, builds = {}, set()
+        try:
+            with engine.connect() as conn:
+                cells = dict(conn.execute(sa.select(
+                    CELL_MAPPINGS.c.id, CELL_MAPPINGS.c.uuid)).all())
+                for chunk in db_utils.chunks(consumers):
+                    for m in conn.execute(sa.select(INSTANCE_MAPPINGS).where(
+                            INSTANCE_MAPPINGS.c.instance_uuid.in_(chunk))):
+                        mappings[m.instance_uuid] = model.InstanceMapping(
+                            instance_uuid=m.instance_uuid,
+                            cell=cells.get(m.cell_id),
+                            queued_for_delete=bool(m.queued_for_delete))
+                    builds.update(conn.execute(sa.select(
+                        BUILD_REQUESTS.c.instance_uuid).where(
+                            BUILD_REQUESTS.c.instance_uuid.in_(chunk))
+                    ).scalars())
+        finally:
+            engine.dispose()
+        return mappings, frozenset(builds)
+
+    def _merge_results(self, snapshot, connections, results):
+        for conn in connections:
             data, error = results[conn.uuid]
             if error is not None:
                 snapshot.cells[conn.uuid] = model.Cell(
@@ -174,7 +247,6 @@ class NovaDBReader:
                     error=error)
             else:
                 _merge(snapshot, data, self._hidden)
-        return snapshot
 
     def _in_cells(self, connections, work):
         """Run ``work(_CellRead)`` in every cell at once, within the timeout.
@@ -261,6 +333,45 @@ class _CellRead:
                        archived=table.name.startswith('shadow_'))
         return self
 
+    def consumers(self, consumers):
+        """Every row that decides these consumers' fate, deleted or not."""
+        for chunk in db_utils.chunks(consumers):
+            self._migrations(MIGRATIONS, MIGRATIONS.c.uuid.in_(chunk))
+        instance_uuids = set(consumers) | {
+            m.instance_uuid for m in self.migrations.values()}
+        for chunk in db_utils.chunks(instance_uuids):
+            self._instances(INSTANCES, INSTANCES.c.uuid.in_(chunk))
+            self._migrations(MIGRATIONS,
+                             MIGRATIONS.c.instance_uuid.in_(chunk))
+        return self.lookup(set(consumers), instance_uuids)
+
+    def heal_data(self, instance_uuids):
+        found = {}
+        for chunk in db_utils.chunks(instance_uuids):
+            flavors = dict(self.db.execute(sa.select(
+                INSTANCE_EXTRA.c.instance_uuid, INSTANCE_EXTRA.c.flavor).where(
+                    INSTANCE_EXTRA.c.instance_uuid.in_(chunk))).all())
+            images = dict(self.db.execute(sa.select(
+                INSTANCE_IMAGES.c.uuid, INSTANCE_IMAGES.c.image_ref).where(
+                    INSTANCE_IMAGES.c.uuid.in_(chunk))).all())
+            volume_roots = set(self.db.execute(sa.select(
+                BLOCK_DEVICES.c.instance_uuid).where(
+                    BLOCK_DEVICES.c.instance_uuid.in_(chunk),
+                    BLOCK_DEVICES.c.boot_index == 0,
+                    BLOCK_DEVICES.c.destination_type == 'volume',
+                    BLOCK_DEVICES.c.deleted == 0)).scalars())
+            caches = dict(self.db.execute(sa.select(
+                INFO_CACHES.c.instance_uuid, INFO_CACHES.c.network_info).where(
+                    INFO_CACHES.c.instance_uuid.in_(chunk))).all())
+            for uuid in chunk:
+                if uuid not in flavors:
+                    continue
+                found[uuid] = (
+                    _flavor(flavors[uuid]),
+                    uuid in volume_roots or not images.get(uuid),
+                    jsonutils.loads(caches.get(uuid) or '[]'))
+        return found
+
     def _rows(self, table, where):
         # Hidden cross-cell copies first, so a visible row overrides them.
         return self.db.execute(
@@ -294,6 +405,12 @@ class _CellRead:
                 source_node=row.source_node, dest_compute=row.dest_compute,
                 dest_node=row.dest_node, deleted=bool(row.deleted),
                 archived=archived)
+
+
+def _flavor(serialized):
+    """The current flavor from instance_extra.flavor, as a plain dict."""
+    data = jsonutils.loads(serialized or '{}').get('cur') or {}
+    return dict(data.get('nova_object.data', data))
 
 
 def _rank(record, hidden):

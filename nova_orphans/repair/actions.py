@@ -1,0 +1,273 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Carry out the repair actions of findings, never losing data.
+
+For each consumer, right before its write: read nova's rows for it
+again and its allocations from placement, classify it again, and act
+only on the rows that are still orphans with the same action. The write
+carries the consumer generation just read, so anything that changes the
+consumer in between makes placement refuse it (409); the consumer is
+then re-evaluated once, and skipped if it changes again. A journal
+entry holding the full documents is on disk before each write.
+"""
+
+import collections
+import concurrent.futures
+
+from oslo_log import log as logging
+
+from nova_orphans.engine import classify
+from nova_orphans.engine import model
+from nova_orphans.engine import reasons
+from nova_orphans import exception
+from nova_orphans.i18n import _
+from nova_orphans.readers import placement_api
+from nova_orphans.repair import documents
+from nova_orphans.repair import heal as heal_mod
+
+LOG = logging.getLogger(__name__)
+
+DONE = 'done'
+# Consumers re-verified against nova together, in one set of queries.
+BATCH = 100
+WRITE_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER,
+                 reasons.RETURN_TO_INSTANCE, reasons.HEAL)
+
+
+def skipped(why):
+    return 'skipped: %s' % why
+
+
+def failed(why):
+    return 'failed: %s' % why
+
+
+class _Retry(Exception):
+    """The consumer changed under us; evaluate it again."""
+
+
+class Repairer:
+
+    def __init__(self, client, nova_reader, audit_snapshot, journal=None,
+                 dry_run=False, max_count=None, heal=False, concurrency=8,
+                 progress=None):
+        self.client = client
+        self.reader = placement_api.PlacementAPIReader(client)
+        self.nova = nova_reader
+        self.audit = audit_snapshot
+        self.journal = journal
+        self.dry_run = dry_run
+        self.max_count = max_count
+        self.heal = heal
+        self.concurrency = concurrency
+        self.progress = progress
+
+    def clean(self, findings):
+        """Repair the orphans among ``findings``; returns their outcomes.
+
+        The result has one outcome string per finding, in order; findings
+        with action ``none`` are never touched and get no row.
+        """
+        rows = [f for f in findings if f.is_orphan]
+        outcomes = [None] * len(rows)
+        plan = collections.OrderedDict()
+        for i, finding in enumerate(rows):
+            if finding.action == reasons.HEAL and not self.heal:
+                outcomes[i] = skipped(_('healing needs --heal'))
+            elif self.dry_run:
+                outcomes[i] = skipped(_('dry run'))
+            else:
+                plan.setdefault(finding.consumer, []).append(i)
+        consumers = list(plan)
+        if self.max_count is not None:
+            for consumer in consumers[self.max_count:]:
+                for i in plan[consumer]:
+                    outcomes[i] = skipped(_('--max-count reached'))
+            consumers = consumers[:self.max_count]
+        for start in range(0, len(consumers), BATCH):
+            batch = consumers[start:start + BATCH]
+            fresh = self.nova.read_consumers(self.audit.nova, batch)
+            with concurrent.futures.ThreadPoolExecutor(
+                    self.concurrency) as pool:
+                results = pool.map(
+                    lambda c: self._repair(c, [rows[i] for i in plan[c]],
+                                           fresh), batch)
+                for consumer, result in zip(batch, results):
+                    for i, outcome in zip(plan[consumer], result):
+                        outcomes[i] = outcome
+                    if self.progress:
+                        self.progress()
+        return rows, outcomes
+
+    def _repair(self, consumer, planned, fresh):
+        try:
+            try:
+                return self._attempt(consumer, planned, fresh)
+            except _Retry:
+                LOG.info('Consumer %s changed concurrently; re-evaluating',
+                         consumer)
+                fresh = self.nova.read_consumers(self.audit.nova,
+                                                 [consumer])
+                try:
+                    return self._attempt(consumer, planned, fresh)
+                except _Retry:
+                    return [skipped(_('changed concurrently twice; run '
+                                      'again'))] * len(planned)
+        except exception.NovaOrphansException as e:
+            LOG.warning('Repair of consumer %(consumer)s failed: %(error)s',
+                        {'consumer': consumer, 'error': e})
+            return [failed(str(e))] * len(planned)
+
+    def _attempt(self, consumer, planned, fresh):
+        """One read-verify-journal-write round for one consumer."""
+        docs = {consumer: documents.normalize(self.reader.consumer(consumer))}
+        partner = self._partner(consumer, planned, fresh)
+        if partner:
+            docs[partner] = documents.normalize(self.reader.consumer(partner))
+        current = {(f.resource_provider, f.action): f
+                   for f in self._reclassify(docs, fresh)
+                   if f.consumer == consumer}
+        act = [f for f in planned
+               if (f.resource_provider, f.action) in current]
+        outcomes = [DONE if f in act else self._why_not(f, current)
+                    for f in planned]
+        if not act:
+            return outcomes
+        change = self._change(consumer, partner, docs, act, fresh)
+        if change is None:
+            return [skipped(_('nested resources: use nova-manage placement '
+                              'heal_allocations'))
+                    if o == DONE else o for o in outcomes]
+        if isinstance(change, str):
+            return [skipped(change) if o == DONE else o for o in outcomes]
+        self.journal.record({
+            'action': act[0].action,
+            'findings': [f.to_dict() for f in act],
+            'consumers': {c: {'before': docs.get(c) or _empty(),
+                              'after': after}
+                          for c, after in change.items()},
+        })
+        self._write(docs, change)
+        return outcomes
+
+    def _partner(self, consumer, planned, fresh):
+        """The instance a migration's allocations go back to, if any."""
+        if any(f.action == reasons.RETURN_TO_INSTANCE for f in planned):
+            mig = fresh.migrations.get(consumer)
+            return mig.instance_uuid if mig else None
+        return None
+
+    def _reclassify(self, docs, fresh):
+        allocations = [
+            model.Allocation(consumer=c, provider=rp,
+                             resources=body['resources'])
+            for c, doc in docs.items()
+            for rp, body in doc['allocations'].items()]
+        records = {c: model.Consumer(
+            c, project_id=doc['project_id'], user_id=doc['user_id'],
+            generation=doc['consumer_generation'],
+            consumer_type=doc['consumer_type']) for c, doc in docs.items()}
+        snapshot = model.Snapshot(
+            placement=model.PlacementSnapshot(
+                providers=self.audit.placement.providers,
+                allocations=allocations, consumers=records),
+            nova=fresh)
+        return classify.classify(snapshot)
+
+    @staticmethod
+    def _why_not(finding, current):
+        now = [f for (rp, _action), f in current.items()
+               if rp == finding.resource_provider]
+        if not now:
+            return skipped(_('the allocation is gone'))
+        return skipped(_('no longer %(action)s: now %(reason)s') % {
+            'action': finding.action, 'reason': now[0].reason})
+
+    def _change(self, consumer, partner, docs, act, fresh):
+        """{consumer: allocations after}, or why not (str), or None."""
+        action = act[0].action
+        doc = docs[consumer]
+        if action == reasons.HEAL:
+            return self._heal(consumer, act[0], fresh)
+        drop = {f.resource_provider for f in act}
+        after = {rp: body for rp, body in doc['allocations'].items()
+                 if rp not in drop}
+        if action != reasons.RETURN_TO_INSTANCE:
+            return {consumer: after}
+        moved = {rp: body for rp, body in doc['allocations'].items()
+                 if rp in drop}
+        target = dict(docs[partner]['allocations'])
+        for rp, body in moved.items():
+            resources = dict(target.get(rp, {}).get('resources', {}))
+            for rc, amount in body['resources'].items():
+                resources[rc] = resources.get(rc, 0) + amount
+            target[rp] = {'resources': resources}
+        if docs[partner]['project_id'] is None:
+            # The instance has no consumer yet: it inherits the owner.
+            docs[partner] = dict(docs[partner],
+                                 project_id=doc['project_id'],
+                                 user_id=doc['user_id'],
+                                 consumer_type=documents.UNKNOWN_TYPE)
+        return {consumer: after, partner: target}
+
+    def _heal(self, consumer, finding, fresh):
+        inst = fresh.instances.get(consumer)
+        data = self.nova.heal_data([inst]).get(consumer)
+        if data is None:
+            return _('no flavor recorded for the instance')
+        flavor, boot_from_volume, network_info = data
+        if heal_mod.nested_reason(flavor, network_info):
+            return None
+        if finding.resource_provider not in self.audit.placement.providers:
+            return _('the compute node has no resource provider')
+        return {consumer: {finding.resource_provider: {
+            'resources': heal_mod.resources_from_flavor(
+                flavor, boot_from_volume)}}}
+
+    def _write(self, docs, change):
+        targets = {}
+        for c, after in change.items():
+            doc = docs.get(c) or _empty()
+            if doc['project_id'] is None:
+                inst = self.audit.nova.instances.get(c)
+                doc = dict(doc, project_id=inst.project_id,
+                           user_id=inst.user_id)
+            targets[c] = (dict(doc, allocations=after),
+                          doc['consumer_generation'])
+        write(self.client, targets)
+
+
+def write(client, targets):
+    """Write {consumer: (document, generation)} in one request.
+
+    One consumer is a PUT; several are one POST /allocations, so moves
+    between consumers are atomic, as nova does them.
+    """
+    version = documents.write_version(
+        *(doc['consumer_type'] for doc, _gen in targets.values()))
+    bodies = {c: documents.body(doc, gen, version)
+              for c, (doc, gen) in targets.items()}
+    try:
+        if len(bodies) == 1:
+            (consumer, body), = bodies.items()
+            client.request('PUT', '/allocations/%s' % consumer, json=body,
+                           version=version, expected=(204,))
+        else:
+            client.request('POST', '/allocations', json=bodies,
+                           version=version, expected=(204,))
+    except exception.GenerationConflict:
+        raise _Retry()
+
+
+def _empty():
+    return {'allocations': {}, 'project_id': None, 'user_id': None,
+            'consumer_generation': None, 'consumer_type': None}

@@ -1,0 +1,72 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Allocation documents: as read, as journaled, as written back.
+
+``GET /allocations/{consumer}`` returns each provider's generation inside
+the document; a write must not carry it. Placement at 1.38+ reads an
+untyped consumer as ``unknown`` and refuses ``unknown`` on writes, so a
+write sends the type only when it is a real one, and otherwise uses 1.37,
+which leaves the stored type as it is.
+"""
+
+import copy
+
+UNTYPED_WRITE_VERSION = (1, 37)
+TYPED_WRITE_VERSION = (1, 38)
+UNKNOWN_TYPE = 'unknown'
+
+
+def normalize(consumer_doc):
+    """The parts of a GET /allocations/{consumer} answer that matter."""
+    allocations = {
+        rp: {'resources': dict(body['resources'])}
+        for rp, body in (consumer_doc.get('allocations') or {}).items()}
+    return {
+        'allocations': allocations,
+        'project_id': consumer_doc.get('project_id'),
+        'user_id': consumer_doc.get('user_id'),
+        'consumer_generation': consumer_doc.get('consumer_generation'),
+        'consumer_type': consumer_doc.get('consumer_type'),
+    }
+
+
+def same_allocations(a, b):
+    return (a or {}).get('allocations', {}) == (b or {}).get(
+        'allocations', {})
+
+
+def without_providers(doc, providers):
+    result = copy.deepcopy(doc)
+    result['allocations'] = {rp: body for rp, body
+                             in doc['allocations'].items()
+                             if rp not in providers}
+    return result
+
+
+def write_version(*consumer_types):
+    """The microversion to write consumers of these (stored) types at."""
+    if all(t and t != UNKNOWN_TYPE for t in consumer_types):
+        return TYPED_WRITE_VERSION
+    return UNTYPED_WRITE_VERSION
+
+
+def body(doc, generation, version):
+    """One consumer's part of a PUT or POST body."""
+    result = {
+        'allocations': doc['allocations'],
+        'project_id': doc['project_id'],
+        'user_id': doc['user_id'],
+        'consumer_generation': generation,
+    }
+    if version >= TYPED_WRITE_VERSION:
+        result['consumer_type'] = doc['consumer_type']
+    return result

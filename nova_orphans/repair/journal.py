@@ -1,0 +1,107 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The repair journal: what was there, written down before it changes.
+
+One JSON object per line, flushed and fsync'd before the write it
+describes, in a file only its owner can read. Each entry holds the full
+allocation documents of every consumer the write touches, before and as
+intended after, so ``restore`` can put back exactly what was there and
+can tell whether anyone changed the consumer since.
+"""
+
+import datetime
+import json
+import os
+import threading
+
+from nova_orphans import exception
+from nova_orphans.i18n import _
+
+VERSION = 1
+
+
+def default_path(state_path):
+    """A new timestamped journal in the state directory (mode 0700)."""
+    try:
+        os.makedirs(state_path, mode=0o700, exist_ok=True)
+    except OSError as e:
+        raise exception.JournalError(
+            path=state_path,
+            reason=_('cannot create the state directory (%(error)s); pass '
+                     '--journal PATH or set [nova_orphans] state_path') %
+            {'error': e.strerror})
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime(
+        '%Y%m%dT%H%M%S.%fZ')
+    return os.path.join(state_path, 'journal-%s-%d.jsonl' % (stamp,
+                                                             os.getpid()))
+
+
+class Journal:
+    """Append-only; safe to share between repair threads."""
+
+    def __init__(self, path):
+        self.path = path
+        self._lock = threading.Lock()
+        self._fd = None
+        self.entries = 0
+
+    def _open(self):
+        try:
+            self._fd = os.open(self.path,
+                               os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError as e:
+            raise exception.JournalError(path=self.path, reason=e.strerror)
+
+    def record(self, entry):
+        """Write one entry durably; the change may only follow after."""
+        line = json.dumps(dict(entry, version=VERSION, time=_now()),
+                          sort_keys=True) + '\n'
+        with self._lock:
+            if self._fd is None:
+                self._open()
+            os.write(self._fd, line.encode('utf-8'))
+            os.fsync(self._fd)
+            self.entries += 1
+
+    def close(self):
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
+def read(path):
+    """All entries of a journal, oldest first; refuses a damaged file."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            lines = f.readlines()
+    except OSError as e:
+        raise exception.JournalError(path=path, reason=e.strerror)
+    entries = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            if entry.get('version') != VERSION or not isinstance(
+                    entry.get('consumers'), dict):
+                raise ValueError('not a nova-orphans journal entry')
+        except ValueError as e:
+            raise exception.JournalError(
+                path=path, reason=_('line %(line)d: %(error)s') %
+                {'line': number, 'error': e})
+        entries.append(entry)
+    return entries
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat()
