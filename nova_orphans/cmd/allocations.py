@@ -80,13 +80,14 @@ class AllocationCommands:
                 self._client(), self.conf.nova_orphans.placement_concurrency),
             self._nova)
 
-    def _findings(self):
+    def _findings(self, show_all=False):
         # Bad input is refused before anything is contacted.
         snapshot_mod.validate_uuid(self.cmd.resource_provider,
                                    _('Resource provider'))
         audit = self._audit()
         findings = audit.run(resource_provider=self.cmd.resource_provider,
-                             host=self.cmd.host)
+                             host=self.cmd.host,
+                             shown=lambda f: self._shown(f, show_all))
         self._snapshot = audit.snapshot
         for cell in audit.snapshot.nova.unreadable_cells:
             print(_('WARNING: cell %(cell)s could not be read (%(error)s); '
@@ -95,11 +96,10 @@ class AllocationCommands:
                   file=sys.stderr)
         return findings
 
-    def _select(self, findings, show_all=False):
-        wanted = self.cmd.reasons
-        if wanted:
-            return [f for f in findings if f.reason in wanted]
-        return [f for f in findings if show_all or f.is_orphan]
+    def _shown(self, finding, show_all):
+        if self.cmd.reasons:
+            return finding.reason in self.cmd.reasons
+        return show_all or finding.is_orphan
 
     @with_filters
     @args('--all', action='store_true', dest='show_all',
@@ -115,8 +115,7 @@ class AllocationCommands:
         Reads the nova API database, every cell database and placement;
         changes nothing. Returns 3 when orphans are listed, 0 when none.
         """
-        findings = self._select(self._findings(),
-                                self.cmd.show_all)
+        findings = self._findings(self.cmd.show_all)
         self._render(output.rows_as_dicts(findings))
         if self.cmd.format != 'json' and self.cmd.verbose:
             orphans = [f for f in findings if f.is_orphan]
@@ -158,8 +157,7 @@ class AllocationCommands:
         if self.cmd.max_count is not None and self.cmd.max_count < 1:
             raise exception.InvalidInput(
                 reason=_('--max-count must be at least 1'))
-        findings = [f for f in self._select(self._findings())
-                    if f.is_orphan]
+        findings = [f for f in self._findings() if f.is_orphan]
         journal_ = None
         if findings and not self.cmd.dry_run:
             journal_ = journal.Journal(self.cmd.journal or journal.default_path(

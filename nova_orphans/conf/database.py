@@ -50,12 +50,19 @@ PLACEMENT_DB_OPTS = [_connection_opt(
 
 
 def register_opts(conf):
-    conf.register_group(api_database_group)
-    conf.register_opts(API_DB_OPTS, group=api_database_group)
-    conf.register_group(database_group)
-    conf.register_opts(DB_OPTS, group=database_group)
-    conf.register_group(placement_database_group)
-    conf.register_opts(PLACEMENT_DB_OPTS, group=placement_database_group)
+    for group, opts in list_opts().items():
+        conf.register_group(_fresh(group))
+        conf.register_opts(opts, group=group.name)
+
+
+def _fresh(group):
+    """A new OptGroup like ``group``.
+
+    oslo.config shallow-copies a group on registration, so a module-level
+    group's option table would be shared by every ConfigOpts it is
+    registered on; nova-orphans builds a new ConfigOpts on every call.
+    """
+    return cfg.OptGroup(group.name, title=group.title, help=group.help)
 
 
 def list_opts():

@@ -17,6 +17,8 @@ slow placement must cost seconds, not oslo.db's 100 s of retries.
 
 from oslo_config import cfg
 
+from nova_orphans.conf import database
+
 orphans_group = cfg.OptGroup(
     'nova_orphans', title='nova-orphans',
     help='Options of nova-orphans itself.')
@@ -42,8 +44,8 @@ ORPHANS_OPTS = [
 
 
 def register_opts(conf):
-    conf.register_group(orphans_group)
-    conf.register_opts(ORPHANS_OPTS, group=orphans_group)
+    conf.register_group(database._fresh(orphans_group))
+    conf.register_opts(ORPHANS_OPTS, group=orphans_group.name)
 
 
 def list_opts():

@@ -18,6 +18,8 @@ The same options nova registers, so the operator's nova.conf works as is
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
+from nova_orphans.conf import database
+
 GROUP = 'placement'
 SERVICE_TYPE = 'placement'
 
@@ -25,8 +27,11 @@ placement_group = cfg.OptGroup(
     GROUP, title='Placement service',
     help='How to reach the placement API; the same options as nova\'s.')
 
-# Versions are the code's business, not the operator's (as in nova).
+# Versions are the code's business, not the operator's (as in nova); the
+# adapter loader still reads them, so they exist but cannot be set.
 _VERSION_OPTS = ('version', 'min_version', 'max_version')
+_VERSION_DUMMIES = [cfg.Opt(name, type=lambda value: None)
+                    for name in _VERSION_OPTS]
 
 
 def _adapter_opts():
@@ -38,14 +43,10 @@ def _adapter_opts():
 
 
 def register_opts(conf):
-    conf.register_group(placement_group)
+    conf.register_group(database._fresh(placement_group))
     ks_loading.register_session_conf_options(conf, GROUP)
     ks_loading.register_auth_conf_options(conf, GROUP)
-    conf.register_opts(_adapter_opts(), group=GROUP)
-    # keystoneauth's adapter loader reads these; the code picks versions.
-    for name in _VERSION_OPTS:
-        conf.register_opt(cfg.Opt(name, type=lambda value: None),
-                          group=GROUP)
+    conf.register_opts(_adapter_opts() + _VERSION_DUMMIES, group=GROUP)
 
 
 def list_opts():

@@ -78,7 +78,13 @@ class Audit:
         self.nova = nova_reader
         self.progress = progress
 
-    def run(self, resource_provider=None, host=None):
+    def run(self, resource_provider=None, host=None, shown=None):
+        """Findings for the selected providers.
+
+        ``shown(finding)`` says which findings will be displayed; their
+        consumer records (project, user, generation, type) are read from
+        placement where nova cannot tell, as are those of all orphans.
+        """
         validate_uuid(resource_provider, _('Resource provider'))
         providers = self.placement.providers()
         nova = self.nova.read()
@@ -96,14 +102,18 @@ class Audit:
             placement.consumers_elsewhere = self._held_elsewhere(
                 snapshot, consumers)
         findings = classify.classify(snapshot)
-        # Orphans are few: read their consumer records (project, user,
-        # generation, type) and classify again with them.
-        orphans = {f.consumer for f in findings
-                   if f.is_orphan and f.consumer in consumers}
-        if orphans:
-            records, _allocs = self.placement.consumers(orphans)
+        # Orphans are few: read their consumer records, and those of shown
+        # rows nova knows no owner for, then classify again with them.
+        wanted = {f.consumer for f in findings
+                  if f.consumer in consumers and (
+                      f.is_orphan or (shown is not None and shown(f) and
+                                      f.project_id is None))}
+        if wanted:
+            records, _allocs = self.placement.consumers(wanted)
             placement.consumers.update(records)
             findings = classify.classify(snapshot)
+        if shown is not None:
+            findings = [f for f in findings if shown(f)]
         self.snapshot = snapshot
         return findings
 

@@ -11,12 +11,18 @@
 #    under the License.
 """Scenario tests on nova's functional harness (see NOTES.md).
 
-nova picks eventlet or native threading when ``nova.tests`` is first
-imported; only threading mode keeps its databases in files that the tool,
-opening its own engines, can read. Default to it before anything imports
-nova.
+nova chooses eventlet or native threading once, in ``monkey_patch.patch()``
+(which ``nova.tests.functional`` calls on import). Only threading mode keeps
+nova's databases in files that the tool, opening its own engines, can read.
+Choose it here, before a test module imports anything from nova: some nova
+modules (``nova.context``) pull in eventlet, after which threading mode
+refuses to start.
 """
 
 import os
 
 os.environ.setdefault('OS_NOVA_DISABLE_EVENTLET_PATCHING', 'True')
+
+from nova import monkey_patch  # noqa: E402
+
+monkey_patch.patch()

@@ -13,11 +13,11 @@
 
 nova's own functional harness runs API, conductor, scheduler and fake-driver
 computes in this process, against a real placement (wsgi-intercepted). The
-tool is then run in-process against that state, exactly as an operator runs
-it against a cloud: from a nova.conf naming the API database, the cell
+tool is then run in-process against that state, as an operator runs it
+against a cloud: from a nova.conf naming the API database, the cell
 databases (through ``cell_mappings``) and the placement endpoint.
 
-See NOTES.md in this directory for what each piece of plumbing is for.
+See NOTES.md in this directory for the plumbing and for recipes.
 """
 
 import contextlib
@@ -25,6 +25,7 @@ import importlib.metadata
 import io
 import json
 import os
+import sqlite3
 import sys
 
 import fixtures
@@ -53,31 +54,37 @@ def nova_api_paste_ini():
     return os.path.join(sys.prefix, 'etc', 'nova', 'api-paste.ini')
 
 
-class _PublishedCellDatabases(nova_fixtures.CellDatabases):
-    """nova's CellDatabases, also reachable by the cells' real URLs.
+def _url(engine):
+    return engine.url.render_as_string(hide_password=False)
 
-    The harness keys each cell database by an opaque id (the cell uuid),
-    which is also what it writes to ``cell_mappings.database_connection``.
-    An external reader needs a real URL there. In threading mode every cell
-    is a file-backed SQLite (WAL) database, so its URL exists; we register
-    the same context manager under the URL too, so nova keeps working after
-    the mapping rows are rewritten to the URL (see ScenarioTestCase).
+
+class _PublishedCellDatabases(nova_fixtures.CellDatabases):
+    """nova's CellDatabases, also reachable under other connection strings.
+
+    The harness keys each cell database by an opaque id (the cell uuid) and
+    writes that id to ``cell_mappings.database_connection``. An external
+    reader needs a URL there. Registering the same context manager under
+    more keys lets the mapping rows say something else (the real URL, or a
+    broken one) while nova, which looks cells up by that string, still
+    reaches the real database.
     """
 
-    def add_cell_database(self, connection_str, default=False):
-        super().add_cell_database(connection_str, default=default)
-        ctxt_mgr = self._ctxt_mgrs[connection_str]
-        url = ctxt_mgr.writer.get_engine().url.render_as_string(
-            hide_password=False)
-        self._ctxt_mgrs[url] = ctxt_mgr
+    def alias(self, key, new_key):
+        self._ctxt_mgrs[new_key] = self._ctxt_mgrs[key]
+
+    def url(self, key):
+        return _url(self._ctxt_mgrs[key].writer.get_engine())
 
 
 class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
     """Three fake computes, real placement, and the tool pointed at them.
 
-    Attributes after setUp: ``computes`` (host -> service, from nova),
-    ``rp_uuids`` (host -> compute node provider uuid), ``conf_file`` (a
-    nova.conf for nova-orphans), ``placement_endpoint``, ``flavor``.
+    After setUp: ``computes`` (host -> compute service, nova's),
+    ``rp_uuids`` (host -> compute node provider uuid), ``cell_urls``
+    (cell name -> sqlite URL), ``api_db_url``, ``placement_endpoint``,
+    ``conf_file`` (nova.conf for nova-orphans), ``flavor`` (m1.tiny:
+    VCPU 1, MEMORY_MB 512, DISK_GB 1). ``self.api`` is the admin API at
+    the latest microversion.
     """
 
     compute_driver = 'fake.MediumFakeDriver'
@@ -95,8 +102,10 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
         # Before super().setUp(): OSAPIFixture loads the paste app there.
         # nova's ConfFixture clears this override on cleanup.
         self.flags(api_paste_config=nova_api_paste_ini(), group='wsgi')
+        # nova.test.TestCase._setup_cells builds its CellDatabases locally;
+        # swap in ours to keep a handle on it.
         self.useFixture(fixtures.MonkeyPatch(
-            'nova.tests.fixtures.CellDatabases', _PublishedCellDatabases))
+            'nova.tests.fixtures.CellDatabases', self._make_cell_databases))
         super().setUp()
         self._publish_cell_urls()
 
@@ -106,32 +115,85 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
             self._start_compute(host)
         self.rp_uuids = {host: self._get_provider_uuid_by_host(host)
                          for host in self.HOSTS}
-        self.flavor = self.api.get_flavors()[0]     # m1.tiny: 1 VCPU, 512 MB
+        self.flavor = self.api.get_flavors()[0]
         self.conf_file = self.write_nova_conf()
+
+    def _make_cell_databases(self):
+        self.cell_databases = _PublishedCellDatabases()
+        return self.cell_databases
 
     # -- databases ---------------------------------------------------------
 
     def _publish_cell_urls(self):
-        """Rewrite cell_mappings.database_connection to real sqlite URLs."""
+        """Make cell_mappings.database_connection the real sqlite URLs."""
         self.cell_urls = {}
         for name, mapping in self.cell_mappings.items():
-            url = self._cell_url(mapping.database_connection)
-            mapping.database_connection = url
-            mapping.save()
+            url = self.cell_databases.url(mapping.database_connection)
+            self._set_cell_connection(name, url)
             self.cell_urls[name] = url
 
-    @staticmethod
-    def _cell_url(key):
-        from nova.db.main import api as main_db_api
-        # Patched by CellDatabases: returns the cell's context manager.
-        mgr = main_db_api.create_context_manager(key)
-        return mgr.writer.get_engine().url.render_as_string(
-            hide_password=False)
+    def _set_cell_connection(self, cell_name, connection):
+        mapping = self.cell_mappings[cell_name]
+        self.cell_databases.alias(mapping.database_connection, connection)
+        mapping.database_connection = connection
+        mapping.save()
 
     @property
     def api_db_url(self):
-        return api_db_api.get_engine().url.render_as_string(
-            hide_password=False)
+        return _url(api_db_api.get_engine())
+
+    def break_cell(self, cell_name, how='missing'):
+        """Make one cell database unreadable to the tool; nova still works.
+
+        The cell's mapping row gets a connection the tool cannot use;
+        nova keeps reaching the real database through an alias.
+
+        - ``missing``: a file in a directory that does not exist; opening
+          it fails at once (``unable to open database file``).
+        - ``garbage``: a file that is not SQLite (``file is not a
+          database`` on the first query).
+        - ``locked``: a copy of the cell database held under an exclusive
+          lock until cleanup; readers wait for sqlite's busy timeout
+          (pysqlite default 5 s) and then fail with ``database is
+          locked``. For testing the tool's per-cell time limit.
+
+        Returns the URL now in the mapping.
+        """
+        tmp = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(tmp, '%s-%s.sqlite' % (cell_name, how))
+        if how == 'missing':
+            path = os.path.join(tmp, 'no-such-dir', cell_name + '.sqlite')
+        elif how == 'garbage':
+            with open(path, 'w') as f:
+                f.write('not a database\n' * 100)
+        elif how == 'locked':
+            real = self.cell_urls[cell_name][len('sqlite:///'):]
+            with sqlite3.connect(real) as src, sqlite3.connect(path) as dst:
+                src.backup(dst)
+            holder = sqlite3.connect(path, isolation_level=None,
+                                     check_same_thread=False)
+            holder.execute('PRAGMA locking_mode=EXCLUSIVE')
+            holder.execute('BEGIN EXCLUSIVE')
+            self.addCleanup(holder.close)
+        else:
+            raise ValueError(how)
+        url = 'sqlite:///' + path
+        self._set_cell_connection(cell_name, url)
+        return url
+
+    def template_cell(self, cell_name='cell1', template='{scheme}:////{path}'):
+        """Store the cell's mapping as a template, as nova allows.
+
+        nova fills ``{scheme}``, ``{path}``... from the reader's own
+        ``[database] connection``; so does the tool. Both get this cell's
+        URL there (``{path}`` drops the leading ``/``, hence four slashes
+        for an absolute sqlite path). Rewrites ``conf_file``.
+        """
+        url = self.cell_urls[cell_name]
+        self.flags(connection=url, group='database')
+        self._set_cell_connection(cell_name, template)
+        self.conf_file = self.write_nova_conf(
+            extra={'database': {'connection': url}})
 
     def write_nova_conf(self, extra=None, placement_db=False):
         """Write a nova.conf for nova-orphans reading this harness.
@@ -166,40 +228,50 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
 
     @staticmethod
     @contextlib.contextmanager
-    def _captured_stdout():
+    def _captured(stream='stdout'):
         out = io.StringIO()
-        with fixtures.MonkeyPatch('sys.stdout', out):
+        with fixtures.MonkeyPatch('sys.' + stream, out):
             yield out
 
     def run_manage(self, *argv, conf_file=None):
         """Run ``nova-orphans-manage`` in-process; returns (rc, stdout).
 
-        ``--config-file`` (this harness's nova.conf) is prepended.
+        ``--config-file`` (this harness's nova.conf) is prepended. stderr
+        (warnings, errors) is kept in ``self.manage_stderr``.
         """
         main = self.manage_main
         if main is None:
             from nova_orphans.cmd import manage
             main = manage.main
         argv = ['--config-file', conf_file or self.conf_file] + list(argv)
-        with self._captured_stdout() as out:
+        with self._captured('stdout') as out, \
+                self._captured('stderr') as err:
             rc = main(argv)
+        self.manage_stderr = err.getvalue()
         return rc, out.getvalue()
 
     def list_allocations(self, *extra):
-        """``allocations list --format json`` parsed; asserts rc == 0."""
+        """``allocations list --format json``, parsed.
+
+        Also checks the return code agrees with the rows: 3 when some row
+        needs an action, else 0.
+        """
         rc, out = self.run_manage('allocations', 'list', '--format', 'json',
                                   *extra)
-        self.assertEqual(0, rc, out)
-        return json.loads(out)
+        rows = json.loads(out)
+        orphans = [row for row in rows if row['action'] != 'none']
+        self.assertEqual(3 if orphans else 0, rc, out)
+        return rows
 
     def run_nova_audit(self, verbose=True, delete=False, provider_uuid=None):
         """``nova-manage placement audit`` in-process; returns (rc, output).
 
-        Called the way nova's TestNovaManagePlacementAudit calls it:
-        PlacementCommands().audit(...) against the harness's global config.
-        rc: 0 nothing found, 3 orphans found, 4 orphans deleted, 1/127 error.
+        Called as nova's TestNovaManagePlacementAudit does:
+        ``PlacementCommands().audit(...)`` on the harness's global config.
+        rc: 0 nothing found, 3 found, 4 found and deleted, 1 error,
+        127 unknown provider.
         """
-        with self._captured_stdout() as out:
+        with self._captured('stdout') as out:
             rc = nova_manage.PlacementCommands().audit(
                 verbose=verbose, delete=delete, provider_uuid=provider_uuid)
         return rc, out.getvalue()
@@ -207,7 +279,7 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
     # -- nova operations used by several scenarios -------------------------
 
     def force_down(self, host):
-        """Stop host's compute and mark its service forced_down (fenced)."""
+        """Fence ``host``: stop its compute and force its service down."""
         service = self.admin_api.get_services(
             host=host, binary='nova-compute')[0]
         self.computes[host].stop()

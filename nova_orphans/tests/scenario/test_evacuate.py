@@ -17,73 +17,10 @@ allocation is orphaned: the fix is to remove the source provider from the
 consumer's allocations and keep the destination's.
 """
 
-import json
-import sys
-
-from keystoneauth1 import loading as ks_loading
-from oslo_config import cfg
-import sqlalchemy as sa
-
 from nova_orphans.tests.scenario import base
 
 
-def _standin_main(argv):
-    """Stand-in for nova_orphans.cmd.manage.main until it exists.
-
-    Only proves the plumbing (nova.conf -> API DB -> cell DBs, placement
-    via admin_token): reads the tables directly and knows just enough to
-    label this scenario. Delete once the real command lands.
-    """
-    conf = cfg.ConfigOpts()
-    conf.register_opt(cfg.StrOpt('connection'), group='api_database')
-    ks_loading.register_auth_conf_options(conf, 'placement')
-    ks_loading.register_session_conf_options(conf, 'placement')
-    config, rest = argv[:2], argv[2:]
-    conf(config, project='nova', default_config_files=[])
-    show_all = '--all' in rest
-    with sa.create_engine(conf.api_database.connection).connect() as c:
-        cells = c.execute(sa.text(
-            'SELECT database_connection FROM cell_mappings')).scalars().all()
-    nodes, instances, evacuated = {}, {}, set()
-    for url in cells:
-        with sa.create_engine(url).connect() as c:
-            nodes.update(c.execute(sa.text(
-                'SELECT uuid, host FROM compute_nodes WHERE deleted = 0'
-            )).all())
-            instances.update(c.execute(sa.text(
-                'SELECT uuid, host FROM instances WHERE deleted = 0'
-            )).all())
-            evacuated.update(tuple(r) for r in c.execute(sa.text(
-                "SELECT instance_uuid, source_compute FROM migrations "
-                "WHERE migration_type = 'evacuation' AND status = 'done'")))
-    auth = ks_loading.load_auth_from_conf_options(conf, 'placement')
-    sess = ks_loading.load_session_from_conf_options(
-        conf, 'placement', auth=auth)
-    rows = []
-    for rp in sess.get('/resource_providers', endpoint_filter={
-            'service_type': 'placement'}).json()['resource_providers']:
-        allocs = sess.get('/resource_providers/%s/allocations' % rp['uuid'],
-                          endpoint_filter={'service_type': 'placement'})
-        for consumer, alloc in allocs.json()['allocations'].items():
-            host = nodes.get(rp['uuid'])
-            if instances.get(consumer) == host:
-                reason, action = 'active_instance', 'none'
-            elif (consumer, host) in evacuated:
-                reason, action = 'evacuated_source', 'remove_provider'
-            else:
-                reason, action = 'unknown_consumer', 'delete_consumer'
-            if show_all or action != 'none':
-                rows.append({'consumer': consumer, 'resource_provider':
-                             rp['uuid'], 'host': host, 'reason': reason,
-                             'action': action,
-                             'resources': alloc['resources']})
-    sys.stdout.write(json.dumps(rows))
-    return 0
-
-
 class EvacuateFromDownHostTest(base.ScenarioTestCase):
-
-    manage_main = staticmethod(_standin_main)
 
     def setUp(self):
         super().setUp()
@@ -137,3 +74,22 @@ class EvacuateFromDownHostTest(base.ScenarioTestCase):
         self.assertEqual({self.dst: self.resources},
                          self.get_allocations(self.server['id']))
         self.assertEqual([], self.list_allocations())
+
+    def test_templated_cell_mapping(self):
+        """Same verdict when cell1's mapping is a template."""
+        self.template_cell('cell1')
+        self.assertEqual(
+            [(self.src, 'evacuated_source')],
+            [(row['resource_provider'], row['reason'])
+             for row in self.list_allocations()])
+
+    def test_unreadable_cell_is_never_an_orphan(self):
+        """Without cell1's database nothing can be proven orphaned."""
+        self.break_cell('cell1', 'missing')
+        rows = self.list_allocations('--all')
+        self.assertEqual(
+            {(self.src, 'unverifiable', 'none'),
+             (self.dst, 'unverifiable', 'none')},
+            {(row['resource_provider'], row['reason'], row['action'])
+             for row in rows})
+        self.assertIn('cell cell1 could not be read', self.manage_stderr)

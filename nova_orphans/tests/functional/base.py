@@ -1,0 +1,126 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Functional tests: the real tool against a real placement and nova schema.
+
+Placement is openstack-placement served on 127.0.0.1; the nova databases
+are sqlite files whose schema nova's own migrations created. Nothing is
+faked: the state is built through placement's API and nova's tables, and
+the tool is run through ``nova_orphans.cmd.manage.main`` exactly as the
+console script runs it.
+"""
+
+import contextlib
+import io
+import json
+import os
+
+import fixtures
+from oslotest import base
+
+from nova_orphans.cmd import manage
+from nova_orphans.tests.functional.fixtures import nova_db
+from nova_orphans.tests.functional.fixtures import placement
+
+PROJECT = nova_db.PROJECT
+USER = nova_db.USER
+FLAVOR = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
+INVENTORY = {'VCPU': 8, 'MEMORY_MB': 8192, 'DISK_GB': 100}
+
+
+class FunctionalTestCase(base.BaseTestCase):
+
+    CELLS = ('cell1',)
+    TEMPLATED = False
+
+    def setUp(self):
+        super().setUp()
+        for name in [k for k in os.environ if k.startswith('OS_')
+                     and k not in ('OS_STDOUT_CAPTURE', 'OS_STDERR_CAPTURE',
+                                   'OS_TEST_TIMEOUT', 'OS_LOG_CAPTURE')]:
+            self.useFixture(fixtures.EnvironmentVariable(name))
+        self.placement = self.useFixture(placement.PlacementServer())
+        self.nova = self.useFixture(nova_db.NovaDatabases(
+            cells=self.CELLS, templated=self.TEMPLATED))
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.state_path = os.path.join(self.tmp, 'state')
+        self.conf_file = self.nova.write_nova_conf(
+            os.path.join(self.tmp, 'nova.conf'), self.placement.endpoint,
+            extra={'nova_orphans': {'state_path': self.state_path,
+                                    'cell_timeout': '20'}})
+
+    # Building state -----------------------------------------------------
+
+    def add_node(self, host, node=None, cell='cell1', inventory=INVENTORY,
+                 aggregates=(), deleted=False):
+        """A compute node in nova and its root provider in placement."""
+        uuid = self.nova.add_compute_node(cell, host, node=node,
+                                          deleted=deleted)
+        self.placement.create_provider(node or host, uuid=uuid,
+                                       inventory=inventory,
+                                       aggregates=aggregates)
+        return uuid
+
+    def add_child(self, parent, name, inventory):
+        return self.placement.create_provider(name, parent=parent,
+                                              inventory=inventory)
+
+    def allocate(self, consumer, *providers, resources=FLAVOR,
+                 consumer_type=None):
+        """Allocate ``resources`` on each provider, as nova 34 (untyped)."""
+        if providers and isinstance(providers[0], dict):
+            allocations = providers[0]
+        else:
+            allocations = {rp: dict(resources) for rp in providers}
+        self.placement.put_allocations(consumer, allocations, PROJECT, USER,
+                                       consumer_type=consumer_type)
+
+    def boot(self, host, rp, cell='cell1', **kwargs):
+        """A live instance on host with its allocation on rp."""
+        inst = self.nova.add_instance(cell, host=host, node=host, **kwargs)
+        self.allocate(inst, rp)
+        return inst
+
+    # Running the tool ---------------------------------------------------
+
+    def manage(self, *argv, conf_file=None):
+        """(return code, stdout, stderr) of one in-process run."""
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = manage.main(['--config-file', conf_file or self.conf_file] +
+                             list(argv))
+        return rc, out.getvalue(), err.getvalue()
+
+    def list_json(self, *argv):
+        rc, out, err = self.manage('allocations', 'list', '--format', 'json',
+                                   *argv)
+        self.assertIn(rc, (0, 3), err)
+        return rc, json.loads(out)
+
+    def row(self, consumer, rp, reason, action, host=None, name=None,
+            root=None, resources=FLAVOR, consumer_type='instance',
+            instance='same', cell='cell1', project_id=PROJECT,
+            user_id=USER):
+        """An expected JSON row; ``details`` is checked separately."""
+        return {
+            'consumer': consumer, 'consumer_type': consumer_type,
+            'instance': consumer if instance == 'same' else instance,
+            'resource_provider': rp, 'resource_provider_name': name or host,
+            'root_provider': root or rp, 'host': host, 'cell': cell,
+            'reason': reason, 'action': action, 'resources': dict(resources),
+            'project_id': project_id, 'user_id': user_id,
+        }
+
+    def assertRows(self, expected, rows):
+        for row in rows:
+            self.assertIsInstance(row.pop('details'), str)
+        key = (lambda r: (r['resource_provider'] or '', r['consumer']))
+        self.assertEqual(sorted(expected, key=key), sorted(rows, key=key))

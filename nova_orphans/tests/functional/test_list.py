@@ -1,0 +1,386 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``allocations list`` classifies every state of the contract correctly."""
+
+import uuid as uuidlib
+
+from nova_orphans.tests.functional import base
+
+ORPHANS_FOUND = 3
+
+
+class ListTestCase(base.FunctionalTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.host1 = self.add_node('host1')
+        self.host2 = self.add_node('host2')
+
+    def test_healthy_cloud_lists_nothing(self):
+        vm = self.boot('host1', self.host1)
+        self.assertEqual((0, []), self.list_json())
+        rc, rows = self.list_json('--all')
+        self.assertEqual(0, rc)
+        self.assertRows([self.row(vm, self.host1, 'active_instance', 'none',
+                                  host='host1')], rows)
+
+    def test_instance_forced_to_deleted_in_sql(self):
+        # Seed 003: an ERROR instance set to deleted by hand in SQL.
+        vm = self.boot('host1', self.host1, vm_state='error')
+        self.nova.force_delete_instance('cell1', vm)
+        rc, rows = self.list_json()
+        self.assertEqual(ORPHANS_FOUND, rc)
+        self.assertRows([self.row(vm, self.host1, 'deleted_instance',
+                                  'delete_consumer', host='host1')], rows)
+
+    def test_archived_instance(self):
+        vm = self.boot('host1', self.host1)
+        self.nova.force_delete_instance('cell1', vm)
+        self.nova.archive('cell1')
+        rc, rows = self.list_json()
+        self.assertIn('archived', rows[0]['details'])
+        self.assertRows([self.row(vm, self.host1, 'deleted_instance',
+                                  'delete_consumer', host='host1')], rows)
+
+    def test_unknown_consumer(self):
+        stranger = str(uuidlib.uuid4())
+        self.allocate(stranger, self.host2)
+        rc, rows = self.list_json()
+        self.assertEqual(ORPHANS_FOUND, rc)
+        self.assertRows([self.row(stranger, self.host2, 'unknown_consumer',
+                                  'delete_consumer', host='host2',
+                                  consumer_type='unknown', instance=None)],
+                        rows)
+
+    def test_evacuated_source_including_child_provider(self):
+        # Seed 000: evacuated from a fenced host that never came back.
+        bw = self.add_child(self.host1, 'host1:eth0',
+                            {'NET_BW_EGR_KILOBIT_PER_SEC': 10000})
+        vm = self.nova.add_instance('cell1', host='host2', node='host2')
+        self.allocate(vm, {self.host1: base.FLAVOR,
+                           bw: {'NET_BW_EGR_KILOBIT_PER_SEC': 1000},
+                           self.host2: base.FLAVOR})
+        self.nova.add_migration('cell1', vm, migration_type='evacuation',
+                                status='done', source_compute='host1',
+                                source_node='host1', dest_compute='host2',
+                                dest_node='host2')
+        rc, rows = self.list_json('--all')
+        self.assertEqual(ORPHANS_FOUND, rc)
+        self.assertRows([
+            self.row(vm, self.host1, 'evacuated_source', 'remove_provider',
+                     host='host1'),
+            self.row(vm, bw, 'evacuated_source', 'remove_provider',
+                     host='host1', name='host1:eth0', root=self.host1,
+                     resources={'NET_BW_EGR_KILOBIT_PER_SEC': 1000}),
+            self.row(vm, self.host2, 'active_instance', 'none',
+                     host='host2'),
+        ], rows)
+
+    def test_evacuation_in_progress_is_not_an_orphan(self):
+        vm = self.nova.add_instance('cell1', host='host1', node='host1',
+                                    task_state='rebuilding')
+        self.allocate(vm, self.host1, self.host2)
+        self.nova.add_migration('cell1', vm, migration_type='evacuation',
+                                status='pre-migrating',
+                                source_compute='host1', source_node='host1',
+                                dest_compute='host2', dest_node='host2')
+        rc, rows = self.list_json('--all')
+        self.assertEqual(0, rc)
+        self.assertRows([
+            self.row(vm, self.host1, 'active_instance', 'none',
+                     host='host1'),
+            self.row(vm, self.host2, 'active_migration', 'none',
+                     host='host2')], rows)
+
+    def test_failed_cold_migration_leaves_target_allocation(self):
+        # Seed 001: the target kept VCPU 30 of 30 after a failed migrate.
+        vm = self.nova.add_instance('cell1', host='host1', node='host1',
+                                    vm_state='stopped')
+        self.allocate(vm, self.host1, self.host2)
+        self.nova.add_migration('cell1', vm, migration_type='migration',
+                                status='error', source_compute='host1',
+                                source_node='host1', dest_compute='host2',
+                                dest_node='host2')
+        rc, rows = self.list_json()
+        self.assertEqual(ORPHANS_FOUND, rc)
+        self.assertRows([self.row(vm, self.host2, 'stale_provider',
+                                  'remove_provider', host='host2')], rows)
+
+    def test_resize_awaiting_confirm_is_not_an_orphan(self):
+        vm = self.nova.add_instance('cell1', host='host2', node='host2',
+                                    vm_state='resized')
+        mig = self.nova.add_migration(
+            'cell1', vm, migration_type='resize', status='finished',
+            source_compute='host1', source_node='host1',
+            dest_compute='host2', dest_node='host2')
+        self.allocate(mig, self.host1)
+        self.allocate(vm, self.host2)
+        rc, rows = self.list_json('--all')
+        self.assertEqual(0, rc)
+        self.assertRows([
+            self.row(mig, self.host1, 'active_migration', 'none',
+                     host='host1', consumer_type='migration', instance=vm),
+            self.row(vm, self.host2, 'active_instance', 'none',
+                     host='host2')], rows)
+
+    def test_confirmed_migration_keeps_source_allocation(self):
+        vm = self.nova.add_instance('cell1', host='host2', node='host2')
+        mig = self.nova.add_migration(
+            'cell1', vm, migration_type='resize', status='confirmed',
+            source_compute='host1', source_node='host1',
+            dest_compute='host2', dest_node='host2')
+        self.allocate(mig, self.host1)
+        self.allocate(vm, self.host2)
+        rc, rows = self.list_json()
+        self.assertRows([self.row(mig, self.host1, 'finished_migration',
+                                  'delete_consumer', host='host1',
+                                  consumer_type='migration', instance=vm)],
+                        rows)
+
+    def test_failed_migration_returns_to_instance(self):
+        vm = self.nova.add_instance('cell1', host='host1', node='host1')
+        mig = self.nova.add_migration(
+            'cell1', vm, migration_type='migration', status='error',
+            source_compute='host1', source_node='host1',
+            dest_compute='host2', dest_node='host2')
+        self.allocate(mig, self.host1)
+        rc, rows = self.list_json()
+        self.assertRows([self.row(mig, self.host1, 'finished_migration',
+                                  'return_to_instance', host='host1',
+                                  consumer_type='migration', instance=vm)],
+                        rows)
+
+    def test_shelved_offloaded(self):
+        vm = self.nova.add_instance('cell1', vm_state='shelved_offloaded')
+        self.allocate(vm, self.host1)
+        rc, rows = self.list_json()
+        self.assertRows([self.row(vm, self.host1, 'shelved_offloaded',
+                                  'delete_consumer', host='host1')], rows)
+
+    def test_missing_allocations(self):
+        vm = self.nova.add_instance('cell1', host='host2', node='host2')
+        rc, rows = self.list_json()
+        self.assertEqual(ORPHANS_FOUND, rc)
+        self.assertRows([self.row(vm, self.host2, 'missing_allocations',
+                                  'heal', host='host2', resources={})], rows)
+
+    def test_building_and_soft_deleted_are_not_orphans(self):
+        queued = str(uuidlib.uuid4())
+        self.nova.add_build_request(queued)
+        self.allocate(queued, self.host1)
+        soft = self.boot('host1', self.host1, vm_state='soft-delete')
+        rc, rows = self.list_json('--all')
+        self.assertEqual(0, rc)
+        self.assertRows([
+            # Not in a cell yet: the cell shown is the provider's.
+            self.row(queued, self.host1, 'building', 'none', host='host1'),
+            self.row(soft, self.host1, 'soft_deleted', 'none',
+                     host='host1')], rows)
+
+    def test_sharing_provider_belongs_to_the_instance(self):
+        agg = str(uuidlib.uuid4())
+        host3 = self.add_node('host3', aggregates=[agg])
+        nfs = self.placement.create_provider(
+            'nfs', inventory={'DISK_GB': 1000},
+            traits=['MISC_SHARES_VIA_AGGREGATE'], aggregates=[agg])
+        vm = self.nova.add_instance('cell1', host='host3', node='host3')
+        self.allocate(vm, {host3: {'VCPU': 1, 'MEMORY_MB': 512},
+                           nfs: {'DISK_GB': 10}})
+        gone = self.nova.add_instance('cell1', host='host3', node='host3',
+                                      deleted=True)
+        self.allocate(gone, {nfs: {'DISK_GB': 20}})
+        rc, rows = self.list_json('--all')
+        self.assertRows([
+            self.row(vm, host3, 'active_instance', 'none', host='host3',
+                     resources={'VCPU': 1, 'MEMORY_MB': 512}),
+            self.row(vm, nfs, 'active_instance', 'none', name='nfs',
+                     resources={'DISK_GB': 10}),
+            self.row(gone, nfs, 'deleted_instance', 'delete_consumer',
+                     name='nfs', resources={'DISK_GB': 20}),
+        ], rows)
+
+    def test_ironic_node_with_custom_resource_class(self):
+        node = str(uuidlib.uuid4())
+        rp = self.add_node('ironic', node=node,
+                           inventory={'CUSTOM_BAREMETAL_GOLD': 1})
+        vm = self.nova.add_instance('cell1', host='ironic', node=node)
+        self.allocate(vm, rp, resources={'CUSTOM_BAREMETAL_GOLD': 1})
+        self.assertEqual((0, []), self.list_json())
+        self.nova.force_delete_instance('cell1', vm)
+        rc, rows = self.list_json()
+        self.assertRows([self.row(vm, rp, 'deleted_instance',
+                                  'delete_consumer', host='ironic', name=node,
+                                  resources={'CUSTOM_BAREMETAL_GOLD': 1})],
+                        rows)
+
+    def test_other_services_provider_is_unmanaged(self):
+        other = self.placement.create_provider(
+            'cyborg-fpga', inventory={'CUSTOM_FPGA': 4})
+        stranger = str(uuidlib.uuid4())
+        self.allocate(stranger, other, resources={'CUSTOM_FPGA': 1})
+        rc, rows = self.list_json('--all')
+        self.assertEqual(0, rc)
+        self.assertRows([self.row(stranger, other, 'unmanaged_provider',
+                                  'none', name='cyborg-fpga',
+                                  consumer_type='unknown', instance=None,
+                                  cell=None,
+                                  resources={'CUSTOM_FPGA': 1})], rows)
+
+    def test_consumer_types_and_owner_are_read_from_placement(self):
+        stranger = str(uuidlib.uuid4())
+        self.allocate(stranger, self.host1, consumer_type='MIGRATION')
+        rc, rows = self.list_json()
+        self.assertRows([self.row(stranger, self.host1, 'unknown_consumer',
+                                  'delete_consumer', host='host1',
+                                  consumer_type='migration', instance=None)],
+                        rows)
+
+
+class FilterTestCase(base.FunctionalTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.host1 = self.add_node('host1')
+        self.host2 = self.add_node('host2')
+        self.gone1 = self.boot('host1', self.host1)
+        self.gone2 = self.boot('host2', self.host2)
+        self.live = self.boot('host2', self.host2)
+        for vm in (self.gone1, self.gone2):
+            self.nova.force_delete_instance('cell1', vm)
+
+    def consumers(self, *argv):
+        return sorted((r['consumer'], r['resource_provider'])
+                      for r in self.list_json(*argv)[1])
+
+    def test_resource_provider(self):
+        self.assertEqual([(self.gone1, self.host1)],
+                         self.consumers('--resource-provider', self.host1))
+
+    def test_host(self):
+        self.assertEqual([(self.gone2, self.host2)],
+                         self.consumers('--host', 'host2'))
+        self.assertEqual(sorted([(self.gone2, self.host2),
+                                 (self.live, self.host2)]),
+                         self.consumers('--host', 'host2', '--all'))
+
+    def test_reason(self):
+        self.assertEqual([(self.live, self.host2)],
+                         self.consumers('--reason', 'active_instance'))
+        self.assertEqual([], self.consumers('--reason', 'unknown_consumer'))
+
+    def test_missing_allocations_respects_scope(self):
+        healthy = self.nova.add_instance('cell1', host='host1', node='host1')
+        self.assertEqual([(healthy, self.host1)],
+                         self.consumers('--host', 'host1', '--reason',
+                                        'missing_allocations'))
+        self.assertEqual([], self.consumers('--host', 'host2', '--reason',
+                                            'missing_allocations'))
+
+    def test_table_output(self):
+        rc, out, err = self.manage('allocations', 'list')
+        self.assertEqual(3, rc)
+        lines = [line for line in out.splitlines() if self.gone1 in line]
+        self.assertEqual(1, len(lines))
+        self.assertIn('deleted_instance', lines[0])
+        self.assertIn('DISK_GB=1, MEMORY_MB=512, VCPU=1', lines[0])
+
+    def test_bad_input_is_one_line_and_127(self):
+        missing = str(uuidlib.uuid4())
+        for argv, text in (
+                (['--resource-provider', 'nope'], 'not a valid UUID'),
+                (['--resource-provider', missing], 'does not exist'),
+                (['--host', 'nohost'], 'no compute host nohost'),
+                (['--reason', 'bogus'], "invalid choice: 'bogus'"),
+                (['--format', 'xml'], "invalid choice: 'xml'")):
+            rc, out, err = self.manage('allocations', 'list', *argv)
+            self.assertEqual((127, ''), (rc, out), argv)
+            self.assertEqual(1, len(err.strip().splitlines()), err)
+            self.assertIn(text, err)
+            self.assertNotIn('Traceback', err)
+
+    def test_unreadable_config_is_127(self):
+        rc, out, err = self.manage('allocations', 'list',
+                                   conf_file='/nonexistent/nova.conf')
+        self.assertEqual(127, rc)
+        self.assertIn('/nonexistent/nova.conf', err)
+
+
+class DownCellTestCase(base.FunctionalTestCase):
+
+    CELLS = ('cell1', 'cell2')
+
+    def test_cell_that_cannot_be_read_makes_consumers_unverifiable(self):
+        host1 = self.add_node('host1')
+        host2 = self.add_node('host2', cell='cell2')
+        gone = self.boot('host1', host1)
+        self.nova.force_delete_instance('cell1', gone)
+        elsewhere = self.boot('host2', host2, cell='cell2')
+        stranger = str(uuidlib.uuid4())
+        self.allocate(stranger, host1)
+        self.nova.break_cell('cell2')
+        rc, rows = self.list_json('--all')
+        self.assertEqual(ORPHANS_FOUND, rc)
+        self.assertRows([
+            self.row(gone, host1, 'deleted_instance', 'delete_consumer',
+                     host='host1'),
+            self.row(stranger, host1, 'unverifiable', 'none', host='host1',
+                     consumer_type='unknown', instance=None),
+            self.row(elsewhere, host2, 'unverifiable', 'none', name='host2',
+                     cell='cell2'),
+        ], rows)
+        rc, out, err = self.manage('allocations', 'list')
+        self.assertIn('WARNING: cell cell2 could not be read', err)
+
+    def test_password_of_unreachable_cell_never_shown(self):
+        host1 = self.add_node('host1')
+        self.boot('host1', host1)
+        self.nova.set_cell_url(
+            'cell2', 'mysql+pymysql://nova:Sup3rS3cret@127.0.0.1:9/nova')
+        rc, out, err = self.manage('allocations', 'list', '--all',
+                                   '--verbose')
+        self.assertEqual(0, rc, err)
+        self.assertIn('WARNING: cell cell2 could not be read', err)
+        self.assertNotIn('Sup3rS3cret', out + err)
+
+
+class TemplatedCellTestCase(base.FunctionalTestCase):
+
+    TEMPLATED = True
+
+    def test_cell_url_template_filled_from_database_connection(self):
+        host1 = self.add_node('host1')
+        vm = self.boot('host1', host1)
+        self.nova.force_delete_instance('cell1', vm)
+        rc, rows = self.list_json()
+        self.assertRows([self.row(vm, host1, 'deleted_instance',
+                                  'delete_consumer', host='host1')], rows)
+
+
+class RepeatedCallsTestCase(base.FunctionalTestCase):
+
+    def test_each_call_reads_its_own_config(self):
+        host1 = self.add_node('host1')
+        vm = self.boot('host1', host1)
+        self.assertEqual((0, []), self.list_json())
+        self.nova.force_delete_instance('cell1', vm)
+        self.assertEqual(ORPHANS_FOUND, self.list_json()[0])
+        other = self.useFixture(base.nova_db.NovaDatabases())
+        conf = other.write_nova_conf(self.tmp + '/other.conf',
+                                     self.placement.endpoint)
+        rc, out, err = self.manage('allocations', 'list', '--format', 'json',
+                                   '--all', conf_file=conf)
+        # In the other cloud host1 is no compute node: nobody's orphan.
+        self.assertEqual(0, rc)
+        self.assertEqual([('unmanaged_provider', vm)],
+                         [(r['reason'], r['consumer'])
+                          for r in base.json.loads(out)])
+        self.assertEqual(ORPHANS_FOUND, self.list_json()[0])

@@ -1,0 +1,58 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+import json
+import os
+import stat
+
+import fixtures
+from oslotest import base
+
+from nova_orphans import exception
+from nova_orphans.repair import journal
+
+
+class JournalTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+
+    def test_entries_round_trip_in_order_with_private_mode(self):
+        path = os.path.join(self.dir, 'j.jsonl')
+        j = journal.Journal(path)
+        for n in range(3):
+            j.record({'action': 'delete_consumer', 'consumers': {'c%d' % n: {
+                'before': {'allocations': {}}, 'after': {}}}})
+        j.close()
+        self.assertEqual(0o600, stat.S_IMODE(os.stat(path).st_mode))
+        self.assertEqual(['c0', 'c1', 'c2'],
+                         [list(e['consumers'])[0]
+                          for e in journal.read(path)])
+
+    def test_default_path_creates_private_state_dir(self):
+        state = os.path.join(self.dir, 'state')
+        path = journal.default_path(state)
+        self.assertEqual(state, os.path.dirname(path))
+        self.assertEqual(0o700, stat.S_IMODE(os.stat(state).st_mode))
+        self.assertFalse(os.path.exists(path))
+
+    def test_damaged_journal_is_refused(self):
+        path = os.path.join(self.dir, 'bad.jsonl')
+        with open(path, 'w') as f:
+            f.write(json.dumps({'version': 1, 'consumers': {}}) + '\n')
+            f.write('{not json\n')
+        e = self.assertRaises(exception.JournalError, journal.read, path)
+        self.assertIn('line 2', str(e))
+
+    def test_missing_journal_is_invalid_input(self):
+        self.assertRaises(exception.InvalidInput, journal.read,
+                          os.path.join(self.dir, 'nope'))

@@ -1,0 +1,56 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+from oslotest import base
+
+from nova_orphans import db_utils
+
+SECRET_URL = 'mysql+pymysql://nova:s3cr3t@db.example:3306/nova?charset=utf8'
+
+
+class FormatCellUrlTestCase(base.BaseTestCase):
+
+    def test_template_filled_from_database_connection(self):
+        self.assertEqual(
+            'mysql+pymysql://nova:s3cr3t@db.example:3306/nova_cell1'
+            '?charset=utf8',
+            db_utils.format_cell_url(
+                '{scheme}://{username}:{password}@{hostname}:{port}/'
+                'nova_cell1?{query}', SECRET_URL))
+
+    def test_path_template(self):
+        self.assertEqual('sqlite:////var/lib/nova/cell1.db',
+                         db_utils.format_cell_url(
+                             '{scheme}:////var/lib/nova/cell1.db',
+                             'sqlite:////var/lib/nova/cell0.db'))
+
+    def test_plain_url_unchanged(self):
+        self.assertEqual('sqlite:////x.db',
+                         db_utils.format_cell_url('sqlite:////x.db', None))
+
+
+class SecretsTestCase(base.BaseTestCase):
+
+    def test_safe_url_hides_password(self):
+        self.assertNotIn('s3cr3t', db_utils.safe_url(SECRET_URL))
+        self.assertIn('nova:***@db.example', db_utils.safe_url(SECRET_URL))
+
+    def test_safe_error_removes_password_and_url(self):
+        error = Exception("(2003) can't connect to %s; password=s3cr3t"
+                          % SECRET_URL)
+        text = db_utils.safe_error(error, SECRET_URL)
+        self.assertNotIn('s3cr3t', text)
+        self.assertIn('nova:***@db.example', text)
+
+    def test_sqlite_opened_read_only(self):
+        url = db_utils._read_only_url('sqlite:////tmp/cell.db')
+        self.assertEqual('sqlite:///file:/tmp/cell.db?mode=ro&uri=true',
+                         url.render_as_string())
