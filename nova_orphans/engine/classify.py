@@ -23,13 +23,15 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES):
 
     Also returns one ``missing_allocations`` finding per live instance on
     a node in scope that holds no allocations at all. Findings come out
-    sorted by provider, then consumer, so output is stable.
+    sorted by host, provider name, provider and consumer, so output is
+    stable and reads in the order an operator walks the cloud.
     """
     index = index_mod.SnapshotIndex(snapshot)
     findings = [_classify_allocation(index, alloc, rules)
                 for alloc in snapshot.placement.allocations]
     findings.extend(_missing(index))
-    findings.sort(key=lambda f: (f.resource_provider or '', f.consumer))
+    findings.sort(key=lambda f: (f.host or '', f.resource_provider_name or '',
+                                 f.resource_provider or '', f.consumer))
     return findings
 
 

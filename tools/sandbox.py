@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""A local sandbox cloud with the seed documents' orphans in it.
+
+Serves a real placement (openstack-placement) on 127.0.0.1, creates the
+nova API and cell databases in sqlite with nova's own migrations, seeds
+them with the situations the operators' documents describe, writes a
+nova.conf for it and runs ``nova-orphans-manage allocations list``
+against it, as an operator would on a controller.
+
+    tools/sandbox                 # seed, list, stop
+    tools/sandbox --keep          # ... and keep serving; try commands
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+
+from nova_orphans.tests.functional.fixtures import nova_db  # noqa: E402
+from nova_orphans.tests.functional.fixtures import placement  # noqa: E402
+
+FLAVOR = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
+BIG = {'VCPU': 30, 'MEMORY_MB': 741376, 'DISK_GB': 1638}
+INVENTORY = {'VCPU': 36, 'MEMORY_MB': 786432, 'DISK_GB': 1760}
+
+
+def seed(rp_api, nova):
+    """The seed documents' situations, plus healthy look-alikes.
+
+    Returns {name: consumer uuid} for the summary.
+    """
+    nodes = {}
+    for host in ('devstack1', 'devstack2', 'devstack3'):
+        nodes[host] = nova.add_compute_node('cell1', host)
+        rp_api.create_provider(host, uuid=nodes[host], inventory=INVENTORY)
+    # devstack1 is down and fenced (seed 000).
+    nova.execute('cell1', nova.table('cell1', 'services').update().where(
+        nova.table('cell1', 'services').c.host == 'devstack1').values(
+        forced_down=True))
+    bw = rp_api.create_provider(
+        'devstack1:eth0', parent=nodes['devstack1'],
+        inventory={'NET_BW_EGR_KILOBIT_PER_SEC': 10000000})
+
+    def allocate(consumer, allocations):
+        rp_api.put_allocations(consumer, allocations, nova_db.PROJECT,
+                               nova_db.USER, consumer_type=None)
+
+    made = {}
+    # Healthy servers.
+    for n, host in enumerate(('devstack2', 'devstack3')):
+        vm = nova.add_instance('cell1', host=host, node=host)
+        allocate(vm, {nodes[host]: FLAVOR})
+        made['healthy-%d' % n] = vm
+    # Seed 000: vm1 evacuated from devstack1 to devstack2; the source
+    # keeps its allocation (and one on a bandwidth child provider).
+    vm1 = nova.add_instance('cell1', host='devstack2', node='devstack2')
+    allocate(vm1, {nodes['devstack1']: FLAVOR,
+                   bw: {'NET_BW_EGR_KILOBIT_PER_SEC': 1000},
+                   nodes['devstack2']: FLAVOR})
+    nova.add_migration('cell1', vm1, migration_type='evacuation',
+                       status='done', source_compute='devstack1',
+                       source_node='devstack1', dest_compute='devstack2',
+                       dest_node='devstack2')
+    made['evacuated'] = vm1
+    # Seed 001: a cold migration to devstack3 timed out; the instance is
+    # back on devstack2, the target kept VCPU 30 of its 36.
+    big = nova.add_instance('cell1', host='devstack2', node='devstack2',
+                            vm_state='stopped')
+    allocate(big, {nodes['devstack2']: BIG, nodes['devstack3']: BIG})
+    nova.add_migration('cell1', big, migration_type='migration',
+                       status='error', source_compute='devstack2',
+                       source_node='devstack2', dest_compute='devstack3',
+                       dest_node='devstack3')
+    made['failed-migration'] = big
+    # Seed 003: an ERROR instance forced to deleted in SQL.
+    forced = nova.add_instance('cell1', host='devstack3', node='devstack3',
+                               vm_state='error')
+    allocate(forced, {nodes['devstack3']: FLAVOR})
+    nova.force_delete_instance('cell1', forced)
+    made['forced-deleted'] = forced
+    # Nobody knows this consumer.
+    stranger = str(uuid.uuid4())
+    allocate(stranger, {nodes['devstack3']: FLAVOR})
+    made['unknown'] = stranger
+    # A look-alike: a resize awaiting confirmation holds both nodes.
+    resized = nova.add_instance('cell1', host='devstack3', node='devstack3',
+                                vm_state='resized')
+    mig = nova.add_migration('cell1', resized, migration_type='resize',
+                             status='finished', source_compute='devstack2',
+                             source_node='devstack2',
+                             dest_compute='devstack3',
+                             dest_node='devstack3')
+    allocate(mig, {nodes['devstack2']: FLAVOR})
+    allocate(resized, {nodes['devstack3']: FLAVOR})
+    made['resize-awaiting-confirm'] = resized
+    return made
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--keep', action='store_true',
+                        help='keep the sandbox running until interrupted')
+    parser.add_argument('--format', choices=('table', 'json'),
+                        default='table')
+    args = parser.parse_args()
+
+    with placement.PlacementServer() as rp_api, \
+            nova_db.NovaDatabases(cells=('cell1',)) as nova:
+        conf = os.path.join(nova.dir, 'nova.conf')
+        nova.write_nova_conf(conf, rp_api.endpoint, extra={
+            'nova_orphans': {'state_path': os.path.join(nova.dir, 'state')}})
+        made = seed(rp_api, nova)
+        print('Sandbox cloud: placement at %s, nova databases in %s'
+              % (rp_api.endpoint, nova.dir))
+        for name, consumer in made.items():
+            print('  %-24s %s' % (name, consumer))
+        command = ['nova-orphans-manage', '--config-file', conf,
+                   'allocations', 'list', '--format', args.format]
+        print('\n$ ' + ' '.join(command), flush=True)
+        rc = subprocess.call(command)
+        print('(exit code %d: %s)' % (rc, {0: 'nothing found',
+                                           3: 'orphans found'}.get(rc, '?')))
+        if args.keep:
+            print('\nThe sandbox is up. Try, in another shell:\n'
+                  '  nova-orphans-manage --config-file %s allocations '
+                  'clean --dry-run\nPress Ctrl-C to stop.' % conf, flush=True)
+            try:
+                while True:
+                    input()
+            except (KeyboardInterrupt, EOFError):
+                pass
+    return 0 if rc == 3 else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
