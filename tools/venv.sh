@@ -4,7 +4,7 @@
 VENV=${VENV:-$PWD/.venv}
 PYTHON=${PYTHON:-python3}
 stamp="$VENV/.requirements-stamp"
-want=$(cat requirements.txt test-requirements.txt doc/requirements.txt setup.cfg 2>/dev/null | sha1sum | cut -c1-40)
+want=$(cat requirements.txt test-requirements.txt setup.cfg | sha1sum | cut -c1-40)
 if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "Preparing $VENV (first run installs nova and placement: a few minutes)..." >&2
     "$PYTHON" -m venv "$VENV"
