@@ -54,12 +54,13 @@ def seed(rp_api, nova):
     bw = rp_api.create_provider(
         'devstack1:eth0', parent=nodes['devstack1'],
         inventory={'NET_BW_EGR_KILOBIT_PER_SEC': 10000000})
+    nodes['devstack1:eth0'] = bw
 
     def allocate(consumer, allocations):
         rp_api.put_allocations(consumer, allocations, nova_db.PROJECT,
                                nova_db.USER, consumer_type=None)
 
-    made = {}
+    made = {'nodes': nodes}
     # Healthy servers.
     for n, host in enumerate(('devstack2', 'devstack3')):
         vm = nova.add_instance('cell1', host=host, node=host)
@@ -110,12 +111,76 @@ def seed(rp_api, nova):
     return made
 
 
+def _capture(outdir, name, conf, argv, note=None):
+    """Run one command for real and keep what an operator would see."""
+    command = ['nova-orphans-manage', '--config-file', conf] + argv
+    result = subprocess.run(command, capture_output=True, text=True)
+    shown = ' '.join(['nova-orphans-manage', '--config-file',
+                      '/etc/nova/nova.conf'] + argv)
+    text = '$ %s\n%s%s(exit code %d)\n' % (shown, result.stdout,
+                                          result.stderr, result.returncode)
+    text = text.replace(os.path.dirname(conf), '/var/lib/nova-orphans')
+    with open(os.path.join(outdir, name + '.txt'), 'w') as f:
+        f.write(text)
+    print(text)
+    return result.returncode
+
+
+def _delete_provider(outdir, name, rp_api, rp, host):
+    resp = rp_api.delete_provider(rp)
+    text = ('$ openstack resource provider delete %s    # %s\n%s\n' % (
+        rp, host, 'HTTP %d %s' % (resp.status_code, resp.json()['errors'][0]['detail'].split('\n')[-1].strip()
+                                  if resp.status_code >= 400 else '')))
+    with open(os.path.join(outdir, name + '.txt'), 'w') as f:
+        f.write(text)
+    print(text)
+    return resp.status_code
+
+
+def walkthrough(outdir, conf, rp_api, nodes):
+    """The admin guide's session, captured from the running sandbox."""
+    os.makedirs(outdir, exist_ok=True)
+    journal = os.path.join(os.path.dirname(conf), 'journal.jsonl')
+    steps = [
+        ('01-list', ['allocations', 'list'], 3),
+        ('02-list-host-json', ['allocations', 'list', '--host', 'devstack1',
+                               '--format', 'json'], 3),
+        ('04-clean-dry-run', ['allocations', 'clean', '--dry-run'], 3),
+        ('05-clean', ['allocations', 'clean', '--journal', journal], 4),
+        ('06-list-after', ['allocations', 'list'], 0),
+        ('07-restore', ['allocations', 'restore', '--journal', journal], 4),
+        ('08-list-restored', ['allocations', 'list', '--all'], 3),
+        ('09-clean-host', ['allocations', 'clean', '--host', 'devstack1',
+                           '--journal', journal + '.2'], 4),
+    ]
+    failures = []
+    for name, argv, want in steps:
+        if name == '04-clean-dry-run' and _delete_provider(
+                outdir, '03-delete-provider-409', rp_api,
+                nodes['devstack1:eth0'], 'devstack1:eth0') != 409:
+            failures.append('03-delete-provider-409')
+        rc = _capture(outdir, name, conf, argv)
+        if rc != want:
+            failures.append('%s: exit code %d, expected %d' % (name, rc,
+                                                              want))
+    # Children first: placement refuses to delete a parent.
+    for rp, name in ((nodes['devstack1:eth0'], 'devstack1:eth0'),
+                     (nodes['devstack1'], 'devstack1')):
+        if _delete_provider(outdir, '10-delete-provider-' + name.replace(
+                ':', '-'), rp_api, rp, name) != 204:
+            failures.append('10-delete-provider ' + name)
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--keep', action='store_true',
                         help='keep the sandbox running until interrupted')
     parser.add_argument('--format', choices=('table', 'json'),
                         default='table')
+    parser.add_argument('--walkthrough', metavar='DIR',
+                        help='run the admin guide\'s session and save each '
+                             'command\'s output in DIR')
     args = parser.parse_args()
 
     with placement.PlacementServer() as rp_api, \
@@ -124,10 +189,16 @@ def main():
         nova.write_nova_conf(conf, rp_api.endpoint, extra={
             'nova_orphans': {'state_path': os.path.join(nova.dir, 'state')}})
         made = seed(rp_api, nova)
+        nodes = made.pop('nodes')
         print('Sandbox cloud: placement at %s, nova databases in %s'
               % (rp_api.endpoint, nova.dir))
         for name, consumer in made.items():
             print('  %-24s %s' % (name, consumer))
+        if args.walkthrough:
+            failures = walkthrough(args.walkthrough, conf, rp_api, nodes)
+            for failure in failures:
+                print('UNEXPECTED: %s' % failure, file=sys.stderr)
+            return 1 if failures else 0
         command = ['nova-orphans-manage', '--config-file', conf,
                    'allocations', 'list', '--format', args.format]
         print('\n$ ' + ' '.join(command), flush=True)

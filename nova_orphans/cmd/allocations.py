@@ -20,6 +20,7 @@ from nova_orphans import output
 from nova_orphans.i18n import _
 from nova_orphans.readers import nova_db
 from nova_orphans.readers import placement_api
+from nova_orphans.readers import placement_db
 from nova_orphans.readers import snapshot as snapshot_mod
 from nova_orphans.repair import actions
 from nova_orphans.repair import journal
@@ -75,10 +76,17 @@ class AllocationCommands:
 
     def _audit(self):
         self._nova = nova_db.NovaDBReader(self.conf)
-        return snapshot_mod.Audit(
-            placement_api.PlacementAPIReader(
-                self._client(), self.conf.nova_orphans.placement_concurrency),
-            self._nova)
+        reader = placement_api.PlacementAPIReader(
+            self._client(), self.conf.nova_orphans.placement_concurrency)
+        if self.conf.placement_database.connection:
+            # Fast mode: bulk reads from placement's database; the API
+            # still serves fresh consumer documents and every write.
+            opts = self.conf.nova_orphans
+            reader = placement_db.PlacementDBReader(
+                self.conf.placement_database.connection, api_reader=reader,
+                max_retries=opts.db_max_retries,
+                retry_interval=opts.db_retry_interval)
+        return snapshot_mod.Audit(reader, self._nova)
 
     def _findings(self, show_all=False):
         # Bad input is refused before anything is contacted.

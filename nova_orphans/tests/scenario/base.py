@@ -168,7 +168,8 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
                 f.write('not a database\n' * 100)
         elif how == 'locked':
             real = self.cell_urls[cell_name][len('sqlite:///'):]
-            with sqlite3.connect(real) as src, sqlite3.connect(path) as dst:
+            with contextlib.closing(sqlite3.connect(real)) as src, \
+                    contextlib.closing(sqlite3.connect(path)) as dst:
                 src.backup(dst)
             holder = sqlite3.connect(path, isolation_level=None,
                                      check_same_thread=False)

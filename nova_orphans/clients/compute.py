@@ -1,0 +1,150 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Compute (nova) API client for the reader behind the openstack plugin.
+
+Every request is sent at one pinned microversion, checked once against
+the cloud's maximum: 2.69 is the lowest that has everything the reader
+relies on (compute node uuids 2.53, migration uuids and paging 2.59,
+embedded flavors 2.47, down-cell records 2.69), and pinning it keeps
+the response formats the reader parses fixed whatever the cloud runs.
+"""
+
+import threading
+from urllib import parse
+
+from keystoneauth1 import exceptions as ks_exc
+
+from nova_orphans import exception
+from nova_orphans.i18n import _
+
+VERSION = (2, 69)
+# Rows asked for per page; nova caps it at its own [api] max_limit.
+PAGE_SIZE = 1000
+
+
+def _parse(version):
+    major, minor = (version or '2.0').split('.')
+    return int(major), int(minor)
+
+
+def _fmt(version):
+    return '%d.%d' % version
+
+
+class ComputeError(exception.NovaOrphansException):
+    msg_fmt = _('Compute request %(method)s %(url)s failed: %(reason)s')
+
+
+class ComputeVersionTooOld(exception.InvalidInput):
+    msg_fmt = _('The compute API at %(endpoint)s supports microversions up '
+                'to %(max_version)s; nova-orphans needs %(min_version)s.')
+
+
+class ComputeClient:
+    """A keystoneauth adapter for service type ``compute``, at VERSION."""
+
+    def __init__(self, adapter):
+        self._adapter = adapter
+        self._checked = False
+        self._lock = threading.Lock()
+
+    @property
+    def endpoint(self):
+        try:
+            return self._adapter.get_endpoint()
+        except ks_exc.ClientException:
+            return '(compute)'
+
+    def check_version(self):
+        """Refuse a cloud whose compute API is older than VERSION."""
+        with self._lock:
+            if self._checked:
+                return
+            doc = self._request('GET', '', version=None).json()
+            versions = doc.get('versions') or [doc.get('version') or {}]
+            max_version = max(_parse(v.get('version') or v.get(
+                'max_version')) for v in versions)
+            if max_version < VERSION:
+                raise ComputeVersionTooOld(
+                    endpoint=self.endpoint, max_version=_fmt(max_version),
+                    min_version=_fmt(VERSION))
+            self._checked = True
+
+    def _request(self, method, url, version=VERSION, expected=(200,)):
+        kwargs = {'raise_exc': False}
+        if version is not None:
+            kwargs['microversion'] = _fmt(version)
+        try:
+            resp = self._adapter.request(url, method, **kwargs)
+        except ks_exc.ClientException as e:
+            raise ComputeError(method=method, url=url, reason=e)
+        if resp.status_code not in expected:
+            raise ComputeError(method=method, url=url, reason='%s %s' % (
+                resp.status_code, _fault(resp)))
+        return resp
+
+    def get(self, url, params=None):
+        """The JSON body of a GET that must succeed."""
+        return self._request('GET', _with(url, params)).json()
+
+    def get_or_none(self, url, params=None):
+        """The JSON body of a GET, or None when nova says 404."""
+        resp = self._request('GET', _with(url, params), expected=(200, 404))
+        return None if resp.status_code == 404 else resp.json()
+
+    def pages(self, url, key, params=None):
+        """Every item of a paginated listing, following limit and marker.
+
+        nova caps the page size at ``[api] max_limit`` and adds a
+        ``<key>_links`` "next" link only while there may be more, so that
+        link, not the page length, says whether to go on.
+        """
+        params = dict(params or {}, limit=PAGE_SIZE)
+        items, seen = [], set()
+        while True:
+            doc = self.get(url, params)
+            page = doc.get(key) or []
+            items.extend(page)
+            more = any(link.get('rel') == 'next'
+                       for link in doc.get(key + '_links') or ())
+            marker = _marker(page)
+            if not more or marker is None or marker in seen:
+                return items
+            seen.add(marker)
+            params['marker'] = marker
+
+
+def _marker(page):
+    """The last item nova can resume after (not a down-cell stand-in)."""
+    for item in reversed(page):
+        marker = item.get('uuid') or item.get('id')
+        if marker and item.get('status') != 'UNKNOWN':
+            return marker
+    return None
+
+
+def _with(url, params):
+    if not params:
+        return url
+    return '%s?%s' % (url, parse.urlencode(sorted(params.items())))
+
+
+def _fault(resp):
+    """nova's error message, e.g. {"itemNotFound": {"message": ...}}."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return resp.text[:200]
+    for value in (body or {}).values():
+        if isinstance(value, dict) and value.get('message'):
+            return value['message']
+    return resp.text[:200]

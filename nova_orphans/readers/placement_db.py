@@ -1,0 +1,299 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Read placement's side of the snapshot from placement's database.
+
+The fast mode, used when ``[placement_database] connection`` is set: a
+handful of bulk, read-only queries instead of one GET per provider, so
+placement itself does no work at all. It answers exactly what
+:class:`~nova_orphans.readers.placement_api.PlacementAPIReader` answers:
+the same providers with the same sharing flags and aggregates, the same
+allocations and the same consumer records, so the findings are the same.
+
+Consumer records (project, user, generation, type) are read in bulk
+with the allocations and handed to the audit through ``consumers()``,
+which then needs no per-consumer GET. ``consumer()`` still goes to the
+API: repairs and their re-verification want placement's own, fresh
+document, and every write goes through the API anyway.
+
+Resource class names come from placement's ``resource_classes`` table:
+placement stores the standard classes there too (their ids follow
+os-resource-classes' order, custom ones start at 10000), so nothing of
+placement is imported here.
+"""
+
+import collections
+
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from nova_orphans import db_utils
+from nova_orphans.engine import model
+from nova_orphans import exception
+from nova_orphans.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+
+def _table(name, *columns):
+    return sa.table(name, *(sa.column(c) for c in columns))
+
+
+PROVIDERS = _table('resource_providers', 'id', 'uuid', 'name', 'generation',
+                   'root_provider_id', 'parent_provider_id')
+ALLOCATIONS = _table('allocations', 'resource_provider_id', 'consumer_id',
+                     'resource_class_id', 'used')
+CONSUMERS = _table('consumers', 'uuid', 'project_id', 'user_id',
+                   'generation', 'consumer_type_id')
+PROJECTS = _table('projects', 'id', 'external_id')
+USERS = _table('users', 'id', 'external_id')
+CONSUMER_TYPES = _table('consumer_types', 'id', 'name')
+TRAITS = _table('traits', 'id', 'name')
+PROVIDER_TRAITS = _table('resource_provider_traits', 'resource_provider_id',
+                         'trait_id')
+AGGREGATES = _table('placement_aggregates', 'id', 'uuid')
+PROVIDER_AGGREGATES = _table('resource_provider_aggregates',
+                             'resource_provider_id', 'aggregate_id')
+RESOURCE_CLASSES = _table('resource_classes', 'id', 'name')
+
+
+class PlacementDBReader:
+    """PlacementAPIReader's interface, answered from placement's database.
+
+    ``api_reader`` (a PlacementAPIReader) serves ``consumer()``, the one
+    read that must be placement's own fresh document.
+    """
+
+    def __init__(self, url, api_reader=None, max_retries=1,
+                 retry_interval=1):
+        self.url = url
+        self.api_reader = api_reader
+        self._engine_args = dict(max_retries=max_retries,
+                                 retry_interval=retry_interval)
+        self._ids = {}              # provider uuid -> internal id
+        self._records = {}          # consumer uuid -> model.Consumer
+
+    # Plumbing -----------------------------------------------------------
+
+    def _read(self, work):
+        """Run ``work(connection)`` in one short read-only transaction."""
+        try:
+            engine = db_utils.create_reader_engine(self.url,
+                                                   **self._engine_args)
+            try:
+                with engine.connect() as conn:
+                    return work(conn)
+            finally:
+                engine.dispose()
+        except exception.NovaOrphansException:
+            raise
+        except Exception as e:
+            raise exception.NovaOrphansException(
+                _('The placement database %(url)s could not be read: '
+                  '%(error)s') % {'url': db_utils.safe_url(self.url),
+                                  'error': db_utils.safe_error(e, self.url)})
+
+    # The reader interface -----------------------------------------------
+
+    def providers(self):
+        """All providers, with sharing flags and the aggregates that matter.
+
+        As the API reader: aggregates are only kept for sharing providers
+        and, on other providers, only the aggregates a sharing provider
+        is in.
+        """
+        return self._read(self._providers)
+
+    def _providers(self, conn):
+        root = PROVIDERS.alias('root_rp')
+        parent = PROVIDERS.alias('parent_rp')
+        rows = conn.execute(
+            sa.select(PROVIDERS.c.id, PROVIDERS.c.uuid, PROVIDERS.c.name,
+                      PROVIDERS.c.generation,
+                      root.c.uuid.label('root_uuid'),
+                      parent.c.uuid.label('parent_uuid'))
+            .select_from(
+                PROVIDERS.outerjoin(
+                    root, PROVIDERS.c.root_provider_id == root.c.id)
+                .outerjoin(parent,
+                           PROVIDERS.c.parent_provider_id == parent.c.id))
+        ).all()
+        sharing_ids = set(conn.execute(
+            sa.select(PROVIDER_TRAITS.c.resource_provider_id)
+            .select_from(PROVIDER_TRAITS.join(
+                TRAITS, PROVIDER_TRAITS.c.trait_id == TRAITS.c.id))
+            .where(TRAITS.c.name == model.SHARING_TRAIT)).scalars())
+        aggregates = collections.defaultdict(set)
+        if sharing_ids:
+            shared = PROVIDER_AGGREGATES.alias('shared')
+            # Every membership in an aggregate that a sharing provider is
+            # in: what "GET ?member_of=<agg>" for each of them returns.
+            for rp_id, agg_uuid in conn.execute(
+                    sa.select(PROVIDER_AGGREGATES.c.resource_provider_id,
+                              AGGREGATES.c.uuid)
+                    .select_from(PROVIDER_AGGREGATES.join(
+                        AGGREGATES,
+                        PROVIDER_AGGREGATES.c.aggregate_id == AGGREGATES.c.id))
+                    .where(PROVIDER_AGGREGATES.c.aggregate_id.in_(
+                        sa.select(shared.c.aggregate_id).where(
+                            shared.c.resource_provider_id.in_(
+                                sorted(sharing_ids)))))
+                    .distinct()):
+                aggregates[rp_id].add(agg_uuid)
+        self._ids = {row.uuid: row.id for row in rows}
+        return {
+            row.uuid: model.Provider(
+                uuid=row.uuid, name=row.name,
+                root_uuid=row.root_uuid or row.uuid,
+                parent_uuid=row.parent_uuid,
+                generation=row.generation or 0,
+                sharing=row.id in sharing_ids,
+                aggregates=frozenset(aggregates.get(row.id, ())))
+            for row in rows}
+
+    def allocations(self, provider_uuids, progress=None):
+        """Allocations on the given providers, with their consumer records.
+
+        One query for the allocations (chunked by provider when only some
+        providers are in scope), one for their consumers. ``progress`` is
+        called once per provider, as the API reader does.
+        """
+        provider_uuids = set(provider_uuids)
+        allocations, records = self._read(
+            lambda conn: self._allocations(conn, provider_uuids))
+        self._records.update(records)
+        if progress:
+            for _uuid in provider_uuids:
+                progress()
+        return allocations
+
+    def _allocations(self, conn, provider_uuids):
+        if not self._ids:
+            self._ids = dict(conn.execute(
+                sa.select(PROVIDERS.c.uuid, PROVIDERS.c.id)).all())
+        classes = dict(conn.execute(
+            sa.select(RESOURCE_CLASSES.c.id, RESOURCE_CLASSES.c.name)).all())
+        uuids = {v: k for k, v in self._ids.items()}
+        query = sa.select(ALLOCATIONS.c.resource_provider_id,
+                          ALLOCATIONS.c.consumer_id,
+                          ALLOCATIONS.c.resource_class_id,
+                          ALLOCATIONS.c.used)
+        wanted = [self._ids[u] for u in provider_uuids if u in self._ids]
+        if len(wanted) == len(self._ids):
+            rows = conn.execute(query)
+        else:
+            rows = (row for chunk in db_utils.chunks(wanted)
+                    for row in conn.execute(query.where(
+                        ALLOCATIONS.c.resource_provider_id.in_(chunk))))
+        by_pair = {}
+        for rp_id, consumer, rc_id, used in rows:
+            rp_uuid = uuids.get(rp_id)
+            if rp_uuid is None:
+                # A provider created since providers() was read.
+                continue
+            key = (consumer, rp_uuid)
+            resources = by_pair.get(key)
+            if resources is None:
+                resources = by_pair[key] = {}
+            resources[_class_name(classes, rc_id)] = used
+        allocations = [
+            model.Allocation(consumer=consumer, provider=rp,
+                             resources=resources)
+            for (consumer, rp), resources in by_pair.items()]
+        consumers = {consumer for consumer, _rp in by_pair}
+        everything = bool(wanted) and len(wanted) == len(self._ids)
+        return allocations, self._consumer_records(conn, consumers,
+                                                   everything=everything)
+
+    def _consumer_records(self, conn, consumers, everything=False):
+        query = (
+            sa.select(CONSUMERS.c.uuid, PROJECTS.c.external_id.label('project'),
+                      USERS.c.external_id.label('user'),
+                      CONSUMERS.c.generation,
+                      CONSUMER_TYPES.c.name.label('type'))
+            .select_from(
+                CONSUMERS
+                .outerjoin(PROJECTS, CONSUMERS.c.project_id == PROJECTS.c.id)
+                .outerjoin(USERS, CONSUMERS.c.user_id == USERS.c.id)
+                .outerjoin(CONSUMER_TYPES,
+                           CONSUMERS.c.consumer_type_id == CONSUMER_TYPES.c.id)
+            ))
+        if everything:
+            rows = conn.execute(query)
+        else:
+            rows = (row for chunk in db_utils.chunks(consumers)
+                    for row in conn.execute(query.where(
+                        CONSUMERS.c.uuid.in_(chunk))))
+        records = {}
+        for row in rows:
+            if row.uuid not in consumers:
+                continue
+            records[row.uuid] = model.Consumer(
+                uuid=row.uuid, project_id=row.project,
+                user_id=row.user, generation=row.generation,
+                # Untyped consumers read back as 'unknown' from the API
+                # (1.38+); the engine treats None and 'unknown' alike.
+                consumer_type=row.type)
+        return records
+
+    def consumer(self, consumer_uuid):
+        """Placement's own, fresh allocation document (through the API)."""
+        if self.api_reader is None:
+            raise exception.ConfigError(
+                reason=_('the placement API is needed to read consumer '
+                         '%s') % consumer_uuid)
+        return self.api_reader.consumer(consumer_uuid)
+
+    def consumers(self, consumer_uuids):
+        """Consumer records and allocations, from the database.
+
+        Returns ``(records, allocations_by_consumer)`` like the API
+        reader; the allocations are ``{provider uuid: {'resources':
+        {...}}}``. Records already read with the allocations are reused.
+        """
+        consumer_uuids = set(consumer_uuids)
+        return self._read(lambda conn: self._consumers(conn, consumer_uuids))
+
+    def _consumers(self, conn, consumer_uuids):
+        missing = consumer_uuids - set(self._records)
+        if missing:
+            self._records.update(self._consumer_records(conn, missing))
+        records = {c: self._records[c] for c in consumer_uuids
+                   if c in self._records}
+        classes = dict(conn.execute(
+            sa.select(RESOURCE_CLASSES.c.id, RESOURCE_CLASSES.c.name)).all())
+        allocations = {c: {} for c in consumer_uuids}
+        for chunk in db_utils.chunks(consumer_uuids):
+            for consumer, rp_uuid, rc_id, used in conn.execute(
+                    sa.select(ALLOCATIONS.c.consumer_id, PROVIDERS.c.uuid,
+                              ALLOCATIONS.c.resource_class_id,
+                              ALLOCATIONS.c.used)
+                    .select_from(ALLOCATIONS.join(
+                        PROVIDERS, ALLOCATIONS.c.resource_provider_id ==
+                        PROVIDERS.c.id))
+                    .where(ALLOCATIONS.c.consumer_id.in_(chunk))):
+                allocations[consumer].setdefault(
+                    rp_uuid, {'resources': {}})['resources'][
+                        _class_name(classes, rc_id)] = used
+        # A consumer with no record and no allocations reads as placement
+        # answers GET /allocations/{uuid} for it: nothing.
+        for consumer in consumer_uuids - set(records):
+            records[consumer] = model.Consumer(uuid=consumer)
+        return records, allocations
+
+
+def _class_name(classes, rc_id):
+    try:
+        return classes[rc_id]
+    except KeyError:
+        raise exception.NovaOrphansException(
+            _('resource class id %d is not in the placement database\'s '
+              'resource_classes table') % rc_id)

@@ -1,0 +1,213 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Fast mode (``[placement_database] connection``) finds what the API finds.
+
+The same varied cloud is listed twice: through placement's API, and from
+placement's database. The JSON output must be identical, row for row,
+for every filter; and the fast mode must not send placement a single
+request while listing.
+"""
+
+import json
+import os
+import uuid as uuidlib
+
+from oslo_config import cfg
+
+from nova_orphans.clients import placement as client_mod
+from nova_orphans import conf as orphans_conf
+from nova_orphans.readers import placement_api
+from nova_orphans.readers import placement_db
+from nova_orphans.tests.functional import base
+
+SHARING = 'MISC_SHARES_VIA_AGGREGATE'
+OTHER_PROJECT = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
+OTHER_USER = 'f0e1d2c3b4a5968778695a4b3c2d1e0f'
+BIG = {'VCPU': 64, 'MEMORY_MB': 65536, 'DISK_GB': 1000}
+
+
+class FastModeTestCase(base.FunctionalTestCase):
+
+    CELLS = ('cell1', 'cell2')
+
+    def setUp(self):
+        super().setUp()
+        self.fast_conf = self.nova.write_nova_conf(
+            os.path.join(self.tmp, 'fast.conf'), self.placement.endpoint,
+            extra={'nova_orphans': {'state_path': self.state_path,
+                                    'cell_timeout': '20'},
+                   'placement_database': {
+                       'connection': self.placement.db_url}})
+        # No placement at all: any request in fast mode's list fails.
+        self.offline_conf = self.nova.write_nova_conf(
+            os.path.join(self.tmp, 'offline.conf'), 'http://127.0.0.1:9',
+            extra={'nova_orphans': {'state_path': self.state_path,
+                                    'cell_timeout': '20'},
+                   'placement_database': {
+                       'connection': self.placement.db_url}})
+        self.build_cloud()
+
+    def build_cloud(self):
+        nova, placement = self.nova, self.placement
+        agg, other_agg = str(uuidlib.uuid4()), str(uuidlib.uuid4())
+        h1 = self.add_node('host1', aggregates=[agg], inventory=BIG)
+        h2 = self.add_node('host2', inventory=BIG)
+        h3 = self.add_node('host3', cell='cell2', aggregates=[other_agg],
+                           inventory=BIG)
+        bw = self.add_child(h1, 'host1:eth0',
+                            {'NET_BW_EGR_KILOBIT_PER_SEC': 10000})
+        nfs = placement.create_provider(
+            'nfs', inventory={'DISK_GB': 1000}, traits=[SHARING],
+            aggregates=[agg])
+        placement.create_provider('lonely-share', inventory={'DISK_GB': 10},
+                                  traits=[SHARING])
+        fpga = placement.create_provider('cyborg-fpga',
+                                         inventory={'CUSTOM_FPGA': 4})
+        ironic_node = str(uuidlib.uuid4())
+        ironic = self.add_node('ironic', node=ironic_node, cell='cell2',
+                               inventory={'CUSTOM_BAREMETAL_GOLD': 2})
+        self.providers = (h1, h2, h3, bw, nfs, fpga, ironic)
+
+        # Healthy: live instances, one with a nested and a shared part.
+        self.boot('host1', h1)
+        self.boot('host3', h3, cell='cell2')
+        vm = nova.add_instance('cell1', host='host1', node='host1')
+        self.allocate(vm, {h1: base.FLAVOR,
+                           bw: {'NET_BW_EGR_KILOBIT_PER_SEC': 100},
+                           nfs: {'DISK_GB': 5}})
+        bm = nova.add_instance('cell2', host='ironic', node=ironic_node)
+        self.allocate(bm, ironic, resources={'CUSTOM_BAREMETAL_GOLD': 1})
+        # Another project, typed as nova would at 1.38+.
+        typed = nova.add_instance('cell1', host='host2', node='host2',
+                                  project_id=OTHER_PROJECT,
+                                  user_id=OTHER_USER)
+        placement.put_allocations(typed, {h2: base.FLAVOR}, OTHER_PROJECT,
+                                  OTHER_USER, consumer_type='INSTANCE')
+        # In progress: resize awaiting confirm, evacuation running.
+        resized = nova.add_instance('cell1', host='host2', node='host2',
+                                    vm_state='resized')
+        mig = nova.add_migration(
+            'cell1', resized, migration_type='resize', status='finished',
+            source_compute='host1', source_node='host1',
+            dest_compute='host2', dest_node='host2')
+        self.allocate(mig, h1)
+        self.allocate(resized, h2)
+        evac = nova.add_instance('cell1', host='host1', node='host1',
+                                 task_state='rebuilding')
+        self.allocate(evac, h1, h2)
+        nova.add_migration('cell1', evac, migration_type='evacuation',
+                           status='pre-migrating', source_compute='host1',
+                           source_node='host1', dest_compute='host2',
+                           dest_node='host2')
+        # Building, soft-deleted, unmanaged.
+        queued = str(uuidlib.uuid4())
+        nova.add_build_request(queued)
+        self.allocate(queued, h2)
+        self.boot('host2', h2, vm_state='soft-delete')
+        self.allocate(str(uuidlib.uuid4()), fpga,
+                      resources={'CUSTOM_FPGA': 1})
+
+        # Orphans of every reason.
+        gone = self.boot('host1', h1, vm_state='error')
+        nova.force_delete_instance('cell1', gone)
+        shared_gone = nova.add_instance('cell1', host='host1', node='host1',
+                                        deleted=True)
+        self.allocate(shared_gone, {nfs: {'DISK_GB': 20}})
+        self.allocate(str(uuidlib.uuid4()), h2)
+        placement.put_allocations(str(uuidlib.uuid4()), {h3: base.FLAVOR},
+                                  OTHER_PROJECT, OTHER_USER,
+                                  consumer_type='MIGRATION')
+        moved = nova.add_instance('cell2', host='host3', node='host3')
+        self.allocate(moved, h2, h3)
+        nova.add_migration('cell2', moved, migration_type='evacuation',
+                           status='done', source_compute='host2',
+                           source_node='host2', dest_compute='host3',
+                           dest_node='host3')
+        failed = nova.add_instance('cell1', host='host1', node='host1',
+                                   vm_state='stopped')
+        self.allocate(failed, h1, h2)
+        nova.add_migration('cell1', failed, migration_type='migration',
+                           status='error', source_compute='host1',
+                           source_node='host1', dest_compute='host2',
+                           dest_node='host2')
+        confirmed = nova.add_instance('cell1', host='host2', node='host2')
+        cmig = nova.add_migration(
+            'cell1', confirmed, migration_type='resize', status='confirmed',
+            source_compute='host1', source_node='host1',
+            dest_compute='host2', dest_node='host2')
+        self.allocate(cmig, h1)
+        self.allocate(confirmed, h2)
+        shelved = nova.add_instance('cell1', vm_state='shelved_offloaded')
+        self.allocate(shelved, h1)
+        nova.add_instance('cell2', host='host3', node='host3')
+
+    def both(self, *argv):
+        """(API mode rows, fast mode rows) of one list command."""
+        api = self.list_json(*argv)
+        rc, out, err = self.manage('allocations', 'list', '--format', 'json',
+                                   *argv, conf_file=self.fast_conf)
+        self.assertIn(rc, (0, 3), err)
+        return api, (rc, json.loads(out))
+
+    def test_same_findings_as_the_api(self):
+        for argv in ([], ['--all'], ['--host', 'host2', '--all'],
+                     ['--host', 'host1'],
+                     ['--resource-provider', self.providers[0], '--all'],
+                     ['--reason', 'missing_allocations'],
+                     ['--reason', 'active_instance']):
+            api, fast = self.both(*argv)
+            self.assertEqual(api, fast, argv)
+        # The cloud really is varied: every orphan reason shows up.
+        rc, rows = api = self.list_json()
+        self.assertEqual(
+            {'deleted_instance', 'unknown_consumer', 'evacuated_source',
+             'stale_provider', 'finished_migration', 'shelved_offloaded',
+             'missing_allocations'}, {r['reason'] for r in rows})
+        self.assertEqual(
+            {'active_instance', 'active_migration', 'building',
+             'soft_deleted', 'unmanaged_provider'},
+            {r['reason'] for r in self.list_json('--all')[1]} -
+            {r['reason'] for r in rows})
+
+    def test_list_sends_placement_no_request(self):
+        rc, out, err = self.manage('allocations', 'list', '--format', 'json',
+                                   '--all', conf_file=self.offline_conf)
+        self.assertIn(rc, (0, 3), err)
+        self.assertEqual(self.list_json('--all'), (rc, json.loads(out)))
+
+    def test_reader_matches_api_reader(self):
+        conf = cfg.ConfigOpts()
+        orphans_conf.register_opts(conf)
+        conf(['--config-file', self.conf_file], project='nova')
+        api = placement_api.PlacementAPIReader(
+            client_mod.PlacementClient.from_conf(conf))
+        fast = placement_db.PlacementDBReader(self.placement.db_url)
+        providers = api.providers()
+        self.assertEqual(providers, fast.providers())
+        key = (lambda a: (a.provider, a.consumer))
+        api_allocs = sorted(api.allocations(providers), key=key)
+        self.assertEqual(api_allocs,
+                         sorted(fast.allocations(providers), key=key))
+        consumers = {a.consumer for a in api_allocs}
+        records, allocs = api.consumers(consumers)
+        fast_records, fast_allocs = fast.consumers(consumers)
+        self.assertEqual(set(records), set(fast_records))
+        for uuid, record in records.items():
+            mine = fast_records[uuid]
+            self.assertEqual(
+                (record.project_id, record.user_id, record.generation),
+                (mine.project_id, mine.user_id, mine.generation))
+            self.assertEqual(record.consumer_type,
+                             mine.consumer_type or 'unknown')
+        strip = (lambda docs: {c: {rp: a['resources'] for rp, a in d.items()}
+                               for c, d in docs.items()})
+        self.assertEqual(strip(allocs), strip(fast_allocs))

@@ -1,0 +1,1 @@
+"""nova-orphans benchmark: a synthetic cloud, a real placement, three tools."""

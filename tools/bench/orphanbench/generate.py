@@ -1,0 +1,513 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""A synthetic cloud with known orphans, bulk-loaded with SQL.
+
+nova's API and cell databases get nova's real schema (sqlite files
+migrated by nova-manage, or a MariaDB migrated the same way); placement's
+database gets placement's real schema (its own alembic migrations) and
+its resource classes and traits synced. Rows are then bulk-inserted with
+SQLAlchemy Core, the way nova and placement leave them, and the truth is
+kept: which (consumer, provider) pairs are orphans and why, and which
+pairs ``nova-manage placement audit`` flags by its own algorithm.
+
+Each compute node is a root provider with ``per_provider`` allocations.
+Nodes are taken in pairs (A, B) in one cell; each pair holds one
+two-node situation (a finished evacuation, a failed cold migration, a
+confirmed resize, a resize awaiting confirmation, a live migration or an
+evacuation in progress) and one single-node orphan (deleted instance,
+unknown consumer, shelved-offloaded instance); every tenth pair also has
+a live instance with no allocation and a server still being built. The
+rest of the slots are ordinary live instances.
+
+With ``orphans_only=True`` every slot is an orphan (a deleted instance
+or an unknown consumer): the cloud for the clean benchmark.
+"""
+
+import datetime
+import json
+import os
+import random
+import shutil
+import uuid as uuidlib
+
+import sqlalchemy as sa
+
+CELL0_UUID = '00000000-0000-0000-0000-000000000000'
+SERVICE_VERSION = 74
+FLAVOR = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
+INVENTORY = {'VCPU': 64, 'MEMORY_MB': 262144, 'DISK_GB': 4000}
+# nova-manage placement audit's NOVA_RCS and in-progress statuses.
+AUDIT_RCS = {'VCPU', 'MEMORY_MB', 'DISK_GB', 'VGPU', 'PCPU',
+             'NET_BW_EGR_KILOBIT_PER_SEC', 'NET_BW_IGR_KILOBIT_PER_SEC',
+             'MEM_ENCRYPTION_CONTEXT'}
+MIGRATION_DONE = ('confirmed', 'reverted', 'error', 'failed', 'completed',
+                  'cancelled', 'done')
+TWO_NODE = ('evacuated_source', 'stale_provider', 'finished_migration',
+            'resize_in_progress', 'live_migration_in_progress',
+            'evacuation_in_progress')
+ONE_NODE = ('deleted_instance', 'unknown_consumer', 'shelved_offloaded')
+_POWER_STATE = {'active': 1, 'stopped': 4, 'resized': 1,
+                'shelved_offloaded': 4, 'deleted': 0}
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def sqlite_url(path):
+    return 'sqlite:///' + os.path.abspath(path)
+
+
+class Cloud:
+    """The generated state and its truth; ``build()`` writes it.
+
+    ``nova_urls`` (optional) are empty, migrated nova databases to load
+    into instead of sqlite copies: {'api': url, 'cell0': url, 'cell1':
+    url, ...} (the MariaDB mode).
+    """
+
+    def __init__(self, workdir, providers, cells=1, per_provider=20,
+                 seed=42, orphans_only=False, nova_urls=None):
+        self.workdir = workdir
+        self.n = providers
+        self.cells = ['cell%d' % (i + 1) for i in range(cells)]
+        self.per_provider = per_provider
+        self.rand = random.Random(seed)
+        self.orphans_only = orphans_only
+        self.nova_urls = nova_urls
+        self.now = _now()
+        self.projects = ['%032x' % self.rand.getrandbits(128)
+                         for _i in range(20)]
+        self.users = ['%032x' % self.rand.getrandbits(128)
+                      for _i in range(40)]
+        # In-memory model: what is written, and what the truth is.
+        self.nodes = []            # dicts: uuid, host, cell
+        self.instances = []        # dicts
+        self.migrations = []       # dicts
+        self.build_requests = []   # (uuid, project)
+        self.allocations = []      # (consumer, node index, resources)
+        self.consumers = {}        # uuid -> (project, user)
+        self.orphans = set()       # (consumer, rp uuid or None, reason)
+
+    def _uuid(self):
+        return str(uuidlib.UUID(int=self.rand.getrandbits(128), version=4))
+
+    def _owner(self):
+        return self.rand.choice(self.projects), self.rand.choice(self.users)
+
+    # The model ------------------------------------------------------------
+
+    def _instance(self, node, vm_state='active', task_state=None,
+                  deleted=False, host=True):
+        uuid = self._uuid()
+        project, user = self._owner()
+        n = self.nodes[node] if node is not None else None
+        self.instances.append({
+            'uuid': uuid, 'cell': (n or self.nodes[0])['cell'],
+            'host': n['host'] if n and host else None,
+            'node': n['host'] if n and host else None,
+            'vm_state': vm_state, 'task_state': task_state,
+            'deleted': deleted, 'project_id': project, 'user_id': user})
+        self.consumers[uuid] = (project, user)
+        return uuid
+
+    def _migration(self, instance, src, dst, mtype, status):
+        uuid = self._uuid()
+        inst = next(i for i in reversed(self.instances)
+                    if i['uuid'] == instance)
+        self.migrations.append({
+            'uuid': uuid, 'instance_uuid': instance, 'cell': inst['cell'],
+            'source': self.nodes[src]['host'],
+            'dest': self.nodes[dst]['host'], 'migration_type': mtype,
+            'status': status, 'project_id': inst['project_id'],
+            'user_id': inst['user_id']})
+        self.consumers[uuid] = (inst['project_id'], inst['user_id'])
+        return uuid
+
+    def _alloc(self, consumer, node):
+        self.allocations.append((consumer, node, FLAVOR))
+
+    def _orphan(self, consumer, node, reason):
+        self.orphans.add((consumer, self.nodes[node]['uuid']
+                          if node is not None else None, reason))
+
+    def plan(self):
+        for i in range(self.n):
+            cell = self.cells[(i // 2) % len(self.cells)]
+            self.nodes.append({'uuid': self._uuid(), 'host': 'cmp%06d' % i,
+                               'cell': cell})
+        used = [0] * self.n
+        for a in range(0, self.n, 2):
+            b = a + 1 if a + 1 < self.n else None
+            k = a // 2
+            if self.orphans_only:
+                continue
+            if b is not None:
+                self._two_node(TWO_NODE[k % len(TWO_NODE)], a, b, used)
+                one = b if k % 2 else a
+            else:
+                one = a
+            self._one_node(ONE_NODE[k % len(ONE_NODE)], one, used)
+            if k % 10 == 0:
+                inst = self._instance(a)
+                self._orphan(inst, a, 'missing_allocations')
+                queued = self._uuid()
+                self.build_requests.append((queued, self._owner()))
+                self.consumers[queued] = self.build_requests[-1][1]
+                self._alloc(queued, a)
+                used[a] += 1
+        for i in range(self.n):
+            for _slot in range(used[i], self.per_provider):
+                if self.orphans_only:
+                    self._one_node(ONE_NODE[_slot % 2], i, used)
+                else:
+                    self._alloc(self._instance(i), i)
+
+    def _two_node(self, what, a, b, used):
+        used[a] += 1
+        used[b] += 1
+        if what == 'evacuated_source':
+            inst = self._instance(b)
+            self._alloc(inst, a)
+            self._alloc(inst, b)
+            self._migration(inst, a, b, 'evacuation', 'done')
+            self._orphan(inst, a, 'evacuated_source')
+        elif what == 'stale_provider':
+            inst = self._instance(a, vm_state='stopped')
+            self._alloc(inst, a)
+            self._alloc(inst, b)
+            self._migration(inst, a, b, 'migration', 'error')
+            self._orphan(inst, b, 'stale_provider')
+        elif what == 'finished_migration':
+            inst = self._instance(b)
+            mig = self._migration(inst, a, b, 'resize', 'confirmed')
+            self._alloc(mig, a)
+            self._alloc(inst, b)
+            self._orphan(mig, a, 'finished_migration')
+        elif what == 'resize_in_progress':
+            inst = self._instance(b, vm_state='resized')
+            mig = self._migration(inst, a, b, 'resize', 'finished')
+            self._alloc(mig, a)
+            self._alloc(inst, b)
+        elif what == 'live_migration_in_progress':
+            inst = self._instance(a, task_state='migrating')
+            mig = self._migration(inst, a, b, 'live-migration', 'running')
+            self._alloc(mig, a)
+            self._alloc(inst, b)
+        elif what == 'evacuation_in_progress':
+            inst = self._instance(a, task_state='rebuilding')
+            self._alloc(inst, a)
+            self._alloc(inst, b)
+            self._migration(inst, a, b, 'evacuation', 'pre-migrating')
+
+    def _one_node(self, what, node, used):
+        used[node] += 1
+        if what == 'deleted_instance':
+            inst = self._instance(node, vm_state='deleted', deleted=True)
+        elif what == 'unknown_consumer':
+            inst = self._uuid()
+            self.consumers[inst] = self._owner()
+        else:
+            inst = self._instance(node, vm_state='shelved_offloaded',
+                                  host=False)
+        self._alloc(inst, node)
+        self._orphan(inst, node, what)
+
+    def audit_expected(self):
+        """(consumer, rp) pairs nova-manage placement audit flags.
+
+        Its algorithm: an allocation with a nova resource class on a
+        provider is flagged unless its consumer is a live instance on
+        that node or an in-progress migration from or to it.
+        """
+        on_node = {}
+        for inst in self.instances:
+            if not inst['deleted'] and inst['host']:
+                on_node.setdefault(inst['host'], set()).add(inst['uuid'])
+        for mig in self.migrations:
+            if mig['status'] not in MIGRATION_DONE:
+                for host in (mig['source'], mig['dest']):
+                    on_node.setdefault(host, set()).add(mig['uuid'])
+        flagged = set()
+        for consumer, node, resources in self.allocations:
+            n = self.nodes[node]
+            if set(resources) & AUDIT_RCS and consumer not in on_node.get(
+                    n['host'], ()):
+                flagged.add((consumer, n['uuid']))
+        return flagged
+
+    def truth(self):
+        orphans = sorted([c, rp, r] for c, rp, r in self.orphans)
+        return {
+            'providers': self.n, 'cells': len(self.cells),
+            'allocations': len(self.allocations),
+            'consumers': len({c for c, _n, _r in self.allocations}),
+            'orphans': orphans,
+            'audit_expected': sorted(list(p) for p in self.audit_expected()),
+        }
+
+    # Writing --------------------------------------------------------------
+
+    def build(self, nova_templates, placement_template):
+        """Write the databases; returns {'api': url, cells..., 'placement'}."""
+        self.plan()
+        os.makedirs(self.workdir, exist_ok=True)
+        urls = {}
+        if self.nova_urls:
+            urls.update(self.nova_urls)
+        else:
+            for name, template in [('api', 'api.sqlite'),
+                                   ('cell0', 'cell.sqlite')] + [
+                    (c, 'cell.sqlite') for c in self.cells]:
+                path = os.path.join(self.workdir, 'nova_%s.sqlite' % name)
+                shutil.copyfile(os.path.join(nova_templates, template), path)
+                urls[name] = sqlite_url(path)
+        path = os.path.join(self.workdir, 'placement.sqlite')
+        shutil.copyfile(placement_template, path)
+        urls['placement'] = sqlite_url(path)
+        self.urls = urls
+        self._write_nova(urls)
+        self._write_placement(urls['placement'])
+        with open(os.path.join(self.workdir, 'truth.json'), 'w') as f:
+            json.dump(self.truth(), f)
+        return urls
+
+    def _engine(self, url):
+        return sa.create_engine(url, poolclass=sa.pool.NullPool)
+
+    @staticmethod
+    def _tables(engine):
+        md = sa.MetaData()
+        md.reflect(engine)
+        return md.tables
+
+    def _write_nova(self, urls):
+        now = self.now
+        api = self._engine(urls['api'])
+        t = self._tables(api)
+        cell_ids = {}
+        with api.begin() as conn:
+            for i, name in enumerate(['cell0'] + self.cells):
+                uuid = CELL0_UUID if name == 'cell0' else self._uuid()
+                cell_ids[name] = i + 1
+                conn.execute(t['cell_mappings'].insert().values(
+                    id=i + 1, uuid=uuid, name=name, transport_url='none:///',
+                    database_connection=urls[name], disabled=False,
+                    created_at=now))
+            conn.execute(t['host_mappings'].insert(), [
+                {'host': n['host'], 'cell_id': cell_ids[n['cell']],
+                 'created_at': now} for n in self.nodes])
+            mappings = [
+                {'instance_uuid': i['uuid'], 'cell_id': cell_ids[i['cell']],
+                 'project_id': i['project_id'], 'user_id': i['user_id'],
+                 'queued_for_delete': i['deleted'], 'created_at': now}
+                for i in self.instances]
+            mappings += [
+                {'instance_uuid': uuid, 'cell_id': None, 'project_id': p,
+                 'user_id': u, 'queued_for_delete': False, 'created_at': now}
+                for uuid, (p, u) in self.build_requests]
+            _insert_many(conn, t['instance_mappings'], mappings)
+            if self.build_requests:
+                conn.execute(t['build_requests'].insert(), [
+                    {'instance_uuid': uuid, 'project_id': p,
+                     'created_at': now,
+                     'instance': json.dumps(_build_instance(uuid, p, u))}
+                    for uuid, (p, u) in self.build_requests])
+        api.dispose()
+        for cell in self.cells:
+            self._write_cell(urls[cell], cell)
+
+    def _write_cell(self, url, cell):
+        now = self.now
+        engine = self._engine(url)
+        t = self._tables(engine)
+        nodes = [n for n in self.nodes if n['cell'] == cell]
+        node_ids = {}
+        with engine.begin() as conn:
+            conn.execute(t['services'].insert(), [
+                {'id': i + 1, 'uuid': self._uuid(), 'host': n['host'],
+                 'binary': 'nova-compute', 'topic': 'compute',
+                 'report_count': 1, 'disabled': False, 'forced_down': False,
+                 'version': SERVICE_VERSION, 'updated_at': now,
+                 'last_seen_up': now, 'created_at': now, 'deleted': 0}
+                for i, n in enumerate(nodes)])
+            rows = []
+            for i, n in enumerate(nodes):
+                node_ids[n['host']] = i + 1
+                rows.append({
+                    'id': i + 1, 'uuid': n['uuid'], 'host': n['host'],
+                    'hypervisor_hostname': n['host'], 'service_id': None,
+                    'vcpus': INVENTORY['VCPU'],
+                    'memory_mb': INVENTORY['MEMORY_MB'],
+                    'local_gb': INVENTORY['DISK_GB'], 'vcpus_used': 0,
+                    'memory_mb_used': 0, 'local_gb_used': 0,
+                    'free_ram_mb': INVENTORY['MEMORY_MB'],
+                    'free_disk_gb': INVENTORY['DISK_GB'],
+                    'disk_available_least': INVENTORY['DISK_GB'],
+                    'current_workload': 0, 'running_vms': 0,
+                    'hypervisor_type': 'fake', 'hypervisor_version': 1,
+                    'cpu_info': '{}', 'stats': '{}',
+                    'host_ip': '127.0.0.1', 'cpu_allocation_ratio': 16.0,
+                    'ram_allocation_ratio': 1.5,
+                    'disk_allocation_ratio': 1.0, 'mapped': 1,
+                    'created_at': now, 'deleted': 0})
+            _insert_many(conn, t['compute_nodes'], rows)
+            rows = []
+            for i, inst in enumerate(
+                    x for x in self.instances if x['cell'] == cell):
+                iid = i + 1
+                host = inst['host']
+                rows.append({
+                    'id': iid, 'uuid': inst['uuid'],
+                    'project_id': inst['project_id'],
+                    'user_id': inst['user_id'], 'host': host, 'node': host,
+                    'launched_on': host, 'compute_id': node_ids.get(host),
+                    'vm_state': inst['vm_state'],
+                    'task_state': inst['task_state'],
+                    'power_state': _POWER_STATE.get(inst['vm_state'], 1),
+                    'instance_type_id': 1, 'vcpus': 1, 'memory_mb': 512,
+                    'root_gb': 1, 'ephemeral_gb': 0,
+                    'display_name': 'srv-' + inst['uuid'][:8],
+                    'hostname': 'srv-' + inst['uuid'][:8],
+                    'availability_zone': 'nova',
+                    'launched_at': now, 'locked': False, 'cleaned': 0,
+                    'hidden': False, 'shutdown_terminate': False,
+                    'disable_terminate': False, 'created_at': now,
+                    'terminated_at': now if inst['deleted'] else None,
+                    'deleted_at': now if inst['deleted'] else None,
+                    'deleted': iid if inst['deleted'] else 0})
+            _insert_many(conn, t['instances'], rows)
+            rows = [{
+                'uuid': m['uuid'], 'instance_uuid': m['instance_uuid'],
+                'migration_type': m['migration_type'],
+                'status': m['status'], 'source_compute': m['source'],
+                'source_node': m['source'], 'dest_compute': m['dest'],
+                'dest_node': m['dest'], 'dest_host': '127.0.0.1',
+                'old_instance_type_id': 1, 'new_instance_type_id': 1,
+                'hidden': False, 'cross_cell_move': False,
+                'project_id': m['project_id'], 'user_id': m['user_id'],
+                'created_at': now, 'updated_at': now, 'deleted': 0}
+                for m in self.migrations if m['cell'] == cell]
+            _insert_many(conn, t['migrations'], rows)
+        engine.dispose()
+
+    def _write_placement(self, url):
+        now = self.now
+        engine = self._engine(url)
+        t = self._tables(engine)
+        with engine.begin() as conn:
+            classes = dict(conn.execute(sa.select(
+                t['resource_classes'].c.name,
+                t['resource_classes'].c.id)).all())
+            conn.execute(t['resource_providers'].insert(), [
+                {'id': i + 1, 'uuid': n['uuid'], 'name': n['host'],
+                 'generation': 3, 'root_provider_id': i + 1,
+                 'parent_provider_id': None, 'created_at': now}
+                for i, n in enumerate(self.nodes)])
+            conn.execute(t['inventories'].insert(), [
+                {'resource_provider_id': i + 1,
+                 'resource_class_id': classes[rc], 'total': total,
+                 'reserved': 0, 'min_unit': 1, 'max_unit': total,
+                 'step_size': 1, 'allocation_ratio': 1.0,
+                 'created_at': now}
+                for i in range(self.n) for rc, total in INVENTORY.items()])
+            project_ids = {p: i + 1 for i, p in enumerate(self.projects)}
+            user_ids = {u: i + 1 for i, u in enumerate(self.users)}
+            conn.execute(t['projects'].insert(), [
+                {'id': i, 'external_id': p, 'created_at': now}
+                for p, i in project_ids.items()])
+            conn.execute(t['users'].insert(), [
+                {'id': i, 'external_id': u, 'created_at': now}
+                for u, i in user_ids.items()])
+            allocated = sorted({c for c, _n, _r in self.allocations})
+            _insert_many(conn, t['consumers'], [
+                {'uuid': c, 'project_id': project_ids[self.consumers[c][0]],
+                 'user_id': user_ids[self.consumers[c][1]],
+                 'generation': 1, 'consumer_type_id': None,
+                 'created_at': now}
+                for c in allocated])
+            _insert_many(conn, t['allocations'], [
+                {'resource_provider_id': node + 1, 'consumer_id': consumer,
+                 'resource_class_id': classes[rc], 'used': used,
+                 'created_at': now}
+                for consumer, node, resources in self.allocations
+                for rc, used in resources.items()])
+        engine.dispose()
+
+    # Verification through placement's API ----------------------------------
+
+    def verify(self, endpoint, samples=20):
+        """Spot-check the bulk load through placement's own API.
+
+        For some providers: their allocations and usages; for some
+        consumers: their allocation documents, project and user. Raises
+        AssertionError with what differs.
+        """
+        import requests
+        http = requests.Session()
+        http.trust_env = False
+        headers = {'X-Auth-Token': 'admin', 'Accept': 'application/json',
+                   'OpenStack-API-Version': 'placement 1.39'}
+
+        def get(path):
+            resp = http.get(endpoint + path, headers=headers)
+            assert resp.status_code == 200, (path, resp.status_code,
+                                             resp.text)
+            return resp.json()
+
+        listed = get('/resource_providers')['resource_providers']
+        assert len(listed) == self.n, (len(listed), self.n)
+        rand = random.Random(7)
+        by_node = {}
+        by_consumer = {}
+        for consumer, node, resources in self.allocations:
+            uuid = self.nodes[node]['uuid']
+            by_node.setdefault(uuid, {})[consumer] = dict(resources)
+            by_consumer.setdefault(consumer, {})[uuid] = dict(resources)
+        nodes = rand.sample(self.nodes, min(samples, self.n))
+        for n in nodes:
+            got = get('/resource_providers/%s/allocations' % n['uuid'])
+            got = {c: a['resources'] for c, a in got['allocations'].items()}
+            want = by_node.get(n['uuid'], {})
+            assert got == want, ('allocations of', n['uuid'], got, want)
+            usages = get('/resource_providers/%s/usages' % n['uuid'])[
+                'usages']
+            want_usage = {rc: 0 for rc in INVENTORY}
+            for res in want.values():
+                for rc, used in res.items():
+                    want_usage[rc] += used
+            assert usages == want_usage, ('usages of', n['uuid'], usages,
+                                          want_usage)
+        consumers = rand.sample(sorted(by_consumer),
+                                min(samples, len(by_consumer)))
+        for c in consumers:
+            doc = get('/allocations/%s' % c)
+            got = {rp: a['resources'] for rp, a in doc['allocations'].items()}
+            assert got == by_consumer[c], ('consumer', c, got)
+            assert (doc['project_id'], doc['user_id']) == self.consumers[c]
+            assert doc['consumer_generation'] == 1, doc
+        http.close()
+        return {'providers_checked': len(nodes),
+                'consumers_checked': len(consumers)}
+
+
+def _insert_many(conn, table, rows, size=20000):
+    for start in range(0, len(rows), size):
+        conn.execute(table.insert(), rows[start:start + size])
+
+
+def _build_instance(uuid, project, user):
+    return {'nova_object.name': 'Instance', 'nova_object.namespace': 'nova',
+            'nova_object.version': '2.8',
+            'nova_object.data': {'uuid': uuid, 'project_id': project,
+                                 'user_id': user},
+            'nova_object.changes': ['project_id', 'user_id', 'uuid']}
