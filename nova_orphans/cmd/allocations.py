@@ -12,12 +12,16 @@
 """``nova-orphans-manage allocations ...``: list, clean, restore."""
 
 import sys
+import time
 
 from nova_orphans.clients import placement as placement_client
 from nova_orphans.engine import reasons
+from nova_orphans.engine import site_rules
 from nova_orphans import exception
-from nova_orphans import output
 from nova_orphans.i18n import _
+from nova_orphans import metrics
+from nova_orphans import output
+from nova_orphans import progress as progress_mod
 from nova_orphans.readers import nova_db
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import placement_db
@@ -62,6 +66,7 @@ class AllocationCommands:
         self.cmd = conf.category
         self._placement = None
         self._nova = None
+        self._progress_ = None
 
     @classmethod
     def actions(cls):
@@ -86,16 +91,27 @@ class AllocationCommands:
                 self.conf.placement_database.connection, api_reader=reader,
                 max_retries=opts.db_max_retries,
                 retry_interval=opts.db_retry_interval)
-        return snapshot_mod.Audit(reader, self._nova)
+        self._rules = site_rules.chain(self.conf)
+        return snapshot_mod.Audit(reader, self._nova,
+                                  progress=self._progress(),
+                                  rules=self._rules)
 
-    def _findings(self, show_all=False):
+    def _progress(self):
+        if getattr(self.cmd, 'progress', False):
+            if self._progress_ is None:
+                self._progress_ = progress_mod.Progress(sys.stderr)
+            return self._progress_
+        return None
+
+    def _findings(self, show_all=False, everything=False):
         # Bad input is refused before anything is contacted.
         snapshot_mod.validate_uuid(self.cmd.resource_provider,
                                    _('Resource provider'))
         audit = self._audit()
         findings = audit.run(resource_provider=self.cmd.resource_provider,
                              host=self.cmd.host,
-                             shown=lambda f: self._shown(f, show_all))
+                             shown=None if everything else
+                             (lambda f: self._shown(f, show_all)))
         self._snapshot = audit.snapshot
         for cell in audit.snapshot.nova.unreadable_cells:
             print(_('WARNING: cell %(cell)s could not be read (%(error)s); '
@@ -113,16 +129,24 @@ class AllocationCommands:
     @args('--all', action='store_true', dest='show_all',
           help=_('Also list allocations that are fine, with action '
                  '"none" and the reason they are fine.'))
-    @args('--format', choices=('table', 'json'), default='table',
-          dest='format', help=_('Output format (default: table).'))
+    @args('--format', choices=('table', 'json', 'prometheus'),
+          default='table', dest='format',
+          help=_('Output format (default: table). "prometheus" writes '
+                 'node_exporter textfile-collector metrics for every '
+                 'reason, ignoring --reason and --all.'))
     @args('--verbose', action='store_true',
           help=_('Show every column in tables, and a summary.'))
+    @args('--progress', action='store_true',
+          help=_('Report progress on stderr (providers read, consumers '
+                 'checked).'))
     def list(self):
         """List orphaned allocations with their reason and repair action.
 
         Reads the nova API database, every cell database and placement;
         changes nothing. Returns 3 when orphans are listed, 0 when none.
         """
+        if self.cmd.format == 'prometheus':
+            return self._metrics()
         findings = self._findings(self.cmd.show_all)
         self._render(output.rows_as_dicts(findings))
         if self.cmd.format != 'json' and self.cmd.verbose:
@@ -131,6 +155,14 @@ class AllocationCommands:
                     'consumer(s).') % {
                 'orphans': len(orphans),
                 'consumers': len({f.consumer for f in orphans})})
+        return 3 if any(f.is_orphan for f in findings) else 0
+
+    def _metrics(self):
+        start = time.monotonic()
+        findings = self._findings(everything=True)
+        sys.stdout.write(metrics.render(
+            findings, time.monotonic() - start,
+            unreadable_cells=len(self._snapshot.nova.unreadable_cells)))
         return 3 if any(f.is_orphan for f in findings) else 0
 
     def _render(self, rows):
@@ -153,14 +185,17 @@ class AllocationCommands:
                  'none (missing_allocations), from their flavor.'))
     @args('--format', choices=('table', 'json'), default='table',
           dest='format', help=_('Output format (default: table).'))
+    @args('--progress', action='store_true',
+          help=_('Report progress on stderr (providers read, consumers '
+                 'checked, consumers repaired).'))
     def clean(self):
         """Repair orphaned allocations, journaled and generation-checked.
 
         Each consumer is re-verified against nova and placement right
         before its write; the journal (written before every change)
         lets "restore" undo the run. Returns 0 nothing to do, 3 found
-        but nothing changed (--dry-run), 4 all repaired, 1 a repair
-        failed (the others were still done).
+        but nothing changed (--dry-run, or every finding skipped), 4
+        repaired, 1 a repair failed (the others were still done).
         """
         if self.cmd.max_count is not None and self.cmd.max_count < 1:
             raise exception.InvalidInput(
@@ -174,7 +209,8 @@ class AllocationCommands:
             self._client(), self._nova, self._snapshot, journal=journal_,
             dry_run=self.cmd.dry_run, max_count=self.cmd.max_count,
             heal=self.cmd.heal,
-            concurrency=self.conf.nova_orphans.placement_concurrency)
+            concurrency=self.conf.nova_orphans.placement_concurrency,
+            progress=self._progress(), rules=self._rules)
         try:
             rows, outcomes = repairer.clean(findings)
         finally:
@@ -206,15 +242,22 @@ class AllocationCommands:
         rows = [f for f, _o in results]
         outcomes = [o for _f, o in results]
         self._render(output.rows_as_dicts(rows, outcomes))
-        return _repair_code(outcomes)
+        return _repair_code(outcomes, restoring=True)
 
 
-def _repair_code(outcomes):
-    """nova-manage style return code of a clean or restore run."""
+def _repair_code(outcomes, restoring=False):
+    """nova-manage style return code of a clean or restore run.
+
+    A clean run that changed nothing still found orphans (3), whatever
+    it skipped them for; a restore with nothing but entries already
+    undone has nothing to do (0).
+    """
     if any(o.startswith('failed') for o in outcomes):
         return 1
     if any(o == actions.DONE for o in outcomes):
         return 4
+    if not restoring and outcomes:
+        return 3
     if any(o == actions.skipped(_('dry run')) for o in outcomes):
         return 3
     return 0

@@ -37,6 +37,15 @@ ORPHANS_OPTS = [
     cfg.IntOpt('placement_concurrency', default=8, min=1, max=64,
                help='Placement requests in flight at once when reading '
                     'provider allocations and when repairing.'),
+    cfg.ListOpt('site_rules', default=[],
+                help='Site classification rules to run, by entry point name '
+                     'in the nova_orphans.rules namespace, in this order. '
+                     'They run after the rules protecting unreadable cells '
+                     'and other services\' providers and before all others. '
+                     'nova-orphans ships "ignore_consumers".'),
+    cfg.ListOpt('ignored_consumers', default=[],
+                help='Consumer uuids the "ignore_consumers" site rule keeps '
+                     'out of the orphans (reason "ignored", action "none").'),
     cfg.StrOpt('state_path', default='/var/lib/nova-orphans',
                help='Directory for repair journals when --journal is not '
                     'given. Created with mode 0700.'),

@@ -73,10 +73,12 @@ def select_scope(providers, nova, resource_provider=None, host=None):
 class Audit:
     """One read of the cloud and its findings."""
 
-    def __init__(self, placement_reader, nova_reader, progress=None):
+    def __init__(self, placement_reader, nova_reader, progress=None,
+                 rules=rules.DEFAULT_RULES):
         self.placement = placement_reader
         self.nova = nova_reader
         self.progress = progress
+        self.rules = rules
 
     def run(self, resource_provider=None, host=None, shown=None):
         """Findings for the selected providers.
@@ -89,19 +91,27 @@ class Audit:
         providers = self.placement.providers()
         nova = self.nova.read()
         scope = select_scope(providers, nova, resource_provider, host)
-        allocations = self.placement.allocations(
-            providers if scope is None else scope, progress=self.progress)
+        targets = providers if scope is None else scope
+        if self.progress:
+            self.progress.stage(_('providers read'), len(targets))
+        allocations = self.placement.allocations(targets,
+                                                 progress=self.progress)
         consumers = {a.consumer for a in allocations}
         placement = model.PlacementSnapshot(
             providers=providers, allocations=allocations,
             scope=None if scope is None else frozenset(scope))
+        if self.progress:
+            self.progress.stage(_('consumers checked'), len(consumers))
         self.nova.resolve(nova, consumers)
+        if self.progress:
+            self.progress(len(consumers))
+            self.progress.finish()
         snapshot = model.Snapshot(placement=placement, nova=nova)
         if scope is not None:
             # "No allocations at all" must look beyond the scope.
             placement.consumers_elsewhere = self._held_elsewhere(
                 snapshot, consumers)
-        findings = classify.classify(snapshot)
+        findings = classify.classify(snapshot, self.rules)
         # Orphans are few: read their consumer records, and those of shown
         # rows nova knows no owner for, then classify again with them.
         wanted = {f.consumer for f in findings
@@ -111,7 +121,7 @@ class Audit:
         if wanted:
             records, _allocs = self.placement.consumers(wanted)
             placement.consumers.update(records)
-            findings = classify.classify(snapshot)
+            findings = classify.classify(snapshot, self.rules)
         if shown is not None:
             findings = [f for f in findings if shown(f)]
         self.snapshot = snapshot

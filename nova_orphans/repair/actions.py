@@ -28,6 +28,7 @@ from oslo_log import log as logging
 from nova_orphans.engine import classify
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
+from nova_orphans.engine import rules as rules_mod
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.readers import placement_api
@@ -59,7 +60,7 @@ class Repairer:
 
     def __init__(self, client, nova_reader, audit_snapshot, journal=None,
                  dry_run=False, max_count=None, heal=False, concurrency=8,
-                 progress=None):
+                 progress=None, rules=rules_mod.DEFAULT_RULES):
         self.client = client
         self.reader = placement_api.PlacementAPIReader(client)
         self.nova = nova_reader
@@ -70,6 +71,7 @@ class Repairer:
         self.heal = heal
         self.concurrency = concurrency
         self.progress = progress
+        self.rules = rules
 
     def clean(self, findings):
         """Repair the orphans among ``findings``; returns their outcomes.
@@ -93,6 +95,8 @@ class Repairer:
                 for i in plan[consumer]:
                     outcomes[i] = skipped(_('--max-count reached'))
             consumers = consumers[:self.max_count]
+        if self.progress:
+            self.progress.stage(_('consumers repaired'), len(consumers))
         for start in range(0, len(consumers), BATCH):
             batch = consumers[start:start + BATCH]
             fresh = self.nova.read_consumers(self.audit.nova, batch)
@@ -106,6 +110,8 @@ class Repairer:
                         outcomes[i] = outcome
                     if self.progress:
                         self.progress()
+        if self.progress:
+            self.progress.finish()
         return rows, outcomes
 
     def _repair(self, consumer, planned, fresh):
@@ -181,7 +187,7 @@ class Repairer:
                 providers=self.audit.placement.providers,
                 allocations=allocations, consumers=records),
             nova=fresh)
-        return classify.classify(snapshot)
+        return classify.classify(snapshot, self.rules)
 
     @staticmethod
     def _why_not(finding, current):

@@ -1,0 +1,78 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""OpenStackClient plugin: ``openstack allocation orphan ...``.
+
+Registered under ``openstack.cli.extension`` with its own API name, so
+it loads next to osc-placement (API name ``placement``, global option
+``--os-placement-api-version``) without clashing, and works without it.
+It adds no global option: both services are driven at microversions the
+code picks and checks, which are not the operator's choice.
+
+``make_client`` returns both clients the commands need, each a
+keystoneauth adapter on osc's session whose endpoint is looked up the
+way openstacksdk does it, so ``placement_endpoint_override`` and
+``compute_endpoint_override`` in clouds.yaml are honoured.
+"""
+
+import logging
+
+from keystoneauth1 import adapter as ks_adapter
+
+from nova_orphans.clients import compute
+from nova_orphans.clients import placement
+
+LOG = logging.getLogger(__name__)
+
+API_NAME = 'nova_orphans'
+API_VERSION_OPTION = 'os_nova_orphans_api_version'
+DEFAULT_API_VERSION = '1'
+API_VERSIONS = ('1',)
+
+
+class Clients:
+    """The placement and compute clients of one ``openstack`` run."""
+
+    def __init__(self, placement_client, compute_client):
+        self.placement = placement_client
+        self.compute = compute_client
+
+
+def adapter(instance, service_type):
+    """A keystoneauth adapter for ``service_type`` on osc's session.
+
+    The cloud region (openstacksdk's view of clouds.yaml, the
+    environment and the command line) knows the per-service interface,
+    region and ``<service>_endpoint_override``.
+    """
+    region = instance.sdk_connection.config
+    return ks_adapter.Adapter(
+        session=instance.session,
+        service_type=region.get_service_type(service_type),
+        interface=region.get_interface(service_type),
+        region_name=region.get_region_name(service_type),
+        endpoint_override=region.get_endpoint(service_type))
+
+
+def make_client(instance):
+    LOG.debug('Instantiating nova-orphans placement and compute clients')
+    return Clients(placement.PlacementClient(adapter(instance, 'placement')),
+                   compute.ComputeClient(adapter(instance, 'compute')))
+
+
+def build_option_parser(parser):
+    """No global options (see the module docstring)."""
+    return parser
+
+
+def check_api_version(check_version):
+    """True for the one command set; anything else gets osc's warning."""
+    return check_version in API_VERSIONS

@@ -1,0 +1,229 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``openstack allocation orphan list|clean|restore``.
+
+The same audit, repairs, journal and safety rules as
+``nova-orphans-manage allocations``; only nova's side is read from the
+compute API instead of nova's databases (see
+:mod:`nova_orphans.readers.compute_api` for what that cannot see). The
+columns are exactly the manage command's JSON keys, so ``-f json`` from
+either is read by the same tooling.
+"""
+
+import contextlib
+import os
+
+from osc_lib.command import command
+from osc_lib import exceptions
+
+from nova_orphans import db_utils
+from nova_orphans.engine import reasons
+from nova_orphans import exception
+from nova_orphans.i18n import _
+from nova_orphans.osc.v1 import columns as columns_mod
+from nova_orphans.readers import compute_api
+from nova_orphans.readers import placement_api
+from nova_orphans.readers import snapshot as snapshot_mod
+from nova_orphans.repair import actions
+from nova_orphans.repair import journal
+from nova_orphans.repair import restore as restore_mod
+
+# Requests in flight at once, as [nova_orphans] placement_concurrency.
+CONCURRENCY = 8
+
+
+@contextlib.contextmanager
+def one_line_errors():
+    """nova-orphans' own errors become CommandError: one line, exit 1."""
+    try:
+        yield
+    except exception.NovaOrphansException as e:
+        raise exceptions.CommandError(db_utils.safe_error(e)) from e
+
+
+def state_path():
+    """Where journals go without --journal: the user's state directory."""
+    base = os.environ.get('XDG_STATE_HOME') or os.path.join(
+        os.path.expanduser('~'), '.local', 'state')
+    return os.path.join(base, 'nova-orphans')
+
+
+class _Audited(command.Lister):
+    """Shared by list and clean: filters, and one audit of the cloud."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--resource-provider', metavar='<uuid>',
+            help=_('Only allocations on this resource provider and its '
+                   'descendants.'))
+        parser.add_argument(
+            '--host', metavar='<host>',
+            help=_('Only allocations on the provider trees of this compute '
+                   'host\'s nodes.'))
+        parser.add_argument(
+            '--reason', metavar='<reason>', action='append',
+            choices=reasons.REASONS, dest='reasons',
+            help=_('Only findings with this reason; repeatable. Choices: '
+                   '%s.') % ', '.join(reasons.REASONS))
+        columns_mod.add_long_argument(parser)
+        return parser
+
+    def audit(self, parsed_args, show_all=False):
+        """Findings shown by the filters; keeps the readers for repairs."""
+        snapshot_mod.validate_uuid(parsed_args.resource_provider,
+                                   _('Resource provider'))
+        clients = self.app.client_manager.nova_orphans
+        self.placement = clients.placement
+        self.nova = compute_api.ComputeAPIReader(clients.compute,
+                                                 CONCURRENCY)
+        audit = snapshot_mod.Audit(
+            placement_api.PlacementAPIReader(clients.placement, CONCURRENCY),
+            self.nova)
+
+        def shown(finding):
+            if parsed_args.reasons:
+                return finding.reason in parsed_args.reasons
+            return show_all or finding.is_orphan
+
+        findings = audit.run(resource_provider=parsed_args.resource_provider,
+                             host=parsed_args.host, shown=shown)
+        self.snapshot = audit.snapshot
+        for cell in audit.snapshot.nova.unreadable_cells:
+            self.app.stderr.write(_(
+                'WARNING: cell %(cell)s could not be read (%(error)s); its '
+                'consumers are reported as unverifiable, never as '
+                'orphans.\n') % {'cell': cell.label, 'error': cell.error})
+        return findings
+
+
+class ListOrphan(_Audited):
+    """List placement allocations that no live nova object owns.
+
+    Reads placement and, through the compute API, nova's hypervisors,
+    services, servers (deleted ones too) and migrations; changes
+    nothing. Each row is one consumer's allocation on one resource
+    provider, with the reason it is an orphan and the repair action
+    ``clean`` would take.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--all', action='store_true', dest='show_all',
+            help=_('Also list allocations that are fine, with action '
+                   '"none" and the reason they are fine.'))
+        return parser
+
+    def take_action(self, parsed_args):
+        with one_line_errors():
+            findings = self.audit(parsed_args, show_all=parsed_args.show_all)
+        return columns_mod.listing(parsed_args, findings)
+
+
+class CleanOrphan(_Audited):
+    """Repair orphaned allocations, journaled and generation-checked.
+
+    Each consumer is read again from nova and placement right before its
+    write and repaired only if it is still an orphan with the same
+    action; the write carries the consumer generation just read. The
+    journal, written before every change, lets ``restore`` undo the
+    run. Repairs that fail are reported in the outcome column after the
+    others are done, and the command then exits 1.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--dry-run', action='store_true',
+            help=_('Show what would be repaired; change nothing.'))
+        parser.add_argument(
+            '--journal', metavar='<path>',
+            help=_('Journal file to append to (default: a new file in '
+                   '$XDG_STATE_HOME/nova-orphans, mode 0600).'))
+        parser.add_argument(
+            '--max-count', metavar='<n>', type=int,
+            help=_('Change at most N consumers.'))
+        parser.add_argument(
+            '--heal', action='store_true',
+            help=_('Also create allocations for live servers that have '
+                   'none (missing_allocations), from the flavor embedded '
+                   'in the server. Servers with ports are left to '
+                   '"nova-manage placement heal_allocations".'))
+        return parser
+
+    def take_action(self, parsed_args):
+        if parsed_args.max_count is not None and parsed_args.max_count < 1:
+            raise exceptions.CommandError(_('--max-count must be at least 1'))
+        with one_line_errors():
+            findings = [f for f in self.audit(parsed_args) if f.is_orphan]
+            journal_ = None
+            if findings and not parsed_args.dry_run:
+                journal_ = journal.Journal(
+                    parsed_args.journal or journal.default_path(state_path()))
+            repairer = actions.Repairer(
+                self.placement, self.nova, self.snapshot, journal=journal_,
+                dry_run=parsed_args.dry_run, max_count=parsed_args.max_count,
+                heal=parsed_args.heal, concurrency=CONCURRENCY)
+            try:
+                rows, outcomes = repairer.clean(findings)
+            finally:
+                if journal_ is not None:
+                    journal_.close()
+        if journal_ is not None and journal_.entries:
+            self.app.stderr.write(_('Journal: %(path)s\n') %
+                                  {'path': journal_.path})
+        self.outcomes = outcomes
+        return columns_mod.listing(parsed_args, rows, outcomes)
+
+    def run(self, parsed_args):
+        """Print every row first; then fail if any repair failed."""
+        self.outcomes = []
+        result = super().run(parsed_args)
+        columns_mod.raise_if_failed(self.outcomes)
+        return result
+
+
+class RestoreOrphan(command.Lister):
+    """Put back what a ``clean`` run changed, newest change first.
+
+    A consumer that changed since the repair is refused and reported,
+    never overwritten; the command then exits 1 after restoring the
+    rest.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--journal', metavar='<path>', required=True,
+            help=_('The journal written by "clean".'))
+        parser.add_argument(
+            '--dry-run', action='store_true',
+            help=_('Show what would be restored; change nothing.'))
+        columns_mod.add_long_argument(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        with one_line_errors():
+            entries = journal.read(parsed_args.journal)
+            results = restore_mod.restore(
+                self.app.client_manager.nova_orphans.placement, entries,
+                dry_run=parsed_args.dry_run)
+        self.outcomes = [o for _f, o in results]
+        return columns_mod.listing(parsed_args, [f for f, _o in results],
+                                   self.outcomes)
+
+    def run(self, parsed_args):
+        self.outcomes = []
+        result = super().run(parsed_args)
+        columns_mod.raise_if_failed(self.outcomes)
+        return result

@@ -1,0 +1,300 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Read nova's side of the snapshot from the compute API, as an admin.
+
+The same interface as :class:`nova_orphans.readers.nova_db.NovaDBReader`,
+for operators who have API credentials but not nova's databases (the
+``openstack allocation orphan`` commands).
+
+What the API cannot show, and how that stays safe:
+
+- Cells are hidden. Everything nova returns is put in one readable cell
+  labelled ``(unknown)``. A cell that does not respond shows up as
+  ``UNKNOWN`` compute services (2.69); then one unreadable cell labelled
+  ``(down)`` stands for it, servers nova returns as ``UNKNOWN`` are put
+  in it, and the engine's ``unverifiable`` rule keeps everything they,
+  or unknown consumers, hold from being called an orphan.
+- Migrations of deleted instances are deleted with them and archived
+  instances are gone: their consumers are ``unknown_consumer`` here
+  (``finished_migration`` / ``deleted_instance`` from the databases);
+  the action, delete_consumer, is the same.
+- Instance mappings and build requests are not exposed; an instance
+  being scheduled is listed as a server in vm_state ``building``.
+
+A consumer that no listing shows is looked up on its own (``GET
+/servers/{uuid}``, its migrations) before it can be called unknown, and
+migrations are listed again when such consumers remain: a move that
+started after the first listing must not look like an orphan.
+"""
+
+import concurrent.futures
+
+from oslo_log import log as logging
+
+from nova_orphans.clients import compute
+from nova_orphans.engine import model
+from nova_orphans.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+API_CELL = model.Cell(uuid='compute-api', name=_('(unknown)'))
+DOWN_CELL_UUID = 'compute-api-down'
+UNKNOWN = 'UNKNOWN'
+SOFT_DELETED = 'soft-delete'
+
+HOST = 'OS-EXT-SRV-ATTR:host'
+NODE = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
+VM_STATE = 'OS-EXT-STS:vm_state'
+TASK_STATE = 'OS-EXT-STS:task_state'
+
+
+def down_cell(hosts=()):
+    if hosts:
+        error = _('the compute API reports the services of %(hosts)s as '
+                  'UNKNOWN: their cell does not respond') % {
+            'hosts': ', '.join(sorted(hosts))}
+    else:
+        error = _('the compute API returned servers of a cell that does '
+                  'not respond')
+    return model.Cell(uuid=DOWN_CELL_UUID, name=_('(down)'), readable=False,
+                      error=error)
+
+
+def instance(server, deleted=False):
+    """A model.Instance from a server document (detail view, admin)."""
+    if server.get('status') == UNKNOWN:
+        # A down cell's stand-in: only id, tenant and a few more.
+        return model.Instance(uuid=server['id'], cell=DOWN_CELL_UUID,
+                              project_id=server.get('tenant_id'),
+                              user_id=server.get('user_id'))
+    vm_state = server.get(VM_STATE)
+    return model.Instance(
+        uuid=server['id'], cell=API_CELL.uuid, host=server.get(HOST),
+        node=server.get(NODE), vm_state=vm_state,
+        task_state=server.get(TASK_STATE),
+        deleted=deleted and vm_state != SOFT_DELETED,
+        project_id=server.get('tenant_id'), user_id=server.get('user_id'))
+
+
+def migration(doc):
+    return model.Migration(
+        uuid=doc['uuid'], instance_uuid=doc['instance_uuid'],
+        cell=API_CELL.uuid, status=doc['status'],
+        migration_type=doc.get('migration_type'),
+        source_compute=doc.get('source_compute'),
+        source_node=doc.get('source_node'),
+        dest_compute=doc.get('dest_compute'),
+        dest_node=doc.get('dest_node'))
+
+
+def compute_node(hypervisor):
+    return model.ComputeNode(
+        uuid=hypervisor['id'], host=(hypervisor.get('service') or {}).get(
+            'host'),
+        hypervisor_hostname=hypervisor['hypervisor_hostname'],
+        hypervisor_type=hypervisor.get('hypervisor_type'),
+        cell=API_CELL.uuid)
+
+
+def service(doc, cell):
+    return model.Service(host=doc['host'], binary=doc['binary'], cell=cell,
+                         disabled=doc.get('status') == 'disabled',
+                         forced_down=bool(doc.get('forced_down')))
+
+
+def flavor(embedded):
+    """The embedded flavor (2.47+) in the keys nova's DB record uses."""
+    return {
+        'vcpus': embedded['vcpus'], 'memory_mb': embedded['ram'],
+        'root_gb': embedded.get('disk') or 0,
+        'ephemeral_gb': embedded.get('ephemeral') or 0,
+        'swap': embedded.get('swap') or 0,
+        'extra_specs': dict(embedded.get('extra_specs') or {}),
+    }
+
+
+class ComputeAPIReader:
+
+    def __init__(self, client, concurrency=8):
+        self.client = client
+        self.concurrency = concurrency
+
+    # Phase one: bulk listings ---------------------------------------------
+
+    def read(self):
+        """Services, compute nodes, live servers and migrations."""
+        self.client.check_version()
+        snapshot = model.NovaSnapshot(cells={API_CELL.uuid: API_CELL})
+        down_hosts = set()
+        for doc in self.client.get('/os-services')['services']:
+            if doc.get('status') == UNKNOWN:
+                down_hosts.add(doc['host'])
+                snapshot.services.append(service(doc, DOWN_CELL_UUID))
+            else:
+                snapshot.services.append(service(doc, API_CELL.uuid))
+        if down_hosts:
+            cell = down_cell(down_hosts)
+            LOG.warning('Compute API: %s', cell.error)
+            snapshot.cells[cell.uuid] = cell
+        for doc in self.client.pages('/os-hypervisors/detail',
+                                     'hypervisors'):
+            node = compute_node(doc)
+            snapshot.compute_nodes[node.uuid] = node
+        self._add_servers(snapshot, self.client.pages(
+            '/servers/detail', 'servers', {'all_tenants': 1}))
+        self._add_migrations(snapshot, self._migrations())
+        return snapshot
+
+    def _migrations(self, params=None):
+        return self.client.pages('/os-migrations', 'migrations', params)
+
+    # Phase two: the consumers nothing live owns ---------------------------
+
+    def resolve(self, snapshot, consumers):
+        """Deleted servers, then each remaining consumer on its own."""
+        missing = self._missing(snapshot, consumers)
+        if not missing:
+            return snapshot
+        self._add_servers(snapshot, self.client.pages(
+            '/servers/detail', 'servers', {'all_tenants': 1, 'deleted': 1}),
+            deleted=True)
+        missing = self._missing(snapshot, consumers)
+        if missing:
+            # Moves started since the first listing (their consumers are
+            # newer than it), then servers nova shows but did not list.
+            self._add_migrations(snapshot, self._migrations())
+            missing = self._missing(snapshot, consumers)
+            self._lookup(snapshot, missing)
+        return snapshot
+
+    @staticmethod
+    def _missing(snapshot, consumers):
+        known = set(snapshot.instances) | set(snapshot.migrations)
+        owners = {m.instance_uuid for m in snapshot.migrations.values()
+                  if m.uuid in consumers}
+        return (set(consumers) | owners) - known
+
+    def _lookup(self, snapshot, uuids):
+        """GET /servers/{uuid} and its migrations, for each uuid."""
+        for server, migrations in self._map(self._one, sorted(uuids)):
+            if server is not None:
+                self._add_servers(snapshot, [server])
+            self._add_migrations(snapshot, migrations)
+
+    def _one(self, uuid):
+        server = self.client.get_or_none('/servers/%s' % uuid)
+        server = server and server['server']
+        migrations = self._migrations({'instance_uuid': uuid})
+        return server, migrations
+
+    # Re-verification before a write ---------------------------------------
+
+    def read_consumers(self, base, consumers):
+        """Fresh servers and migrations for a few consumers.
+
+        Cells, compute nodes and services come from ``base`` (the
+        audit's snapshot). Each consumer's server, or the server of the
+        migration it was, is read again with all its migrations;
+        consumers that are neither are looked for among all migrations.
+        """
+        snapshot = model.NovaSnapshot(
+            cells=dict(base.cells), compute_nodes=base.compute_nodes,
+            services=base.services)
+        todo = set()
+        for consumer in consumers:
+            mig = base.migrations.get(consumer)
+            todo.add(mig.instance_uuid if mig else consumer)
+        fetched, relisted = set(), False
+        while True:
+            for server, migrations in self._map(self._fresh, sorted(todo)):
+                if server is not None:
+                    self._add_servers(snapshot, [server[0]],
+                                      deleted=server[1])
+                self._add_migrations(snapshot, migrations)
+            fetched |= todo
+            missing = self._missing(snapshot, consumers)
+            todo = missing - fetched
+            if todo:
+                # The instances of migrations just found.
+                continue
+            if not missing or relisted:
+                return snapshot
+            # Still unknown: maybe a migration newer than the audit.
+            self._add_migrations(snapshot, self._migrations())
+            relisted = True
+            todo = self._missing(snapshot, consumers) - fetched
+
+    def _fresh(self, uuid):
+        """(server, deleted) or None, and the server's migrations."""
+        server, migrations = self._one(uuid)
+        if server is not None:
+            return (server, False), migrations
+        deleted = self.client.get('/servers/detail', {
+            'all_tenants': 1, 'deleted': 1, 'uuid': uuid})['servers']
+        deleted = [s for s in deleted if s['id'] == uuid]
+        return ((deleted[0], True) if deleted else None), migrations
+
+    # Heal -----------------------------------------------------------------
+
+    def heal_data(self, instances):
+        """{instance uuid: (flavor, boot_from_volume, network_info)}.
+
+        The flavor is the one embedded in the server; a server booted
+        from volume shows an empty ``image``. The compute API does not
+        show ports' resource requests, so every attached port counts as
+        possibly having one: such instances are left to ``nova-manage
+        placement heal_allocations``, which asks neutron.
+        """
+        data = {}
+        for uuid, found in self._map(self._heal_one,
+                                     sorted(i.uuid for i in instances)):
+            if found is not None:
+                data[uuid] = found
+        return data
+
+    def _heal_one(self, uuid):
+        server = self.client.get_or_none('/servers/%s' % uuid)
+        if server is None or not server['server'].get('flavor'):
+            return uuid, None
+        server = server['server']
+        ports = self.client.get(
+            '/servers/%s/os-interface' % uuid)['interfaceAttachments']
+        network_info = [{'id': port.get('port_id'),
+                         'profile': {'allocation': _('not shown by the '
+                                                     'compute API')}}
+                        for port in ports]
+        return uuid, (flavor(server['flavor']), not server.get('image'),
+                      network_info)
+
+    # Helpers --------------------------------------------------------------
+
+    def _map(self, func, items):
+        if not items:
+            return []
+        with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
+            return list(pool.map(func, items))
+
+    @staticmethod
+    def _add_servers(snapshot, servers, deleted=False):
+        for server in servers:
+            inst = instance(server, deleted=deleted)
+            if inst.uuid not in snapshot.instances:
+                snapshot.instances[inst.uuid] = inst
+            if inst.cell not in snapshot.cells:
+                # Only a down cell's server shows it when no service did.
+                snapshot.cells[inst.cell] = down_cell()
+
+    @staticmethod
+    def _add_migrations(snapshot, migrations):
+        for doc in migrations:
+            mig = migration(doc)
+            snapshot.migrations.setdefault(mig.uuid, mig)

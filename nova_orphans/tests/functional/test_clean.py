@@ -1,0 +1,800 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``allocations clean``: every action, exit code and safety property.
+
+The tool talks to the real placement through a fault-injecting proxy
+(fixtures/faults.py), so each test can also see exactly which requests
+were written, and can make placement fail, drop connections, stall or
+meet a concurrent writer at the worst moment. Placement's whole state
+is compared with ``dump_state`` after each run.
+"""
+
+import json
+import os
+import re
+import stat
+import uuid as uuidlib
+
+from nova_orphans.repair import journal as journal_mod
+from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional.fixtures import faults
+
+FLAVOR = base.FLAVOR
+BIGGER = {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 1}
+BW = {'NET_BW_EGR_KILOBIT_PER_SEC': 1000}
+WRITES = ('PUT', 'POST', 'DELETE', 'PATCH')
+NESTED = ('skipped: nested resources: use nova-manage placement '
+          'heal_allocations')
+
+
+def held(allocations, generation=1, consumer_type='unknown',
+         project_id=base.PROJECT, user_id=base.USER):
+    """One consumer as ``dump_state`` shows it."""
+    return {'project_id': project_id, 'user_id': user_id,
+            'consumer_type': consumer_type,
+            'consumer_generation': generation,
+            'allocations': {rp: dict(res) for rp, res in allocations.items()}}
+
+
+class RepairTestCase(base.FunctionalTestCase):
+    """Two compute nodes; the tool reaches placement through the proxy."""
+
+    def setUp(self):
+        super().setUp()
+        self.proxy = self.useFixture(
+            faults.FaultProxy(self.placement.endpoint))
+        self.conf_file = self.proxied_conf(timeout=10)
+        self.journal = os.path.join(self.tmp, 'journal.jsonl')
+        self.host1 = self.add_node('host1')
+        self.host2 = self.add_node('host2')
+
+    def proxied_conf(self, timeout, name='proxied.conf'):
+        return self.nova.write_nova_conf(
+            os.path.join(self.tmp, name), self.proxy.endpoint, extra={
+                'nova_orphans': {'state_path': self.state_path,
+                                 'cell_timeout': '20'},
+                'placement': {'timeout': str(timeout)}})
+
+    # Running the tool ---------------------------------------------------
+
+    def _run(self, action, argv, conf_file):
+        rc, out, err = self.manage('allocations', action, '--format', 'json',
+                                   *argv, conf_file=conf_file)
+        self.assertNotIn('Traceback', err)
+        self.assertIn(rc, (0, 1, 3, 4), err)
+        return rc, json.loads(out)
+
+    def clean(self, *argv, journal=True, conf_file=None):
+        """(rc, JSON rows) of ``clean``, journaling to self.journal."""
+        if journal:
+            argv = ('--journal', self.journal) + argv
+        return self._run('clean', argv, conf_file)
+
+    def restore(self, *argv, journal=None):
+        return self._run('restore', ('--journal', journal or self.journal) +
+                         argv, None)
+
+    def writes(self):
+        """Every write the tool sent to placement, in order."""
+        return [(r.method, r.path) for r in self.proxy.requests()
+                if r.method in WRITES]
+
+    def done(self, row, outcome='done'):
+        return dict(row, outcome=outcome)
+
+    def entries(self, path=None):
+        return journal_mod.read(path or self.journal)
+
+    # Building state -----------------------------------------------------
+
+    def gone(self, host, rp, cell='cell1'):
+        """An ERROR instance forced to deleted in SQL (seed 003)."""
+        vm = self.boot(host, rp, cell=cell, vm_state='error')
+        self.nova.force_delete_instance(cell, vm)
+        return vm
+
+    def stranger(self, rp, resources=FLAVOR):
+        consumer = str(uuidlib.uuid4())
+        self.allocate(consumer, rp, resources=resources)
+        return consumer
+
+    def evacuated(self):
+        """Seed 000: evacuated host1 -> host2, host1 has a bandwidth child.
+
+        Returns (instance, child provider).
+        """
+        bw = self.add_child(self.host1, 'host1:eth0',
+                            {'NET_BW_EGR_KILOBIT_PER_SEC': 10000})
+        vm = self.nova.add_instance('cell1', host='host2', node='host2')
+        self.allocate(vm, {self.host1: FLAVOR, bw: BW, self.host2: FLAVOR})
+        self.nova.add_migration('cell1', vm, migration_type='evacuation',
+                                status='done', source_compute='host1',
+                                source_node='host1', dest_compute='host2',
+                                dest_node='host2')
+        return vm, bw
+
+    def evacuated_rows(self, vm, bw, outcome='done'):
+        return [
+            self.done(self.row(vm, self.host1, 'evacuated_source',
+                               'remove_provider', host='host1'), outcome),
+            self.done(self.row(vm, bw, 'evacuated_source', 'remove_provider',
+                               host='host1', name='host1:eth0',
+                               root=self.host1, resources=BW), outcome)]
+
+    def failed_migration(self, consumer_type=None):
+        """A cold migration that failed: the instance is back on host1 and
+        its allocation is still held by the migration consumer."""
+        vm = self.nova.add_instance('cell1', host='host1', node='host1')
+        mig = self.nova.add_migration(
+            'cell1', vm, migration_type='migration', status='error',
+            source_compute='host1', source_node='host1',
+            dest_compute='host2', dest_node='host2')
+        self.allocate(mig, self.host1, consumer_type=consumer_type)
+        return vm, mig
+
+    def set_instance(self, vm, cell='cell1', **values):
+        instances = self.nova.table(cell, 'instances')
+        self.nova.execute(cell, instances.update().where(
+            instances.c.uuid == vm).values(**values))
+
+
+class ActionsTestCase(RepairTestCase):
+    """Each action end to end, with the exact requests it writes."""
+
+    def test_delete_consumer_of_instance_forced_to_deleted(self):
+        """Seed 003: an empty-allocations PUT with the consumer generation,
+        never a blind DELETE; the live neighbour is untouched."""
+        vm = self.gone('host1', self.host1)
+        live = self.boot('host1', self.host1)
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertRows([self.done(self.row(
+            vm, self.host1, 'deleted_instance', 'delete_consumer',
+            host='host1'))], rows)
+        self.assertEqual({live: held({self.host1: FLAVOR})},
+                         self.placement.dump_state())
+        self.assertEqual([('PUT', '/allocations/' + vm)], self.writes())
+        put, = self.proxy.requests('PUT')
+        self.assertEqual({'allocations': {}, 'consumer_generation': 1,
+                          'project_id': base.PROJECT, 'user_id': base.USER},
+                         put.body)
+        # Untyped (nova 34): written below 1.38, so no "unknown" type.
+        self.assertEqual('placement 1.37', put.version)
+        # Done is done: a second run has nothing to do.
+        self.assertEqual((0, []), self.clean())
+
+    def test_delete_consumer_of_archived_instance_keeps_its_type(self):
+        """An archived instance's typed consumer is emptied at 1.38 with
+        its own type: the type placement knows is never lost or faked."""
+        vm = self.nova.add_instance('cell1', host='host1', node='host1')
+        self.allocate(vm, self.host1, consumer_type='INSTANCE')
+        self.nova.force_delete_instance('cell1', vm)
+        self.nova.archive('cell1')
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertIn('archived', rows[0]['details'])
+        self.assertRows([self.done(self.row(
+            vm, self.host1, 'deleted_instance', 'delete_consumer',
+            host='host1'))], rows)
+        self.assertEqual({}, self.placement.dump_state())
+        put, = self.proxy.requests('PUT')
+        self.assertEqual(('placement 1.38', 'INSTANCE', {}, 1),
+                         (put.version, put.body['consumer_type'],
+                          put.body['allocations'],
+                          put.body['consumer_generation']))
+
+    def test_delete_consumer_of_unknown_consumer_and_finished_migration(self):
+        stranger = self.stranger(self.host2)
+        vm = self.nova.add_instance('cell1', host='host2', node='host2')
+        mig = self.nova.add_migration(
+            'cell1', vm, migration_type='resize', status='confirmed',
+            source_compute='host1', source_node='host1',
+            dest_compute='host2', dest_node='host2')
+        self.allocate(mig, self.host1, consumer_type='MIGRATION')
+        self.allocate(vm, self.host2)
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertRows([
+            self.done(self.row(stranger, self.host2, 'unknown_consumer',
+                               'delete_consumer', host='host2',
+                               consumer_type='unknown', instance=None)),
+            self.done(self.row(mig, self.host1, 'finished_migration',
+                               'delete_consumer', host='host1',
+                               consumer_type='migration', instance=vm)),
+        ], rows)
+        self.assertEqual({vm: held({self.host2: FLAVOR})},
+                         self.placement.dump_state())
+        self.assertEqual(sorted([('PUT', '/allocations/' + stranger),
+                                 ('PUT', '/allocations/' + mig)]),
+                         sorted(self.writes()))
+
+    def test_remove_provider_of_evacuated_source_with_child(self):
+        """Seed 000: the whole source tree (root and bandwidth child) goes,
+        the live destination allocation stays, written with the
+        generation just read."""
+        vm, bw = self.evacuated()
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertRows(self.evacuated_rows(vm, bw), rows)
+        self.assertEqual({vm: held({self.host2: FLAVOR}, generation=2)},
+                         self.placement.dump_state())
+        put, = self.proxy.requests('PUT')
+        self.assertEqual(('/allocations/' + vm, 'placement 1.37', {
+            'allocations': {self.host2: {'resources': FLAVOR}},
+            'consumer_generation': 1, 'project_id': base.PROJECT,
+            'user_id': base.USER}), (put.path, put.version, put.body))
+        self.assertEqual((0, []), self.clean())
+
+    def test_remove_provider_stale_target_keeps_consumer_type(self):
+        """Seed 001: a failed cold migration left the target allocation.
+        A typed consumer is written back with its type."""
+        vm = self.nova.add_instance('cell1', host='host1', node='host1',
+                                    vm_state='stopped')
+        self.allocate(vm, self.host1, self.host2, consumer_type='INSTANCE')
+        self.nova.add_migration('cell1', vm, migration_type='migration',
+                                status='error', source_compute='host1',
+                                source_node='host1', dest_compute='host2',
+                                dest_node='host2')
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertRows([self.done(self.row(
+            vm, self.host2, 'stale_provider', 'remove_provider',
+            host='host2'))], rows)
+        self.assertEqual(
+            {vm: held({self.host1: FLAVOR}, generation=2,
+                      consumer_type='INSTANCE')},
+            self.placement.dump_state())
+        put, = self.proxy.requests('PUT')
+        self.assertEqual(('placement 1.38', 'INSTANCE'),
+                         (put.version, put.body['consumer_type']))
+
+    def test_return_to_instance_in_one_post(self):
+        """The migration's allocations move to the instance atomically:
+        one POST /allocations, no PUT, no DELETE."""
+        vm, mig = self.failed_migration()
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertRows([self.done(self.row(
+            mig, self.host1, 'finished_migration', 'return_to_instance',
+            host='host1', consumer_type='migration', instance=vm))], rows)
+        self.assertEqual({vm: held({self.host1: FLAVOR})},
+                         self.placement.dump_state())
+        self.assertEqual([('POST', '/allocations')], self.writes())
+        post, = self.proxy.requests('POST')
+        self.assertEqual({mig: {'allocations': {}, 'consumer_generation': 1,
+                                'project_id': base.PROJECT,
+                                'user_id': base.USER},
+                          vm: {'allocations': {
+                              self.host1: {'resources': FLAVOR}},
+                              'consumer_generation': None,
+                              'project_id': base.PROJECT,
+                              'user_id': base.USER}}, post.body)
+        self.assertEqual((0, []), self.clean())
+
+    def test_shelved_offloaded(self):
+        vm = self.nova.add_instance('cell1', vm_state='shelved_offloaded')
+        self.allocate(vm, self.host1)
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertRows([self.done(self.row(
+            vm, self.host1, 'shelved_offloaded', 'delete_consumer',
+            host='host1'))], rows)
+        self.assertEqual({}, self.placement.dump_state())
+
+    def test_nothing_to_do_is_0_and_writes_no_journal(self):
+        self.boot('host1', self.host1)
+        self.assertEqual((0, []), self.clean())
+        self.assertEqual([], self.writes())
+        self.assertFalse(os.path.exists(self.journal))
+
+    def test_table_output_has_outcome(self):
+        vm = self.gone('host1', self.host1)
+        rc, out, err = self.manage('allocations', 'clean', '--journal',
+                                   self.journal)
+        self.assertEqual(4, rc, err)
+        self.assertIn('Outcome', out.splitlines()[1])
+        line, = [line for line in out.splitlines() if vm in line]
+        self.assertIn('delete_consumer', line)
+        self.assertTrue(line.rstrip(' |').endswith('done'), line)
+
+
+class HealTestCase(RepairTestCase):
+    """``--heal`` creates allocations from the flavor; nested needs are
+    left to nova-manage placement heal_allocations."""
+
+    FLAVOR = {'vcpus': 2, 'memory_mb': 1024, 'root_gb': 10,
+              'ephemeral_gb': 2, 'swap': 1024}
+
+    def instance(self, **flavor):
+        vm = self.nova.add_instance('cell1', host='host2', node='host2',
+                                    flavor=dict(self.FLAVOR, **flavor))
+        self.set_instance(vm, image_ref=str(uuidlib.uuid4()))
+        return vm
+
+    def heal_row(self, vm, outcome):
+        return self.done(self.row(vm, self.host2, 'missing_allocations',
+                                  'heal', host='host2', resources={}),
+                         outcome)
+
+    def test_heal_from_flavor_including_boot_from_volume(self):
+        image = self.instance()
+        bfv = self.instance()
+        bdms = self.nova.table('cell1', 'block_device_mapping')
+        self.nova.execute('cell1', bdms.insert().values(
+            instance_uuid=bfv, boot_index=0, source_type='volume',
+            destination_type='volume', volume_id=str(uuidlib.uuid4()),
+            uuid=str(uuidlib.uuid4()), deleted=0))
+        rc, rows = self.clean('--heal')
+        self.assertEqual(4, rc)
+        self.assertRows([self.heal_row(image, 'done'),
+                         self.heal_row(bfv, 'done')], rows)
+        # DISK_GB: root 10 + ephemeral 2 + 1 GiB swap; no root when the
+        # root disk is a volume.
+        self.assertEqual({
+            image: held({self.host2: {'VCPU': 2, 'MEMORY_MB': 1024,
+                                      'DISK_GB': 13}}),
+            bfv: held({self.host2: {'VCPU': 2, 'MEMORY_MB': 1024,
+                                    'DISK_GB': 3}}),
+        }, self.placement.dump_state())
+        put = self.proxy.requests('PUT', '/allocations/' + image)[0]
+        self.assertIsNone(put.body['consumer_generation'])
+        self.assertEqual((0, []), self.clean('--heal'))
+
+    def test_without_heal_it_is_skipped(self):
+        vm = self.instance()
+        rc, rows = self.clean()
+        self.assertEqual(3, rc)
+        self.assertRows([self.heal_row(vm, 'skipped: healing needs --heal')],
+                        rows)
+        self.assertEqual({}, self.placement.dump_state())
+        self.assertEqual([], self.writes())
+
+    def test_nested_needs_are_skipped(self):
+        vgpu = self.instance(extra_specs={'resources:VGPU': '1'})
+        port = self.instance()
+        caches = self.nova.table('cell1', 'instance_info_caches')
+        self.nova.execute('cell1', caches.insert().values(
+            instance_uuid=port, deleted=0, network_info=json.dumps([{
+                'id': str(uuidlib.uuid4()),
+                'profile': {'allocation': self.host2}}])))
+        rc, rows = self.clean('--heal')
+        self.assertEqual(3, rc)
+        self.assertRows([self.heal_row(vgpu, NESTED),
+                         self.heal_row(port, NESTED)], rows)
+        self.assertEqual({}, self.placement.dump_state())
+        self.assertEqual([], self.writes())
+
+
+class SafetyTestCase(RepairTestCase):
+    """Dry runs, bounds, and findings that stop holding before the write."""
+
+    def test_dry_run_changes_nothing(self):
+        vm = self.gone('host1', self.host1)
+        evac, bw = self.evacuated()
+        needy = self.nova.add_instance('cell1', host='host2', node='host2')
+        before = self.placement.dump_state()
+        rc, rows = self.clean('--dry-run', '--heal')
+        self.assertEqual(3, rc)
+        self.assertRows([
+            self.done(self.row(vm, self.host1, 'deleted_instance',
+                               'delete_consumer', host='host1'),
+                      'skipped: dry run'),
+            self.done(self.row(needy, self.host2, 'missing_allocations',
+                               'heal', host='host2', resources={}),
+                      'skipped: dry run')] +
+            self.evacuated_rows(evac, bw, 'skipped: dry run'), rows)
+        self.assertEqual(before, self.placement.dump_state())
+        self.assertEqual([], self.writes())
+        self.assertFalse(os.path.exists(self.journal))
+        self.assertFalse(os.path.exists(self.state_path))
+
+    def test_max_count_bounds_the_consumers_changed(self):
+        """Two rows of one consumer are one change; the rest is left for
+        the next run."""
+        vm = self.gone('host1', self.host1)
+        evac, bw = self.evacuated()
+        later = self.gone('host2', self.host2)
+        rc, rows = self.clean('--max-count', '2')
+        self.assertEqual(4, rc)
+        self.assertRows([
+            self.done(self.row(vm, self.host1, 'deleted_instance',
+                               'delete_consumer', host='host1')),
+            self.done(self.row(later, self.host2, 'deleted_instance',
+                               'delete_consumer', host='host2'),
+                      'skipped: --max-count reached')] +
+            self.evacuated_rows(evac, bw), rows)
+        self.assertEqual(2, len(self.writes()))
+        self.assertEqual({later: held({self.host2: FLAVOR}),
+                          evac: held({self.host2: FLAVOR}, generation=2)},
+                         self.placement.dump_state())
+        rc, rows = self.clean('--max-count', '2')
+        self.assertEqual((4, [later]), (rc, [r['consumer'] for r in rows]))
+        self.assertEqual({evac: held({self.host2: FLAVOR}, generation=2)},
+                         self.placement.dump_state())
+
+    def test_finding_that_no_longer_holds_is_skipped(self):
+        """nova changes between the audit and the write (the instance is
+        unshelved onto host1): the allocation is live again and kept;
+        the run goes on with the other consumers."""
+        shelved = self.nova.add_instance('cell1',
+                                         vm_state='shelved_offloaded')
+        self.allocate(shelved, self.host1)
+        vm = self.gone('host2', self.host2)
+        # The audit's read of the consumer; the repair's comes later.
+        self.proxy.inject('GET', '/allocations/' + shelved,
+                          before=lambda: self.set_instance(
+                              shelved, vm_state='active', host='host1',
+                              node='host1'))
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertRows([
+            self.done(self.row(shelved, self.host1, 'shelved_offloaded',
+                               'delete_consumer', host='host1'),
+                      'skipped: no longer delete_consumer: now '
+                      'active_instance'),
+            self.done(self.row(vm, self.host2, 'deleted_instance',
+                               'delete_consumer', host='host2'))], rows)
+        self.assertEqual({shelved: held({self.host1: FLAVOR})},
+                         self.placement.dump_state())
+        self.assertEqual([('PUT', '/allocations/' + vm)], self.writes())
+        self.assertEqual([[vm]], [list(e['consumers'])
+                                  for e in self.entries()])
+
+    def test_allocation_gone_before_the_write_is_skipped(self):
+        """Someone else removed the allocation after the audit."""
+        vm = self.gone('host1', self.host1)
+        self.proxy.inject('GET', '/allocations/' + vm,
+                          before=lambda: self.placement.put_allocations(
+                              vm, {}, base.PROJECT, base.USER))
+        rc, rows = self.clean()
+        self.assertEqual(3, rc)
+        self.assertRows([self.done(self.row(
+            vm, self.host1, 'deleted_instance', 'delete_consumer',
+            host='host1'), 'skipped: the allocation is gone')], rows)
+        self.assertEqual([], self.writes())
+        self.assertFalse(os.path.exists(self.journal))
+
+    def test_concurrent_write_is_reevaluated_and_preserved(self):
+        """nova writes the consumer between the tool's read and its write:
+        placement answers 409, the tool reads again, still finds the
+        evacuated source and removes only that, keeping nova's change."""
+        vm, bw = self.evacuated()
+        self.proxy.inject('PUT', '/allocations/' + vm, before=lambda:
+                          self.allocate(vm, {self.host1: FLAVOR, bw: BW,
+                                             self.host2: BIGGER}))
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertRows(self.evacuated_rows(vm, bw), rows)
+        self.assertEqual({vm: held({self.host2: BIGGER}, generation=3)},
+                         self.placement.dump_state())
+        puts = self.proxy.requests('PUT')
+        self.assertEqual([(409, 1), (204, 2)],
+                         [(p.result, p.body['consumer_generation'])
+                          for p in puts])
+
+    def test_concurrent_claim_turns_orphan_into_live_allocation(self):
+        """The unknown consumer is claimed by a build while the tool is
+        about to empty it: after the 409 it is re-evaluated as building
+        and left alone."""
+        stranger = self.stranger(self.host2)
+
+        def claim():
+            self.nova.add_build_request(stranger)
+            self.allocate(stranger, self.host2, resources=BIGGER)
+        self.proxy.inject('PUT', '/allocations/' + stranger, before=claim)
+        rc, rows = self.clean()
+        self.assertEqual(3, rc)
+        self.assertRows([self.done(self.row(
+            stranger, self.host2, 'unknown_consumer', 'delete_consumer',
+            host='host2', consumer_type='unknown', instance=None),
+            'skipped: no longer delete_consumer: now building')], rows)
+        self.assertEqual({stranger: held({self.host2: BIGGER},
+                                         generation=2)},
+                         self.placement.dump_state())
+
+    def test_consumer_changing_twice_is_skipped(self):
+        """A consumer that keeps changing is re-evaluated once, then left
+        for the next run; nothing is overwritten."""
+        vm, bw = self.evacuated()
+        sizes = iter([BIGGER, FLAVOR])
+        self.proxy.inject('PUT', '/allocations/' + vm, count=2,
+                          before=lambda: self.allocate(vm, {
+                              self.host1: FLAVOR, bw: BW,
+                              self.host2: next(sizes)}))
+        rc, rows = self.clean()
+        self.assertEqual(3, rc)
+        self.assertRows(self.evacuated_rows(
+            vm, bw, 'skipped: changed concurrently twice; run again'), rows)
+        self.assertEqual({vm: held({self.host1: FLAVOR, bw: BW,
+                                    self.host2: FLAVOR}, generation=3)},
+                         self.placement.dump_state())
+        self.assertEqual([409, 409],
+                         [p.result for p in self.proxy.requests('PUT')])
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertEqual({vm: held({self.host2: FLAVOR}, generation=4)},
+                         self.placement.dump_state())
+
+
+class DownCellTestCase(RepairTestCase):
+
+    CELLS = ('cell1', 'cell2')
+
+    def setUp(self):
+        super().setUp()
+        self.host3 = self.add_node('host3', cell='cell2')
+
+    def test_unverifiable_consumers_are_never_written(self):
+        vm = self.gone('host1', self.host1)
+        stranger = self.stranger(self.host1)
+        elsewhere = self.boot('host3', self.host3, cell='cell2')
+        gone_there = self.gone('host3', self.host3, cell='cell2')
+        self.nova.break_cell('cell2')
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertRows([self.done(self.row(
+            vm, self.host1, 'deleted_instance', 'delete_consumer',
+            host='host1'))], rows)
+        self.assertEqual({stranger: held({self.host1: FLAVOR}),
+                          elsewhere: held({self.host3: FLAVOR}),
+                          gone_there: held({self.host3: FLAVOR})},
+                         self.placement.dump_state())
+        self.assertEqual([('PUT', '/allocations/' + vm)], self.writes())
+
+    def test_cell_lost_after_the_audit_is_never_written(self):
+        """The cell holding the consumer becomes unreadable between the
+        audit and the re-verification: the consumer is unverifiable now
+        and is not written."""
+        vm = self.gone('host1', self.host1)
+        path = self.nova.cell_urls['cell1'][len('sqlite:///'):]
+
+        def lose_cell1():
+            os.rename(path, path + '.away')
+            self.addCleanup(os.rename, path + '.away', path)
+        self.proxy.inject('GET', '/allocations/' + vm, before=lose_cell1)
+        rc, rows = self.clean()
+        self.assertEqual(3, rc)
+        self.assertRows([self.done(self.row(
+            vm, self.host1, 'deleted_instance', 'delete_consumer',
+            host='host1'), 'skipped: no longer delete_consumer: now '
+            'unverifiable')], rows)
+        self.assertEqual({vm: held({self.host1: FLAVOR})},
+                         self.placement.dump_state())
+        self.assertEqual([], self.writes())
+
+
+class FaultsTestCase(RepairTestCase):
+    """Placement failing mid-run: the consumer hit is reported failed,
+    the others are done, a second run finishes, restore undoes it all."""
+
+    def setUp(self):
+        super().setUp()
+        self.vm = self.gone('host1', self.host1)
+        self.other = self.gone('host2', self.host2)
+        self.stranger_ = self.stranger(self.host2)
+        self.initial = self.placement.dump_state()
+
+    def rows(self, vm_outcome, other_outcome='done'):
+        return [
+            self.done(self.row(self.vm, self.host1, 'deleted_instance',
+                               'delete_consumer', host='host1'),
+                      vm_outcome),
+            self.done(self.row(self.other, self.host2, 'deleted_instance',
+                               'delete_consumer', host='host2'),
+                      other_outcome),
+            self.done(self.row(self.stranger_, self.host2,
+                               'unknown_consumer', 'delete_consumer',
+                               host='host2', consumer_type='unknown',
+                               instance=None), other_outcome)]
+
+    def assert_restored(self, rows_outcomes):
+        rc, rows = self.restore()
+        self.assertEqual(4, rc)
+        self.assertEqual(sorted(rows_outcomes),
+                         sorted((r['consumer'], r['outcome'])
+                                for r in rows))
+        # Emptied consumers are re-created: generation 1 again.
+        self.assertEqual(self.initial, self.placement.dump_state())
+
+    def test_server_error_on_a_write(self):
+        self.proxy.inject('PUT', '/allocations/' + self.vm, status=500)
+        rc, rows = self.clean()
+        self.assertEqual(1, rc)
+        self.assertRows(self.rows(
+            'failed: Placement request PUT /allocations/%s failed: 500 '
+            'injected by the test proxy' % self.vm), rows)
+        self.assertEqual({self.vm: self.initial[self.vm]},
+                         self.placement.dump_state())
+        # The journal entry was written before the write that failed.
+        self.assertEqual(3, len(self.entries()))
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertEqual([(self.vm, 'done')],
+                         [(r['consumer'], r['outcome']) for r in rows])
+        self.assertEqual({}, self.placement.dump_state())
+        self.assertEqual((0, []), self.clean())
+        self.assert_restored([
+            (self.vm, 'done'), (self.other, 'done'),
+            (self.stranger_, 'done'),
+            (self.vm, 'skipped: already as before')])
+
+    def test_connection_dropped_before_the_write(self):
+        self.proxy.inject('PUT', '/allocations/' + self.vm, drop=True)
+        rc, rows = self.clean()
+        self.assertEqual(1, rc)
+        outcome = rows[[r['consumer'] for r in rows].index(self.vm)][
+            'outcome']
+        self.assertTrue(outcome.startswith(
+            'failed: Placement request PUT /allocations/%s failed: ' %
+            self.vm), outcome)
+        self.assertRows(self.rows(outcome), rows)
+        self.assertEqual({self.vm: self.initial[self.vm]},
+                         self.placement.dump_state())
+        self.assertEqual(4, self.clean()[0])
+        self.assertEqual({}, self.placement.dump_state())
+        self.assert_restored([
+            (self.vm, 'done'), (self.other, 'done'),
+            (self.stranger_, 'done'),
+            (self.vm, 'skipped: already as before')])
+
+    def test_answer_lost_after_the_write(self):
+        """The write reached placement but its answer never came back:
+        reported failed, nothing lost (the journal has it), and the next
+        run has nothing left to do."""
+        self.proxy.inject('PUT', '/allocations/' + self.vm, drop='after')
+        rc, rows = self.clean()
+        self.assertEqual(1, rc)
+        self.assertTrue(all(
+            r['outcome'].startswith('failed: ') == (r['consumer'] == self.vm)
+            for r in rows), rows)
+        self.assertEqual({}, self.placement.dump_state())
+        self.assertEqual((0, []), self.clean())
+        self.assert_restored([(self.vm, 'done'), (self.other, 'done'),
+                              (self.stranger_, 'done')])
+
+    def test_timeout_while_the_write_is_on_its_way(self):
+        """The tool gives up after [placement] timeout; the write lands
+        later. Same as a lost answer: failed, then nothing to do."""
+        conf = self.proxied_conf(timeout=1, name='impatient.conf')
+        self.proxy.inject('PUT', '/allocations/' + self.vm, delay=2)
+        rc, rows = self.clean(conf_file=conf)
+        self.assertEqual(1, rc)
+        vm_row, = [r for r in rows if r['consumer'] == self.vm]
+        self.assertIn('timed out', vm_row['outcome'])
+        self.proxy.wait_idle()
+        self.assertEqual({}, self.placement.dump_state())
+        self.assertEqual((0, []), self.clean())
+        self.assert_restored([(self.vm, 'done'), (self.other, 'done'),
+                              (self.stranger_, 'done')])
+
+    def test_server_error_on_the_fresh_read(self):
+        """The re-verification read fails: nothing journaled, nothing
+        written for that consumer."""
+        self.proxy.inject('GET', '/allocations/' + self.vm, skip=1,
+                          status=503)
+        rc, rows = self.clean()
+        self.assertEqual(1, rc)
+        self.assertRows(self.rows(
+            'failed: Placement request GET /allocations/%s failed: 503 '
+            'injected by the test proxy' % self.vm), rows)
+        self.assertEqual({self.vm: self.initial[self.vm]},
+                         self.placement.dump_state())
+        self.assertEqual(sorted([self.other, self.stranger_]),
+                         sorted(c for e in self.entries()
+                                for c in e['consumers']))
+
+
+class JournalTestCase(RepairTestCase):
+
+    def test_entry_is_on_disk_before_the_write(self):
+        """Read the journal from inside placement's request handling:
+        the full before and after documents are already there."""
+        vm, bw = self.evacuated()
+        seen = []
+        self.proxy.inject('PUT', '/allocations/' + vm,
+                          before=lambda: seen.append(self.entries()))
+        self.assertEqual(4, self.clean()[0])
+        [[entry]] = seen
+        self.assertEqual('remove_provider', entry['action'])
+        self.assertEqual([self.host1, bw], [f['resource_provider']
+                                            for f in entry['findings']])
+        self.assertEqual({vm: {
+            'before': {'allocations': {self.host1: {'resources': FLAVOR},
+                                       bw: {'resources': BW},
+                                       self.host2: {'resources': FLAVOR}},
+                       'project_id': base.PROJECT, 'user_id': base.USER,
+                       'consumer_generation': 1,
+                       'consumer_type': 'unknown'},
+            'after': {self.host2: {'resources': FLAVOR}}}},
+            entry['consumers'])
+
+    def test_default_journal_is_new_private_file_under_state_path(self):
+        self.gone('host1', self.host1)
+        rc, out, err = self.manage('allocations', 'clean')
+        self.assertEqual(4, rc, err)
+        path = re.search(r'Journal: (\S+)', err).group(1)
+        self.assertEqual(self.state_path, os.path.dirname(path))
+        self.assertRegex(os.path.basename(path),
+                         r'^journal-\d{8}T\d{6}\.\d{6}Z-\d+\.jsonl$')
+        self.assertEqual(0o600, stat.S_IMODE(os.stat(path).st_mode))
+        self.assertEqual(0o700,
+                         stat.S_IMODE(os.stat(self.state_path).st_mode))
+        self.assertEqual(1, len(self.entries(path)))
+        self.gone('host2', self.host2)
+        rc, out, err = self.manage('allocations', 'clean')
+        second = re.search(r'Journal: (\S+)', err).group(1)
+        self.assertNotEqual(path, second)
+        self.assertEqual(2, len(os.listdir(self.state_path)))
+
+
+class MailingListTestCase(RepairTestCase):
+    """Seed 002: a compute node provider cannot be deleted while evacuated
+    instances' allocations remain on it; clean --host clears the way."""
+
+    def test_provider_deletable_after_clean_host(self):
+        vm, bw = self.evacuated()
+        vm2 = self.nova.add_instance('cell1', host='host2', node='host2')
+        self.allocate(vm2, self.host1, self.host2)
+        self.nova.add_migration('cell1', vm2, migration_type='evacuation',
+                                status='done', source_compute='host1',
+                                source_node='host1', dest_compute='host2',
+                                dest_node='host2')
+        self.assertEqual(409, self.placement.delete_provider(bw).status_code)
+        self.assertEqual(409,
+                         self.placement.delete_provider(self.host1).status_code)
+        rc, rows = self.clean('--host', 'host1')
+        self.assertEqual(4, rc)
+        self.assertEqual({'done'}, {r['outcome'] for r in rows})
+        self.assertEqual(204, self.placement.delete_provider(bw).status_code)
+        self.assertEqual(204,
+                         self.placement.delete_provider(self.host1).status_code)
+        self.assertEqual({vm: held({self.host2: FLAVOR}, generation=2),
+                          vm2: held({self.host2: FLAVOR}, generation=2)},
+                         self.placement.dump_state())
+
+
+class BadInputTestCase(RepairTestCase):
+
+    def assert_invalid(self, argv, text):
+        before = self.placement.dump_state()
+        rc, out, err = self.manage('allocations', *argv)
+        self.assertEqual((127, ''), (rc, out), err)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn(text, err)
+        self.assertNotIn('Traceback', err)
+        self.assertEqual(before, self.placement.dump_state())
+        self.assertEqual([], self.writes())
+
+    def test_max_count_must_be_positive(self):
+        self.gone('host1', self.host1)
+        for value, text in (('0', '--max-count must be at least 1'),
+                            ('-1', '--max-count must be at least 1'),
+                            ('x', "invalid int value: 'x'")):
+            self.assert_invalid(['clean', '--max-count', value], text)
+
+    def test_restore_needs_a_readable_journal(self):
+        self.gone('host1', self.host1)
+        not_json = os.path.join(self.tmp, 'not-json.jsonl')
+        with open(not_json, 'w') as f:
+            f.write('this is not JSON\n')
+        foreign = os.path.join(self.tmp, 'foreign.jsonl')
+        with open(foreign, 'w') as f:
+            f.write(json.dumps({'hello': 'world'}) + '\n')
+        for path, text in (
+                (os.path.join(self.tmp, 'missing.jsonl'),
+                 'No such file or directory'),
+                (self.tmp, 'Is a directory'),
+                (not_json, 'line 1'),
+                (foreign, 'not a nova-orphans journal entry')):
+            self.assert_invalid(['restore', '--journal', path], text)
+        self.assert_invalid(['restore'], 'the following arguments are '
+                                         'required: --journal')

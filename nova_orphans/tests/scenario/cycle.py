@@ -1,0 +1,290 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The check every scenario ends with: list, audit, clean, restore, --delete.
+
+``CycleTestCase.run_cycle`` takes the state a scenario built with real
+nova operations and:
+
+1. reads placement's whole state (every consumer's allocations, owner
+   and type);
+2. asserts ``allocations list --all --format json`` gives exactly the
+   expected rows (every key of the JSON contract; ``details`` only has
+   to be text), and that ``list`` without ``--all`` gives the orphans;
+3. runs ``nova-manage placement audit --verbose`` in-process and parses
+   what it flags;
+4. runs ``allocations clean --journal <tmp>`` and asserts placement now
+   holds exactly the state before minus the orphans' repairs: every
+   allocation that is not an orphan is unchanged, byte for byte;
+5. runs ``allocations restore --journal`` and asserts placement is back
+   to the state of step 1, exactly;
+6. runs ``nova-manage placement audit --delete`` and records what it
+   really removed or changed (the difference of placement's state).
+
+The observations are compared with what ``comparison.SCENARIOS``
+declares for the scenario, which is also what
+``doc/source/admin/comparison.rst`` says; ``test_comparison`` checks
+the document against the declarations. So every claim in the document
+fails a test when it stops being true.
+"""
+
+import collections
+import json
+import os
+import re
+
+import fixtures
+import sqlalchemy as sa
+
+from nova_orphans.tests.scenario import base
+from nova_orphans.tests.scenario import comparison
+
+#: Keys of a JSON row (the contract of doc/source/cli).
+ROW_KEYS = frozenset((
+    'consumer', 'consumer_type', 'instance', 'resource_provider',
+    'resource_provider_name', 'root_provider', 'host', 'cell', 'reason',
+    'action', 'resources', 'project_id', 'user_id', 'details'))
+
+_FLAGGED = re.compile(
+    r'^Allocations for consumer UUID (\S+) on Resource Provider (\S+) can be '
+    r'deleted: ')
+_NO_NODE = re.compile(r'^The compute node for UUID (\S+) can not be found')
+
+
+class CycleTestCase(base.ScenarioTestCase):
+    """ScenarioTestCase plus the list/clean/restore/audit cycle."""
+
+    def setUp(self):
+        super().setUp()
+        self.labels = {}
+
+    # -- placement state ----------------------------------------------------
+
+    def providers(self):
+        """{uuid: provider} of every resource provider in placement."""
+        return {p['uuid']: p for p in self.placement.get(
+            '/resource_providers', version='1.14').body['resource_providers']}
+
+    def placement_state(self):
+        """Every consumer's allocations, owner and type, as placement has it.
+
+        {consumer: {'allocations': {rp: {rc: amount}}, 'project_id',
+        'user_id', 'consumer_type'}}. Provider and consumer generations
+        are left out: a repair and its undo legitimately bump them.
+        """
+        consumers = set()
+        for rp in self.providers():
+            consumers.update(self.placement.get(
+                '/resource_providers/%s/allocations' % rp,
+                version='1.14').body['allocations'])
+        state = {}
+        for consumer in consumers:
+            doc = self.placement.get('/allocations/%s' % consumer,
+                                     version='1.38').body
+            state[consumer] = {
+                'allocations': {rp: dict(a['resources'])
+                                for rp, a in doc['allocations'].items()},
+                'project_id': doc['project_id'], 'user_id': doc['user_id'],
+                'consumer_type': doc['consumer_type']}
+        return state
+
+    # -- labels ---------------------------------------------------------------
+
+    def label(self, consumer, name):
+        """Name a consumer for the comparison table ('vm1', 'migration')."""
+        self.labels[consumer] = name
+        return consumer
+
+    def alloc_label(self, consumer, rp, names):
+        return '%s@%s' % (self.labels[consumer], names[rp])
+
+    # -- expected rows --------------------------------------------------------
+
+    def row(self, consumer, rp, reason, action, resources,
+            consumer_type='instance', instance=None, host=None,
+            cell='cell1', project_id=None, user_id=None):
+        """One expected JSON row (without ``details``).
+
+        Provider name and root come from placement; the owner, unless
+        given, is the harness's (every server and migration here belongs
+        to the same project and user).
+        """
+        provider = self._providers[rp]
+        return {
+            'consumer': consumer, 'consumer_type': consumer_type,
+            'instance': (consumer if instance is None and
+                         consumer_type == 'instance' else instance),
+            'resource_provider': rp,
+            'resource_provider_name': provider['name'],
+            'root_provider': provider['root_provider_uuid'],
+            'host': host, 'cell': cell, 'reason': reason, 'action': action,
+            'resources': dict(resources),
+            'project_id': project_id or self.api.project_id,
+            'user_id': user_id or self._user_id,
+        }
+
+    @property
+    def _user_id(self):
+        return self.api.auth_user
+
+    def assertRows(self, expected, rows):
+        for row in rows:
+            self.assertEqual(ROW_KEYS, set(row), row)
+            self.assertIsInstance(row['details'], str)
+            self.assertTrue(row['details'])
+        rows = [{k: v for k, v in row.items() if k != 'details'}
+                for row in rows]
+        key = (lambda r: (r['resource_provider'] or '', r['consumer']))
+        self.assertEqual(sorted(expected, key=key), sorted(rows, key=key))
+
+    # -- nova-manage placement audit -----------------------------------------
+
+    def audit_flags(self, output):
+        """(flagged {(consumer, rp)}, roots audit could not find)."""
+        flagged, unknown = set(), set()
+        for line in output.splitlines():
+            m = _FLAGGED.match(line)
+            if m:
+                flagged.add((m.group(1), m.group(2)))
+            m = _NO_NODE.match(line)
+            if m:
+                unknown.add(m.group(1))
+        return flagged, unknown
+
+    # -- the cycle ------------------------------------------------------------
+
+    def run_cycle(self, key, expected, clean_args=(), audit_delete=True):
+        """Check one scenario end to end; see the module docstring.
+
+        ``expected`` is the exact list of rows of ``list --all``. Returns
+        the state before (for scenario-specific follow-ups).
+        """
+        self._providers = self.providers()
+        names = {rp: p['name'] for rp, p in self._providers.items()}
+        expected = [self.row(*r) if isinstance(r, tuple) else r
+                    for r in expected]
+
+        before = self.placement_state()
+        # Every allocation placement has is one row, and vice versa.
+        self.assertEqual(
+            sorted((c, rp) for c, d in before.items()
+                   for rp in d['allocations']),
+            sorted((r['consumer'], r['resource_provider'])
+                   for r in expected if r['resources']))
+
+        rows = self.list_allocations('--all')
+        self.assertRows(expected, rows)
+        orphans = [r for r in expected if r['action'] != 'none']
+        self.assertRows(orphans, self.list_allocations())
+
+        rc, out = self.run_nova_audit(verbose=True)
+        flagged, unknown = self.audit_flags(out)
+        self.assertEqual(3 if flagged else 0, rc, out)
+
+        # clean, then restore.
+        journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                               'journal.jsonl')
+        rc, out = self.run_manage('allocations', 'clean', '--journal',
+                                  journal, '--format', 'json', *clean_args)
+        cleaned = json.loads(out)
+        self.assertEqual(4 if orphans else 0, rc,
+                         out + self.manage_stderr)
+        self.assertEqual(
+            sorted((r['consumer'], r['resource_provider'], 'done')
+                   for r in orphans),
+            sorted((r['consumer'], r['resource_provider'], r['outcome'])
+                   for r in cleaned))
+        after_clean = self.placement_state()
+        self.assertEqual(self.repaired(before, orphans), after_clean)
+        self.assertEqual([], self.list_allocations(*clean_args))
+        if orphans:
+            rc, out = self.run_manage('allocations', 'restore', '--journal',
+                                      journal, '--format', 'json')
+            self.assertEqual(4, rc, out + self.manage_stderr)
+            self.assertEqual(before, self.placement_state())
+        else:
+            self.assertFalse(os.path.exists(journal))
+            self.assertEqual(before, after_clean)
+
+        observed = comparison.Observed(
+            ours=tuple(sorted(
+                (self.alloc_label(r['consumer'], r['resource_provider'],
+                                  names), r['reason'], r['action'])
+                for r in expected)),
+            audit_rc=3 if flagged else 0,
+            audit_flags=tuple(sorted(
+                self.alloc_label(c, rp, names) for c, rp in flagged)),
+            audit_unknown_nodes=tuple(sorted(names[u] for u in unknown)))
+        if audit_delete:
+            rc, out = self.run_nova_audit(delete=True)
+            self.assertEqual(4 if flagged else 0, rc, out)
+            after_audit = self.placement_state()
+            observed = observed._replace(
+                audit_delete=comparison.judge_delete(
+                    before, after_clean, after_audit,
+                    lambda c, rp: self.alloc_label(c, rp, names),
+                    self.labels))
+        comparison.check(self, key, observed)
+        return before
+
+    @staticmethod
+    def repaired(before, orphans):
+        """The state ``before`` with the orphans' repairs applied."""
+        state = json.loads(json.dumps(before))
+        for row in orphans:
+            consumer, rp = row['consumer'], row['resource_provider']
+            body = state[consumer]['allocations'].pop(rp)
+            if row['action'] == 'return_to_instance':
+                target = state.setdefault(row['instance'], {
+                    'allocations': {},
+                    'project_id': state[consumer]['project_id'],
+                    'user_id': state[consumer]['user_id'],
+                    'consumer_type': state[consumer]['consumer_type']})
+                merged = target['allocations'].setdefault(rp, {})
+                for rc, amount in body.items():
+                    merged[rc] = merged.get(rc, 0) + amount
+        return {c: d for c, d in state.items() if d['allocations']}
+
+    # -- nova-side helpers ----------------------------------------------------
+
+    def cell_db(self, cell='cell1'):
+        """A short-lived engine on a cell database (closed at cleanup)."""
+        engine = sa.create_engine(self.cell_urls[cell])
+        self.addCleanup(engine.dispose)
+        return engine
+
+    def force_delete_in_sql(self, server_id):
+        """The runbook's (seed 003) UPDATE: deleted=1, not deleted=id."""
+        with self.cell_db().begin() as conn:
+            conn.execute(sa.text(
+                "UPDATE instances SET deleted=1, "
+                "deleted_at=CURRENT_TIMESTAMP, vm_state='deleted' "
+                "WHERE uuid=:u"), {'u': server_id})
+
+    def instance_row(self, server_id, table='instances'):
+        with self.cell_db().connect() as conn:
+            return conn.execute(sa.text(
+                'SELECT id, deleted, vm_state, task_state, host, node '
+                'FROM %s WHERE uuid=:u' % table), {'u': server_id}).one_or_none()
+
+    def migration_rows(self, server_id):
+        with self.cell_db().connect() as conn:
+            return conn.execute(sa.text(
+                'SELECT uuid, migration_type, status, source_compute, '
+                'dest_compute FROM migrations WHERE instance_uuid=:u '
+                'ORDER BY id'), {'u': server_id}).all()
+
+
+def allocations_of(state, consumer):
+    return state.get(consumer, {}).get('allocations', {})
+
+
+__all__ = ['CycleTestCase', 'allocations_of', 'collections']

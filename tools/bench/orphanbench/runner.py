@@ -1,0 +1,285 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Serve a generated cloud and time the tools against it.
+
+Every tool runs in its own subprocess; its wall time and peak RSS
+(``ru_maxrss`` from ``wait4``, so its own children count too) are
+measured, and so is the CPU time placement's worker processes spent
+during the run (from /proc/<pid>/stat).
+"""
+
+import collections
+import configparser
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
+                                    '..'))
+_TICK = os.sysconf('SC_CLK_TCK')
+
+_NOVA_MANAGE = ('import sys; from nova.cmd.manage import main; '
+                'sys.argv[0] = "nova-manage"; sys.exit(main())')
+_ORPHANS = ('import sys; from nova_orphans.cmd.manage import main; '
+            'sys.exit(main(sys.argv[1:]))')
+# The tool with every SQL statement counted per database (not timed).
+_COUNTING = '''
+import collections, json, os, sys
+import sqlalchemy as sa
+counts = collections.Counter()
+@sa.event.listens_for(sa.engine.Engine, "before_cursor_execute")
+def _count(conn, cursor, statement, *args):
+    url = conn.engine.url
+    name = (url.database or "").replace("file:", "")
+    counts[os.path.basename(name) or str(url)] += 1
+from nova_orphans.cmd.manage import main
+out = sys.argv.pop(1)
+rc = main(sys.argv[1:])
+with open(out, "w") as f:
+    json.dump(counts, f)
+sys.exit(rc)
+'''
+AUDIT_FLAG = re.compile(
+    r'(?:Allocations for|Deleted allocations for) consumer UUID (\S+) on '
+    r'Resource Provider (\S+)(?: can be deleted)?:')
+
+
+def write_ini(path, sections):
+    parser = configparser.ConfigParser(interpolation=None)
+    for section, values in sections.items():
+        parser[section] = {k: str(v) for k, v in values.items()}
+    with open(path, 'w') as f:
+        parser.write(f)
+    return path
+
+
+class Placement:
+    """orphanbench.server in a subprocess: N placement worker processes."""
+
+    def __init__(self, db_url, workdir, workers=2):
+        self.ready = os.path.join(workdir, 'placement-%d.json' % time.time_ns())
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [os.path.dirname(os.path.dirname(__file__)), REPO]))
+        self.proc = subprocess.Popen(
+            [sys.executable, '-m', 'orphanbench.server', '--db', db_url,
+             '--workers', str(workers), '--ready-file', self.ready],
+            env=env, stdin=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while not os.path.exists(self.ready):
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError('placement server did not start')
+            time.sleep(0.05)
+        with open(self.ready) as f:
+            info = json.load(f)
+        self.port = info['port']
+        self.workers = info['workers']
+        self.endpoint = 'http://127.0.0.1:%d' % self.port
+        self._wait_up()
+
+    def _wait_up(self):
+        import requests
+        deadline = time.time() + 60
+        for _i in range(2 * len(self.workers)):
+            while True:
+                try:
+                    requests.get(self.endpoint + '/', timeout=30,
+                                 proxies={'http': None})
+                    break
+                except requests.ConnectionError:
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(0.1)
+
+    def cpu_seconds(self):
+        total = 0
+        for pid in self.workers:
+            with open('/proc/%d/stat' % pid) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+            # utime, stime: fields 14 and 15 of stat (1-based).
+            total += int(fields[11]) + int(fields[12])
+        return total / _TICK
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def run_with_rusage(argv, env=None, timeout=None, stdout_path=None):
+    """Run argv; wall time, peak RSS and CPU from wait4 (the child's own)."""
+    out = open(stdout_path, 'w+') if stdout_path else None
+    err_path = (stdout_path or '/tmp/orphanbench') + '.stderr'
+    err = open(err_path, 'w+')
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                            stdout=out or subprocess.DEVNULL, stderr=err,
+                            cwd=REPO)
+    deadline = None if timeout is None else start + timeout
+    while True:
+        pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if deadline and time.monotonic() > deadline:
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            raise subprocess.TimeoutExpired(argv, timeout)
+        time.sleep(0.01)
+    wall = time.monotonic() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stdout = ''
+    if out:
+        out.seek(0)
+        stdout = out.read()
+        out.close()
+    err.seek(0)
+    stderr = err.read()
+    err.close()
+    return {'rc': proc.returncode, 'wall': wall,
+            'rss_mib': rusage.ru_maxrss / 1024.0,
+            'cpu': rusage.ru_utime + rusage.ru_stime,
+            'stdout': stdout, 'stderr': stderr}
+
+
+class Bench:
+    """One generated cloud, served, and the tools run against it."""
+
+    def __init__(self, cloud, urls, workdir, workers=2, cell_urls=None):
+        self.cloud = cloud
+        self.urls = urls
+        self.workdir = workdir
+        self.placement = Placement(urls['placement'], workdir, workers)
+        local = cloud.cells[0]
+        base = {
+            'api_database': {'connection': urls['api']},
+            'database': {'connection': urls[local]},
+            'placement': {'auth_type': 'admin_token',
+                          'endpoint': self.placement.endpoint,
+                          'token': 'admin'},
+            'nova_orphans': {'state_path': os.path.join(workdir, 'state'),
+                             'cell_timeout': '600'},
+        }
+        os.makedirs(os.path.join(workdir, 'api'), exist_ok=True)
+        os.makedirs(os.path.join(workdir, 'fast'), exist_ok=True)
+        os.makedirs(os.path.join(workdir, 'nova'), exist_ok=True)
+        self.api_conf = write_ini(os.path.join(workdir, 'api', 'nova.conf'),
+                                  base)
+        fast = dict(base, placement_database={
+            'connection': urls['placement']})
+        self.fast_conf = write_ini(
+            os.path.join(workdir, 'fast', 'nova.conf'), fast)
+        nova = {k: v for k, v in base.items() if k != 'nova_orphans'}
+        self.nova_conf = write_ini(
+            os.path.join(workdir, 'nova', 'nova.conf'), nova)
+        self.env = dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING='True',
+                        PYTHONPATH=REPO)
+        for key in [k for k in self.env if k.startswith('OS_') and
+                    k != 'OS_NOVA_DISABLE_EVENTLET_PATCHING']:
+            del self.env[key]
+        self.env.pop('http_proxy', None)
+        self.env.pop('HTTP_PROXY', None)
+        self.env['no_proxy'] = '127.0.0.1,localhost'
+
+    def stop(self):
+        self.placement.stop()
+
+    # The tools ----------------------------------------------------------
+
+    def _argv(self, tool, delete=False, journal=None):
+        py = sys.executable
+        if tool == 'audit':
+            argv = [py, '-c', _NOVA_MANAGE, '--config-file', self.nova_conf,
+                    '--config-dir', os.path.dirname(self.nova_conf),
+                    'placement', 'audit', '--verbose']
+            return argv + (['--delete'] if delete else [])
+        conf = self.fast_conf if tool == 'fast' else self.api_conf
+        argv = [py, '-c', _ORPHANS, '--config-file', conf, '--config-dir',
+                os.path.dirname(conf), 'allocations']
+        if delete:
+            return argv + ['clean', '--format', 'json', '--journal',
+                           journal]
+        return argv + ['list', '--format', 'json']
+
+    def run(self, tool, timeout=3600, delete=False):
+        """Run one tool once; returns measurements and its findings."""
+        journal = os.path.join(self.workdir, 'journal-%d' % time.time_ns())
+        cpu0 = self.placement.cpu_seconds()
+        result = run_with_rusage(
+            self._argv(tool, delete=delete, journal=journal), env=self.env,
+            timeout=timeout,
+            stdout_path=os.path.join(self.workdir, 'out-%s.txt' % tool))
+        result['placement_cpu'] = self.placement.cpu_seconds() - cpu0
+        result['tool'] = tool
+        ok_codes = (0, 3, 4) if not delete else (0, 4)
+        if result['rc'] not in ok_codes:
+            raise RuntimeError('%s failed (%d): %s' % (
+                tool, result['rc'], result['stderr'][-3000:]))
+        if tool == 'audit':
+            result['found'] = sorted(
+                list(m) for m in set(AUDIT_FLAG.findall(result['stdout'])))
+        else:
+            rows = json.loads(result['stdout'])
+            result['found'] = sorted(
+                [r['consumer'], r['resource_provider'], r['reason']]
+                for r in rows)
+            if delete:
+                result['outcomes'] = collections.Counter(
+                    r.get('outcome', '?') for r in rows)
+        del result['stdout']
+        result['stderr'] = result['stderr'][-2000:]
+        return result
+
+    def count_queries(self, tool='fast'):
+        """SQL statements per database in one run of the tool."""
+        out = os.path.join(self.workdir, 'queries-%s.json' % tool)
+        conf = self.fast_conf if tool == 'fast' else self.api_conf
+        argv = [sys.executable, '-c', _COUNTING, out, '--config-file', conf,
+                '--config-dir', os.path.dirname(conf), 'allocations', 'list',
+                '--format', 'json']
+        result = run_with_rusage(argv, env=self.env, timeout=3600)
+        if result['rc'] not in (0, 3):
+            raise RuntimeError(result['stderr'][-2000:])
+        with open(out) as f:
+            return json.load(f)
+
+
+def score(truth, found, tool):
+    """True/false positives against the generated truth."""
+    if tool == 'audit':
+        # The audit has no reasons and never sees missing allocations:
+        # compare (consumer, provider) pairs of allocations.
+        want = {(c, rp) for c, rp, r in truth['orphans']
+                if r != 'missing_allocations'}
+        got = {tuple(x) for x in found}
+        expected = {tuple(x) for x in truth['audit_expected']}
+        return {
+            'true_positives': len(want & got),
+            'false_positives': len(got - want),
+            'missed': len(want - got),
+            'missed_missing_allocations': sum(
+                1 for o in truth['orphans']
+                if o[2] == 'missing_allocations'),
+            'matches_truth': got == want,
+            'matches_own_algorithm': got == expected,
+        }
+    want = {tuple(x) for x in truth['orphans']}
+    got = {tuple(x) for x in found}
+    return {'true_positives': len(want & got),
+            'false_positives': len(got - want), 'missed': len(want - got),
+            'matches_truth': got == want}
