@@ -117,8 +117,8 @@ def _capture(outdir, name, conf, argv, note=None):
     result = subprocess.run(command, capture_output=True, text=True)
     shown = ' '.join(['nova-orphans-manage', '--config-file',
                       '/etc/nova/nova.conf'] + argv)
-    text = '$ %s\n%s%s(exit code %d)\n' % (shown, result.stdout,
-                                          result.stderr, result.returncode)
+    text = '$ %s\n%s%s(exit code %d)\n' % (
+        shown, result.stdout, result.stderr, result.returncode)
     text = text.replace(os.path.dirname(conf), '/var/lib/nova-orphans')
     with open(os.path.join(outdir, name + '.txt'), 'w') as f:
         f.write(text)
@@ -128,9 +128,11 @@ def _capture(outdir, name, conf, argv, note=None):
 
 def _delete_provider(outdir, name, rp_api, rp, host):
     resp = rp_api.delete_provider(rp)
-    text = ('$ openstack resource provider delete %s    # %s\n%s\n' % (
-        rp, host, 'HTTP %d %s' % (resp.status_code, resp.json()['errors'][0]['detail'].split('\n')[-1].strip()
-                                  if resp.status_code >= 400 else '')))
+    detail = ''
+    if resp.status_code >= 400:
+        detail = resp.json()['errors'][0]['detail'].split('\n')[-1].strip()
+    text = '$ openstack resource provider delete %s    # %s\nHTTP %d %s\n' % (
+        rp, host, resp.status_code, detail)
     with open(os.path.join(outdir, name + '.txt'), 'w') as f:
         f.write(text)
     print(text)
@@ -161,8 +163,8 @@ def walkthrough(outdir, conf, rp_api, nodes):
             failures.append('03-delete-provider-409')
         rc = _capture(outdir, name, conf, argv)
         if rc != want:
-            failures.append('%s: exit code %d, expected %d' % (name, rc,
-                                                              want))
+            failures.append('%s: exit code %d, expected %d' % (
+                name, rc, want))
     # Children first: placement refuses to delete a parent.
     for rp, name in ((nodes['devstack1:eth0'], 'devstack1:eth0'),
                      (nodes['devstack1'], 'devstack1')):

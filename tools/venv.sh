@@ -4,13 +4,14 @@
 VENV=${VENV:-$PWD/.venv}
 PYTHON=${PYTHON:-python3}
 stamp="$VENV/.requirements-stamp"
-want=$(cat requirements.txt test-requirements.txt setup.cfg | sha1sum | cut -c1-40)
-if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "Preparing $VENV (first run installs nova and placement: a few minutes)..." >&2
+want=$(cat requirements.txt test-requirements.txt setup.cfg | sha1sum)
+have=$(cat "$stamp" 2>/dev/null || true)
+if [ ! -x "$VENV/bin/python" ] || [ "$have" != "$want" ]; then
+    echo "Preparing $VENV (the first run installs nova and placement)" >&2
     "$PYTHON" -m venv "$VENV"
     "$VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel >&2
     "$VENV/bin/python" -m pip install -q -r requirements.txt \
-        -r test-requirements.txt ${EXTRA_REQUIREMENTS:-} >&2
+        -r test-requirements.txt >&2
     "$VENV/bin/python" -m pip install -q --no-deps -e . >&2
     echo "$want" > "$stamp"
 fi

@@ -203,8 +203,9 @@ class AllocationCommands:
         findings = [f for f in self._findings() if f.is_orphan]
         journal_ = None
         if findings and not self.cmd.dry_run:
-            journal_ = journal.Journal(self.cmd.journal or journal.default_path(
-                self.conf.nova_orphans.state_path))
+            journal_ = journal.Journal(
+                self.cmd.journal or
+                journal.default_path(self.conf.nova_orphans.state_path))
         repairer = actions.Repairer(
             self._client(), self._nova, self._snapshot, journal=journal_,
             dry_run=self.cmd.dry_run, max_count=self.cmd.max_count,

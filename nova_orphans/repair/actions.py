@@ -155,14 +155,25 @@ class Repairer:
                     if o == DONE else o for o in outcomes]
         if isinstance(change, str):
             return [skipped(change) if o == DONE else o for o in outcomes]
-        self.journal.record({
+        entry = self.journal.record({
             'action': act[0].action,
             'findings': [f.to_dict() for f in act],
             'consumers': {c: {'before': docs.get(c) or _empty(),
                               'after': after}
                           for c, after in change.items()},
         })
-        self._write(docs, change)
+        try:
+            self._write(docs, change)
+        except _Retry:
+            # Placement refused the whole request: restore must not try
+            # to undo it (its consumer may well have changed since).
+            self.journal.not_applied(entry, _('consumer generation '
+                                              'conflict'))
+            raise
+        except exception.PlacementError as e:
+            if 400 <= getattr(e, 'status_code', 0) < 500:
+                self.journal.not_applied(entry, str(e))
+            raise
         return outcomes
 
     def _partner(self, consumer, planned, fresh):

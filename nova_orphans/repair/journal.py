@@ -15,13 +15,17 @@ One JSON object per line, flushed and fsync'd before the write it
 describes, in a file only its owner can read. Each entry holds the full
 allocation documents of every consumer the write touches, before and as
 intended after, so ``restore`` can put back exactly what was there and
-can tell whether anyone changed the consumer since.
+can tell whether anyone changed the consumer since. When placement
+refuses a write outright (a generation conflict, any 4xx), a second
+line says that entry was never applied; after a 5xx, a timeout or a
+dropped connection nobody knows, and ``restore`` compares instead.
 """
 
 import datetime
 import json
 import os
 import threading
+import uuid
 
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -62,7 +66,21 @@ class Journal:
             raise exception.JournalError(path=self.path, reason=e.strerror)
 
     def record(self, entry):
-        """Write one entry durably; the change may only follow after."""
+        """Write one entry durably; the change may only follow after.
+
+        Returns the entry's id, for :meth:`not_applied`.
+        """
+        entry_id = str(uuid.uuid4())
+        self._write(dict(entry, id=entry_id))
+        with self._lock:
+            self.entries += 1
+        return entry_id
+
+    def not_applied(self, entry_id, reason):
+        """Placement refused the write of entry ``entry_id``."""
+        self._write({'not_applied': entry_id, 'reason': reason})
+
+    def _write(self, entry):
         line = json.dumps(dict(entry, version=VERSION, time=_now()),
                           sort_keys=True) + '\n'
         with self._lock:
@@ -70,7 +88,6 @@ class Journal:
                 self._open()
             os.write(self._fd, line.encode('utf-8'))
             os.fsync(self._fd)
-            self.entries += 1
 
     def close(self):
         with self._lock:
@@ -80,25 +97,40 @@ class Journal:
 
 
 def read(path):
-    """All entries of a journal, oldest first; refuses a damaged file."""
+    """All entries of a journal, oldest first; refuses a damaged file.
+
+    An entry placement refused has ``applied`` False (and ``reason``).
+    """
     try:
         with open(path, encoding='utf-8') as f:
             lines = f.readlines()
-    except OSError as e:
-        raise exception.JournalError(path=path, reason=e.strerror)
-    entries = []
+    except (OSError, UnicodeDecodeError) as e:
+        raise exception.JournalError(
+            path=path, reason=getattr(e, 'strerror', None) or str(e))
+    entries, by_id = [], {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             entry = json.loads(line)
-            if entry.get('version') != VERSION or not isinstance(
-                    entry.get('consumers'), dict):
+            if not isinstance(entry, dict) or entry.get(
+                    'version') != VERSION:
+                raise ValueError('not a nova-orphans journal entry')
+            if 'not_applied' in entry:
+                refused = by_id.get(entry['not_applied'])
+                if refused is None:
+                    raise ValueError('refers to no earlier entry')
+                refused['applied'] = False
+                refused['reason'] = entry.get('reason')
+                continue
+            if not isinstance(entry.get('consumers'), dict):
                 raise ValueError('not a nova-orphans journal entry')
         except ValueError as e:
             raise exception.JournalError(
                 path=path, reason=_('line %(line)d: %(error)s') %
                 {'line': number, 'error': e})
+        if entry.get('id'):
+            by_id[entry['id']] = entry
         entries.append(entry)
     return entries
 

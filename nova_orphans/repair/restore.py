@@ -16,7 +16,7 @@ exactly what the repair left; a consumer that changed since (nova moved
 the instance, someone else wrote) is refused and reported, never
 overwritten. An entry whose consumers already hold their "before"
 allocations (the repair never reached placement, or was undone) is
-skipped.
+skipped, as is one placement is known to have refused.
 """
 
 from nova_orphans.engine import model
@@ -39,6 +39,9 @@ def restore(client, entries, dry_run=False):
 
 
 def _restore_entry(client, reader, entry, dry_run):
+    if entry.get('applied') is False:
+        return actions.skipped(_('never applied (%(reason)s)') %
+                               {'reason': entry.get('reason')})
     consumers = entry['consumers']
     try:
         current = {c: documents.normalize(reader.consumer(c))

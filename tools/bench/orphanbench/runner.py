@@ -35,21 +35,28 @@ _NOVA_MANAGE = ('import sys; from nova.cmd.manage import main; '
                 'sys.argv[0] = "nova-manage"; sys.exit(main())')
 _ORPHANS = ('import sys; from nova_orphans.cmd.manage import main; '
             'sys.exit(main(sys.argv[1:]))')
-# The tool with every SQL statement counted per database (not timed).
+# The tool with every SQL statement counted per database (not timed);
+# the first parameters of each distinct statement are kept for EXPLAIN.
 _COUNTING = '''
 import collections, json, os, sys
 import sqlalchemy as sa
 counts = collections.Counter()
+statements = {}
 @sa.event.listens_for(sa.engine.Engine, "before_cursor_execute")
-def _count(conn, cursor, statement, *args):
+def _count(conn, cursor, statement, parameters, context, executemany):
     url = conn.engine.url
-    name = (url.database or "").replace("file:", "")
-    counts[os.path.basename(name) or str(url)] += 1
+    name = os.path.basename((url.database or "").replace("file:", ""))
+    counts[name or str(url)] += 1
+    key = (name, statement)
+    if key not in statements:
+        statements[key] = parameters
 from nova_orphans.cmd.manage import main
 out = sys.argv.pop(1)
 rc = main(sys.argv[1:])
 with open(out, "w") as f:
-    json.dump(counts, f)
+    json.dump({"counts": counts, "statements": [
+        [db, s, list(p) if isinstance(p, (list, tuple)) else p]
+        for (db, s), p in statements.items()]}, f, default=str)
 sys.exit(rc)
 '''
 AUDIT_FLAG = re.compile(
@@ -257,6 +264,15 @@ class Bench:
             raise RuntimeError(result['stderr'][-2000:])
         with open(out) as f:
             return json.load(f)
+
+    def per_database_queries(self, counted):
+        """{'api'|'cell0'|'cell1'...|'placement': statements} of a run."""
+        from sqlalchemy.engine import url as sa_url
+        result = {}
+        for db, url in self.urls.items():
+            name = os.path.basename(sa_url.make_url(url).database or '')
+            result[db] = counted['counts'].get(name, 0)
+        return result
 
 
 def score(truth, found, tool):

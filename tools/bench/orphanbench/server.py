@@ -45,15 +45,17 @@ class _Quiet(simple_server.WSGIRequestHandler):
 def _app(db_url):
     from oslo_config import cfg
     from placement import conf as placement_conf
+    from placement import db_api
     from placement import deploy
     conf = cfg.ConfigOpts()
     placement_conf.register_opts(conf)
     conf.set_override('auth_strategy', 'noauth2', group='api')
     conf.set_override('connection', db_url, group='placement_database')
-    # Placement's own defaults are for a service; keep a pool per worker
-    # big enough for its request threads.
     conf([], project='placement', default_config_files=[],
          default_config_dirs=[])
+    # What placement's own wsgi.init_application does.
+    db_api.configure(conf)
+    deploy.update_database(conf)
     return deploy.loadapp(conf)
 
 
@@ -90,6 +92,9 @@ def main(argv=None):
         if pid == 0:
             try:
                 _worker(sock, args.db)
+            except BaseException:
+                import traceback
+                traceback.print_exc()
             finally:
                 os._exit(1)
         pids.append(pid)

@@ -1,0 +1,325 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``openstack allocation orphan`` against nova's real compute API.
+
+``openstack`` (python-openstackclient's shell, with this plugin and
+osc-placement both loaded) runs in-process against the harness: placement
+through keystoneauth's ``admin_token`` plugin, nova's API through
+``compute_endpoint_override`` and a small WSGI front that turns the token
+into the identity headers nova's API fixture expects. Its JSON must be
+what ``nova-orphans-manage``, reading nova's databases, prints for the
+same cloud; the only key that differs is ``cell``, which the compute API
+does not expose (it reads ``(unknown)``).
+"""
+
+import contextlib
+import copy
+import io
+import json
+import logging
+import os
+import warnings
+
+import fixtures
+from wsgi_intercept import interceptor
+
+from nova.tests import fixtures as nova_fixtures
+
+from nova_orphans.tests.scenario import base
+from nova_orphans.tests.scenario.base import uuids
+
+CLOUD = 'nova-orphans-scenario'
+API_CELL_LABEL = '(unknown)'
+
+
+class ComputeFront:
+    """Maps ``X-Auth-Token: admin`` onto the headers nova's fixture reads.
+
+    ``max_version`` replaces the microversion the version document
+    advertises, to play an older cloud.
+    """
+
+    def __init__(self, app, project_id):
+        self.app = app
+        self.project_id = project_id
+        self.max_version = None
+
+    def __call__(self, environ, start_response):
+        if environ.get('HTTP_X_AUTH_TOKEN') == 'admin':
+            environ['HTTP_X_AUTH_USER'] = 'admin'
+            environ['HTTP_X_AUTH_PROJECT_ID'] = self.project_id
+            environ['HTTP_X_ROLES'] = 'reader,member,admin'
+        if self.max_version and environ['PATH_INFO'].rstrip('/') == '/v2.1':
+            body = json.dumps({'version': {
+                'id': 'v2.1', 'status': 'CURRENT',
+                'version': self.max_version, 'min_version': '2.1',
+                'links': []}}).encode()
+            start_response('200 OK', [('Content-Type', 'application/json')])
+            return [body]
+        return self.app(environ, start_response)
+
+
+class OpenStackPluginTestBase(base.ScenarioTestCase):
+
+    def setUp(self):
+        super().setUp()
+        host = uuids.osc_compute_front
+        self.front = ComputeFront(self.api_fixture.app(),
+                                  nova_fixtures.PROJECT_ID)
+        intercept = interceptor.RequestsInterceptor(
+            lambda: self.front, url='http://%s/' % host)
+        intercept.install_intercept()
+        self.addCleanup(intercept.uninstall_intercept)
+        self.compute_endpoint = 'http://%s/v2.1' % host
+        # nova's API logs a stevedore warning (oslo.cache's memcache
+        # backend) the first time a request reaches the cell worker pool;
+        # take it here, before osc's handler would print it to stderr.
+        self.admin_api.api_get('/os-services')
+        self.clouds_yaml = self._write_clouds_yaml()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+
+    def _write_clouds_yaml(self):
+        cloud = {
+            'auth_type': 'admin_token',
+            'auth': {'endpoint': self.placement_endpoint,
+                     'token': self.placement_fixture.token},
+            'compute_endpoint_override': self.compute_endpoint,
+        }
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'clouds.yaml')
+        with open(path, 'w') as f:
+            # JSON is YAML.
+            json.dump({'clouds': {CLOUD: cloud}}, f)
+        return path
+
+    def openstack(self, *argv):
+        """Run ``openstack --os-cloud CLOUD argv``; returns (rc, out, err).
+
+        Each run gets a fresh environment (no inherited ``OS_*``), fresh
+        osc-lib client handles, and leaves logging and warning filters
+        as it found them.
+        """
+        from openstackclient import shell
+
+        env = {k: None for k in os.environ if k.startswith('OS_') and
+               k != 'OS_NOVA_DISABLE_EVENTLET_PATCHING'}
+        env.update(OS_CLIENT_CONFIG_FILE=self.clouds_yaml, OS_CLOUD=None)
+        root = logging.getLogger()
+        saved = (list(root.handlers), root.level,
+                 copy.copy(warnings.filters),
+                 {name: logger.level for name, logger in
+                  logging.Logger.manager.loggerDict.items()
+                  if isinstance(logger, logging.Logger)})
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            with _env(env), \
+                    fixtures.MonkeyPatch(
+                        'osc_lib.clientmanager.ClientCache.__get__',
+                        lambda cache, instance, owner:
+                        cache.factory(instance)), \
+                    fixtures.MonkeyPatch('sys.stdout', out), \
+                    fixtures.MonkeyPatch('sys.stderr', err):
+                try:
+                    rc = shell.OpenStackShell().run(
+                        ['--os-cloud', CLOUD] + list(argv))
+                except SystemExit as e:
+                    rc = e.code
+        finally:
+            handlers, level, filters, levels = saved
+            root.handlers[:] = handlers
+            root.setLevel(level)
+            warnings.filters[:] = filters
+            for name, value in levels.items():
+                logging.getLogger(name).setLevel(value)
+        return rc, out.getvalue(), err.getvalue()
+
+    def osc_json(self, *argv):
+        rc, out, err = self.openstack(*(argv + ('-f', 'json')))
+        self.assertEqual(0, rc, err)
+        return json.loads(out)
+
+    def assertSameRows(self, manage_rows, osc_rows):
+        """Equal, but for the cell the compute API does not expose."""
+        expected = []
+        for row in manage_rows:
+            row = dict(row)
+            if row['cell'] is not None:
+                row['details'] = row['details'].replace(
+                    'in cell %s.' % row['cell'],
+                    'in cell %s.' % API_CELL_LABEL)
+                row['cell'] = API_CELL_LABEL
+            expected.append(row)
+        self.assertEqual(expected, osc_rows)
+
+
+@contextlib.contextmanager
+def _env(values):
+    with contextlib.ExitStack() as stack:
+        for name, value in values.items():
+            stack.enter_context(fixtures.EnvironmentVariable(name, value))
+        yield
+
+
+class ListTest(OpenStackPluginTestBase):
+    """Orphans of four kinds, and live allocations, on three hosts."""
+
+    def setUp(self):
+        super().setUp()
+        self.resources = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
+        rps = self.rp_uuids
+        # evacuated_source on host1 (plus the live copy on host2).
+        self.evacuated = self._boot_and_check_allocations(self.flavor,
+                                                          'host1')
+        self.force_down('host1')
+        self._evacuate_server(self.evacuated,
+                              extra_post_args={'host': 'host2'},
+                              expected_host='host2')
+        # A cold migration awaiting confirmation: the migration consumer
+        # holds host3, the server host2 (active_migration, not orphans).
+        self.migrated = self._boot_and_check_allocations(self.flavor,
+                                                         'host3')
+        self._migrate_server(self.migrated, host='host2')
+        # deleted_instance: allocations put back after the delete.
+        deleted = self._boot_and_check_allocations(self.flavor, 'host3')
+        self._delete_server(deleted)
+        self._put_allocations(deleted['id'], rps['host3'])
+        # unknown_consumer: nova never heard of it.
+        self._put_allocations(uuids.stranger, rps['host3'])
+        self.deleted = deleted
+
+    def _put_allocations(self, consumer, rp_uuid):
+        body = {'allocations': {rp_uuid: {'resources': self.resources}},
+                'project_id': nova_fixtures.PROJECT_ID,
+                'user_id': 'admin', 'consumer_generation': None}
+        resp = self.placement.put('/allocations/%s' % consumer, body,
+                                  version='1.28')
+        self.assertEqual(204, resp.status, resp.content)
+
+    def test_json_equals_manage(self):
+        for args in ((), ('--all',), ('--host', 'host3'),
+                     ('--resource-provider', self.rp_uuids['host1'], '--all'),
+                     ('--reason', 'unknown_consumer', '--reason',
+                      'active_migration')):
+            with self.subTest(args=args):
+                rows = self.list_allocations(*args)
+                self.assertSameRows(rows, self.osc_json(
+                    'allocation', 'orphan', 'list', *args))
+
+        rows = self.list_allocations()
+        self.assertEqual(
+            {(self.evacuated['id'], 'host1', 'evacuated_source'),
+             (self.deleted['id'], 'host3', 'deleted_instance'),
+             (uuids.stranger, 'host3', 'unknown_consumer')},
+            {(r['consumer'], r['host'], r['reason']) for r in rows})
+        self.assertIn('active_migration', {
+            r['reason'] for r in self.list_allocations('--all')})
+
+    def test_clean_and_restore(self):
+        before = self.osc_json('allocation', 'orphan', 'list', '--all')
+        journal = os.path.join(self.tmp, 'journal.jsonl')
+
+        dry = self.osc_json('allocation', 'orphan', 'clean', '--dry-run')
+        self.assertEqual(3, len(dry))
+        self.assertEqual({'skipped: dry run'}, {r['outcome'] for r in dry})
+        self.assertFalse(os.path.exists(journal))
+
+        done = self.osc_json('allocation', 'orphan', 'clean', '--journal',
+                             journal)
+        self.assertEqual({'done'}, {r['outcome'] for r in done})
+        self.assertEqual([], self.osc_json('allocation', 'orphan', 'list'))
+        self.assertEqual([], self.list_allocations())
+        self.assertEqual({self.rp_uuids['host2']: self.resources},
+                         self.get_allocations(self.evacuated['id']))
+
+        restored = self.osc_json('allocation', 'orphan', 'restore',
+                                 '--journal', journal)
+        self.assertEqual({'done'}, {r['outcome'] for r in restored})
+        self.assertEqual(before, self.osc_json('allocation', 'orphan',
+                                               'list', '--all'))
+
+    def test_table_and_columns(self):
+        rc, out, err = self.openstack('allocation', 'orphan', 'list')
+        self.assertEqual(0, rc, err)
+        header = out.splitlines()[1]
+        self.assertEqual(
+            ['consumer', 'consumer_type', 'resource_provider_name', 'host',
+             'reason', 'action', 'resources'],
+            [c.strip() for c in header.strip('|').split('|')])
+        self.assertIn('DISK_GB=1, MEMORY_MB=512, VCPU=1', out)
+
+        rc, out, err = self.openstack('allocation', 'orphan', 'list', '-f',
+                                      'value', '-c', 'consumer', '-c',
+                                      'reason', '--reason',
+                                      'unknown_consumer')
+        self.assertEqual((0, '%s unknown_consumer\n' % uuids.stranger),
+                         (rc, out), err)
+
+
+class HealTest(OpenStackPluginTestBase):
+
+    def test_heal_from_embedded_flavor(self):
+        server = self._boot_and_check_allocations(self.flavor, 'host2')
+        self._delete_server_allocations(server['id'])
+        rows = self.list_allocations()
+        self.assertEqual([(server['id'], 'missing_allocations', 'heal')],
+                         [(r['consumer'], r['reason'], r['action'])
+                          for r in rows])
+        self.assertSameRows(rows, self.osc_json('allocation', 'orphan',
+                                                'list'))
+
+        skipped = self.osc_json('allocation', 'orphan', 'clean', '--journal',
+                                os.path.join(self.tmp, 'j'))
+        self.assertEqual(['skipped: healing needs --heal'],
+                         [r['outcome'] for r in skipped])
+        healed = self.osc_json('allocation', 'orphan', 'clean', '--heal',
+                               '--journal', os.path.join(self.tmp, 'j'))
+        self.assertEqual(['done'], [r['outcome'] for r in healed])
+        self.assertEqual(
+            {self.rp_uuids['host2']: {'VCPU': 1, 'MEMORY_MB': 512,
+                                      'DISK_GB': 1}},
+            self.get_allocations(server['id']))
+
+
+class ErrorTest(OpenStackPluginTestBase):
+    """Bad input ends in one line on stderr and exit 1, no traceback."""
+
+    def assertOneLineError(self, expected, *argv):
+        rc, out, err = self.openstack(*argv)
+        self.assertEqual(1, rc, err)
+        self.assertEqual('', out)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn(expected, err)
+        self.assertNotIn('Traceback', err)
+
+    def test_errors(self):
+        self.assertOneLineError(
+            'Resource provider not-a-uuid is not a valid UUID',
+            'allocation', 'orphan', 'list', '--resource-provider',
+            'not-a-uuid')
+        self.assertOneLineError(
+            'no compute host nowhere in any readable cell',
+            'allocation', 'orphan', 'clean', '--host', 'nowhere')
+        self.assertOneLineError(
+            'resource provider %s does not exist' % uuids.nothing,
+            'allocation', 'orphan', 'list', '--resource-provider',
+            uuids.nothing)
+        self.assertOneLineError(
+            '--max-count must be at least 1',
+            'allocation', 'orphan', 'clean', '--max-count', '0')
+        self.assertOneLineError(
+            'Journal %s' % os.path.join(self.tmp, 'missing'),
+            'allocation', 'orphan', 'restore', '--journal',
+            os.path.join(self.tmp, 'missing'))
+        self.front.max_version = '2.60'
+        self.assertOneLineError(
+            'supports microversions up to 2.60; nova-orphans needs 2.69',
+            'allocation', 'orphan', 'list')
