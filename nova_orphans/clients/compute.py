@@ -69,10 +69,19 @@ class ComputeClient:
         with self._lock:
             if self._checked:
                 return
-            doc = self._request('GET', '', version=None).json()
-            versions = doc.get('versions') or [doc.get('version') or {}]
-            max_version = max(_parse(v.get('version') or v.get(
-                'max_version')) for v in versions)
+            try:
+                doc = self._request('GET', '', version=None).json()
+            except ValueError:
+                doc = {}
+            versions = [v for v in doc.get('versions') or [doc.get('version')]
+                        if v and str(v.get('id', '')).startswith('v2')]
+            if not versions:
+                # e.g. admin_token auth without compute_endpoint_override:
+                # the token's endpoint (placement) answered.
+                raise ComputeError(
+                    method='GET', url=self.endpoint,
+                    reason=_('not a compute API version document'))
+            max_version = max(_parse(v.get('version')) for v in versions)
             if max_version < VERSION:
                 raise ComputeVersionTooOld(
                     endpoint=self.endpoint, max_version=_fmt(max_version),
@@ -139,12 +148,18 @@ def _with(url, params):
 
 
 def _fault(resp):
-    """nova's error message, e.g. {"itemNotFound": {"message": ...}}."""
+    """nova's error message, e.g. {"itemNotFound": {"message": ...}}.
+
+    Only its first line: the error must fit on one.
+    """
     try:
         body = resp.json()
     except ValueError:
-        return resp.text[:200]
-    for value in (body or {}).values():
+        body = None
+    text = resp.text
+    for value in (body if isinstance(body, dict) else {}).values():
         if isinstance(value, dict) and value.get('message'):
-            return value['message']
-    return resp.text[:200]
+            text = value['message']
+            break
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0][:200] if lines else ''

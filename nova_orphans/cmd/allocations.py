@@ -200,6 +200,8 @@ class AllocationCommands:
         if self.cmd.max_count is not None and self.cmd.max_count < 1:
             raise exception.InvalidInput(
                 reason=_('--max-count must be at least 1'))
+        if self.cmd.journal is not None and not self.cmd.dry_run:
+            journal.check_path(self.cmd.journal)
         findings = [f for f in self._findings() if f.is_orphan]
         journal_ = None
         if findings and not self.cmd.dry_run:

@@ -82,10 +82,13 @@ class Cell:
     # (already free of credentials).
     readable: bool = True
     error: typing.Optional[str] = None
+    # True where the source cannot tell cells apart (the compute API):
+    # findings then say ``cell: null``, "not known", rather than a guess.
+    anonymous: bool = False
 
     @property
     def label(self):
-        return self.name or self.uuid
+        return None if self.anonymous else (self.name or self.uuid)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -143,13 +143,12 @@ def deleted_instance(ctx):
     if inst.archived:
         return Verdict(reasons.DELETED_INSTANCE, reasons.DELETE_CONSUMER,
                        _('Instance %(instance)s is deleted and archived '
-                         '(found only in shadow tables of cell %(cell)s).') %
-                       {'instance': inst.uuid, 'cell': ctx.owner.cell.label})
+                         '(found only in shadow tables).') %
+                       {'instance': inst.uuid})
     if inst.deleted:
         return Verdict(reasons.DELETED_INSTANCE, reasons.DELETE_CONSUMER,
-                       _('Instance %(instance)s is deleted in cell '
-                         '%(cell)s.') %
-                       {'instance': inst.uuid, 'cell': ctx.owner.cell.label})
+                       _('Instance %(instance)s is deleted.') %
+                       {'instance': inst.uuid})
     return None
 
 

@@ -17,8 +17,8 @@ for operators who have API credentials but not nova's databases (the
 
 What the API cannot show, and how that stays safe:
 
-- Cells are hidden. Everything nova returns is put in one readable cell
-  labelled ``(unknown)``. A cell that does not respond shows up as
+- Cells are hidden. Everything nova returns is put in one readable,
+  anonymous cell: findings say ``cell: null`` (not known). A cell that does not respond shows up as
   ``UNKNOWN`` compute services (2.69); then one unreadable cell labelled
   ``(down)`` stands for it, servers nova returns as ``UNKNOWN`` are put
   in it, and the engine's ``unverifiable`` rule keeps everything they,
@@ -46,8 +46,10 @@ from nova_orphans.i18n import _
 
 LOG = logging.getLogger(__name__)
 
-API_CELL = model.Cell(uuid='compute-api', name=_('(unknown)'))
+# Labels, not messages: they are data in the JSON output (``cell``).
+API_CELL = model.Cell(uuid='compute-api', name=None, anonymous=True)
 DOWN_CELL_UUID = 'compute-api-down'
+DOWN_CELL_NAME = '(down)'
 UNKNOWN = 'UNKNOWN'
 SOFT_DELETED = 'soft-delete'
 
@@ -65,14 +67,14 @@ def down_cell(hosts=()):
     else:
         error = _('the compute API returned servers of a cell that does '
                   'not respond')
-    return model.Cell(uuid=DOWN_CELL_UUID, name=_('(down)'), readable=False,
-                      error=error)
+    return model.Cell(uuid=DOWN_CELL_UUID, name=DOWN_CELL_NAME,
+                      readable=False, error=error)
 
 
 def instance(server, deleted=False):
     """A model.Instance from a server document (detail view, admin)."""
-    if server.get('status') == UNKNOWN:
-        # A down cell's stand-in: only id, tenant and a few more.
+    if server.get('status') == UNKNOWN and VM_STATE not in server:
+        # A down cell's stand-in: id, tenant and a few more, no states.
         return model.Instance(uuid=server['id'], cell=DOWN_CELL_UUID,
                               project_id=server.get('tenant_id'),
                               user_id=server.get('user_id'))
@@ -145,8 +147,20 @@ class ComputeAPIReader:
             cell = down_cell(down_hosts)
             LOG.warning('Compute API: %s', cell.error)
             snapshot.cells[cell.uuid] = cell
-        for doc in self.client.pages('/os-hypervisors/detail',
-                                     'hypervisors'):
+        try:
+            hypervisors = self.client.pages('/os-hypervisors/detail',
+                                            'hypervisors')
+        except compute.ComputeError as e:
+            if not down_hosts:
+                raise
+            # nova lists hypervisors cell by cell and fails on a down one.
+            raise compute.ComputeError(
+                method='GET', url='/os-hypervisors/detail', reason=_(
+                    '%(error)s (nova cannot list hypervisors while a cell '
+                    'does not respond: %(cell)s)') % {
+                    'error': e.kwargs.get('reason'),
+                    'cell': snapshot.cells[DOWN_CELL_UUID].error})
+        for doc in hypervisors:
             node = compute_node(doc)
             snapshot.compute_nodes[node.uuid] = node
         self._add_servers(snapshot, self.client.pages(

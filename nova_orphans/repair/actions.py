@@ -136,7 +136,7 @@ class Repairer:
     def _attempt(self, consumer, planned, fresh):
         """One read-verify-journal-write round for one consumer."""
         docs = {consumer: documents.normalize(self.reader.consumer(consumer))}
-        partner = self._partner(consumer, planned, fresh)
+        partner = self._partner(consumer, fresh)
         if partner:
             docs[partner] = documents.normalize(self.reader.consumer(partner))
         current = {(f.resource_provider, f.action): f
@@ -176,12 +176,15 @@ class Repairer:
             raise
         return outcomes
 
-    def _partner(self, consumer, planned, fresh):
-        """The instance a migration's allocations go back to, if any."""
-        if any(f.action == reasons.RETURN_TO_INSTANCE for f in planned):
-            mig = fresh.migrations.get(consumer)
-            return mig.instance_uuid if mig else None
-        return None
+    def _partner(self, consumer, fresh):
+        """A migration consumer's instance, if the consumer is one.
+
+        Its allocations decide the migration's verdict (whether the
+        instance holds its own on the source node), and they are where
+        ``return_to_instance`` moves the migration's.
+        """
+        mig = fresh.migrations.get(consumer)
+        return mig.instance_uuid if mig else None
 
     def _reclassify(self, docs, fresh):
         allocations = [
@@ -206,8 +209,11 @@ class Repairer:
                if rp == finding.resource_provider]
         if not now:
             return skipped(_('the allocation is gone'))
+        # Same reason, other action: the action is what changed.
         return skipped(_('no longer %(action)s: now %(reason)s') % {
-            'action': finding.action, 'reason': now[0].reason})
+            'action': finding.action,
+            'reason': now[0].reason if now[0].reason != finding.reason
+            else now[0].action})
 
     def _change(self, consumer, partner, docs, act, fresh):
         """{consumer: allocations after}, or why not (str), or None."""
@@ -269,8 +275,10 @@ def write(client, targets):
     One consumer is a PUT; several are one POST /allocations, so moves
     between consumers are atomic, as nova does them.
     """
-    version = documents.write_version(
-        *(doc['consumer_type'] for doc, _gen in targets.values()))
+    # Never above what the server speaks: below 1.38 documents carry no
+    # type, and the bodies are the same from 1.28 to 1.37.
+    version = min(documents.docs_write_version(
+        [doc for doc, _gen in targets.values()]), client.version)
     bodies = {c: documents.body(doc, gen, version)
               for c, (doc, gen) in targets.items()}
     try:

@@ -15,7 +15,9 @@
 the document; a write must not carry it. Placement at 1.38+ reads an
 untyped consumer as ``unknown`` and refuses ``unknown`` on writes, so a
 write sends the type only when it is a real one, and otherwise uses 1.37,
-which leaves the stored type as it is.
+which leaves the stored type as it is. Only the consumers a write leaves
+holding allocations decide that: an emptied consumer is deleted by
+placement, type and all, so at 1.38 any valid type will do for it.
 """
 
 import copy
@@ -23,6 +25,8 @@ import copy
 UNTYPED_WRITE_VERSION = (1, 37)
 TYPED_WRITE_VERSION = (1, 38)
 UNKNOWN_TYPE = 'unknown'
+# Sent at 1.38+ for an untyped consumer the write empties (and so deletes).
+EMPTIED_TYPE = 'INSTANCE'
 
 
 def normalize(consumer_doc):
@@ -52,11 +56,26 @@ def without_providers(doc, providers):
     return result
 
 
+def _typed(consumer_type):
+    return bool(consumer_type) and consumer_type != UNKNOWN_TYPE
+
+
 def write_version(*consumer_types):
     """The microversion to write consumers of these (stored) types at."""
-    if all(t and t != UNKNOWN_TYPE for t in consumer_types):
+    if all(_typed(t) for t in consumer_types):
         return TYPED_WRITE_VERSION
     return UNTYPED_WRITE_VERSION
+
+
+def docs_write_version(docs):
+    """The microversion to write these documents (as they will be) at.
+
+    Decided by the consumers left holding allocations, so that moving a
+    typed consumer's allocations back keeps its type even when the
+    other consumer of the move, which the write empties, has none.
+    """
+    kept = [d['consumer_type'] for d in docs if d['allocations']]
+    return write_version(*(kept or [d['consumer_type'] for d in docs]))
 
 
 def body(doc, generation, version):
@@ -68,5 +87,11 @@ def body(doc, generation, version):
         'consumer_generation': generation,
     }
     if version >= TYPED_WRITE_VERSION:
-        result['consumer_type'] = doc['consumer_type']
+        consumer_type = doc['consumer_type']
+        if not _typed(consumer_type):
+            if doc['allocations']:
+                raise ValueError('an untyped consumer that keeps '
+                                 'allocations must be written below 1.38')
+            consumer_type = EMPTIED_TYPE
+        result['consumer_type'] = consumer_type
     return result

@@ -49,6 +49,22 @@ def default_path(state_path):
                                                              os.getpid()))
 
 
+def check_path(path):
+    """Refuse, before anything is read or written, a journal that could
+    not be appended to.
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        reason = _('is a directory')
+    elif not os.path.isdir(parent):
+        reason = _('directory %(dir)s does not exist') % {'dir': parent}
+    elif not os.access(path if os.path.exists(path) else parent, os.W_OK):
+        reason = _('not writable')
+    else:
+        return
+    raise exception.JournalError(path=path, reason=reason)
+
+
 class Journal:
     """Append-only; safe to share between repair threads."""
 
@@ -100,6 +116,9 @@ def read(path):
     """All entries of a journal, oldest first; refuses a damaged file.
 
     An entry placement refused has ``applied`` False (and ``reason``).
+    A last line cut short (the tool died while writing it) is ignored:
+    its change was never sent, since a change only follows a whole,
+    fsync'd line.
     """
     try:
         with open(path, encoding='utf-8') as f:
@@ -126,6 +145,9 @@ def read(path):
             if not isinstance(entry.get('consumers'), dict):
                 raise ValueError('not a nova-orphans journal entry')
         except ValueError as e:
+            if entries and number == len(lines) and not line.endswith(
+                    '\n'):
+                break
             raise exception.JournalError(
                 path=path, reason=_('line %(line)d: %(error)s') %
                 {'line': number, 'error': e})

@@ -132,7 +132,8 @@ class RepairTestCase(base.FunctionalTestCase):
 
     def failed_migration(self, consumer_type=None):
         """A cold migration that failed: the instance is back on host1 and
-        its allocation is still held by the migration consumer."""
+        its allocation is still held by the migration consumer.
+        """
         vm = self.nova.add_instance('cell1', host='host1', node='host1')
         mig = self.nova.add_migration(
             'cell1', vm, migration_type='migration', status='error',
@@ -152,7 +153,8 @@ class ActionsTestCase(RepairTestCase):
 
     def test_delete_consumer_of_instance_forced_to_deleted(self):
         """Seed 003: an empty-allocations PUT with the consumer generation,
-        never a blind DELETE; the live neighbour is untouched."""
+        never a blind DELETE; the live neighbour is untouched.
+        """
         vm = self.gone('host1', self.host1)
         live = self.boot('host1', self.host1)
         rc, rows = self.clean()
@@ -174,7 +176,8 @@ class ActionsTestCase(RepairTestCase):
 
     def test_delete_consumer_of_archived_instance_keeps_its_type(self):
         """An archived instance's typed consumer is emptied at 1.38 with
-        its own type: the type placement knows is never lost or faked."""
+        its own type: the type placement knows is never lost or faked.
+        """
         vm = self.nova.add_instance('cell1', host='host1', node='host1')
         self.allocate(vm, self.host1, consumer_type='INSTANCE')
         self.nova.force_delete_instance('cell1', vm)
@@ -220,7 +223,8 @@ class ActionsTestCase(RepairTestCase):
     def test_remove_provider_of_evacuated_source_with_child(self):
         """Seed 000: the whole source tree (root and bandwidth child) goes,
         the live destination allocation stays, written with the
-        generation just read."""
+        generation just read.
+        """
         vm, bw = self.evacuated()
         rc, rows = self.clean()
         self.assertEqual(4, rc)
@@ -236,7 +240,8 @@ class ActionsTestCase(RepairTestCase):
 
     def test_remove_provider_stale_target_keeps_consumer_type(self):
         """Seed 001: a failed cold migration left the target allocation.
-        A typed consumer is written back with its type."""
+        A typed consumer is written back with its type.
+        """
         vm = self.nova.add_instance('cell1', host='host1', node='host1',
                                     vm_state='stopped')
         self.allocate(vm, self.host1, self.host2, consumer_type='INSTANCE')
@@ -259,7 +264,8 @@ class ActionsTestCase(RepairTestCase):
 
     def test_return_to_instance_in_one_post(self):
         """The migration's allocations move to the instance atomically:
-        one POST /allocations, no PUT, no DELETE."""
+        one POST /allocations, no PUT, no DELETE.
+        """
         vm, mig = self.failed_migration()
         rc, rows = self.clean()
         self.assertEqual(4, rc)
@@ -279,6 +285,35 @@ class ActionsTestCase(RepairTestCase):
                               'project_id': base.PROJECT,
                               'user_id': base.USER}}, post.body)
         self.assertEqual((0, []), self.clean())
+
+    def test_placement_older_than_consumer_types(self):
+        """A placement that speaks only up to 1.36 (Wallaby) gets every
+        write at 1.36, the newest it knows."""
+        def wallaby(doc):
+            for version in doc['versions']:
+                version['max_version'] = '1.36'
+            return doc
+        self.proxy.inject('GET', '/', rewrite=wallaby)
+        vm, bw = self.evacuated()
+        gone, mig = self.failed_migration()
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertEqual({'done'}, {r['outcome'] for r in rows})
+        self.assertEqual({vm: held({self.host2: FLAVOR}, generation=2),
+                          gone: held({self.host1: FLAVOR})},
+                         self.placement.dump_state())
+        self.assertEqual({'placement 1.36'},
+                         {r.version for r in self.proxy.requests()
+                          if r.method in WRITES})
+
+    def test_reason_filter_limits_what_is_repaired(self):
+        vm = self.gone('host1', self.host1)
+        stranger = self.stranger(self.host2)
+        rc, rows = self.clean('--reason', 'unknown_consumer')
+        self.assertEqual(4, rc)
+        self.assertEqual([(stranger, 'done')],
+                         [(r['consumer'], r['outcome']) for r in rows])
+        self.assertEqual([vm], list(self.placement.dump_state()))
 
     def test_shelved_offloaded(self):
         vm = self.nova.add_instance('cell1', vm_state='shelved_offloaded')
@@ -309,7 +344,8 @@ class ActionsTestCase(RepairTestCase):
 
 class HealTestCase(RepairTestCase):
     """``--heal`` creates allocations from the flavor; nested needs are
-    left to nova-manage placement heal_allocations."""
+    left to nova-manage placement heal_allocations.
+    """
 
     FLAVOR = {'vcpus': 2, 'memory_mb': 1024, 'root_gb': 10,
               'ephemeral_gb': 2, 'swap': 1024}
@@ -333,10 +369,21 @@ class HealTestCase(RepairTestCase):
             instance_uuid=bfv, boot_index=0, source_type='volume',
             destination_type='volume', volume_id=str(uuidlib.uuid4()),
             uuid=str(uuidlib.uuid4()), deleted=0))
+        host3 = self.add_node('host3', inventory={
+            'PCPU': 8, 'MEMORY_MB': 8192, 'DISK_GB': 100,
+            'CUSTOM_GOLD': 1})
+        pinned = self.nova.add_instance(
+            'cell1', host='host3', node='host3', flavor=dict(
+                self.FLAVOR, extra_specs={'hw:cpu_policy': 'dedicated',
+                                          'resources:CUSTOM_GOLD': '1'}))
+        self.set_instance(pinned, image_ref=str(uuidlib.uuid4()))
         rc, rows = self.clean('--heal')
         self.assertEqual(4, rc)
         self.assertRows([self.heal_row(image, 'done'),
-                         self.heal_row(bfv, 'done')], rows)
+                         self.heal_row(bfv, 'done'),
+                         self.done(self.row(
+                             pinned, host3, 'missing_allocations', 'heal',
+                             host='host3', resources={}))], rows)
         # DISK_GB: root 10 + ephemeral 2 + 1 GiB swap; no root when the
         # root disk is a volume.
         self.assertEqual({
@@ -344,6 +391,8 @@ class HealTestCase(RepairTestCase):
                                       'DISK_GB': 13}}),
             bfv: held({self.host2: {'VCPU': 2, 'MEMORY_MB': 1024,
                                     'DISK_GB': 3}}),
+            pinned: held({host3: {'PCPU': 2, 'MEMORY_MB': 1024,
+                                  'DISK_GB': 13, 'CUSTOM_GOLD': 1}}),
         }, self.placement.dump_state())
         put = self.proxy.requests('PUT', '/allocations/' + image)[0]
         self.assertIsNone(put.body['consumer_generation'])
@@ -358,8 +407,29 @@ class HealTestCase(RepairTestCase):
         self.assertEqual({}, self.placement.dump_state())
         self.assertEqual([], self.writes())
 
+    def test_heal_never_overwrites_allocations_written_meanwhile(self):
+        """nova heals the instance itself between the tool's read and its
+        write: the tool's create-only PUT (generation null) gets a 409,
+        the re-evaluation finds the instance healthy, nova's allocation
+        stays.
+        """
+        vm = self.instance()
+        self.proxy.inject('PUT', '/allocations/' + vm,
+                          before=lambda: self.allocate(vm, self.host2))
+        rc, rows = self.clean('--heal')
+        self.assertEqual(3, rc)
+        self.assertRows([self.heal_row(
+            vm, 'skipped: no longer heal: now active_instance')], rows)
+        self.assertEqual({vm: held({self.host2: FLAVOR})},
+                         self.placement.dump_state())
+        self.assertEqual([409], [p.result for p in
+                                 self.proxy.requests('PUT')])
+
     def test_nested_needs_are_skipped(self):
-        vgpu = self.instance(extra_specs={'resources:VGPU': '1'})
+        nested = [self.instance(extra_specs={spec: value}) for spec, value in (
+            ('resources:VGPU', '1'), ('resources1:VGPU', '1'),
+            ('accel:device_profile', 'fpga'),
+            ('pci_passthrough:alias', 'a1:1'))]
         port = self.instance()
         caches = self.nova.table('cell1', 'instance_info_caches')
         self.nova.execute('cell1', caches.insert().values(
@@ -368,8 +438,8 @@ class HealTestCase(RepairTestCase):
                 'profile': {'allocation': self.host2}}])))
         rc, rows = self.clean('--heal')
         self.assertEqual(3, rc)
-        self.assertRows([self.heal_row(vgpu, NESTED),
-                         self.heal_row(port, NESTED)], rows)
+        self.assertRows([self.heal_row(vm, NESTED)
+                         for vm in nested + [port]], rows)
         self.assertEqual({}, self.placement.dump_state())
         self.assertEqual([], self.writes())
 
@@ -399,7 +469,8 @@ class SafetyTestCase(RepairTestCase):
 
     def test_max_count_bounds_the_consumers_changed(self):
         """Two rows of one consumer are one change; the rest is left for
-        the next run."""
+        the next run.
+        """
         vm = self.gone('host1', self.host1)
         evac, bw = self.evacuated()
         later = self.gone('host2', self.host2)
@@ -424,7 +495,8 @@ class SafetyTestCase(RepairTestCase):
     def test_finding_that_no_longer_holds_is_skipped(self):
         """nova changes between the audit and the write (the instance is
         unshelved onto host1): the allocation is live again and kept;
-        the run goes on with the other consumers."""
+        the run goes on with the other consumers.
+        """
         shelved = self.nova.add_instance('cell1',
                                          vm_state='shelved_offloaded')
         self.allocate(shelved, self.host1)
@@ -466,7 +538,8 @@ class SafetyTestCase(RepairTestCase):
     def test_concurrent_write_is_reevaluated_and_preserved(self):
         """nova writes the consumer between the tool's read and its write:
         placement answers 409, the tool reads again, still finds the
-        evacuated source and removes only that, keeping nova's change."""
+        evacuated source and removes only that, keeping nova's change.
+        """
         vm, bw = self.evacuated()
         self.proxy.inject('PUT', '/allocations/' + vm, before=lambda:
                           self.allocate(vm, {self.host1: FLAVOR, bw: BW,
@@ -484,7 +557,8 @@ class SafetyTestCase(RepairTestCase):
     def test_concurrent_claim_turns_orphan_into_live_allocation(self):
         """The unknown consumer is claimed by a build while the tool is
         about to empty it: after the 409 it is re-evaluated as building
-        and left alone."""
+        and left alone.
+        """
         stranger = self.stranger(self.host2)
 
         def claim():
@@ -501,9 +575,36 @@ class SafetyTestCase(RepairTestCase):
                                          generation=2)},
                          self.placement.dump_state())
 
+    def test_return_to_instance_meets_nova_writing_the_instance(self):
+        """nova gives the instance its own allocation while the tool is
+        about to move the migration's to it: the POST, which says the
+        instance must have no consumer yet, gets a 409 and nothing is
+        doubled; re-evaluated, the migration's allocation is now merely
+        left over, for the next run to delete.
+        """
+        vm, mig = self.failed_migration()
+        self.proxy.inject('POST', '/allocations',
+                          before=lambda: self.allocate(vm, self.host1))
+        rc, rows = self.clean()
+        self.assertEqual(3, rc)
+        self.assertEqual(['skipped: no longer return_to_instance: now '
+                          'delete_consumer'],
+                         [r['outcome'] for r in rows])
+        self.assertEqual({vm: held({self.host1: FLAVOR}),
+                          mig: held({self.host1: FLAVOR})},
+                         self.placement.dump_state())
+        self.assertEqual([409], [p.result for p in
+                                 self.proxy.requests('POST')])
+        rc, rows = self.clean()
+        self.assertEqual((4, ['delete_consumer']),
+                         (rc, [r['action'] for r in rows]), rows)
+        self.assertEqual({vm: held({self.host1: FLAVOR})},
+                         self.placement.dump_state())
+
     def test_consumer_changing_twice_is_skipped(self):
         """A consumer that keeps changing is re-evaluated once, then left
-        for the next run; nothing is overwritten."""
+        for the next run; nothing is overwritten.
+        """
         vm, bw = self.evacuated()
         sizes = iter([BIGGER, FLAVOR])
         self.proxy.inject('PUT', '/allocations/' + vm, count=2,
@@ -553,7 +654,8 @@ class DownCellTestCase(RepairTestCase):
     def test_cell_lost_after_the_audit_is_never_written(self):
         """The cell holding the consumer becomes unreadable between the
         audit and the re-verification: the consumer is unverifiable now
-        and is not written."""
+        and is not written.
+        """
         vm = self.gone('host1', self.host1)
         path = self.nova.cell_urls['cell1'][len('sqlite:///'):]
 
@@ -574,7 +676,8 @@ class DownCellTestCase(RepairTestCase):
 
 class FaultsTestCase(RepairTestCase):
     """Placement failing mid-run: the consumer hit is reported failed,
-    the others are done, a second run finishes, restore undoes it all."""
+    the others are done, a second run finishes, restore undoes it all.
+    """
 
     def setUp(self):
         super().setUp()
@@ -649,7 +752,8 @@ class FaultsTestCase(RepairTestCase):
     def test_answer_lost_after_the_write(self):
         """The write reached placement but its answer never came back:
         reported failed, nothing lost (the journal has it), and the next
-        run has nothing left to do."""
+        run has nothing left to do.
+        """
         self.proxy.inject('PUT', '/allocations/' + self.vm, drop='after')
         rc, rows = self.clean()
         self.assertEqual(1, rc)
@@ -663,7 +767,8 @@ class FaultsTestCase(RepairTestCase):
 
     def test_timeout_while_the_write_is_on_its_way(self):
         """The tool gives up after [placement] timeout; the write lands
-        later. Same as a lost answer: failed, then nothing to do."""
+        later. Same as a lost answer: failed, then nothing to do.
+        """
         conf = self.proxied_conf(timeout=1, name='impatient.conf')
         self.proxy.inject('PUT', '/allocations/' + self.vm, delay=2)
         rc, rows = self.clean(conf_file=conf)
@@ -678,7 +783,8 @@ class FaultsTestCase(RepairTestCase):
 
     def test_server_error_on_the_fresh_read(self):
         """The re-verification read fails: nothing journaled, nothing
-        written for that consumer."""
+        written for that consumer.
+        """
         self.proxy.inject('GET', '/allocations/' + self.vm, skip=1,
                           status=503)
         rc, rows = self.clean()
@@ -697,7 +803,8 @@ class JournalTestCase(RepairTestCase):
 
     def test_entry_is_on_disk_before_the_write(self):
         """Read the journal from inside placement's request handling:
-        the full before and after documents are already there."""
+        the full before and after documents are already there.
+        """
         vm, bw = self.evacuated()
         seen = []
         self.proxy.inject('PUT', '/allocations/' + vm,
@@ -738,7 +845,8 @@ class JournalTestCase(RepairTestCase):
 
 class MailingListTestCase(RepairTestCase):
     """Seed 002: a compute node provider cannot be deleted while evacuated
-    instances' allocations remain on it; clean --host clears the way."""
+    instances' allocations remain on it; clean --host clears the way.
+    """
 
     def test_provider_deletable_after_clean_host(self):
         vm, bw = self.evacuated()
@@ -749,14 +857,14 @@ class MailingListTestCase(RepairTestCase):
                                 source_node='host1', dest_compute='host2',
                                 dest_node='host2')
         self.assertEqual(409, self.placement.delete_provider(bw).status_code)
-        self.assertEqual(409,
-                         self.placement.delete_provider(self.host1).status_code)
+        self.assertEqual(
+            409, self.placement.delete_provider(self.host1).status_code)
         rc, rows = self.clean('--host', 'host1')
         self.assertEqual(4, rc)
         self.assertEqual({'done'}, {r['outcome'] for r in rows})
         self.assertEqual(204, self.placement.delete_provider(bw).status_code)
-        self.assertEqual(204,
-                         self.placement.delete_provider(self.host1).status_code)
+        self.assertEqual(
+            204, self.placement.delete_provider(self.host1).status_code)
         self.assertEqual({vm: held({self.host2: FLAVOR}, generation=2),
                           vm2: held({self.host2: FLAVOR}, generation=2)},
                          self.placement.dump_state())
@@ -780,6 +888,15 @@ class BadInputTestCase(RepairTestCase):
                             ('-1', '--max-count must be at least 1'),
                             ('x', "invalid int value: 'x'")):
             self.assert_invalid(['clean', '--max-count', value], text)
+
+    def test_clean_needs_a_writable_journal(self):
+        self.gone('host1', self.host1)
+        for path, text in (
+                (os.path.join(self.tmp, 'no-dir', 'j.jsonl'),
+                 'does not exist'),
+                (self.tmp, 'is a directory')):
+            self.assert_invalid(['clean', '--journal', path], text)
+        self.assertEqual([], self.proxy.requests())
 
     def test_restore_needs_a_readable_journal(self):
         self.gone('host1', self.host1)

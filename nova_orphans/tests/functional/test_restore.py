@@ -41,12 +41,12 @@ class RestoreTestCase(test_clean.RepairTestCase):
     def test_clean_then_restore_is_identical(self):
         """Every action, typed and untyped consumers, in one run."""
         host3 = self.add_node('host3')
-        gone = self.gone('host1', self.host1)
+        self.gone('host1', self.host1)
         typed_gone = self.nova.add_instance('cell1', host='host2',
                                             node='host2')
         self.allocate(typed_gone, self.host2, consumer_type='INSTANCE')
         self.nova.force_delete_instance('cell1', typed_gone)
-        stranger = self.stranger(self.host2)
+        self.stranger(self.host2)
         evac, bw = self.evacuated()
         stale = self.nova.add_instance('cell1', host='host3', node='host3')
         self.allocate(stale, self.host2, host3, consumer_type='INSTANCE')
@@ -99,7 +99,8 @@ class RestoreTestCase(test_clean.RepairTestCase):
 
     def test_restore_replays_newest_first(self):
         """Two runs changed the same consumer: only undoing the second
-        change first gets back to the start."""
+        change first gets back to the start.
+        """
         host3 = self.add_node('host3')
         vm = self.nova.add_instance('cell1', host='host3', node='host3')
         self.allocate(vm, self.host1, self.host2, host3)
@@ -124,7 +125,8 @@ class RestoreTestCase(test_clean.RepairTestCase):
     def test_restore_refuses_consumers_changed_since(self):
         """nova resized the instance, and someone allocated for the
         emptied consumer again: both are refused and left as they are,
-        the rest is restored."""
+        the rest is restored.
+        """
         vm, bw = self.evacuated()
         stranger = self.stranger(self.host2)
         gone = self.gone('host1', self.host1)
@@ -178,7 +180,8 @@ class RestoreTestCase(test_clean.RepairTestCase):
     def test_write_refused_by_a_conflict_is_never_undone(self):
         """The clean met a concurrent write (409) and succeeded on its
         second try; the journal marks the first try as never applied,
-        so restore undoes only the second, back to nova's change."""
+        so restore undoes only the second, back to nova's change.
+        """
         vm, bw = self.evacuated()
         self.proxy.inject('PUT', '/allocations/' + vm, before=lambda:
                           self.allocate(vm, {self.host1: FLAVOR, bw: BW,
@@ -205,7 +208,8 @@ class RestoreTestCase(test_clean.RepairTestCase):
     def test_concurrent_write_during_restore_is_kept(self):
         """nova writes the consumer while restore is about to: placement
         refuses the restore's write (409) and nova's change stays; the
-        next restore refuses the changed consumer."""
+        next restore refuses the changed consumer.
+        """
         vm, bw = self.evacuated()
         self.assertEqual(4, self.clean()[0])
         self.proxy.inject('PUT', '/allocations/' + vm, before=lambda:
@@ -227,7 +231,8 @@ class RestoreTestCase(test_clean.RepairTestCase):
 
     def test_placement_failure_during_restore(self):
         """A failed write is reported, the rest restored; running restore
-        again finishes the job."""
+        again finishes the job.
+        """
         gone = self.gone('host1', self.host1)
         stranger = self.stranger(self.host2)
         before = self.placement.dump_state()
@@ -248,6 +253,22 @@ class RestoreTestCase(test_clean.RepairTestCase):
             (gone, self.host1, 'done'),
             (stranger, self.host2, 'skipped: already as before')]),
             sorted(self.outcomes(rows)))
+        self.assertEqual(before, self.placement.dump_state())
+
+    def test_last_line_cut_short_is_ignored(self):
+        """The tool died while writing an entry: that change was never
+        sent (it only follows a whole line), the rest can be undone.
+        """
+        gone = self.gone('host1', self.host1)
+        before = self.placement.dump_state()
+        self.assertEqual(4, self.clean()[0])
+        with open(self.journal) as f:
+            whole = f.read()
+        with open(self.journal, 'a') as f:
+            f.write(whole[:len(whole) // 2])
+        rc, rows = self.restore()
+        self.assertEqual((4, [(gone, self.host1, 'done')]),
+                         (rc, self.outcomes(rows)))
         self.assertEqual(before, self.placement.dump_state())
 
     def test_table_output(self):

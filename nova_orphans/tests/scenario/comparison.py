@@ -44,15 +44,29 @@ Scenario = collections.namedtuple(
 _REGISTRY = {}
 
 
-def scenario(key):
-    """Mark a test method as the one that backs SCENARIOS[key]."""
+def scenario(*keys):
+    """Mark a test method as the one that backs SCENARIOS[key] (each key).
+
+    A test backing several keys runs one cycle per key, naming it.
+    """
     def decorator(func):
-        func.scenario_key = key
+        func.scenario_keys = keys
         return func
     return decorator
 
 
-def judge_delete(before, after_clean, after_audit, label, labels):
+def scenario_of(test, key=None):
+    """The SCENARIOS key a running test checks now (see ``scenario``)."""
+    keys = getattr(getattr(test, test._testMethodName), 'scenario_keys', ())
+    if key is None and len(keys) == 1:
+        key = keys[0]
+    if key not in keys or key not in SCENARIOS:
+        test.fail('%s: decorate it with @comparison.scenario(KEY, ...), '
+                  'KEY in comparison.SCENARIOS; %r is not' % (test.id(), key))
+    return key
+
+
+def judge_delete(before, after_clean, after_audit, label):
     """Compare audit --delete's result with clean's; see AuditDelete."""
     def pairs(state):
         return {(c, rp): res for c, d in state.items()
@@ -73,12 +87,9 @@ def judge_delete(before, after_clean, after_audit, label, labels):
     return AuditDelete(tuple(removed), tuple(problems))
 
 
-def check(test, key, observed):
-    """Fail ``test`` unless ``observed`` is what SCENARIOS[key] says."""
-    declared = SCENARIOS[key]
-    method = getattr(test, test._testMethodName)
-    test.assertEqual(key, getattr(method, 'scenario_key', None),
-                     'decorate the test with @comparison.scenario(%r)' % key)
+def check(test, observed, key=None):
+    """Fail ``test`` unless ``observed`` is what its scenario declares."""
+    declared = SCENARIOS[scenario_of(test, key)]
     test.assertEqual(
         Observed(declared.ours, declared.audit_rc, declared.audit_flags,
                  declared.audit_unknown_nodes, declared.audit_delete),
@@ -94,8 +105,58 @@ def S(title, test, ours, audit_rc=0, audit_flags=(), audit_unknown_nodes=(),
                                 tuple(audit_problems)))
 
 
-# Filled in scenario by scenario, in the order of the document.
 SCENARIOS = collections.OrderedDict()
+SCENARIOS['evacuated'] = S(
+    'Evacuated from a forced-down, fenced host that never comes back '
+    '(admin guide)',
+    'test_evacuate.EvacuateFromDownHostTest.test_cycle',
+    ours=[('vm1@host1', 'evacuated_source', 'remove_provider'),
+          ('vm1@host2', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
+SCENARIOS['evacuated_nested'] = S(
+    'The same, the server also using a child provider of the source node '
+    '(nested, custom resource class)',
+    'test_evacuate.EvacuateWithNestedProviderTest.test_cycle',
+    ours=[('vm1@host1', 'evacuated_source', 'remove_provider'),
+          ('vm1@host1-child', 'evacuated_source', 'remove_provider'),
+          ('vm1@host2', 'active_instance', 'none'),
+          ('vm1@host2-child', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'],
+    audit_problems=['leaves the orphan vm1@host1-child'])
+SCENARIOS['cold_migration_failed'] = S(
+    'A cold migration fails, its clean-up too: the instance is back on the '
+    'source, the target stays allocated (runbook, seed 001)',
+    'test_migrations.MigrationTest.test_cold_migration_failed',
+    ours=[('migration@host1', 'finished_migration', 'return_to_instance'),
+          ('vm1@host2', 'stale_provider', 'remove_provider')],
+    audit_rc=3, audit_flags=['migration@host1', 'vm1@host2'],
+    audit_removes=['migration@host1', 'vm1@host2'],
+    audit_problems=['does not give vm1@host1 back'])
+SCENARIOS['live_migration_failed'] = S(
+    'A live migration fails and its rollback cannot move the allocations '
+    'back',
+    'test_migrations.MigrationTest.test_live_migration_failed',
+    ours=[('migration@host1', 'finished_migration', 'return_to_instance'),
+          ('vm1@host2', 'stale_provider', 'remove_provider')],
+    audit_rc=3, audit_flags=['migration@host1', 'vm1@host2'],
+    audit_removes=['migration@host1', 'vm1@host2'],
+    audit_problems=['does not give vm1@host1 back'])
+SCENARIOS['resize_confirm_leak'] = S(
+    'A resize is confirmed but the source is not freed (migration '
+    'confirmed, its consumer keeps the old flavor)',
+    'test_migrations.MigrationTest.test_resize_confirm_leak',
+    ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
+          ('vm1@host2', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['migration@host1'],
+    audit_removes=['migration@host1'])
+SCENARIOS['resize_failed_on_dest'] = S(
+    'A resize errors on the destination and the source is not freed '
+    '(migration error, server ERROR on the destination)',
+    'test_migrations.MigrationTest.test_resize_failed_on_destination',
+    ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
+          ('vm1@host2', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['migration@host1'],
+    audit_removes=['migration@host1'])
 
 
 # -- rendering ---------------------------------------------------------------

@@ -36,7 +36,6 @@ the document against the declarations. So every claim in the document
 fails a test when it stops being true.
 """
 
-import collections
 import json
 import os
 import re
@@ -65,6 +64,7 @@ class CycleTestCase(base.ScenarioTestCase):
     def setUp(self):
         super().setUp()
         self.labels = {}
+        self._providers = {}
 
     # -- placement state ----------------------------------------------------
 
@@ -108,15 +108,17 @@ class CycleTestCase(base.ScenarioTestCase):
 
     # -- expected rows --------------------------------------------------------
 
-    def row(self, consumer, rp, reason, action, resources,
-            consumer_type='instance', instance=None, host=None,
-            cell='cell1', project_id=None, user_id=None):
+    def row(self, consumer, rp, host, reason, action, resources,
+            consumer_type='instance', instance=None, cell='cell1',
+            project_id=None, user_id=None):
         """One expected JSON row (without ``details``).
 
         Provider name and root come from placement; the owner, unless
         given, is the harness's (every server and migration here belongs
         to the same project and user).
         """
+        if rp not in self._providers:
+            self._providers = self.providers()
         provider = self._providers[rp]
         return {
             'consumer': consumer, 'consumer_type': consumer_type,
@@ -159,81 +161,101 @@ class CycleTestCase(base.ScenarioTestCase):
                 unknown.add(m.group(1))
         return flagged, unknown
 
+    def run_nova_audit(self, verbose=True, delete=False, provider_uuid=None):
+        """nova-manage placement audit, as a fresh nova-manage process runs.
+
+        nova caches the cell list per process (``nova.context.CELLS``);
+        a real ``nova-manage`` starts with an empty cache and so reads
+        ``cell_mappings`` as they are now (e.g. a cell made unreachable
+        by the test).
+        """
+        with fixtures.MonkeyPatch('nova.context.CELLS', []), \
+                fixtures.MonkeyPatch('nova.context.CELL_CACHE', {}):
+            return super().run_nova_audit(verbose, delete, provider_uuid)
+
     # -- the cycle ------------------------------------------------------------
 
-    def run_cycle(self, key, expected, clean_args=(), audit_delete=True):
+    def run_cycle(self, expected, clean_args=(), while_clean=None,
+                  reset=False, key=None):
         """Check one scenario end to end; see the module docstring.
 
-        ``expected`` is the exact list of rows of ``list --all``. Returns
-        the state before (for scenario-specific follow-ups).
+        ``expected`` is the exact list of rows of ``list --all``
+        (``row()``). ``clean_args`` narrow ``clean``
+        (e.g. ``--host``); ``while_clean()`` runs while the orphans are
+        cleaned. ``reset`` puts the state back (``restore`` again) after
+        ``audit --delete``, for tests that go on from the same state.
+        ``key`` names the scenario when the test backs several.
+        Returns {'before': state, 'cleaned': state after clean}.
         """
+        comparison.scenario_of(self, key)
         self._providers = self.providers()
         names = {rp: p['name'] for rp, p in self._providers.items()}
-        expected = [self.row(*r) if isinstance(r, tuple) else r
-                    for r in expected]
+
+        def label(consumer, rp):
+            return '%s@%s' % (self.labels[consumer], names.get(rp, rp))
 
         before = self.placement_state()
-        # Every allocation placement has is one row, and vice versa.
+        # Every allocation in placement is one row, and vice versa.
         self.assertEqual(
             sorted((c, rp) for c, d in before.items()
                    for rp in d['allocations']),
             sorted((r['consumer'], r['resource_provider'])
                    for r in expected if r['resources']))
 
-        rows = self.list_allocations('--all')
-        self.assertRows(expected, rows)
+        self.assertRows(expected, self.list_allocations('--all'))
         orphans = [r for r in expected if r['action'] != 'none']
         self.assertRows(orphans, self.list_allocations())
 
-        rc, out = self.run_nova_audit(verbose=True)
+        audit_rc, out = self.run_nova_audit(verbose=True)
         flagged, unknown = self.audit_flags(out)
-        self.assertEqual(3 if flagged else 0, rc, out)
+        self.assertEqual(3 if flagged else 0, audit_rc, out)
 
-        # clean, then restore.
+        # clean: exactly the orphans change.
         journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
                                'journal.jsonl')
         rc, out = self.run_manage('allocations', 'clean', '--journal',
                                   journal, '--format', 'json', *clean_args)
-        cleaned = json.loads(out)
-        self.assertEqual(4 if orphans else 0, rc,
-                         out + self.manage_stderr)
+        self.assertEqual(4 if orphans else 0, rc, out + self.manage_stderr)
         self.assertEqual(
             sorted((r['consumer'], r['resource_provider'], 'done')
                    for r in orphans),
             sorted((r['consumer'], r['resource_provider'], r['outcome'])
-                   for r in cleaned))
+                   for r in json.loads(out)))
         after_clean = self.placement_state()
         self.assertEqual(self.repaired(before, orphans), after_clean)
         self.assertEqual([], self.list_allocations(*clean_args))
+        if while_clean is not None:
+            while_clean()
+
+        # restore: exactly as before.
         if orphans:
-            rc, out = self.run_manage('allocations', 'restore', '--journal',
-                                      journal, '--format', 'json')
-            self.assertEqual(4, rc, out + self.manage_stderr)
+            self.restore(journal)
             self.assertEqual(before, self.placement_state())
         else:
             self.assertFalse(os.path.exists(journal))
-            self.assertEqual(before, after_clean)
 
-        observed = comparison.Observed(
-            ours=tuple(sorted(
-                (self.alloc_label(r['consumer'], r['resource_provider'],
-                                  names), r['reason'], r['action'])
-                for r in expected)),
-            audit_rc=3 if flagged else 0,
-            audit_flags=tuple(sorted(
-                self.alloc_label(c, rp, names) for c, rp in flagged)),
-            audit_unknown_nodes=tuple(sorted(names[u] for u in unknown)))
-        if audit_delete:
-            rc, out = self.run_nova_audit(delete=True)
-            self.assertEqual(4 if flagged else 0, rc, out)
-            after_audit = self.placement_state()
-            observed = observed._replace(
-                audit_delete=comparison.judge_delete(
-                    before, after_clean, after_audit,
-                    lambda c, rp: self.alloc_label(c, rp, names),
-                    self.labels))
-        comparison.check(self, key, observed)
-        return before
+        # nova's audit --delete in the same state.
+        rc, out = self.run_nova_audit(delete=True)
+        self.assertEqual(4 if flagged else 0, rc, out)
+        verdict = comparison.judge_delete(
+            before, after_clean, self.placement_state(), label)
+        comparison.check(self, comparison.Observed(
+            ours=tuple(sorted((label(r['consumer'], r['resource_provider']),
+                               r['reason'], r['action']) for r in expected)),
+            audit_rc=audit_rc,
+            audit_flags=tuple(sorted(label(c, rp) for c, rp in flagged)),
+            audit_unknown_nodes=tuple(sorted(names[u] for u in unknown)),
+            audit_delete=verdict), key)
+        if reset:
+            self.restore(journal)
+            self.assertEqual(before, self.placement_state())
+        return {'before': before, 'cleaned': after_clean}
+
+    def restore(self, journal):
+        rc, out = self.run_manage('allocations', 'restore', '--journal',
+                                  journal, '--format', 'json')
+        self.assertEqual(4, rc, out + self.manage_stderr)
+        return json.loads(out)
 
     @staticmethod
     def repaired(before, orphans):
@@ -253,7 +275,71 @@ class CycleTestCase(base.ScenarioTestCase):
                     merged[rc] = merged.get(rc, 0) + amount
         return {c: d for c, d in state.items() if d['allocations']}
 
+    # -- placement writes (as other services do them) -------------------------
+
+    def _ok(self, response, *statuses):
+        self.assertIn(response.status, statuses or (200, 201, 204),
+                      response.body)
+        return response.body
+
+    def post_provider(self, name, parent=None, uuid=None):
+        body = {'name': name}
+        if parent:
+            body['parent_provider_uuid'] = parent
+        if uuid:
+            body['uuid'] = uuid
+        return self._ok(self.placement.post('/resource_providers', body=body,
+                                            version='1.20'))
+
+    def put_inventory(self, rp_uuid, totals, traits=(), aggregates=()):
+        """Set {rc: total} (and traits, aggregates) on a provider."""
+        rp = self._ok(self.placement.get('/resource_providers/%s' % rp_uuid,
+                                         version='1.20'))
+        rp = self._ok(self.placement.put(
+            '/resource_providers/%s/inventories' % rp_uuid, version='1.20',
+            body={'resource_provider_generation': rp['generation'],
+                  'inventories': {rc: {'total': total, 'max_unit': total}
+                                  for rc, total in totals.items()}}))
+        generation = rp['resource_provider_generation']
+        if traits:
+            for trait in traits:
+                if trait.startswith('CUSTOM_'):
+                    self._create_trait(trait)
+            generation = self._ok(self.placement.put(
+                '/resource_providers/%s/traits' % rp_uuid, version='1.6',
+                body={'resource_provider_generation': generation,
+                      'traits': list(traits)}))['resource_provider_generation']
+        if aggregates:
+            self._ok(self.placement.put(
+                '/resource_providers/%s/aggregates' % rp_uuid, version='1.19',
+                body={'resource_provider_generation': generation,
+                      'aggregates': list(aggregates)}))
+
+    def put_allocations(self, consumer, allocations, project_id, user_id):
+        """Write {rp: {rc: amount}} for a new consumer, as a service does."""
+        self._ok(self.placement.put(
+            '/allocations/%s' % consumer, version='1.28', body={
+                'allocations': {rp: {'resources': res}
+                                for rp, res in allocations.items()},
+                'project_id': project_id, 'user_id': user_id,
+                'consumer_generation': None}), 204)
+
     # -- nova-side helpers ----------------------------------------------------
+
+    def boot(self, name, host=None, flavor=None, wait='ACTIVE',
+             networks='none'):
+        """Create a server (on ``host`` if given) and label it ``name``.
+
+        ``wait=None`` returns as soon as the API accepted it.
+        """
+        body = self._build_server(
+            name=name, flavor_id=(flavor or self.flavor)['id'],
+            networks=networks, host=host)
+        server = self.api.post_server({'server': body})
+        self.label(server['id'], name)
+        if wait:
+            server = self._wait_for_state_change(server, wait)
+        return server
 
     def cell_db(self, cell='cell1'):
         """A short-lived engine on a cell database (closed at cleanup)."""
@@ -286,5 +372,3 @@ class CycleTestCase(base.ScenarioTestCase):
 def allocations_of(state, consumer):
     return state.get(consumer, {}).get('allocations', {})
 
-
-__all__ = ['CycleTestCase', 'allocations_of', 'collections']

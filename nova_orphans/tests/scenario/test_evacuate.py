@@ -17,14 +17,18 @@ allocation is orphaned: the fix is to remove the source provider from the
 consumer's allocations and keep the destination's.
 """
 
-from nova_orphans.tests.scenario import base
+from nova_orphans.tests.scenario import comparison
+from nova_orphans.tests.scenario import cycle
+
+FLAVOR = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
 
 
-class EvacuateFromDownHostTest(base.ScenarioTestCase):
+class EvacuateFromDownHostTest(cycle.CycleTestCase):
 
     def setUp(self):
         super().setUp()
         self.server = self._boot_and_check_allocations(self.flavor, 'host1')
+        self.label(self.server['id'], 'vm1')
         self.force_down('host1')
         # Name the target: the scheduler would pick host2 or host3.
         self.server = self._evacuate_server(
@@ -93,3 +97,65 @@ class EvacuateFromDownHostTest(base.ScenarioTestCase):
             {(row['resource_provider'], row['reason'], row['action'])
              for row in rows})
         self.assertIn('cell cell1 could not be read', self.manage_stderr)
+
+    @comparison.scenario('evacuated')
+    def test_cycle(self):
+        vm1 = self.server['id']
+        self.run_cycle([
+            self.row(vm1, self.src, 'host1', 'evacuated_source',
+                     'remove_provider', FLAVOR),
+            self.row(vm1, self.dst, 'host2', 'active_instance', 'none',
+                     FLAVOR),
+        ])
+
+    def test_service_delete_removes_evacuated_source(self):
+        """nova 34 fixed the thread's case 1 (seed 002) by itself.
+
+        Deleting the dead source's compute service removes the
+        evacuated servers' allocations there, then the provider: no
+        orphan is left for anyone to find.
+        """
+        service = self.admin_api.get_services(
+            host='host1', binary='nova-compute')[0]
+        self.admin_api.api_delete('/os-services/%s' % service['id'],
+                                  check_response_status=[204])
+        self.assertEqual(404, self.placement.get(
+            '/resource_providers/%s' % self.src).status)
+        self.assertEqual({self.dst: self.resources},
+                         self.get_allocations(self.server['id']))
+        self.assertEqual([], self.list_allocations())
+
+
+class EvacuateWithNestedProviderTest(cycle.CycleTestCase):
+    """The same, with part of the server on a child of the source node.
+
+    The fake driver reports ``<node>-child`` with CUSTOM_MAGIC, and the
+    flavor asks for one: nova's own nested allocation, on both nodes
+    after the evacuation. The orphan is the whole source tree.
+    """
+
+    compute_driver = 'fake.MediumFakeDriverWithNestedCustomResources'
+    HOSTS = ('host1', 'host2')
+
+    @comparison.scenario('evacuated_nested')
+    def test_cycle(self):
+        flavor = self._create_flavor(
+            vcpu=1, memory_mb=512, disk=1, ephemeral=0,
+            extra_spec={'resources:CUSTOM_MAGIC': '1'})
+        server = self.boot('vm1', 'host1', flavor={'id': flavor})
+        self.force_down('host1')
+        self._evacuate_server(server, extra_post_args={'host': 'host2'},
+                              expected_host='host2')
+        child = {h: self._get_provider_uuid_by_name(h + '-child')
+                 for h in self.HOSTS}
+        vm1, magic = server['id'], {'CUSTOM_MAGIC': 1}
+        self.run_cycle([
+            self.row(vm1, self.rp_uuids['host1'], 'host1',
+                     'evacuated_source', 'remove_provider', FLAVOR),
+            self.row(vm1, child['host1'], 'host1', 'evacuated_source',
+                     'remove_provider', magic),
+            self.row(vm1, self.rp_uuids['host2'], 'host2', 'active_instance',
+                     'none', FLAVOR),
+            self.row(vm1, child['host2'], 'host2', 'active_instance', 'none',
+                     magic),
+        ])

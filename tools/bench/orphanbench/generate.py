@@ -257,8 +257,12 @@ class Cloud:
 
     # Writing --------------------------------------------------------------
 
-    def build(self, nova_templates, placement_template):
-        """Write the databases; returns {'api': url, cells..., 'placement'}."""
+    def build(self, nova_templates, placement_template, placement_url=None):
+        """Write the databases; returns {'api': url, cells..., 'placement'}.
+
+        ``placement_url``: an empty, migrated and synced placement DB to
+        load instead of a copy of the sqlite ``placement_template``.
+        """
         self.plan()
         os.makedirs(self.workdir, exist_ok=True)
         urls = {}
@@ -271,9 +275,12 @@ class Cloud:
                 path = os.path.join(self.workdir, 'nova_%s.sqlite' % name)
                 shutil.copyfile(os.path.join(nova_templates, template), path)
                 urls[name] = sqlite_url(path)
-        path = os.path.join(self.workdir, 'placement.sqlite')
-        shutil.copyfile(placement_template, path)
-        urls['placement'] = sqlite_url(path)
+        if placement_url:
+            urls['placement'] = placement_url
+        else:
+            path = os.path.join(self.workdir, 'placement.sqlite')
+            shutil.copyfile(placement_template, path)
+            urls['placement'] = sqlite_url(path)
         self.urls = urls
         self._write_nova(urls)
         self._write_placement(urls['placement'])

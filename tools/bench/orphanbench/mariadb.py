@@ -31,6 +31,25 @@ from orphanbench import runner
 
 TEMPLATE_API = 'tmpl_nova_api'
 TEMPLATE_CELL = 'tmpl_nova_cell'
+TEMPLATE_PLACEMENT = 'tmpl_placement'
+# placement's schema by its own migrations, then the traits and standard
+# resource classes it syncs at start-up, as the sqlite template has them.
+_PLACEMENT_SYNC = '''
+import sys
+from oslo_config import cfg
+from placement import conf as placement_conf
+from placement import db_api
+from placement import deploy
+from placement.db.sqlalchemy import migration
+conf = cfg.ConfigOpts()
+placement_conf.register_opts(conf)
+conf.set_override("connection", sys.argv[1], group="placement_database")
+conf([], project="placement", default_config_files=[],
+     default_config_dirs=[])
+db_api.configure(conf)
+migration.upgrade("head")
+deploy.update_database(conf)
+'''
 
 
 def available():
@@ -81,8 +100,11 @@ class MariaDB:
                 time.sleep(0.2)
 
     def url(self, database):
-        return 'mysql+pymysql://root@127.0.0.1:%d/%s?charset=utf8' % (
-            self.port, database)
+        # connect_timeout in the URL: nova_orphans.db_utils otherwise adds
+        # it as oslo.db connection_parameters (see doc/source/admin/
+        # performance.rst).
+        return ('mysql+pymysql://root@127.0.0.1:%d/%s?charset=utf8&'
+                'connect_timeout=10' % (self.port, database))
 
     def connect(self, database=None):
         import pymysql
@@ -117,8 +139,22 @@ class MariaDB:
         # db sync looked cell0 up in the API DB: leave the template empty.
         self.execute('DELETE FROM cell_mappings', TEMPLATE_API)
 
-    def copy_schema(self, template, database):
-        """A fresh, empty ``database`` with ``template``'s tables."""
+    def make_placement_template(self):
+        if self.execute("SHOW DATABASES LIKE '%s'" % TEMPLATE_PLACEMENT):
+            return
+        self.execute('CREATE DATABASE %s CHARACTER SET utf8' %
+                     TEMPLATE_PLACEMENT)
+        subprocess.run([sys.executable, '-c', _PLACEMENT_SYNC,
+                        self.url(TEMPLATE_PLACEMENT)], check=True,
+                       capture_output=True, cwd=runner.REPO)
+
+    def placement_url(self, prefix='bench'):
+        self.make_placement_template()
+        return self.copy_schema(TEMPLATE_PLACEMENT, prefix + '_placement',
+                                with_rows=True)
+
+    def copy_schema(self, template, database, with_rows=False):
+        """A fresh ``database`` with ``template``'s tables (and rows)."""
         self.execute('DROP DATABASE IF EXISTS %s' % database)
         self.execute('CREATE DATABASE %s CHARACTER SET utf8' % database)
         tables = [r[0] for r in self.execute(
@@ -128,10 +164,13 @@ class MariaDB:
         try:
             with conn.cursor() as cur:
                 cur.execute('SET FOREIGN_KEY_CHECKS = 0')
+                # resource_classes: VCPU's id is 0, as placement keeps it.
+                cur.execute("SET SESSION sql_mode = CONCAT(@@sql_mode, "
+                            "',NO_AUTO_VALUE_ON_ZERO')")
                 for table in tables:
                     cur.execute('CREATE TABLE `%s`.`%s` LIKE `%s`.`%s`' % (
                         database, table, template, table))
-                    if table == 'alembic_version':
+                    if with_rows or table == 'alembic_version':
                         cur.execute('INSERT INTO `%s`.`%s` SELECT * FROM '
                                     '`%s`.`%s`' % (database, table, template,
                                                    table))

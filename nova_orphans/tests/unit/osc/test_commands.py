@@ -1,0 +1,265 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+import io
+import json
+import os
+import types
+
+import fixtures
+from osc_lib import exceptions
+from oslotest import base
+
+from nova_orphans.clients import compute
+from nova_orphans.clients import placement
+from nova_orphans.engine import model
+from nova_orphans.osc import plugin
+from nova_orphans.osc.v1 import orphan
+from nova_orphans.tests.unit.osc import fakes
+
+LIVE = '11111111-1111-4111-8111-111111111111'
+GONE = '44444444-4444-4444-8444-444444444444'
+STRANGER = '55555555-5555-4555-8555-555555555555'
+RP1 = 'c1c1c1c1-c1c1-41c1-81c1-c1c1c1c1c1c1'
+RP2 = 'c2c2c2c2-c2c2-42c2-82c2-c2c2c2c2c2c2'
+RESOURCES = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
+
+
+class FailingPlacement(fakes.FakePlacement):
+    """Refuses writes to the consumers in ``fail``."""
+
+    fail = ()
+
+    def handle(self, method, path, params, body):
+        if method == 'PUT' and path.rsplit('/', 1)[-1] in self.fail:
+            return fakes.Response(500, {'errors': [{'detail': 'boom'}]})
+        return super().handle(method, path, params, body)
+
+
+class CommandTestCase(base.BaseTestCase):
+    """host1 runs LIVE; GONE (deleted) and STRANGER hold host2."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(fixtures.EnvironmentVariable(
+            'XDG_STATE_HOME', self.tmp))
+        self.compute = fakes.FakeCompute(max_limit=1000)
+        self.compute.services = [fakes.service_doc('host1'),
+                                 fakes.service_doc('host2')]
+        self.compute.hypervisors = [fakes.hypervisor(RP1, 'host1'),
+                                    fakes.hypervisor(RP2, 'host2')]
+        self.compute.servers = [fakes.server(LIVE, 'host1')]
+        self.compute.deleted = [fakes.server(GONE, 'host2',
+                                             vm_state='deleted',
+                                             status='DELETED')]
+        self.placement = FailingPlacement()
+        self.placement.provider(RP1, 'host1')
+        self.placement.provider(RP2, 'host2')
+        self.placement.allocate(LIVE, RP1)
+        self.placement.allocate(GONE, RP2)
+        self.placement.allocate(STRANGER, RP2)
+        self.app = types.SimpleNamespace(
+            stdout=io.StringIO(), stderr=io.StringIO(),
+            client_manager=types.SimpleNamespace(
+                nova_orphans=plugin.Clients(
+                    placement.PlacementClient(self.placement),
+                    compute.ComputeClient(self.compute))))
+
+    def run_cmd(self, cls, *argv):
+        """Parse and run like cliff does; returns stdout."""
+        cmd = cls(self.app, None)
+        parsed = cmd.get_parser('openstack allocation orphan').parse_args(
+            list(argv))
+        self.app.stdout = io.StringIO()
+        cmd.run(parsed)
+        return self.app.stdout.getvalue()
+
+    def json_rows(self, cls, *argv):
+        return json.loads(self.run_cmd(cls, *(argv + ('-f', 'json'))))
+
+    def assertOneLineError(self, expected, cls, *argv):
+        e = self.assertRaises(exceptions.CommandError, self.run_cmd, cls,
+                              *argv)
+        self.assertEqual(expected, str(e))
+        self.assertNotIn('\n', str(e))
+
+
+class ListOrphanTestCase(CommandTestCase):
+
+    def test_json_columns_are_the_finding_keys(self):
+        rows = self.json_rows(orphan.ListOrphan)
+        self.assertEqual([list(model.FINDING_KEYS)] * 2,
+                         [list(row) for row in rows])
+        self.assertEqual(
+            [(GONE, 'deleted_instance', 'delete_consumer', RESOURCES,
+              'host2', None),
+             (STRANGER, 'unknown_consumer', 'delete_consumer', RESOURCES,
+              'host2', None)],
+            [(r['consumer'], r['reason'], r['action'], r['resources'],
+              r['host'], r['cell']) for r in rows])
+
+    def test_all_and_reason_filters(self):
+        self.assertEqual(
+            {LIVE, GONE, STRANGER},
+            {r['consumer'] for r in self.json_rows(orphan.ListOrphan,
+                                                   '--all')})
+        self.assertEqual(
+            [STRANGER], [r['consumer'] for r in self.json_rows(
+                orphan.ListOrphan, '--reason', 'unknown_consumer')])
+        self.assertEqual(
+            [LIVE], [r['consumer'] for r in self.json_rows(
+                orphan.ListOrphan, '--all', '--host', 'host1')])
+
+    def test_table_is_short_unless_long(self):
+        out = self.run_cmd(orphan.ListOrphan)
+        header = [c.strip() for c in out.splitlines()[1].strip('|').split(
+            '|')]
+        self.assertEqual(['consumer', 'consumer_type',
+                          'resource_provider_name', 'host', 'reason',
+                          'action', 'resources'], header)
+        self.assertIn('DISK_GB=1, MEMORY_MB=512, VCPU=1', out)
+        out = self.run_cmd(orphan.ListOrphan, '--long')
+        self.assertEqual(list(model.FINDING_KEYS), [
+            c.strip() for c in out.splitlines()[1].strip('|').split('|')])
+
+    def test_columns_and_value_format(self):
+        out = self.run_cmd(orphan.ListOrphan, '-f', 'value', '-c',
+                           'consumer', '-c', 'reason')
+        self.assertEqual('%s deleted_instance\n%s unknown_consumer\n' % (
+            GONE, STRANGER), out)
+
+    def test_bad_uuid_before_any_request(self):
+        self.assertOneLineError(
+            'Invalid input: Resource provider rp1 is not a valid UUID',
+            orphan.ListOrphan, '--resource-provider', 'rp1')
+        self.assertEqual([], self.compute.requests + self.placement.requests)
+
+    def test_unknown_provider_and_host(self):
+        self.assertOneLineError(
+            'Invalid input: resource provider %s does not exist' % GONE,
+            orphan.ListOrphan, '--resource-provider', GONE)
+        self.assertOneLineError(
+            'Invalid input: no compute host host9 in any readable cell',
+            orphan.ListOrphan, '--host', 'host9')
+
+    def test_old_compute_api(self):
+        self.compute.version = '2.53'
+        self.assertOneLineError(
+            'The compute API at http://compute/v2.1 supports microversions '
+            'up to 2.53; nova-orphans needs 2.69.', orphan.ListOrphan)
+
+    def test_down_cell_warning(self):
+        self.compute.services.append({'host': 'host9',
+                                      'binary': 'nova-compute',
+                                      'status': 'UNKNOWN'})
+        rows = self.json_rows(orphan.ListOrphan, '--all')
+        self.assertEqual({'unverifiable'}, {
+            r['reason'] for r in rows if r['consumer'] == STRANGER})
+        self.assertIn('WARNING: cell (down) could not be read',
+                      self.app.stderr.getvalue())
+
+
+class CleanOrphanTestCase(CommandTestCase):
+
+    def test_clean_then_restore(self):
+        path = os.path.join(self.tmp, 'j.jsonl')
+        rows = self.json_rows(orphan.CleanOrphan, '--journal', path)
+        self.assertEqual(list(model.FINDING_KEYS) + ['outcome'],
+                         list(rows[0]))
+        self.assertEqual([(GONE, 'done'), (STRANGER, 'done')],
+                         [(r['consumer'], r['outcome']) for r in rows])
+        self.assertEqual({}, self.placement.consumers[GONE]['allocations'])
+        self.assertIn('Journal: %s' % path, self.app.stderr.getvalue())
+
+        rows = self.json_rows(orphan.RestoreOrphan, '--journal', path)
+        self.assertEqual(['done', 'done'], [r['outcome'] for r in rows])
+        self.assertEqual({RP2: RESOURCES},
+                         self.placement.consumers[GONE]['allocations'])
+
+    def test_dry_run_and_max_count(self):
+        rows = self.json_rows(orphan.CleanOrphan, '--dry-run')
+        self.assertEqual(['skipped: dry run'] * 2,
+                         [r['outcome'] for r in rows])
+        rows = self.json_rows(orphan.CleanOrphan, '--max-count', '1')
+        self.assertEqual(['done', 'skipped: --max-count reached'],
+                         [r['outcome'] for r in rows])
+        # The default journal lands in the user's state directory.
+        self.assertEqual(1, len(os.listdir(os.path.join(self.tmp,
+                                                        'nova-orphans'))))
+        self.assertOneLineError('--max-count must be at least 1',
+                                orphan.CleanOrphan, '--max-count', '0')
+
+    def test_failures_end_in_error_after_the_rest(self):
+        self.placement.fail = {GONE}
+        path = os.path.join(self.tmp, 'j.jsonl')
+        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                              orphan.CleanOrphan, '--journal', path, '-f',
+                              'json')
+        self.assertEqual('1 of 2 repairs failed; see the outcome column.',
+                         str(e))
+        outcomes = {r['consumer']: r['outcome']
+                    for r in json.loads(self.app.stdout.getvalue())}
+        self.assertTrue(outcomes[GONE].startswith('failed: '))
+        self.assertEqual('done', outcomes[STRANGER])
+        self.assertEqual({}, self.placement.consumers[STRANGER]['allocations'])
+
+    def test_restore_refuses_a_changed_consumer(self):
+        path = os.path.join(self.tmp, 'j.jsonl')
+        self.run_cmd(orphan.CleanOrphan, '--journal', path)
+        self.placement.allocate(GONE, RP1)
+        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                              orphan.RestoreOrphan, '--journal', path, '-f',
+                              'json')
+        self.assertEqual('1 of 2 repairs failed; see the outcome column.',
+                         str(e))
+        outcomes = {r['consumer']: r['outcome']
+                    for r in json.loads(self.app.stdout.getvalue())}
+        self.assertEqual('done', outcomes[STRANGER])
+        self.assertIn('refused: consumer %s changed' % GONE, outcomes[GONE])
+
+    def test_restore_bad_journal(self):
+        path = os.path.join(self.tmp, 'none.jsonl')
+        self.assertOneLineError(
+            'Journal %s: No such file or directory' % path,
+            orphan.RestoreOrphan, '--journal', path)
+
+
+class PluginTestCase(base.BaseTestCase):
+
+    def _instance(self, config):
+        from openstack.config import cloud_region
+        region = cloud_region.CloudRegion(config=config)
+        return types.SimpleNamespace(
+            session=object(),
+            sdk_connection=types.SimpleNamespace(config=region))
+
+    def test_endpoint_overrides_are_honoured(self):
+        clients = plugin.make_client(self._instance({
+            'compute_endpoint_override': 'http://nova/v2.1',
+            'interface': 'internal', 'region_name': 'R1'}))
+        adapter = clients.compute._adapter
+        self.assertEqual(('compute', 'http://nova/v2.1', 'internal', 'R1'),
+                         (adapter.service_type, adapter.endpoint_override,
+                          adapter.interface, adapter.region_name))
+        adapter = clients.placement._adapter
+        self.assertEqual(('placement', None), (adapter.service_type,
+                                               adapter.endpoint_override))
+
+    def test_no_global_option_and_own_api_name(self):
+        import argparse
+        parser = argparse.ArgumentParser()
+        self.assertIs(parser, plugin.build_option_parser(parser))
+        self.assertEqual([], [a.dest for a in parser._actions
+                              if a.dest != 'help'])
+        self.assertEqual('nova_orphans', plugin.API_NAME)
+        self.assertTrue(plugin.check_api_version('1'))
+        self.assertFalse(plugin.check_api_version('2'))
