@@ -18,11 +18,12 @@ for operators who have API credentials but not nova's databases (the
 What the API cannot show, and how that stays safe:
 
 - Cells are hidden. Everything nova returns is put in one readable,
-  anonymous cell: findings say ``cell: null`` (not known). A cell that does not respond shows up as
-  ``UNKNOWN`` compute services (2.69); then one unreadable cell labelled
-  ``(down)`` stands for it, servers nova returns as ``UNKNOWN`` are put
-  in it, and the engine's ``unverifiable`` rule keeps everything they,
-  or unknown consumers, hold from being called an orphan.
+  anonymous cell: findings say ``cell: null`` (not known). A cell that
+  does not respond shows up as ``UNKNOWN`` compute services (2.69); then
+  one unreadable cell labelled ``(down)`` stands for it, the servers
+  nova returns as ``UNKNOWN`` are put in it, and the engine's
+  ``unverifiable`` rule keeps everything they, or unknown consumers,
+  hold from being called an orphan.
 - Migrations of deleted instances are deleted with them and archived
   instances are gone: their consumers are ``unknown_consumer`` here
   (``finished_migration`` / ``deleted_instance`` from the databases);

@@ -157,6 +157,39 @@ SCENARIOS['resize_failed_on_dest'] = S(
           ('vm1@host2', 'active_instance', 'none')],
     audit_rc=3, audit_flags=['migration@host1'],
     audit_removes=['migration@host1'])
+SCENARIOS['sql_force_deleted'] = S(
+    'An ERROR server forced to deleted in SQL (``deleted=1``), its '
+    'allocation kept (runbook, seed 003)',
+    'test_deleted.DeletedServerTest.test_forced_to_deleted_in_sql',
+    ours=[('vm1@host1', 'deleted_instance', 'delete_consumer'),
+          ('vm0@host2', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
+SCENARIOS['deleted_host_down'] = S(
+    'A server deleted while its host was down, placement\'s DELETE lost',
+    'test_deleted.DeletedServerTest.test_deleted_then_archived_then_purged',
+    ours=[('vm1@host1', 'deleted_instance', 'delete_consumer'),
+          ('vm0@host2', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
+SCENARIOS['deleted_archived'] = S(
+    'The same after ``nova-manage db archive_deleted_rows`` (only shadow '
+    'tables know the server; nova\'s periodic can no longer clean it)',
+    'test_deleted.DeletedServerTest.test_deleted_then_archived_then_purged',
+    ours=[('vm1@host1', 'deleted_instance', 'delete_consumer'),
+          ('vm0@host2', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
+SCENARIOS['deleted_purged'] = S(
+    'The same after ``nova-manage db purge --all`` (no trace of the '
+    'server anywhere)',
+    'test_deleted.DeletedServerTest.test_deleted_then_archived_then_purged',
+    ours=[('vm1@host1', 'unknown_consumer', 'delete_consumer'),
+          ('vm0@host2', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
+SCENARIOS['shelve_offloaded'] = S(
+    'A shelve-offload that did not free the host',
+    'test_deleted.DeletedServerTest.test_shelve_offloaded',
+    ours=[('vm1@host1', 'shelved_offloaded', 'delete_consumer'),
+          ('vm0@host2', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
 
 
 # -- rendering ---------------------------------------------------------------
