@@ -73,15 +73,15 @@ class RepairTestCase(base.FunctionalTestCase):
         self.assertIn(rc, (0, 1, 3, 4), err)
         return rc, json.loads(out)
 
-    def clean(self, *argv, journal=True, conf_file=None):
+    def clean(self, *argv, conf_file=None):
         """(rc, JSON rows) of ``clean``, journaling to self.journal."""
-        if journal:
-            argv = ('--journal', self.journal) + argv
-        return self._run('clean', argv, conf_file)
+        return self._run('clean', ('--journal', self.journal) + argv,
+                         conf_file)
 
-    def restore(self, *argv, journal=None):
-        return self._run('restore', ('--journal', journal or self.journal) +
-                         argv, None)
+    def restore(self, *argv):
+        """(rc, JSON rows) of ``restore`` from self.journal."""
+        return self._run('restore', ('--journal', self.journal) + argv,
+                         None)
 
     def writes(self):
         """Every write the tool sent to placement, in order."""
@@ -89,6 +89,9 @@ class RepairTestCase(base.FunctionalTestCase):
                 if r.method in WRITES]
 
     def done(self, row, outcome='done'):
+        """An expected row of clean or restore with its outcome, by default
+        done.
+        """
         return dict(row, outcome=outcome)
 
     def entries(self, path=None):
@@ -288,7 +291,8 @@ class ActionsTestCase(RepairTestCase):
 
     def test_placement_older_than_consumer_types(self):
         """A placement that speaks only up to 1.36 (Wallaby) gets every
-        write at 1.36, the newest it knows."""
+        write at 1.36, the newest it knows.
+        """
         def wallaby(doc):
             for version in doc['versions']:
                 version['max_version'] = '1.36'
@@ -769,8 +773,8 @@ class FaultsTestCase(RepairTestCase):
         """The tool gives up after [placement] timeout; the write lands
         later. Same as a lost answer: failed, then nothing to do.
         """
-        conf = self.proxied_conf(timeout=1, name='impatient.conf')
-        self.proxy.inject('PUT', '/allocations/' + self.vm, delay=2)
+        conf = self.proxied_conf(timeout=2, name='impatient.conf')
+        self.proxy.inject('PUT', '/allocations/' + self.vm, delay=3)
         rc, rows = self.clean(conf_file=conf)
         self.assertEqual(1, rc)
         vm_row, = [r for r in rows if r['consumer'] == self.vm]
