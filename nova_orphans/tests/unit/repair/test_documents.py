@@ -48,3 +48,19 @@ class DocumentsTestCase(base.BaseTestCase):
         typed = dict(doc, consumer_type='INSTANCE')
         self.assertEqual('INSTANCE',
                          documents.body(typed, 4, (1, 38))['consumer_type'])
+
+
+class DocsWriteVersionTestCase(base.BaseTestCase):
+
+    def test_decided_by_the_consumers_that_keep_allocations(self):
+        migration = {'consumer_type': 'MIGRATION', 'allocations': {
+            'rp': {'resources': {'VCPU': 1}}}}
+        emptied = {'consumer_type': 'unknown', 'allocations': {}}
+        self.assertEqual((1, 38), documents.docs_write_version(
+            [migration, emptied]))
+        self.assertEqual((1, 37), documents.docs_write_version(
+            [dict(migration, consumer_type='unknown'), emptied]))
+
+    def test_all_emptied(self):
+        emptied = {'consumer_type': 'INSTANCE', 'allocations': {}}
+        self.assertEqual((1, 38), documents.docs_write_version([emptied]))

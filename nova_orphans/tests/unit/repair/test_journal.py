@@ -56,3 +56,51 @@ class JournalTestCase(base.BaseTestCase):
     def test_missing_journal_is_invalid_input(self):
         self.assertRaises(exception.InvalidInput, journal.read,
                           os.path.join(self.dir, 'nope'))
+
+
+class JournalSafetyTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.path = os.path.join(self.dir, 'j.jsonl')
+
+    def entry(self, consumer):
+        return {'action': 'delete_consumer',
+                'consumers': {consumer: {'before': {}, 'after': {}}}}
+
+    def test_refused_write_is_marked_not_applied(self):
+        j = journal.Journal(self.path)
+        first = j.record(self.entry('c1'))
+        j.record(self.entry('c2'))
+        j.not_applied(first, '409 conflict')
+        j.close()
+        entries = journal.read(self.path)
+        self.assertEqual([('c1', False, '409 conflict'), ('c2', None, None)],
+                         [(list(e['consumers'])[0], e.get('applied'),
+                           e.get('reason')) for e in entries])
+
+    def test_line_cut_short_at_the_end_is_ignored(self):
+        j = journal.Journal(self.path)
+        j.record(self.entry('c1'))
+        j.close()
+        with open(self.path, 'a') as f:
+            f.write('{"version": 1, "consumers": {"c2"')
+        self.assertEqual(['c1'], [list(e['consumers'])[0]
+                                  for e in journal.read(self.path)])
+
+    def test_not_applied_for_an_unknown_entry_is_refused(self):
+        j = journal.Journal(self.path)
+        j.not_applied('nope', 'x')
+        j.close()
+        e = self.assertRaises(exception.JournalError, journal.read,
+                              self.path)
+        self.assertIn('refers to no earlier entry', str(e))
+
+    def test_check_path(self):
+        journal.check_path(self.path)
+        self.assertIn('is a directory', str(self.assertRaises(
+            exception.JournalError, journal.check_path, self.dir)))
+        self.assertIn('does not exist', str(self.assertRaises(
+            exception.JournalError, journal.check_path,
+            os.path.join(self.dir, 'missing', 'j.jsonl'))))
