@@ -80,6 +80,7 @@ class PlacementDBReader:
                                  retry_interval=retry_interval)
         self._ids = {}              # provider uuid -> internal id
         self._records = {}          # consumer uuid -> model.Consumer
+        self._allocated = {}        # the same, of the last allocations()
 
     # Plumbing -----------------------------------------------------------
 
@@ -164,15 +165,15 @@ class PlacementDBReader:
 
         One query for the allocations (chunked by provider when only some
         providers are in scope), one for their consumers. ``progress`` is
-        called once per provider, as the API reader does.
+        told once, with the number of providers read.
         """
         provider_uuids = set(provider_uuids)
         allocations, records = self._read(
             lambda conn: self._allocations(conn, provider_uuids))
         self._records.update(records)
+        self._allocated = records
         if progress:
-            for _uuid in provider_uuids:
-                progress()
+            progress(len(provider_uuids))
         return allocations
 
     def _allocations(self, conn, provider_uuids):
@@ -188,11 +189,11 @@ class PlacementDBReader:
                           ALLOCATIONS.c.used)
         wanted = [self._ids[u] for u in provider_uuids if u in self._ids]
         if len(wanted) == len(self._ids):
-            rows = conn.execute(query)
+            rows = _rows(conn.execute(query))
         else:
             rows = (row for chunk in db_utils.chunks(wanted)
-                    for row in conn.execute(query.where(
-                        ALLOCATIONS.c.resource_provider_id.in_(chunk))))
+                    for row in _rows(conn.execute(query.where(
+                        ALLOCATIONS.c.resource_provider_id.in_(chunk)))))
         by_pair = {}
         for rp_id, consumer, rc_id, used in rows:
             rp_uuid = uuids.get(rp_id)
@@ -203,7 +204,9 @@ class PlacementDBReader:
             resources = by_pair.get(key)
             if resources is None:
                 resources = by_pair[key] = {}
-            resources[_class_name(classes, rc_id)] = used
+            name = classes.get(rc_id)
+            resources[name if name is not None else
+                      _class_name(classes, rc_id)] = used
         allocations = [
             model.Allocation(consumer=consumer, provider=rp,
                              resources=resources)
@@ -215,7 +218,8 @@ class PlacementDBReader:
 
     def _consumer_records(self, conn, consumers, everything=False):
         query = (
-            sa.select(CONSUMERS.c.uuid, PROJECTS.c.external_id.label('project'),
+            sa.select(CONSUMERS.c.uuid,
+                      PROJECTS.c.external_id.label('project'),
                       USERS.c.external_id.label('user'),
                       CONSUMERS.c.generation,
                       CONSUMER_TYPES.c.name.label('type'))
@@ -227,22 +231,29 @@ class PlacementDBReader:
                            CONSUMERS.c.consumer_type_id == CONSUMER_TYPES.c.id)
             ))
         if everything:
-            rows = conn.execute(query)
+            rows = _rows(conn.execute(query))
         else:
             rows = (row for chunk in db_utils.chunks(consumers)
-                    for row in conn.execute(query.where(
-                        CONSUMERS.c.uuid.in_(chunk))))
+                    for row in _rows(conn.execute(query.where(
+                        CONSUMERS.c.uuid.in_(chunk)))))
         records = {}
-        for row in rows:
-            if row.uuid not in consumers:
-                continue
-            records[row.uuid] = model.Consumer(
-                uuid=row.uuid, project_id=row.project,
-                user_id=row.user, generation=row.generation,
+        consumer = model.Consumer
+        for uuid, project, user, generation, ctype in rows:
+            if uuid in consumers:
                 # Untyped consumers read back as 'unknown' from the API
                 # (1.38+); the engine treats None and 'unknown' alike.
-                consumer_type=row.type)
+                records[uuid] = consumer(uuid, project, user, generation,
+                                         ctype)
         return records
+
+    def consumer_records(self):
+        """Records of the consumers of the last ``allocations()`` read.
+
+        The audit uses them as they are (see readers.snapshot.Audit):
+        {uuid: model.Consumer}. A consumer of an allocation without a
+        consumers row (placement's "incomplete consumers") has none.
+        """
+        return dict(self._allocated)
 
     def consumer(self, consumer_uuid):
         """Placement's own, fresh allocation document (through the API)."""
@@ -288,6 +299,12 @@ class PlacementDBReader:
         for consumer in consumer_uuids - set(records):
             records[consumer] = model.Consumer(uuid=consumer)
         return records, allocations
+
+
+def _rows(result, size=10000):
+    """A result's rows, fetched in batches (much cheaper than one by one)."""
+    for batch in result.partitions(size):
+        yield from batch
 
 
 def _class_name(classes, rc_id):

@@ -100,6 +100,11 @@ class Audit:
         placement = model.PlacementSnapshot(
             providers=providers, allocations=allocations,
             scope=None if scope is None else frozenset(scope))
+        # A bulk reader (fast mode) read every consumer record with the
+        # allocations: no per-consumer reads, no second classification.
+        bulk_records = getattr(self.placement, 'consumer_records', None)
+        if bulk_records is not None:
+            placement.consumers.update(bulk_records())
         if self.progress:
             self.progress.stage(_('consumers checked'), len(consumers))
         self.nova.resolve(nova, consumers)
@@ -114,10 +119,13 @@ class Audit:
         findings = classify.classify(snapshot, self.rules)
         # Orphans are few: read their consumer records, and those of shown
         # rows nova knows no owner for, then classify again with them.
-        wanted = {f.consumer for f in findings
-                  if f.consumer in consumers and (
-                      f.is_orphan or (shown is not None and shown(f) and
-                                      f.project_id is None))}
+        wanted = set()
+        if not consumers <= placement.consumers.keys():
+            wanted = {f.consumer for f in findings
+                      if f.consumer in consumers and (
+                          f.is_orphan or (shown is not None and shown(f) and
+                                          f.project_id is None))
+                      } - set(placement.consumers)
         if wanted:
             records, _allocs = self.placement.consumers(wanted)
             placement.consumers.update(records)

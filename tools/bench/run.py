@@ -244,8 +244,9 @@ def table(results):
                 r.get('placement_backend', 'sqlite'))
     audit = {key(r): r for r in results if r['tool'] == 'audit'}
     lines = [
-        '| providers | cells | allocations | nova / placement DB | tool | runs | median '
-        'wall (s) | x faster than audit | placement CPU (s) | peak RSS '
+        '| providers | cells | allocations | nova / placement DB | tool | '
+        'runs | median wall (s) | x faster than audit | placement CPU (s) | '
+        'peak RSS '
         '(MiB) | findings vs truth |',
         '|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|']
     for r in sorted(results, key=lambda r: (

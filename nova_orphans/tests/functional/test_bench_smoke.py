@@ -70,7 +70,8 @@ class BenchSmokeTestCase(base.BaseTestCase):
             if tool == 'api':
                 self.assertGreater(result['placement_cpu'], 0)
             else:
-                self.assertEqual(0, result['placement_cpu'])
+                # Only the workers' idle polling: no request was served.
+                self.assertLess(result['placement_cpu'], 0.2)
         # The audit's parser and the generator's model of its algorithm.
         self.assertTrue(runner.score(
             truth, truth['audit_expected'], 'audit')['true_positives'])

@@ -26,6 +26,7 @@ the allocation of server vm1 on the provider named host1.
 """
 
 import collections
+import textwrap
 
 Observed = collections.namedtuple(
     'Observed', 'ours audit_rc audit_flags audit_unknown_nodes audit_delete')
@@ -84,7 +85,7 @@ def judge_delete(before, after_clean, after_audit, label):
     for (c, rp), res in sorted(clean.items()):
         if (c, rp) not in before and audit.get((c, rp)) != res:
             problems.append('does not give %s back' % label(c, rp))
-    return AuditDelete(tuple(removed), tuple(problems))
+    return AuditDelete(tuple(removed), tuple(sorted(problems)))
 
 
 def check(test, observed, key=None):
@@ -102,10 +103,12 @@ def S(title, test, ours, audit_rc=0, audit_flags=(), audit_unknown_nodes=(),
                     tuple(sorted(audit_flags)),
                     tuple(sorted(audit_unknown_nodes)),
                     AuditDelete(tuple(sorted(audit_removes)),
-                                tuple(audit_problems)))
+                                tuple(sorted(audit_problems))))
 
 
 SCENARIOS = collections.OrderedDict()
+
+# Orphans.
 SCENARIOS['evacuated'] = S(
     'Evacuated from a forced-down, fenced host that never comes back '
     '(admin guide)',
@@ -149,10 +152,10 @@ SCENARIOS['resize_confirm_leak'] = S(
           ('vm1@host2', 'active_instance', 'none')],
     audit_rc=3, audit_flags=['migration@host1'],
     audit_removes=['migration@host1'])
-SCENARIOS['resize_failed_on_dest'] = S(
-    'A resize errors on the destination and the source is not freed '
-    '(migration error, server ERROR on the destination)',
-    'test_migrations.MigrationTest.test_resize_failed_on_destination',
+SCENARIOS['resize_revert_failed'] = S(
+    'A resize revert fails on the destination (one driver fault): server '
+    'ERROR there, migration error, its consumer keeps the source',
+    'test_migrations.MigrationTest.test_resize_revert_failed_on_destination',
     ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
           ('vm1@host2', 'active_instance', 'none')],
     audit_rc=3, audit_flags=['migration@host1'],
@@ -164,6 +167,13 @@ SCENARIOS['sql_force_deleted'] = S(
     ours=[('vm1@host1', 'deleted_instance', 'delete_consumer'),
           ('vm0@host2', 'active_instance', 'none')],
     audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
+SCENARIOS['ironic_custom_rc'] = S(
+    'An ironic-style node (custom resource class only): a baremetal '
+    'server forced to deleted in SQL, another one live',
+    'test_providers.IronicLikeNodeTest.test_baremetal_forced_to_deleted',
+    ours=[('vm1@ironic1-node1', 'active_instance', 'none'),
+          ('vm2@ironic1-node2', 'deleted_instance', 'delete_consumer')],
+    audit_problems=['leaves the orphan vm2@ironic1-node2'])
 SCENARIOS['deleted_host_down'] = S(
     'A server deleted while its host was down, placement\'s DELETE lost',
     'test_deleted.DeletedServerTest.test_deleted_then_archived_then_purged',
@@ -190,46 +200,140 @@ SCENARIOS['shelve_offloaded'] = S(
     ours=[('vm1@host1', 'shelved_offloaded', 'delete_consumer'),
           ('vm0@host2', 'active_instance', 'none')],
     audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
+SCENARIOS['service_delete_leftover'] = S(
+    'The compute service of a host with such a leftover (a confirmed '
+    'resize\'s) was deleted: nova 34 answers 204 and leaves the provider '
+    'behind, allocation and all (mailing-list thread, seed 002)',
+    'test_service_delete.ServiceDeleteTest.test_delete_leaves_the_provider',
+    ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
+          ('vm1@host2', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['migration@host1'],
+    audit_unknown_nodes=['host1'], audit_removes=['migration@host1'])
+SCENARIOS['service_delete_after_clean'] = S(
+    'The same host before the service delete: after ``allocations clean '
+    '--host host1`` the delete also removes the provider (seed 002)',
+    'test_service_delete.ServiceDeleteTest.test_clean_first_then_delete',
+    ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
+          ('vm1@host2', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['migration@host1'],
+    audit_removes=['migration@host1'])
 
+# Look-alikes.
+SCENARIOS['resize_unconfirmed'] = S(
+    'A resize awaiting confirmation (VERIFY_RESIZE)',
+    'test_lookalikes.LookAlikeTest.test_resize_awaiting_confirm',
+    ours=[('migration@host1', 'active_migration', 'none'),
+          ('vm1@host2', 'active_instance', 'none')])
+SCENARIOS['evacuation_in_progress'] = S(
+    'An evacuation in progress (paused while the destination spawns)',
+    'test_lookalikes.LookAlikeTest.test_evacuation_in_progress',
+    ours=[('vm1@host1', 'active_instance', 'none'),
+          ('vm1@host2', 'active_migration', 'none')],
+    audit_rc=3, audit_flags=['vm1@host2'], audit_removes=['vm1@host2'],
+    audit_problems=['removes the live vm1@host2'])
+SCENARIOS['live_migration_in_progress'] = S(
+    'A live migration in progress (paused in the driver)',
+    'test_lookalikes.LookAlikeTest.test_live_migration_in_progress',
+    ours=[('migration@host1', 'active_migration', 'none'),
+          ('vm1@host2', 'active_migration', 'none')],
+    audit_rc=3, audit_flags=['vm1@host2'], audit_removes=['vm1@host2'],
+    audit_problems=['removes the live vm1@host2'])
+SCENARIOS['scheduling'] = S(
+    'A server just scheduled, not yet in its cell (paused before the '
+    'instance row is created: build request, allocation)',
+    'test_lookalikes.LookAlikeTest.test_scheduled_not_yet_in_cell',
+    ours=[('vm1@host1', 'building', 'none')],
+    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'],
+    audit_problems=['removes the live vm1@host1'])
+SCENARIOS['building'] = S(
+    'A server being built (paused while the compute spawns it)',
+    'test_lookalikes.LookAlikeTest.test_building',
+    ours=[('vm1@host1', 'building', 'none')])
+SCENARIOS['unshelving'] = S(
+    'A shelved-offloaded server being unshelved (paused while it spawns)',
+    'test_lookalikes.LookAlikeTest.test_unshelving',
+    ours=[('vm1@host1', 'active_instance', 'none')])
+SCENARIOS['soft_deleted'] = S(
+    'A soft-deleted server (``reclaim_instance_interval`` > 0)',
+    'test_lookalikes.LookAlikeTest.test_soft_deleted',
+    ours=[('vm1@host1', 'soft_deleted', 'none')])
+SCENARIOS['bandwidth_port'] = S(
+    'A server with a minimum-bandwidth port: bandwidth allocated on the '
+    'OVS bridge, a grandchild of the compute node',
+    'test_lookalikes.LookAlikeTest.test_port_bandwidth_on_child_provider',
+    ours=[('vm1@host1', 'active_instance', 'none'),
+          ('vm1@host1:Open vSwitch agent:br-ex', 'active_instance', 'none')])
+SCENARIOS['sharing_provider'] = S(
+    'A server whose disk is on a sharing provider (DISK_GB shared through '
+    'an aggregate)',
+    'test_providers.SharingDiskProviderTest.test_server_on_shared_disk',
+    ours=[('vm1@host1', 'active_instance', 'none'),
+          ('vm1@shared-disk', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['vm1@shared-disk'],
+    audit_unknown_nodes=['shared-disk'], audit_removes=['vm1@shared-disk'],
+    audit_problems=['removes the live vm1@shared-disk'])
+SCENARIOS['foreign_provider'] = S(
+    'A provider of another service (a Zun container host, VCPU and '
+    'MEMORY_MB) with its own consumer',
+    'test_lookalikes.LookAlikeTest.test_provider_of_another_service',
+    ours=[('vm1@host1', 'active_instance', 'none'),
+          ('container1@zun-host1', 'unmanaged_provider', 'none')],
+    audit_rc=3, audit_flags=['container1@zun-host1'],
+    audit_unknown_nodes=['zun-host1'],
+    audit_removes=['container1@zun-host1'],
+    audit_problems=['removes the live container1@zun-host1'])
+SCENARIOS['cell_down'] = S(
+    'A cell whose database is down (for both tools)',
+    'test_lookalikes.LookAlikeTest.test_cell_database_down',
+    ours=[('vm1@host1', 'unverifiable', 'none'),
+          ('vm2@host2', 'unverifiable', 'none')],
+    audit_rc=3, audit_flags=['vm1@host1', 'vm2@host2'],
+    audit_unknown_nodes=['host1', 'host2'],
+    audit_removes=['vm1@host1', 'vm2@host2'],
+    audit_problems=['removes the live vm1@host1',
+                    'removes the live vm2@host2'])
 
 # -- rendering ---------------------------------------------------------------
 
-HEADER = """\
-.. This file is generated by tools/comparison.py from
-   nova_orphans/tests/scenario/comparison.py; test_comparison fails when
-   they differ. Do not edit by hand.
+TITLE = 'Comparison with ``nova-manage placement audit``'
 
-==============================================
-Comparison with ``nova-manage placement audit``
-==============================================
-
+INTRO = """\
 ``nova-manage placement audit`` is nova's own tool for orphaned
 allocations. Both tools were run on the same states, each made by real
 nova operations in nova's functional test harness (API, conductor,
 scheduler and fake-driver computes against a real placement), with a
 fault injected only where nova needs a failure to leak. Every cell of
-this table is asserted by a scenario test in
-``nova_orphans/tests/scenario``; the test fails when the claim stops
+the tables below is asserted by the scenario test named in it
+(``nova_orphans/tests/scenario``), which fails when the claim stops
 being true.
 
-How to read it:
+How to read them:
 
-* ``vm1@host1`` is the allocation of consumer ``vm1`` (a server; a
-  ``migration`` is a migration record's consumer) on the resource
-  provider named ``host1``.
-* *audit* is ``nova-manage placement audit --verbose``: its return code
-  and the allocations it says "can be deleted". *--delete* is what
-  ``nova-manage placement audit --delete`` then really removed or
-  changed in placement, and whether the result is the same as
-  nova-orphans' ``allocations clean``.
-* *nova-orphans* is ``nova-orphans-manage allocations list --all``: the
-  reason and action of every allocation. Orphans are the rows whose
-  action is not ``none``. In every scenario the test also checked that
-  ``allocations clean`` changed exactly the orphans (every other
+* ``vm1@host1`` is the allocation of consumer ``vm1`` (a server;
+  ``migration`` is a migration record's consumer, ``container1`` another
+  service's) on the resource provider named ``host1``.
+* *nova-manage placement audit*: its return code and the allocations
+  ``--verbose`` says "can be deleted"; then what ``--delete`` really
+  removed or changed in placement, and whether placement ends up the
+  same as after nova-orphans' ``allocations clean``.
+* *nova-orphans*: the reason and action of every allocation in
+  ``nova-orphans-manage allocations list --all``. Orphans are the rows
+  whose action is not ``none``. In every scenario the test also checked
+  that ``allocations clean`` changed exactly the orphans (every other
   allocation byte for byte the same) and that ``allocations restore``
   put placement back exactly as it was.
-
 """
+
+_PROBLEM_KINDS = (
+    ('leaves the orphan', 'leaves orphans behind'),
+    ('does not give', 'deletes a failed migration\'s allocation instead '
+                      'of giving it back to its server'),
+    ('removes the live', 'removes live allocations'),
+)
+
+
+def _rst_code(text):
+    return ' '.join('``%s``' % w if '@' in w else w for w in text.split())
 
 
 def _audit_cell(s):
@@ -243,52 +347,56 @@ def _audit_cell(s):
         lines.append('Says the compute node of %s "can not be found".' %
                      ', '.join('``%s``' % n for n in s.audit_unknown_nodes))
     if s.audit_delete.removed:
-        lines.append('--delete removes %s.' % ', '.join(
+        lines.append('``--delete`` removes %s.' % ', '.join(
             '``%s``' % a for a in s.audit_delete.removed))
     else:
-        lines.append('--delete changes nothing.')
+        lines.append('``--delete`` changes nothing.')
     if s.audit_delete.problems:
         lines.append('**Wrong**: %s.' % '; '.join(
-            _code(p) for p in s.audit_delete.problems))
+            _rst_code(p) for p in s.audit_delete.problems))
     else:
-        lines.append('Right.')
+        lines.append('Same result as ``allocations clean``.')
     return lines
-
-
-def _code(problem):
-    words = problem.split()
-    return ' '.join('``%s``' % w if '@' in w else w for w in words)
 
 
 def _ours_cell(s):
-    orphans = [o for o in s.ours if o[2] != 'none']
-    fine = [o for o in s.ours if o[2] == 'none']
     lines = []
-    for label, reason, action in orphans:
-        lines.append('``%s``: ``%s`` → ``%s``' % (label, reason, action))
-    for label, reason, _action in fine:
-        lines.append('``%s``: ``%s``, untouched' % (label, reason))
-    if not orphans:
-        lines.append('No orphans; ``clean`` changes nothing.')
+    for label, reason, action in s.ours:
+        if action != 'none':
+            lines.append('``%s``: ``%s`` → ``%s``' % (label, reason, action))
+    for label, reason, action in s.ours:
+        if action == 'none':
+            lines.append('``%s``: ``%s``, untouched' % (label, reason))
     return lines
 
 
-def render(scenarios=None):
-    scenarios = SCENARIOS if scenarios is None else scenarios
-    out = [HEADER]
-    for section, keys in _sections(scenarios):
-        out.append(section + '\n' + '-' * len(section) + '\n\n')
-        out.append('.. list-table::\n   :header-rows: 1\n   :widths: 25 40 35'
-                   '\n\n')
-        out.append('   * - Scenario\n     - nova-manage placement audit\n'
-                   '     - nova-orphans\n')
-        for key in keys:
-            s = scenarios[key]
-            out.append('   * - %s\n\n       (``%s``)\n' % (s.title, s.test))
-            for cell in (_audit_cell(s), _ours_cell(s)):
-                out.append('     - ' + '\n\n       '.join(cell) + '\n')
-        out.append('\n')
-    return ''.join(out).rstrip('\n') + '\n'
+def _item(first, paragraphs):
+    """One list-table cell: paragraphs wrapped at 79 columns."""
+    out = []
+    for i, text in enumerate(paragraphs):
+        if i:
+            out.append('')
+        out.append(textwrap.fill(
+            text, 79, initial_indent=first if i == 0 else ' ' * 7,
+            subsequent_indent=' ' * 7, break_long_words=False,
+            break_on_hyphens=False))
+    return '\n'.join(out)
+
+
+def _summary(scenarios):
+    wrong = [s for s in scenarios.values() if s.audit_delete.problems]
+    counts = []
+    for prefix, words in _PROBLEM_KINDS:
+        n = sum(1 for s in wrong
+                if any(p.startswith(prefix) for p in s.audit_delete.problems))
+        if n:
+            counts.append('%s (%d)' % (words, n))
+    return textwrap.fill(
+        'In %d of these %d states, ``nova-manage placement audit --delete`` '
+        'leaves placement exactly as ``nova-orphans-manage allocations '
+        'clean`` does. In the other %d it does not: it %s.' % (
+            len(scenarios) - len(wrong), len(scenarios), len(wrong),
+            ', '.join(counts)), 79) + '\n'
 
 
 def _sections(scenarios):
@@ -298,3 +406,26 @@ def _sections(scenarios):
     return [(t, ks) for t, ks in (
         ('Orphans made by nova operations', orphans),
         ('Look-alikes that must stay untouched', fine)) if ks]
+
+
+def render(scenarios=None):
+    """The text of doc/source/admin/comparison.rst."""
+    scenarios = SCENARIOS if scenarios is None else scenarios
+    out = [
+        '.. This file is generated by tools/comparison.py from\n'
+        '   nova_orphans/tests/scenario/comparison.py; test_comparison\n'
+        '   fails when they differ. Do not edit it by hand.\n',
+        '=' * len(TITLE) + '\n' + TITLE + '\n' + '=' * len(TITLE) + '\n',
+        INTRO, _summary(scenarios)]
+    for section, keys in _sections(scenarios):
+        rows = ['.. list-table::\n   :header-rows: 1\n   :widths: 30 38 32\n',
+                '   * - Scenario\n     - nova-manage placement audit\n'
+                '     - nova-orphans']
+        for key in keys:
+            s = scenarios[key]
+            rows.append(_item('   * - ', [s.title, '(``%s``)' % s.test]))
+            rows.append(_item('     - ', _audit_cell(s)))
+            rows.append(_item('     - ', _ours_cell(s)))
+        out.append(section + '\n' + '-' * len(section) + '\n\n' +
+                   '\n'.join(rows) + '\n')
+    return '\n'.join(out)

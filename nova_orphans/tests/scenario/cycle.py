@@ -26,8 +26,9 @@ nova operations and:
    allocation that is not an orphan is unchanged, byte for byte;
 5. runs ``allocations restore --journal`` and asserts placement is back
    to the state of step 1, exactly;
-6. runs ``nova-manage placement audit --delete`` and records what it
-   really removed or changed (the difference of placement's state).
+6. runs ``nova-manage placement audit --delete`` on that same state
+   and records what it really removed or changed (the difference of
+   placement's state), judged against step 4's result.
 
 The observations are compared with what ``comparison.SCENARIOS``
 declares for the scenario, which is also what
@@ -39,6 +40,7 @@ fails a test when it stops being true.
 import json
 import os
 import re
+import threading
 
 import fixtures
 import sqlalchemy as sa
@@ -102,9 +104,6 @@ class CycleTestCase(base.ScenarioTestCase):
         """Name a consumer for the comparison table ('vm1', 'migration')."""
         self.labels[consumer] = name
         return consumer
-
-    def alloc_label(self, consumer, rp, names):
-        return '%s@%s' % (self.labels[consumer], names[rp])
 
     # -- expected rows --------------------------------------------------------
 
@@ -326,15 +325,57 @@ class CycleTestCase(base.ScenarioTestCase):
 
     # -- nova-side helpers ----------------------------------------------------
 
+    def pause(self, target, timeout=60):
+        """Make ``target`` (a fake driver method) wait until released.
+
+        Returns a gate: ``entered()`` waits until nova called it (the
+        operation is now paused there), ``release()`` lets it go on.
+        Released at cleanup in any case.
+        """
+        gate = _Gate(target, timeout)
+        self.useFixture(fixtures.MonkeyPatch(target, gate.wrap(
+            _resolve(target))))
+        self.addCleanup(gate.release)
+        return gate
+
+    def break_cell_for_nova_too(self, cell_name='cell1'):
+        """Make a cell database unreadable to the tool AND to nova.
+
+        The mapping row gets a file that is not a database. nova looks
+        cells up by that string, so register a real (failing) oslo.db
+        context manager under it: nova's queries fail as they would on
+        a dead database server (``file is not a database``). Only
+        fresh cell lists see it (see ``run_nova_audit``); nova's
+        services keep their cached cells.
+        """
+        from oslo_db.sqlalchemy import enginefacade
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            cell_name + '-down.sqlite')
+        with open(path, 'w') as f:
+            f.write('not a database\n' * 100)
+        url = 'sqlite:///' + path
+        ctxt = enginefacade.transaction_context()
+        ctxt.configure(connection=url)
+        registry = self.cell_databases._ctxt_mgrs
+        registry[url] = ctxt
+        # Before CellDatabases' cleanup, which opens every registered one.
+        self.addCleanup(registry.pop, url)
+        mapping = self.cell_mappings[cell_name]
+        mapping.database_connection = url
+        mapping.save()
+        return url
+
     def boot(self, name, host=None, flavor=None, wait='ACTIVE',
-             networks='none'):
-        """Create a server (on ``host`` if given) and label it ``name``.
+             networks='none', node=None):
+        """Create a server (on ``host``/``node`` if given), label it ``name``.
 
         ``wait=None`` returns as soon as the API accepted it.
         """
         body = self._build_server(
             name=name, flavor_id=(flavor or self.flavor)['id'],
             networks=networks, host=host)
+        if node:
+            body['hypervisor_hostname'] = node
         server = self.api.post_server({'server': body})
         self.label(server['id'], name)
         if wait:
@@ -359,7 +400,8 @@ class CycleTestCase(base.ScenarioTestCase):
         with self.cell_db().connect() as conn:
             return conn.execute(sa.text(
                 'SELECT id, deleted, vm_state, task_state, host, node '
-                'FROM %s WHERE uuid=:u' % table), {'u': server_id}).one_or_none()
+                'FROM %s WHERE uuid=:u' % table),
+                {'u': server_id}).one_or_none()
 
     def migration_rows(self, server_id):
         with self.cell_db().connect() as conn:
@@ -369,6 +411,31 @@ class CycleTestCase(base.ScenarioTestCase):
                 'ORDER BY id'), {'u': server_id}).all()
 
 
-def allocations_of(state, consumer):
-    return state.get(consumer, {}).get('allocations', {})
+def _resolve(target):
+    module, _, attr = target.rpartition('.')
+    module, _, cls = module.rpartition('.')
+    return getattr(getattr(__import__(module, fromlist=[cls]), cls), attr)
 
+
+class _Gate:
+
+    def __init__(self, target, timeout):
+        self.target = target
+        self.timeout = timeout
+        self._entered = threading.Event()
+        self._release = threading.Event()
+
+    def wrap(self, original):
+        def paused(*args, **kwargs):
+            self._entered.set()
+            if not self._release.wait(self.timeout):
+                raise RuntimeError('%s was never released' % self.target)
+            return original(*args, **kwargs)
+        return paused
+
+    def entered(self):
+        if not self._entered.wait(self.timeout):
+            raise AssertionError('nova never called %s' % self.target)
+
+    def release(self):
+        self._release.set()

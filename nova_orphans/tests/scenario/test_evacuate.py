@@ -71,14 +71,6 @@ class EvacuateFromDownHostTest(cycle.CycleTestCase):
         self.assertEqual([self.src], [row['resource_provider']
                                       for row in self.list_allocations()])
 
-    def test_nova_audit_delete_agrees(self):
-        """nova's --delete removes exactly what we call the orphan."""
-        rc, out = self.run_nova_audit(delete=True)
-        self.assertEqual(4, rc, out)
-        self.assertEqual({self.dst: self.resources},
-                         self.get_allocations(self.server['id']))
-        self.assertEqual([], self.list_allocations())
-
     def test_templated_cell_mapping(self):
         """Same verdict when cell1's mapping is a template."""
         self.template_cell('cell1')

@@ -159,27 +159,26 @@ class MigrationTest(cycle.CycleTestCase):
             self.row(vm1, self.dst, 'host2', 'active_instance', 'none', BIG),
         ])
 
-    @comparison.scenario('resize_failed_on_dest')
-    def test_resize_failed_on_destination(self):
-        """A resize errors on the destination; the source stays allocated.
+    @comparison.scenario('resize_revert_failed')
+    def test_resize_revert_failed_on_destination(self):
+        """A resize revert fails on the destination; the source stays held.
 
-        finish_resize fails on the destination: nova puts the server in
-        ERROR there (a hard reboot recovers it there) and drops the
-        migration's allocation on the source, which is lost. The
-        migration (status error) keeps holding the source.
+        One driver fault, nothing else: destroying the resized guest on
+        the destination fails, the server goes to ERROR there and the
+        migration to error, and the migration's allocation of the old
+        flavor on the source is never freed, periodics or not.
         """
-        with mock.patch('nova.virt.fake.FakeDriver.finish_migration',
-                        side_effect=exception.VirtualInterfaceCreateException(
-                        )), \
-                mock.patch('nova.compute.manager.ComputeManager.'
-                           '_delete_allocation_after_move'):
-            flavor = self._create_flavor(vcpu=2, memory_mb=1024, disk=2,
-                                         ephemeral=0)
-            self.api.post_server_action(self.vm1['id'],
-                                        {'resize': {'flavorRef': flavor}})
-            self._wait_for_state_change(self.vm1, 'ERROR')
+        self.resize()
         mig = self.migration()
-        self.assertEqual('error', mig.status)
+        with mock.patch('nova.virt.fake.FakeDriver.destroy',
+                        side_effect=exception.VirtualInterfaceCreateException(
+                        )):
+            self.api.post_server_action(self.vm1['id'],
+                                        {'revertResize': None})
+            self._wait_for_state_change(self.vm1, 'ERROR')
+        self.assertEqual('error', self.migration().status)
+        self.assertEqual(('error', 'host2'), self.instance_row(
+            self.vm1['id'])[2:5:2])
         self._run_periodics()
 
         vm1 = self.vm1['id']

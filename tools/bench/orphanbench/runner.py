@@ -59,6 +59,21 @@ with open(out, "w") as f:
         for (db, s), p in statements.items()]}, f, default=str)
 sys.exit(rc)
 '''
+# Runs the command as its child and reports the child's rusage: the
+# child is forked from this small process, not from the benchmark (whose
+# memory a direct child's ru_maxrss would include from before its exec).
+_LAUNCH = '''
+import json, os, sys
+out = sys.argv[1]
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_pid, status, ru = os.wait4(pid, 0)
+with open(out, "w") as f:
+    json.dump({"maxrss_kib": ru.ru_maxrss,
+               "cpu": ru.ru_utime + ru.ru_stime}, f)
+sys.exit(os.waitstatus_to_exitcode(status))
+'''
 AUDIT_FLAG = re.compile(
     r'(?:Allocations for|Deleted allocations for) consumer UUID (\S+) on '
     r'Resource Provider (\S+)(?: can be deleted)?:')
@@ -77,7 +92,8 @@ class Placement:
     """orphanbench.server in a subprocess: N placement worker processes."""
 
     def __init__(self, db_url, workdir, workers=2):
-        self.ready = os.path.join(workdir, 'placement-%d.json' % time.time_ns())
+        self.ready = os.path.join(workdir,
+                                  'placement-%d.json' % time.time_ns())
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [os.path.dirname(os.path.dirname(__file__)), REPO]))
         self.proc = subprocess.Popen(
@@ -130,26 +146,24 @@ class Placement:
 
 
 def run_with_rusage(argv, env=None, timeout=None, stdout_path=None):
-    """Run argv; wall time, peak RSS and CPU from wait4 (the child's own)."""
+    """Run argv; its wall time, peak RSS and CPU seconds, and its output."""
+    base = stdout_path or os.path.join('/tmp', 'orphanbench-%d' %
+                                       time.time_ns())
+    usage = base + '.rusage'
     out = open(stdout_path, 'w+') if stdout_path else None
-    err_path = (stdout_path or '/tmp/orphanbench') + '.stderr'
-    err = open(err_path, 'w+')
+    err = open(base + '.stderr', 'w+')
     start = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, '-c', _LAUNCH, usage] + argv,
+                            env=env, stdin=subprocess.DEVNULL,
                             stdout=out or subprocess.DEVNULL, stderr=err,
                             cwd=REPO)
-    deadline = None if timeout is None else start + timeout
-    while True:
-        pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if deadline and time.monotonic() > deadline:
-            proc.kill()
-            os.wait4(proc.pid, 0)
-            raise subprocess.TimeoutExpired(argv, timeout)
-        time.sleep(0.01)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise
     wall = time.monotonic() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
     stdout = ''
     if out:
         out.seek(0)
@@ -158,9 +172,11 @@ def run_with_rusage(argv, env=None, timeout=None, stdout_path=None):
     err.seek(0)
     stderr = err.read()
     err.close()
+    with open(usage) as f:
+        ru = json.load(f)
+    os.unlink(usage)
     return {'rc': proc.returncode, 'wall': wall,
-            'rss_mib': rusage.ru_maxrss / 1024.0,
-            'cpu': rusage.ru_utime + rusage.ru_stime,
+            'rss_mib': ru['maxrss_kib'] / 1024.0, 'cpu': ru['cpu'],
             'stdout': stdout, 'stderr': stderr}
 
 
@@ -227,11 +243,15 @@ class Bench:
         """Run one tool once; returns measurements and its findings."""
         journal = os.path.join(self.workdir, 'journal-%d' % time.time_ns())
         cpu0 = self.placement.cpu_seconds()
+        load = os.getloadavg()[0]
         result = run_with_rusage(
             self._argv(tool, delete=delete, journal=journal), env=self.env,
             timeout=timeout,
             stdout_path=os.path.join(self.workdir, 'out-%s.txt' % tool))
         result['placement_cpu'] = self.placement.cpu_seconds() - cpu0
+        # The 1-minute load average before the run: other work on the
+        # machine shows up here.
+        result['loadavg_before'] = load
         result['tool'] = tool
         ok_codes = (0, 3, 4) if not delete else (0, 4)
         if result['rc'] not in ok_codes:
