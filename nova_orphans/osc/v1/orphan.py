@@ -21,14 +21,18 @@ either is read by the same tooling.
 
 import contextlib
 import os
+import time
 
+from cliff.formatters import base as cliff_base
 from osc_lib.command import command
 from osc_lib import exceptions
+import stevedore
 
 from nova_orphans import db_utils
 from nova_orphans.engine import reasons
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import metrics
 from nova_orphans.osc.v1 import columns as columns_mod
 from nova_orphans.readers import compute_api
 from nova_orphans.readers import placement_api
@@ -78,7 +82,7 @@ class _Audited(command.Lister):
         columns_mod.add_long_argument(parser)
         return parser
 
-    def audit(self, parsed_args, show_all=False):
+    def audit(self, parsed_args, show_all=False, everything=False):
         """Findings shown by the filters; keeps the readers for repairs."""
         snapshot_mod.validate_uuid(parsed_args.resource_provider,
                                    _('Resource provider'))
@@ -96,7 +100,8 @@ class _Audited(command.Lister):
             return show_all or finding.is_orphan
 
         findings = audit.run(resource_provider=parsed_args.resource_provider,
-                             host=parsed_args.host, shown=shown)
+                             host=parsed_args.host,
+                             shown=None if everything else shown)
         self.snapshot = audit.snapshot
         for cell in audit.snapshot.nova.unreadable_cells:
             self.app.stderr.write(_(
@@ -124,10 +129,45 @@ class ListOrphan(_Audited):
                    '"none" and the reason they are fine.'))
         return parser
 
+    def _load_formatter_plugins(self):
+        # "-f prometheus" for this command only: a cliff formatter plugin
+        # would offer it to every openstack listing.
+        manager = super()._load_formatter_plugins()
+        if self.formatter_namespace != 'cliff.formatter.list':
+            return manager
+        prometheus = stevedore.extension.Extension(
+            'prometheus', None, PrometheusFormatter, PrometheusFormatter())
+        return stevedore.ExtensionManager.make_test_instance(
+            list(manager) + [prometheus], namespace=manager.namespace)
+
     def take_action(self, parsed_args):
+        if parsed_args.formatter == 'prometheus':
+            start = time.monotonic()
+            with one_line_errors():
+                findings = self.audit(parsed_args, everything=True)
+            self._formatter_plugins['prometheus'].obj.text = metrics.render(
+                findings, time.monotonic() - start,
+                unreadable_cells=len(self.snapshot.nova.unreadable_cells))
+            return columns_mod.listing(parsed_args, [])
         with one_line_errors():
             findings = self.audit(parsed_args, show_all=parsed_args.show_all)
         return columns_mod.listing(parsed_args, findings)
+
+
+class PrometheusFormatter(cliff_base.ListFormatter):
+    """node_exporter textfile-collector metrics of the whole scan.
+
+    The same metrics as ``nova-orphans-manage allocations list --format
+    prometheus``; the rows of the listing are not used.
+    """
+
+    text = ''
+
+    def add_argument_group(self, parser):
+        pass
+
+    def emit_list(self, column_names, data, stdout, parsed_args):
+        stdout.write(self.text)
 
 
 class CleanOrphan(_Audited):

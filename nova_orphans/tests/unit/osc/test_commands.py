@@ -13,6 +13,7 @@ import io
 import json
 import os
 import types
+from unittest import mock
 
 import fixtures
 from osc_lib import exceptions
@@ -83,6 +84,9 @@ class CommandTestCase(base.BaseTestCase):
         cmd.run(parsed)
         return self.app.stdout.getvalue()
 
+    def formats(self, cls):
+        return set(cls(mock.Mock(), None)._formatter_plugins.names())
+
     def json_rows(self, cls, *argv):
         return json.loads(self.run_cmd(cls, *(argv + ('-f', 'json'))))
 
@@ -94,6 +98,22 @@ class CommandTestCase(base.BaseTestCase):
 
 
 class ListOrphanTestCase(CommandTestCase):
+
+    def test_prometheus_format(self):
+        text = self.run_cmd(orphan.ListOrphan, '-f', 'prometheus')
+        samples = dict(line.rsplit(' ', 1) for line in text.splitlines()
+                       if not line.startswith('#'))
+        self.assertEqual('1', samples[
+            'nova_orphans_allocations{reason="deleted_instance"}'])
+        self.assertEqual('1', samples[
+            'nova_orphans_allocations{reason="unknown_consumer"}'])
+        self.assertEqual('0', samples[
+            'nova_orphans_allocations{reason="evacuated_source"}'])
+        self.assertEqual('0', samples['nova_orphans_unreadable_cells'])
+
+    def test_prometheus_is_offered_to_list_only(self):
+        self.assertIn('prometheus', self.formats(orphan.ListOrphan))
+        self.assertNotIn('prometheus', self.formats(orphan.CleanOrphan))
 
     def test_json_columns_are_the_finding_keys(self):
         rows = self.json_rows(orphan.ListOrphan)
