@@ -124,6 +124,10 @@ class Instance:
     archived: bool = False
     project_id: typing.Optional[str] = None
     user_id: typing.Optional[str] = None
+    # The compute node nova records it on (instances.compute_id), when
+    # known: it survives an ironic node moving to another compute service,
+    # which host and node names do not.
+    compute_node: typing.Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -59,9 +59,11 @@ class AllocationContext:
 
     def on_instance_node(self):
         inst = self.instance
-        return (self.node is not None and inst is not None and
-                self.node.host == inst.host and
-                self.node.hypervisor_hostname == inst.node)
+        if self.node is None or inst is None:
+            return False
+        return (self.node.uuid == inst.compute_node or
+                (self.node.host, self.node.hypervisor_hostname) ==
+                (inst.host, inst.node))
 
 
 def _cells(cells):
@@ -306,7 +308,8 @@ def missing_allocations(index):
                                   nova_states.SOFT_DELETED,
                                   nova_states.SHELVED_OFFLOADED)):
             continue
-        node = index.node_for_host_node(inst.host, inst.node)
+        node = (index.nodes_by_uuid.get(inst.compute_node) or
+                index.node_for_host_node(inst.host, inst.node))
         if placement.scope is not None and (
                 node is None or node.uuid not in placement.scope):
             continue

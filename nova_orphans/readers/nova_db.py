@@ -44,12 +44,13 @@ CELL_MAPPINGS = _table('cell_mappings', 'id', 'uuid', 'name',
 INSTANCE_MAPPINGS = _table('instance_mappings', 'instance_uuid', 'cell_id',
                            'queued_for_delete')
 BUILD_REQUESTS = _table('build_requests', 'instance_uuid')
-COMPUTE_NODES = _table('compute_nodes', 'uuid', 'host', 'hypervisor_hostname',
-                       'hypervisor_type', 'deleted')
+COMPUTE_NODES = _table('compute_nodes', 'id', 'uuid', 'host',
+                       'hypervisor_hostname', 'hypervisor_type', 'deleted')
 SERVICES = _table('services', 'host', 'binary', 'disabled', 'forced_down',
                   'deleted')
 _INSTANCE_COLUMNS = ('uuid', 'host', 'node', 'vm_state', 'task_state',
-                     'project_id', 'user_id', 'deleted', 'hidden')
+                     'project_id', 'user_id', 'deleted', 'hidden',
+                     'compute_id')
 _MIGRATION_COLUMNS = ('uuid', 'instance_uuid', 'status', 'migration_type',
                       'source_compute', 'source_node', 'dest_compute',
                       'dest_node', 'deleted', 'hidden')
@@ -301,9 +302,12 @@ class _CellRead:
         self.migrations = {}
         # uuids whose only row here is a hidden cross-cell copy.
         self.hidden = set()
+        self._node_ids = None
 
     def live(self):
+        self._node_ids = {}
         for row in self.db.execute(sa.select(COMPUTE_NODES)):
+            self._node_ids[row.id] = row.uuid
             self.nodes[row.uuid] = model.ComputeNode(
                 uuid=row.uuid, host=row.host,
                 hypervisor_hostname=row.hypervisor_hostname,
@@ -383,6 +387,14 @@ class _CellRead:
         else:
             self.hidden.discard(row.uuid)
 
+    def _node_uuid(self, compute_id):
+        if compute_id is None:
+            return None
+        if self._node_ids is None:
+            self._node_ids = dict(self.db.execute(sa.select(
+                COMPUTE_NODES.c.id, COMPUTE_NODES.c.uuid)).all())
+        return self._node_ids.get(compute_id)
+
     def _instances(self, table, where, archived=False):
         for row in self._rows(table, where):
             self._note_hidden(row)
@@ -390,7 +402,8 @@ class _CellRead:
                 uuid=row.uuid, cell=self.cell, host=row.host, node=row.node,
                 vm_state=row.vm_state, task_state=row.task_state,
                 deleted=bool(row.deleted), archived=archived,
-                project_id=row.project_id, user_id=row.user_id)
+                project_id=row.project_id, user_id=row.user_id,
+                compute_node=self._node_uuid(row.compute_id))
 
     def _migrations(self, table, where, archived=False):
         for row in self._rows(table, where):

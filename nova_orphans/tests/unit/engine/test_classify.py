@@ -321,6 +321,16 @@ class ProviderRulesTestCase(ClassifyTestCase):
             (vm, node): (r.ACTIVE_INSTANCE, FINE),
             (gone, node): (r.DELETED_INSTANCE, r.DELETE_CONSUMER)})
 
+    def test_ironic_node_taken_over_by_another_compute_service(self):
+        # The node row moved to ironic-b; the instance still names
+        # ironic-a, but its compute_id still points at the node.
+        node_name = cloud_mod.uuid('ironic-node')
+        node = self.cloud.node('ironic-b', node=node_name)
+        vm = self.cloud.instance('ironic-a', node=node_name,
+                                 compute_node=node)
+        self.cloud.alloc(vm, node, CUSTOM_BAREMETAL_GOLD=1)
+        self.assertVerdicts({(vm, node): (r.ACTIVE_INSTANCE, FINE)})
+
     def test_deleted_compute_node_tree_is_still_nova(self):
         # A service deleted while allocations remained orphaned its
         # provider (mailing-list thread); its leftovers are still nova's.
