@@ -28,5 +28,4 @@ version = ''
 exclude_patterns = []
 pygments_style = 'native'
 html_theme = 'openstackdocs'
-html_static_path = ['_static']
 locale_dirs = ['locale/']
