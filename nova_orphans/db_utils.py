@@ -101,7 +101,8 @@ def create_reader_engine(url, max_retries=1, retry_interval=1,
     params = None
     if parsed.get_backend_name() == 'mysql' and (
             'connect_timeout' not in parsed.query):
-        params = {'connect_timeout': str(connect_timeout)}
+        # oslo.db appends this query string to the URL.
+        params = 'connect_timeout=%d' % connect_timeout
     engine = engines.create_engine(
         parsed, max_retries=max_retries, retry_interval=retry_interval,
         connection_parameters=params, thread_checkin=False)

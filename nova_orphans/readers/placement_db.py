@@ -127,11 +127,12 @@ class PlacementDBReader:
                 .outerjoin(parent,
                            PROVIDERS.c.parent_provider_id == parent.c.id))
         ).all()
-        sharing_ids = set(conn.execute(
+        sharing = (
             sa.select(PROVIDER_TRAITS.c.resource_provider_id)
             .select_from(PROVIDER_TRAITS.join(
                 TRAITS, PROVIDER_TRAITS.c.trait_id == TRAITS.c.id))
-            .where(TRAITS.c.name == model.SHARING_TRAIT)).scalars())
+            .where(TRAITS.c.name == model.SHARING_TRAIT))
+        sharing_ids = set(conn.execute(sharing).scalars())
         aggregates = collections.defaultdict(set)
         if sharing_ids:
             shared = PROVIDER_AGGREGATES.alias('shared')
@@ -146,7 +147,7 @@ class PlacementDBReader:
                     .where(PROVIDER_AGGREGATES.c.aggregate_id.in_(
                         sa.select(shared.c.aggregate_id).where(
                             shared.c.resource_provider_id.in_(
-                                sorted(sharing_ids)))))
+                                sharing))))
                     .distinct()):
                 aggregates[rp_id].add(agg_uuid)
         self._ids = {row.uuid: row.id for row in rows}

@@ -96,7 +96,8 @@ def build(args, workdir, providers, cells, orphans_only=False, maria=None):
     log('generated %d providers, %d allocations, %d orphans in %d cell(s) '
         'in %.1fs' % (providers, len(cloud.allocations), len(cloud.orphans),
                       cells, time.monotonic() - start))
-    bench = runner.Bench(cloud, urls, workdir, workers=args.workers)
+    bench = runner.Bench(cloud, urls, workdir, workers=args.workers,
+                         concurrency=args.concurrency)
     try:
         checked = cloud.verify(bench.placement.endpoint)
     except BaseException:
@@ -224,8 +225,10 @@ def bench_clean(args, maria=None):
             entry = {'providers': providers, 'cells': 1,
                      'allocations': truth['allocations'],
                      'orphans': len(truth['orphans']),
-                     'tool': 'clean-' + tool if tool != 'audit'
-                     else 'audit --delete',
+                     'tool': ('clean-%s%s' % (
+                         tool, '-c%d' % args.concurrency
+                         if args.concurrency else '')
+                         if tool != 'audit' else 'audit --delete'),
                      'orphans_left': remaining}
             entry.update(backends(bench))
             results.append(summarize(entry, [r], truth))
@@ -246,12 +249,11 @@ def table(results):
     lines = [
         '| providers | cells | allocations | nova / placement DB | tool | '
         'runs | median wall (s) | x faster than audit | placement CPU (s) | '
-        'peak RSS '
-        '(MiB) | findings vs truth |',
-        '|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|']
+        'tool CPU (s) | peak RSS (MiB) | findings vs truth |',
+        '|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---|']
     for r in sorted(results, key=lambda r: (
             r['tool'].startswith('clean') or r['tool'].endswith('--delete'),
-            r['nova_backend'], r['cells'], r['providers'],
+            r['nova_backend'] != 'sqlite', r['cells'], r['providers'],
             TOOLS.index(r['tool']) if r['tool'] in TOOLS else 9)):
         ref = audit.get(key(r))
         if r['tool'].startswith('clean'):
@@ -267,15 +269,27 @@ def table(results):
         if 'orphans_left' in r:
             verdict += '; %d left after' % r['orphans_left']
         lines.append('| %d | %d | %d | %s | %s | %d | %.2f | %s | %.2f | '
-                     '%.0f | %s |' % (
+                     '%.2f | %.0f | %s |' % (
                          r['providers'], r['cells'], r['allocations'],
                          '%s / %s' % (r['nova_backend'],
                                       r.get('placement_backend', 'sqlite')),
                          r['tool'], len(r['runs']),
                          r['median_wall'], ratio,
-                         r['median_placement_cpu'], r['peak_rss_mib'],
+                         r['median_placement_cpu'], r['median_tool_cpu'],
+                         r['peak_rss_mib'],
                          verdict))
     return '\n'.join(lines) + '\n'
+
+
+def table_rst(results):
+    """The markdown table as an RST csv-table, for the docs."""
+    lines = [line.strip('|').split('|') for line in
+             table(results).splitlines() if not line.startswith('|---')]
+    out = ['.. csv-table::', '   :header-rows: 1', '']
+    for cells in lines:
+        out.append('   ' + ', '.join(
+            '"%s"' % c.strip().replace('"', "'") for c in cells))
+    return '\n'.join(out) + '\n'
 
 
 def plot(results, path):
@@ -287,6 +301,7 @@ def plot(results, path):
               'api': 'nova-orphans (placement API)',
               'fast': 'nova-orphans (fast mode, placement DB)'}
     styles = {1: '-o', 3: '--s'}
+    colors = {'audit': 'C3', 'api': 'C0', 'fast': 'C2'}
     for tool in TOOLS:
         for cells in sorted({r['cells'] for r in results}):
             pts = sorted((r['allocations'], r['median_wall'])
@@ -297,7 +312,7 @@ def plot(results, path):
             if not pts:
                 continue
             ax.plot([p[0] for p in pts], [p[1] for p in pts],
-                    styles.get(cells, '-^'),
+                    styles.get(cells, '-^'), color=colors[tool],
                     label='%s, %d cell%s' % (labels[tool], cells,
                                              '' if cells == 1 else 's'))
     ax.set_xscale('log')
@@ -337,6 +352,9 @@ def main(argv=None):
                         help='also time "allocations clean" against '
                              '"placement audit --delete" on this many '
                              'orphans')
+    parser.add_argument('--concurrency', type=int, default=None,
+                        help='[nova_orphans] placement_concurrency for '
+                             'the tool (default: its own default, 8)')
     parser.add_argument('--clean-tools', nargs='+',
                         default=['fast', 'api', 'audit'],
                         choices=TOOLS)
@@ -390,6 +408,12 @@ def main(argv=None):
             log('no MariaDB: --clean runs placement on sqlite, which '
                 'refuses concurrent writes (expect failed repairs)')
 
+    def write_tables():
+        with open(os.path.join(args.out, 'results.md'), 'w') as f:
+            f.write(table(doc['results']))
+        with open(os.path.join(args.out, 'results.rst'), 'w') as f:
+            f.write(table_rst(doc['results']))
+
     def save(new):
         # Replace earlier results of the same configuration.
         def key(r):
@@ -401,8 +425,7 @@ def main(argv=None):
         with open(path + '.tmp', 'w') as f:
             json.dump(doc, f, indent=1, default=str)
         os.rename(path + '.tmp', path)
-        with open(os.path.join(args.out, 'results.md'), 'w') as f:
-            f.write(table(doc['results']))
+        write_tables()
 
     try:
         for cells in args.cells:
@@ -413,6 +436,8 @@ def main(argv=None):
     finally:
         if maria is not None:
             maria.stop()
+    if doc['results']:
+        write_tables()
     if args.plot and doc['results']:
         log('plot: %s' % plot(doc['results'], os.path.join(
             args.out, 'time-vs-allocations.png')))

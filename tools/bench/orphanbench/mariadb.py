@@ -100,11 +100,8 @@ class MariaDB:
                 time.sleep(0.2)
 
     def url(self, database):
-        # connect_timeout in the URL: nova_orphans.db_utils otherwise adds
-        # it as oslo.db connection_parameters (see doc/source/admin/
-        # performance.rst).
-        return ('mysql+pymysql://root@127.0.0.1:%d/%s?charset=utf8&'
-                'connect_timeout=10' % (self.port, database))
+        return 'mysql+pymysql://root@127.0.0.1:%d/%s?charset=utf8' % (
+            self.port, database)
 
     def connect(self, database=None):
         import pymysql

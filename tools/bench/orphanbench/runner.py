@@ -183,7 +183,7 @@ def run_with_rusage(argv, env=None, timeout=None, stdout_path=None):
 class Bench:
     """One generated cloud, served, and the tools run against it."""
 
-    def __init__(self, cloud, urls, workdir, workers=2, cell_urls=None):
+    def __init__(self, cloud, urls, workdir, workers=2, concurrency=None):
         self.cloud = cloud
         self.urls = urls
         self.workdir = workdir
@@ -198,6 +198,8 @@ class Bench:
             'nova_orphans': {'state_path': os.path.join(workdir, 'state'),
                              'cell_timeout': '600'},
         }
+        if concurrency:
+            base['nova_orphans']['placement_concurrency'] = concurrency
         os.makedirs(os.path.join(workdir, 'api'), exist_ok=True)
         os.makedirs(os.path.join(workdir, 'fast'), exist_ok=True)
         os.makedirs(os.path.join(workdir, 'nova'), exist_ok=True)
