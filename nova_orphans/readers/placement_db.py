@@ -19,10 +19,12 @@ the same providers with the same sharing flags and aggregates, the same
 allocations and the same consumer records, so the findings are the same.
 
 Consumer records (project, user, generation, type) are read in bulk
-with the allocations and handed to the audit through ``consumers()``,
-which then needs no per-consumer GET. ``consumer()`` still goes to the
-API: repairs and their re-verification want placement's own, fresh
-document, and every write goes through the API anyway.
+with the allocations and handed to the audit through
+``consumer_records()``, so it needs no per-consumer GET and no second
+classification; ``consumers()`` answers from the database too.
+``consumer()`` still goes to the API: repairs and their re-verification
+want placement's own, fresh document, and every write goes through the
+API anyway.
 
 Resource class names come from placement's ``resource_classes`` table:
 placement stores the standard classes there too (their ids follow

@@ -435,7 +435,7 @@ def main(argv=None):
             save(bench_clean(args, maria=maria))
     finally:
         if maria is not None:
-            maria.stop()
+            maria.stop(remove=not args.keep)
     if doc['results']:
         write_tables()
     if args.plot and doc['results']:

@@ -9,6 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
+import fixtures
 from oslotest import base
 
 from nova_orphans import db_utils
@@ -54,3 +55,21 @@ class SecretsTestCase(base.BaseTestCase):
         url = db_utils._read_only_url('sqlite:////tmp/cell.db')
         self.assertEqual('sqlite:///file:/tmp/cell.db?mode=ro&uri=true',
                          url.render_as_string())
+
+
+class ReaderEngineTestCase(base.BaseTestCase):
+
+    def test_mysql_gets_a_connect_timeout(self):
+        captured = {}
+
+        def fake_create_engine(url, **kwargs):
+            captured.update(kwargs, url=url)
+            raise RuntimeError('stop here')
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'oslo_db.sqlalchemy.engines.create_engine', fake_create_engine))
+        self.assertRaises(RuntimeError, db_utils.create_reader_engine,
+                          'mysql+pymysql://nova:pw@db/nova', max_retries=1)
+        # oslo.db appends a query string, not a dict.
+        self.assertEqual('connect_timeout=10',
+                         captured['connection_parameters'])

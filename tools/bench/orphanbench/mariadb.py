@@ -66,6 +66,7 @@ def _free_port():
 class MariaDB:
 
     def __init__(self, workdir):
+        self.workdir = workdir
         self.dir = os.path.join(workdir, 'mariadb')
         self.datadir = os.path.join(self.dir, 'data')
         self.socket = os.path.join(self.dir, 'mysqld.sock')
@@ -195,7 +196,8 @@ class MariaDB:
         finally:
             conn.close()
 
-    def stop(self):
+    def stop(self, remove=True):
+        """Stop the server; ``remove`` its datadir and our work dir."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -204,3 +206,5 @@ class MariaDB:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+        if remove:
+            shutil.rmtree(self.workdir, ignore_errors=True)

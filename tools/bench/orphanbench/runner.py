@@ -22,9 +22,11 @@ import configparser
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
@@ -147,8 +149,12 @@ class Placement:
 
 def run_with_rusage(argv, env=None, timeout=None, stdout_path=None):
     """Run argv; its wall time, peak RSS and CPU seconds, and its output."""
-    base = stdout_path or os.path.join('/tmp', 'orphanbench-%d' %
-                                       time.time_ns())
+    scratch = None
+    if stdout_path:
+        base = stdout_path
+    else:
+        scratch = tempfile.mkdtemp(prefix='orphanbench-run-')
+        base = os.path.join(scratch, 'run')
     usage = base + '.rusage'
     out = open(stdout_path, 'w+') if stdout_path else None
     err = open(base + '.stderr', 'w+')
@@ -175,6 +181,8 @@ def run_with_rusage(argv, env=None, timeout=None, stdout_path=None):
     with open(usage) as f:
         ru = json.load(f)
     os.unlink(usage)
+    if scratch:
+        shutil.rmtree(scratch, ignore_errors=True)
     return {'rc': proc.returncode, 'wall': wall,
             'rss_mib': ru['maxrss_kib'] / 1024.0, 'cpu': ru['cpu'],
             'stdout': stdout, 'stderr': stderr}
