@@ -41,6 +41,9 @@ class Owner:
     cell: typing.Optional[model.Cell] = None
 
 
+_UNREAD = model.Consumer('')
+
+
 class SnapshotIndex:
 
     def __init__(self, snapshot):
@@ -141,5 +144,5 @@ class SnapshotIndex:
         return Owner(consumer, consumer_type)
 
     def consumer_record(self, consumer):
-        return (self.snapshot.placement.consumers.get(consumer) or
-                model.Consumer(consumer))
+        """Placement's record, or one that knows nothing (not read)."""
+        return self.snapshot.placement.consumers.get(consumer) or _UNREAD

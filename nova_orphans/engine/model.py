@@ -19,6 +19,8 @@ know which.
 import dataclasses
 import typing
 
+from nova_orphans.engine import reasons
+
 # Placement's MISC_SHARES_VIA_AGGREGATE: such a provider's allocations
 # belong to whichever instance holds them, wherever it runs.
 SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
@@ -206,7 +208,6 @@ class Finding:
 
     @property
     def is_orphan(self):
-        from nova_orphans.engine import reasons
         return self.action != reasons.NONE
 
     def to_dict(self):

@@ -117,15 +117,15 @@ class Audit:
             placement.consumers_elsewhere = self._held_elsewhere(
                 snapshot, consumers)
         findings = classify.classify(snapshot, self.rules)
-        # Orphans are few: read their consumer records, and those of shown
-        # rows nova knows no owner for, then classify again with them.
+        # Rows to be shown whose owner nova cannot name (strangers, cells
+        # that could not be read) take project, user and type from
+        # placement's consumer record: read those few and classify again.
+        # Repairs read every consumer afresh anyway.
         wanted = set()
-        if not consumers <= placement.consumers.keys():
+        if shown is not None and not consumers <= placement.consumers.keys():
             wanted = {f.consumer for f in findings
-                      if f.consumer in consumers and (
-                          f.is_orphan or (shown is not None and shown(f) and
-                                          f.project_id is None))
-                      } - set(placement.consumers)
+                      if f.consumer in consumers and f.project_id is None
+                      and shown(f)} - set(placement.consumers)
         if wanted:
             records, _allocs = self.placement.consumers(wanted)
             placement.consumers.update(records)

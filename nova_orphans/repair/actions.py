@@ -11,13 +11,15 @@
 #    under the License.
 """Carry out the repair actions of findings, never losing data.
 
-For each consumer, right before its write: read nova's rows for it
-again and its allocations from placement, classify it again, and act
-only on the rows that are still orphans with the same action. The write
-carries the consumer generation just read, so anything that changes the
-consumer in between makes placement refuse it (409); the consumer is
-then re-evaluated once, and skipped if it changes again. A journal
-entry holding the full documents is on disk before each write.
+For each consumer, right before its write: read its allocations from
+placement, THEN nova's rows for it, classify it again, and act only on
+the rows that are still orphans with the same action. The order
+matters: the write carries the consumer generation read first, so
+whatever nova did after that read to the consumer's allocations (an
+unshelve, a move) makes placement refuse the write (409) instead of
+being judged by nova rows read before it. The consumer is then
+re-evaluated once, and skipped if it changes again. A journal entry
+holding the full documents is on disk before each write.
 """
 
 import collections
@@ -99,12 +101,13 @@ class Repairer:
             self.progress.stage(_('consumers repaired'), len(consumers))
         for start in range(0, len(consumers), BATCH):
             batch = consumers[start:start + BATCH]
-            fresh = self.nova.read_consumers(self.audit.nova, batch)
             with concurrent.futures.ThreadPoolExecutor(
                     self.concurrency) as pool:
+                docs = dict(zip(batch, pool.map(self._read_docs, batch)))
+                fresh = self.nova.read_consumers(self.audit.nova, batch)
                 results = pool.map(
                     lambda c: self._repair(c, [rows[i] for i in plan[c]],
-                                           fresh), batch)
+                                           docs[c], fresh), batch)
                 for consumer, result in zip(batch, results):
                     for i, outcome in zip(plan[consumer], result):
                         outcomes[i] = outcome
@@ -114,17 +117,36 @@ class Repairer:
             self.progress.finish()
         return rows, outcomes
 
-    def _repair(self, consumer, planned, fresh):
+    def _read_docs(self, consumer):
+        """The consumer's document, and its instance's for a migration.
+
+        Read before nova's rows (see the module docstring). Returns the
+        error instead of raising it, so one failed read fails one
+        consumer.
+        """
+        try:
+            docs = {consumer: documents.normalize(
+                self.reader.consumer(consumer))}
+            partner = self._partner(consumer)
+            if partner:
+                docs[partner] = documents.normalize(
+                    self.reader.consumer(partner))
+            return docs
+        except exception.NovaOrphansException as e:
+            return e
+
+    def _repair(self, consumer, planned, docs, fresh):
         try:
             try:
-                return self._attempt(consumer, planned, fresh)
+                return self._attempt(consumer, planned, docs, fresh)
             except _Retry:
                 LOG.info('Consumer %s changed concurrently; re-evaluating',
                          consumer)
+                docs = self._read_docs(consumer)
                 fresh = self.nova.read_consumers(self.audit.nova,
                                                  [consumer])
                 try:
-                    return self._attempt(consumer, planned, fresh)
+                    return self._attempt(consumer, planned, docs, fresh)
                 except _Retry:
                     return [skipped(_('changed concurrently twice; run '
                                       'again'))] * len(planned)
@@ -133,12 +155,11 @@ class Repairer:
                         {'consumer': consumer, 'error': e})
             return [failed(str(e))] * len(planned)
 
-    def _attempt(self, consumer, planned, fresh):
-        """One read-verify-journal-write round for one consumer."""
-        docs = {consumer: documents.normalize(self.reader.consumer(consumer))}
-        partner = self._partner(consumer, fresh)
-        if partner:
-            docs[partner] = documents.normalize(self.reader.consumer(partner))
+    def _attempt(self, consumer, planned, docs, fresh):
+        """One verify-journal-write round for one consumer."""
+        if isinstance(docs, Exception):
+            raise docs
+        partner = self._partner(consumer)
         current = {(f.resource_provider, f.action): f
                    for f in self._reclassify(docs, fresh)
                    if f.consumer == consumer}
@@ -176,14 +197,15 @@ class Repairer:
             raise
         return outcomes
 
-    def _partner(self, consumer, fresh):
+    def _partner(self, consumer):
         """A migration consumer's instance, if the consumer is one.
 
         Its allocations decide the migration's verdict (whether the
         instance holds its own on the source node), and they are where
-        ``return_to_instance`` moves the migration's.
+        ``return_to_instance`` moves the migration's. (A migration's
+        instance never changes, so the audit's snapshot can tell.)
         """
-        mig = fresh.migrations.get(consumer)
+        mig = self.audit.nova.migrations.get(consumer)
         return mig.instance_uuid if mig else None
 
     def _reclassify(self, docs, fresh):

@@ -500,16 +500,24 @@ class SafetyTestCase(RepairTestCase):
         """nova changes between the audit and the write (the instance is
         unshelved onto host1): the allocation is live again and kept;
         the run goes on with the other consumers.
+
+        The unshelve lands just before the repair reads the consumer from
+        placement, so it also pins the order of the re-verification:
+        placement first, nova's rows after. Read the other way round, the
+        nova rows would predate the new allocation and condemn it.
         """
         shelved = self.nova.add_instance('cell1',
                                          vm_state='shelved_offloaded')
         self.allocate(shelved, self.host1)
         vm = self.gone('host2', self.host2)
-        # The audit's read of the consumer; the repair's comes later.
-        self.proxy.inject('GET', '/allocations/' + shelved,
-                          before=lambda: self.set_instance(
-                              shelved, vm_state='active', host='host1',
-                              node='host1'))
+
+        def unshelve():
+            self.allocate(shelved, self.host1)
+            self.set_instance(shelved, vm_state='active', host='host1',
+                              node='host1')
+        # The audit takes this owner from nova; the first read of the
+        # consumer is the repair's.
+        self.proxy.inject('GET', '/allocations/' + shelved, before=unshelve)
         rc, rows = self.clean()
         self.assertEqual(4, rc)
         self.assertRows([
@@ -519,7 +527,8 @@ class SafetyTestCase(RepairTestCase):
                       'active_instance'),
             self.done(self.row(vm, self.host2, 'deleted_instance',
                                'delete_consumer', host='host2'))], rows)
-        self.assertEqual({shelved: held({self.host1: FLAVOR})},
+        # Generation 2: the unshelve's write, untouched by the tool.
+        self.assertEqual({shelved: held({self.host1: FLAVOR}, generation=2)},
                          self.placement.dump_state())
         self.assertEqual([('PUT', '/allocations/' + vm)], self.writes())
         self.assertEqual([[vm]], [list(e['consumers'])
@@ -789,8 +798,9 @@ class FaultsTestCase(RepairTestCase):
         """The re-verification read fails: nothing journaled, nothing
         written for that consumer.
         """
-        self.proxy.inject('GET', '/allocations/' + self.vm, skip=1,
-                          status=503)
+        # The audit takes this owner from nova: the first read of the
+        # consumer is the re-verification.
+        self.proxy.inject('GET', '/allocations/' + self.vm, status=503)
         rc, rows = self.clean()
         self.assertEqual(1, rc)
         self.assertRows(self.rows(
