@@ -83,9 +83,10 @@ class Audit:
     def run(self, resource_provider=None, host=None, shown=None):
         """Findings for the selected providers.
 
-        ``shown(finding)`` says which findings will be displayed; their
-        consumer records (project, user, generation, type) are read from
-        placement where nova cannot tell, as are those of all orphans.
+        ``shown(finding)`` says which findings will be displayed; the
+        consumer records (project, user, type) of those whose owner nova
+        cannot name are read from placement. ``shown=None`` returns every
+        finding and reads no record (metrics need none).
         """
         validate_uuid(resource_provider, _('Resource provider'))
         providers = self.placement.providers()
