@@ -36,6 +36,18 @@ FLAVOR = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
 INVENTORY = {'VCPU': 8, 'MEMORY_MB': 8192, 'DISK_GB': 100}
 
 
+# The test runner's own settings; every other OS_* variable (a cloud's
+# credentials in the developer's shell) is unset for the test.
+RUNNER_VARIABLES = ('OS_STDOUT_CAPTURE', 'OS_STDERR_CAPTURE',
+                    'OS_TEST_TIMEOUT', 'OS_LOG_CAPTURE')
+
+
+def unset_openstack_environment(test):
+    for name in [k for k in os.environ if k.startswith('OS_') and
+                 k not in RUNNER_VARIABLES]:
+        test.useFixture(fixtures.EnvironmentVariable(name))
+
+
 class FunctionalTestCase(base.BaseTestCase):
 
     CELLS = ('cell1',)
@@ -43,10 +55,7 @@ class FunctionalTestCase(base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
-        for name in [k for k in os.environ if k.startswith('OS_')
-                     and k not in ('OS_STDOUT_CAPTURE', 'OS_STDERR_CAPTURE',
-                                   'OS_TEST_TIMEOUT', 'OS_LOG_CAPTURE')]:
-            self.useFixture(fixtures.EnvironmentVariable(name))
+        unset_openstack_environment(self)
         self.placement = self.useFixture(placement.PlacementServer())
         self.nova = self.useFixture(nova_db.NovaDatabases(
             cells=self.CELLS, templated=self.TEMPLATED))

@@ -24,6 +24,8 @@ import sys
 import fixtures
 from oslotest import base
 
+from nova_orphans.tests.functional import base as functional_base
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
                                     '..'))
 BENCH = os.path.join(REPO, 'tools', 'bench')
@@ -33,10 +35,7 @@ class BenchSmokeTestCase(base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
-        for name in [k for k in os.environ if k.startswith('OS_')
-                     and k not in ('OS_STDOUT_CAPTURE', 'OS_STDERR_CAPTURE',
-                                   'OS_TEST_TIMEOUT', 'OS_LOG_CAPTURE')]:
-            self.useFixture(fixtures.EnvironmentVariable(name))
+        functional_base.unset_openstack_environment(self)
         if BENCH not in sys.path:
             sys.path.insert(0, BENCH)
         self.tmp = self.useFixture(fixtures.TempDir()).path
