@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 
+from nova_orphans.tests.functional.fixtures import nova_db
 from orphanbench import runner
 
 TEMPLATE_API = 'tmpl_nova_api'
@@ -125,7 +126,7 @@ class MariaDB:
             return
         for db in (TEMPLATE_API, TEMPLATE_CELL):
             self.execute('CREATE DATABASE %s CHARACTER SET utf8' % db)
-        conf = runner.write_ini(os.path.join(self.dir, 'sync.conf'), {
+        conf = nova_db.write_ini(os.path.join(self.dir, 'sync.conf'), {
             'api_database': {'connection': self.url(TEMPLATE_API)},
             'database': {'connection': self.url(TEMPLATE_CELL)}})
         env = dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING='True')

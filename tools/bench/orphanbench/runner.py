@@ -18,7 +18,6 @@ during the run (from /proc/<pid>/stat).
 """
 
 import collections
-import configparser
 import json
 import os
 import re
@@ -28,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from nova_orphans.tests.functional.fixtures.nova_db import write_ini
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
                                     '..'))
@@ -79,15 +80,6 @@ sys.exit(os.waitstatus_to_exitcode(status))
 AUDIT_FLAG = re.compile(
     r'(?:Allocations for|Deleted allocations for) consumer UUID (\S+) on '
     r'Resource Provider (\S+)(?: can be deleted)?:')
-
-
-def write_ini(path, sections):
-    parser = configparser.ConfigParser(interpolation=None)
-    for section, values in sections.items():
-        parser[section] = {k: str(v) for k, v in values.items()}
-    with open(path, 'w') as f:
-        parser.write(f)
-    return path
 
 
 class Placement:

@@ -43,16 +43,11 @@ class _Quiet(simple_server.WSGIRequestHandler):
 
 
 def _app(db_url):
-    from oslo_config import cfg
-    from placement import conf as placement_conf
     from placement import db_api
     from placement import deploy
-    conf = cfg.ConfigOpts()
-    placement_conf.register_opts(conf)
-    conf.set_override('auth_strategy', 'noauth2', group='api')
-    conf.set_override('connection', db_url, group='placement_database')
-    conf([], project='placement', default_config_files=[],
-         default_config_dirs=[])
+
+    from nova_orphans.tests.functional.fixtures import placement
+    conf = placement.placement_config(db_url)
     # What placement's own wsgi.init_application does.
     db_api.configure(conf)
     deploy.update_database(conf)
