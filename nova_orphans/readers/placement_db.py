@@ -191,12 +191,9 @@ class PlacementDBReader:
                           ALLOCATIONS.c.resource_class_id,
                           ALLOCATIONS.c.used)
         wanted = [self._ids[u] for u in provider_uuids if u in self._ids]
-        if len(wanted) == len(self._ids):
-            rows = _rows(conn.execute(query))
-        else:
-            rows = (row for chunk in db_utils.chunks(wanted)
-                    for row in _rows(conn.execute(query.where(
-                        ALLOCATIONS.c.resource_provider_id.in_(chunk)))))
+        everything = bool(wanted) and len(wanted) == len(self._ids)
+        rows = _where_in(conn, query, ALLOCATIONS.c.resource_provider_id,
+                         wanted, everything)
         by_pair = {}
         for rp_id, consumer, rc_id, used in rows:
             rp_uuid = uuids.get(rp_id)
@@ -215,7 +212,6 @@ class PlacementDBReader:
                              resources=resources)
             for (consumer, rp), resources in by_pair.items()]
         consumers = {consumer for consumer, _rp in by_pair}
-        everything = bool(wanted) and len(wanted) == len(self._ids)
         return allocations, self._consumer_records(conn, consumers,
                                                    everything=everything)
 
@@ -233,12 +229,8 @@ class PlacementDBReader:
                 .outerjoin(CONSUMER_TYPES,
                            CONSUMERS.c.consumer_type_id == CONSUMER_TYPES.c.id)
             ))
-        if everything:
-            rows = _rows(conn.execute(query))
-        else:
-            rows = (row for chunk in db_utils.chunks(consumers)
-                    for row in _rows(conn.execute(query.where(
-                        CONSUMERS.c.uuid.in_(chunk)))))
+        rows = _where_in(conn, query, CONSUMERS.c.uuid, consumers,
+                         everything)
         records = {}
         consumer = model.Consumer
         for uuid, project, user, generation, ctype in rows:
@@ -302,6 +294,16 @@ class PlacementDBReader:
         for consumer in consumer_uuids - set(records):
             records[consumer] = model.Consumer(uuid=consumer)
         return records, allocations
+
+
+def _where_in(conn, query, column, values, everything):
+    """The rows of ``query``: all of them (one scan), or those whose
+    ``column`` is in ``values`` (chunked ``IN`` look-ups).
+    """
+    if everything:
+        return _rows(conn.execute(query))
+    return (row for chunk in db_utils.chunks(values)
+            for row in _rows(conn.execute(query.where(column.in_(chunk)))))
 
 
 def _rows(result, size=10000):
