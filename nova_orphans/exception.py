@@ -46,6 +46,11 @@ class PlacementVersionTooOld(InvalidInput):
                 '%(min_version)s.')
 
 
+class ComputeVersionTooOld(InvalidInput):
+    msg_fmt = _('The compute API at %(endpoint)s supports microversions up '
+                'to %(max_version)s; nova-orphans needs %(min_version)s.')
+
+
 class GenerationConflict(NovaOrphansException):
     """Another writer changed the consumer between our read and our write."""
 

@@ -44,11 +44,6 @@ class ComputeError(exception.NovaOrphansException):
     msg_fmt = _('Compute request %(method)s %(url)s failed: %(reason)s')
 
 
-class ComputeVersionTooOld(exception.InvalidInput):
-    msg_fmt = _('The compute API at %(endpoint)s supports microversions up '
-                'to %(max_version)s; nova-orphans needs %(min_version)s.')
-
-
 class ComputeClient:
     """A keystoneauth adapter for service type ``compute``, at VERSION."""
 
@@ -83,7 +78,7 @@ class ComputeClient:
                     reason=_('not a compute API version document'))
             max_version = max(_parse(v.get('version')) for v in versions)
             if max_version < VERSION:
-                raise ComputeVersionTooOld(
+                raise exception.ComputeVersionTooOld(
                     endpoint=self.endpoint, max_version=_fmt(max_version),
                     min_version=_fmt(VERSION))
             self._checked = True

@@ -15,6 +15,7 @@ from nova_orphans.clients import compute
 from nova_orphans.engine import classify
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
+from nova_orphans import exception
 from nova_orphans.readers import compute_api
 from nova_orphans.repair import heal
 from nova_orphans.tests.unit.osc import fakes
@@ -105,7 +106,7 @@ class ComputeAPIReaderTestCase(base.BaseTestCase):
 
     def test_old_compute_api_is_refused(self):
         self.api.version = '2.60'
-        e = self.assertRaises(compute.ComputeVersionTooOld, self.reader.read)
+        e = self.assertRaises(exception.ComputeVersionTooOld, self.reader.read)
         self.assertEqual(
             'The compute API at http://compute/v2.1 supports '
             'microversions up to 2.60; nova-orphans needs 2.69.', str(e))
@@ -122,7 +123,7 @@ class ComputeAPIReaderTestCase(base.BaseTestCase):
         self.api.handle = lambda *a: fakes.Response(200, {'versions': [
             {'id': 'v2.0', 'version': '', 'min_version': ''},
             {'id': 'v2.1', 'version': '2.60', 'min_version': '2.1'}]})
-        e = self.assertRaises(compute.ComputeVersionTooOld, self.reader.read)
+        e = self.assertRaises(exception.ComputeVersionTooOld, self.reader.read)
         self.assertIn('up to 2.60;', str(e))
 
     def test_api_errors_are_one_line(self):
