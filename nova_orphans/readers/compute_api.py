@@ -23,7 +23,9 @@ What the API cannot show, and how that stays safe:
   one unreadable cell labelled ``(down)`` stands for it, the servers
   nova returns as ``UNKNOWN`` are put in it, and the engine's
   ``unverifiable`` rule keeps everything they, or unknown consumers,
-  hold from being called an orphan.
+  hold from being called an orphan. nova cannot list hypervisors while
+  a cell is down: no provider is then known to be a compute node, and
+  the same rule keeps every allocation.
 - Migrations of deleted instances are deleted with them and archived
   instances are gone: their consumers are ``unknown_consumer`` here
   (``finished_migration`` / ``deleted_instance`` from the databases);
@@ -32,7 +34,8 @@ What the API cannot show, and how that stays safe:
   being scheduled is listed as a server in vm_state ``building``.
 
 A consumer that no listing shows is looked up on its own (``GET
-/servers/{uuid}``, its migrations) before it can be called unknown, and
+/servers/{uuid}``, its actions, its migrations) before it can be called
+unknown, and
 migrations are listed again when such consumers remain: a move that
 started after the first listing must not look like an orphan.
 """
@@ -155,12 +158,13 @@ class ComputeAPIReader:
             if not down_hosts:
                 raise
             # nova lists hypervisors cell by cell and fails on a down one.
-            raise compute.ComputeError(
-                method='GET', url='/os-hypervisors/detail', reason=_(
-                    '%(error)s (nova cannot list hypervisors while a cell '
-                    'does not respond: %(cell)s)') % {
-                    'error': e.kwargs.get('reason'),
-                    'cell': snapshot.cells[DOWN_CELL_UUID].error})
+            # Without compute nodes no provider is known to be nova's, so
+            # the unverifiable rule keeps every allocation from being
+            # called an orphan while the cell is down.
+            LOG.warning('Compute API: hypervisors cannot be listed while a '
+                        'cell does not respond (%s); no allocation will be '
+                        'judged', e)
+            hypervisors = ()
         for doc in hypervisors:
             node = compute_node(doc)
             snapshot.compute_nodes[node.uuid] = node
@@ -200,16 +204,42 @@ class ComputeAPIReader:
 
     def _lookup(self, snapshot, uuids):
         """GET /servers/{uuid} and its migrations, for each uuid."""
-        for server, migrations in self._map(self._one, sorted(uuids)):
-            if server is not None:
-                self._add_servers(snapshot, [server])
+        for inst, migrations in self._map(self._one, sorted(uuids)):
+            self._add_instances(snapshot, [inst] if inst else [])
             self._add_migrations(snapshot, migrations)
 
-    def _one(self, uuid):
+    def _one(self, uuid, listed_deleted=True):
+        """The server nova has under ``uuid`` (an Instance) or None, and
+        its migrations. ``listed_deleted``: the deleted servers were
+        listed already, do not look for ``uuid`` among them again.
+        """
         server = self.client.get_or_none('/servers/%s' % uuid)
-        server = server and server['server']
-        migrations = self._migrations({'instance_uuid': uuid})
-        return server, migrations
+        if server is not None:
+            inst = instance(server['server'])
+        else:
+            inst = ((None if listed_deleted else self._listed_deleted(uuid))
+                    or self._deleted_row(uuid))
+        return inst, self._migrations({'instance_uuid': uuid})
+
+    def _listed_deleted(self, uuid):
+        deleted = self.client.get('/servers/detail', {
+            'all_tenants': 1, 'deleted': 1, 'uuid': uuid})['servers']
+        deleted = [s for s in deleted if s['id'] == uuid]
+        return instance(deleted[0], deleted=True) if deleted else None
+
+    def _deleted_row(self, uuid):
+        """A deleted server nova does not list, or None.
+
+        nova lists as deleted only the rows it deleted itself
+        (``deleted = id``); a row set to ``deleted = 1`` in SQL, as a
+        runbook does, is in no listing. Its actions still show (2.21+
+        reads them with deleted rows), until it is archived.
+        """
+        actions = self.client.get_or_none(
+            '/servers/%s/os-instance-actions' % uuid)
+        if actions is None:
+            return None
+        return model.Instance(uuid=uuid, cell=API_CELL.uuid, deleted=True)
 
     # Re-verification before a write ---------------------------------------
 
@@ -230,10 +260,8 @@ class ComputeAPIReader:
             todo.add(mig.instance_uuid if mig else consumer)
         fetched, relisted = set(), False
         while True:
-            for server, migrations in self._map(self._fresh, sorted(todo)):
-                if server is not None:
-                    self._add_servers(snapshot, [server[0]],
-                                      deleted=server[1])
+            for inst, migrations in self._map(self._fresh, sorted(todo)):
+                self._add_instances(snapshot, [inst] if inst else [])
                 self._add_migrations(snapshot, migrations)
             fetched |= todo
             missing = self._missing(snapshot, consumers)
@@ -249,14 +277,7 @@ class ComputeAPIReader:
             todo = self._missing(snapshot, consumers) - fetched
 
     def _fresh(self, uuid):
-        """(server, deleted) or None, and the server's migrations."""
-        server, migrations = self._one(uuid)
-        if server is not None:
-            return (server, False), migrations
-        deleted = self.client.get('/servers/detail', {
-            'all_tenants': 1, 'deleted': 1, 'uuid': uuid})['servers']
-        deleted = [s for s in deleted if s['id'] == uuid]
-        return ((deleted[0], True) if deleted else None), migrations
+        return self._one(uuid, listed_deleted=False)
 
     # Heal -----------------------------------------------------------------
 
@@ -298,10 +319,14 @@ class ComputeAPIReader:
         with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
             return list(pool.map(func, items))
 
+    @classmethod
+    def _add_servers(cls, snapshot, servers, deleted=False):
+        cls._add_instances(snapshot, [instance(server, deleted=deleted)
+                                      for server in servers])
+
     @staticmethod
-    def _add_servers(snapshot, servers, deleted=False):
-        for server in servers:
-            inst = instance(server, deleted=deleted)
+    def _add_instances(snapshot, instances):
+        for inst in instances:
             if inst.uuid not in snapshot.instances:
                 snapshot.instances[inst.uuid] = inst
             if inst.cell not in snapshot.cells:

@@ -29,8 +29,8 @@ import collections
 import textwrap
 
 Observed = collections.namedtuple(
-    'Observed', 'ours audit_rc audit_flags audit_unknown_nodes audit_delete')
-Observed.__new__.__defaults__ = (None,)
+    'Observed', 'ours audit_rc audit_flags audit_unknown_nodes audit_delete '
+                'osc')
 
 #: What ``nova-manage placement audit --delete`` did, judged against
 #: ``allocations clean`` in the same state: ``removed`` the allocations it
@@ -40,7 +40,7 @@ AuditDelete = collections.namedtuple('AuditDelete', 'removed problems')
 
 Scenario = collections.namedtuple(
     'Scenario', 'title test ours audit_rc audit_flags audit_unknown_nodes '
-                'audit_delete')
+                'audit_delete osc')
 
 _REGISTRY = {}
 
@@ -88,22 +88,66 @@ def judge_delete(before, after_clean, after_audit, label):
     return AuditDelete(tuple(removed), tuple(sorted(problems)))
 
 
+def osc_differences(manage_rows, osc_rows, label, names):
+    """How ``openstack``'s JSON rows differ from nova-orphans-manage's.
+
+    Rows are matched by (consumer, provider). Returns sorted sentences:
+    ``<allocation>: <key> <manage value> -> <openstack value>`` for each
+    differing key, with uuids in ``names`` replaced by their names;
+    ``details`` only when the reason is the same (another reason always
+    explains itself differently); ``<allocation>: only in ...`` for
+    unmatched rows. A null ``cell`` is no difference: the compute API
+    does not name cells.
+    """
+    def rows_by_key(rows):
+        return {(r['consumer'], r['resource_provider']): r for r in rows}
+
+    def show(value):
+        if value is None:
+            return 'null'
+        return names.get(value, value) if isinstance(value, str) else value
+
+    manage, osc = rows_by_key(manage_rows), rows_by_key(osc_rows)
+    found = []
+    for key in set(manage) | set(osc):
+        name = label(*key)
+        if key not in osc or key not in manage:
+            found.append('%s: only in %s' % (
+                name, 'openstack' if key in osc else 'nova-orphans-manage'))
+            continue
+        ours, theirs = manage[key], osc[key]
+        for field in set(ours) | set(theirs):
+            mine, other = ours.get(field), theirs.get(field)
+            if mine == other or (field == 'cell' and other is None):
+                continue
+            if field == 'details':
+                if ours['reason'] == theirs['reason']:
+                    found.append('%s: details differ' % name)
+                continue
+            found.append('%s: %s %s -> %s' % (name, field, show(mine),
+                                              show(other)))
+    return tuple(sorted(found))
+
+
 def check(test, observed, key=None):
     """Fail ``test`` unless ``observed`` is what its scenario declares."""
     declared = SCENARIOS[scenario_of(test, key)]
     test.assertEqual(
         Observed(declared.ours, declared.audit_rc, declared.audit_flags,
-                 declared.audit_unknown_nodes, declared.audit_delete),
+                 declared.audit_unknown_nodes, declared.audit_delete,
+                 declared.osc),
         observed)
 
 
 def S(title, test, ours, audit_rc=0, audit_flags=(), audit_unknown_nodes=(),
-      audit_removes=(), audit_problems=()):
+      audit_removes=(), audit_problems=(), osc=()):
+    """One scenario; ``osc`` lists ``osc_differences`` (none: the same)."""
     return Scenario(title, test, tuple(sorted(ours)), audit_rc,
                     tuple(sorted(audit_flags)),
                     tuple(sorted(audit_unknown_nodes)),
                     AuditDelete(tuple(sorted(audit_removes)),
-                                tuple(sorted(audit_problems))))
+                                tuple(sorted(audit_problems))),
+                    tuple(sorted(osc)))
 
 
 SCENARIOS = collections.OrderedDict()
@@ -186,7 +230,10 @@ SCENARIOS['deleted_archived'] = S(
     'test_deleted.DeletedServerTest.test_deleted_then_archived_then_purged',
     ours=[('vm1@host1', 'deleted_instance', 'delete_consumer'),
           ('vm0@host2', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
+    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'],
+    osc=['vm1@host1: consumer_type instance -> unknown',
+         'vm1@host1: instance vm1 -> null',
+         'vm1@host1: reason deleted_instance -> unknown_consumer'])
 SCENARIOS['deleted_purged'] = S(
     'The same after ``nova-manage db purge --all`` (no trace of the '
     'server anywhere)',
@@ -208,7 +255,10 @@ SCENARIOS['service_delete_leftover'] = S(
     ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
           ('vm1@host2', 'active_instance', 'none')],
     audit_rc=3, audit_flags=['migration@host1'],
-    audit_unknown_nodes=['host1'], audit_removes=['migration@host1'])
+    audit_unknown_nodes=['host1'], audit_removes=['migration@host1'],
+    osc=['migration@host1: action delete_consumer -> none',
+         'migration@host1: host host1 -> null',
+         'migration@host1: reason finished_migration -> unmanaged_provider'])
 SCENARIOS['service_delete_after_clean'] = S(
     'The same host before the service delete: after ``allocations clean '
     '--host host1`` the delete also removes the provider (seed 002)',
@@ -244,7 +294,8 @@ SCENARIOS['scheduling'] = S(
     'test_lookalikes.LookAlikeTest.test_scheduled_not_yet_in_cell',
     ours=[('vm1@host1', 'building', 'none')],
     audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'],
-    audit_problems=['removes the live vm1@host1'])
+    audit_problems=['removes the live vm1@host1'],
+    osc=['vm1@host1: details differ'])
 SCENARIOS['building'] = S(
     'A server being built (paused while the compute spawns it)',
     'test_lookalikes.LookAlikeTest.test_building',
@@ -291,7 +342,9 @@ SCENARIOS['cell_down'] = S(
     audit_unknown_nodes=['host1', 'host2'],
     audit_removes=['vm1@host1', 'vm2@host2'],
     audit_problems=['removes the live vm1@host1',
-                    'removes the live vm2@host2'])
+                    'removes the live vm2@host2'],
+    osc=['vm1@host1: cell cell1 -> (down)', 'vm1@host1: details differ',
+         'vm2@host2: cell cell1 -> (down)', 'vm2@host2: details differ'])
 
 # -- rendering ---------------------------------------------------------------
 
@@ -322,6 +375,14 @@ How to read them:
   that ``allocations clean`` changed exactly the orphans (every other
   allocation byte for byte the same) and that ``allocations restore``
   put placement back exactly as it was.
+* *openstack allocation orphan list*: the OpenStackClient plugin, which
+  reads nova through the compute API instead of its databases, run with
+  ``--all -f json`` in the same state (through nova's own API in the
+  harness). "The same rows" means its JSON equals
+  ``nova-orphans-manage``'s row for row and key for key, except
+  ``cell``, which it leaves null (the compute API does not name
+  cells). Otherwise every key that differs is listed, as
+  nova-orphans-manage's value → the plugin's.
 """
 
 _PROBLEM_KINDS = (
@@ -367,7 +428,21 @@ def _ours_cell(s):
     for label, reason, action in s.ours:
         if action == 'none':
             lines.append('``%s``: ``%s``, untouched' % (label, reason))
+    if s.osc:
+        lines.append('*openstack allocation orphan list* differs: %s.' %
+                     '; '.join(_osc_code(d) for d in s.osc))
+    else:
+        lines.append('*openstack allocation orphan list*: the same rows.')
     return lines
+
+
+def _osc_code(difference):
+    """``vm1@host1: reason a -> b`` as reStructuredText."""
+    name, _sep, what = difference.partition(': ')
+    words = what.split(' ')
+    if len(words) == 4 and words[2] == '->':
+        what = '%s ``%s`` → ``%s``' % (words[0], words[1], words[3])
+    return '``%s``: %s' % (name, what)
 
 
 def _item(first, paragraphs):
@@ -396,7 +471,13 @@ def _summary(scenarios):
         'leaves placement exactly as ``nova-orphans-manage allocations '
         'clean`` does. In the other %d it does not: it %s.' % (
             len(scenarios) - len(wrong), len(scenarios), len(wrong),
-            ', '.join(counts)), 79) + '\n'
+            ', '.join(counts)), 79) + '\n\n' + textwrap.fill(
+        '``openstack allocation orphan list`` gave the same rows as '
+        '``nova-orphans-manage allocations list`` in %d of the %d states; '
+        'where the compute API shows less than nova\'s databases, the '
+        'differences are listed with the state.' % (
+            sum(1 for s in scenarios.values() if not s.osc),
+            len(scenarios)), 79, break_on_hyphens=False) + '\n'
 
 
 def _sections(scenarios):

@@ -37,6 +37,7 @@ the document against the declarations. So every claim in the document
 fails a test when it stops being true.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -47,6 +48,7 @@ import sqlalchemy as sa
 
 from nova_orphans.tests.scenario import base
 from nova_orphans.tests.scenario import comparison
+from nova_orphans.tests.scenario import osc
 
 #: Keys of a JSON row (the contract of doc/source/cli).
 ROW_KEYS = frozenset((
@@ -60,13 +62,14 @@ _FLAGGED = re.compile(
 _NO_NODE = re.compile(r'^The compute node for UUID (\S+) can not be found')
 
 
-class CycleTestCase(base.ScenarioTestCase):
+class CycleTestCase(osc.OpenStackClientMixin, base.ScenarioTestCase):
     """ScenarioTestCase plus the list/clean/restore/audit cycle."""
 
     def setUp(self):
         super().setUp()
         self.labels = {}
         self._providers = {}
+        self.setup_openstack()
 
     # -- placement state ----------------------------------------------------
 
@@ -168,9 +171,17 @@ class CycleTestCase(base.ScenarioTestCase):
         ``cell_mappings`` as they are now (e.g. a cell made unreachable
         by the test).
         """
-        with fixtures.MonkeyPatch('nova.context.CELLS', []), \
-                fixtures.MonkeyPatch('nova.context.CELL_CACHE', {}):
+        with _fresh_cells():
             return super().run_nova_audit(verbose, delete, provider_uuid)
+
+    def osc_list(self, *args):
+        """``openstack allocation orphan list -f json``, parsed.
+
+        nova's API reads the cell list afresh for it, as nova-api does
+        when it starts after the state was made (``run_nova_audit``).
+        """
+        with _fresh_cells():
+            return self.osc_json('allocation', 'orphan', 'list', *args)
 
     # -- the cycle ------------------------------------------------------------
 
@@ -201,9 +212,13 @@ class CycleTestCase(base.ScenarioTestCase):
             sorted((r['consumer'], r['resource_provider'])
                    for r in expected if r['resources']))
 
-        self.assertRows(expected, self.list_allocations('--all'))
+        listed = self.list_allocations('--all')
+        self.assertRows(expected, listed)
         orphans = [r for r in expected if r['action'] != 'none']
         self.assertRows(orphans, self.list_allocations())
+        osc_differences = comparison.osc_differences(
+            listed, self.osc_list('--all'), label,
+            dict(names, **self.labels))
 
         audit_rc, out = self.run_nova_audit(verbose=True)
         flagged, unknown = self.audit_flags(out)
@@ -244,7 +259,7 @@ class CycleTestCase(base.ScenarioTestCase):
             audit_rc=audit_rc,
             audit_flags=tuple(sorted(label(c, rp) for c, rp in flagged)),
             audit_unknown_nodes=tuple(sorted(names[u] for u in unknown)),
-            audit_delete=verdict), key)
+            audit_delete=verdict, osc=osc_differences), key)
         if reset:
             self.restore(journal)
             self.assertEqual(before, self.placement_state())
@@ -409,6 +424,14 @@ class CycleTestCase(base.ScenarioTestCase):
                 'SELECT uuid, migration_type, status, source_compute, '
                 'dest_compute FROM migrations WHERE instance_uuid=:u '
                 'ORDER BY id'), {'u': server_id}).all()
+
+
+@contextlib.contextmanager
+def _fresh_cells():
+    with fixtures.MonkeyPatch('nova.context.CELLS', []), \
+            fixtures.MonkeyPatch('nova.context.CELL_CACHE', {}), \
+            fixtures.MonkeyPatch('nova.compute.api.CELLS', []):
+        yield
 
 
 def _resolve(target):

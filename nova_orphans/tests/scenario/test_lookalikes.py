@@ -109,8 +109,11 @@ class LookAlikeTest(cycle.CycleTestCase):
 
         Paused where the conductor creates the instance row: only the
         build request and a cell-less instance mapping know the server.
+        The pause is before it targets the cell: nova's harness lets no
+        other thread reach another cell (cell0, which nova's API reads)
+        while one is inside a cell.
         """
-        gate = self.pause('nova.objects.instance.Instance.create')
+        gate = self.pause('nova.conductor.manager.obj_target_cell')
         vm1 = self.boot('vm1', 'host1', wait=None)
         gate.entered()
         self.assertIsNone(self.instance_row(vm1['id']))

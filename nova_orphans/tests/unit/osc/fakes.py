@@ -95,7 +95,8 @@ class FakeCompute(FakeAdapter):
 
     ``servers`` are live, ``deleted`` deleted (listed with deleted=1),
     ``hidden`` only answer GET /servers/{uuid} (a build request racing
-    the listing, or a down cell's stand-in).
+    the listing, or a down cell's stand-in), ``unlisted`` uuids only
+    have actions (rows set to deleted in SQL).
     """
 
     endpoint = 'http://compute/v2.1'
@@ -111,6 +112,7 @@ class FakeCompute(FakeAdapter):
         self.hidden = []
         self.migrations = []
         self.interfaces = {}
+        self.unlisted = []
 
     def handle(self, method, path, params, body):
         if path == '':
@@ -137,6 +139,14 @@ class FakeCompute(FakeAdapter):
             for doc in self.servers + self.hidden:
                 if doc['id'] == parts[1]:
                     return Response(200, {'server': doc})
+            return Response(404, {'itemNotFound': {
+                'code': 404, 'message': 'Instance %s could not be found.'
+                % parts[1]}})
+        if parts[0] == 'servers' and parts[2:] == ['os-instance-actions']:
+            if parts[1] in self.unlisted or any(
+                    doc['id'] == parts[1] for doc in
+                    self.servers + self.hidden + self.deleted):
+                return Response(200, {'instanceActions': []})
             return Response(404, {'itemNotFound': {
                 'code': 404, 'message': 'Instance %s could not be found.'
                 % parts[1]}})

@@ -212,12 +212,30 @@ class ComputeAPIReaderTestCase(base.BaseTestCase):
             return handle(method, path, params, body)
 
         self.api.handle = down
-        e = self.assertRaises(compute.ComputeError, self.reader.read)
+        snap = self.reader.read()
+        self.assertEqual({}, snap.compute_nodes)
+        self.reader.resolve(snap, {VM1, GONE})
+        # No provider is known to be a compute node: nothing is judged,
+        # not even a live server's allocation.
         self.assertEqual(
-            'Compute request GET /os-hypervisors/detail failed: 500 '
-            'Unexpected API Error. (nova cannot list hypervisors while a '
-            'cell does not respond: the compute API reports the services '
-            'of host9 as UNKNOWN: their cell does not respond)', str(e))
+            {VM1: (reasons.UNVERIFIABLE, reasons.NONE),
+             GONE: (reasons.UNVERIFIABLE, reasons.NONE)},
+            self._verdicts(snap, {VM1: RP1, GONE: RP2}))
+
+    def test_hypervisors_failing_without_a_down_cell_is_an_error(self):
+        handle = self.api.handle
+
+        def broken(method, path, params, body):
+            if path == '/os-hypervisors/detail':
+                return fakes.Response(500, {'computeFault': {
+                    'message': 'Unexpected API Error.\n<DBError>'}})
+            return handle(method, path, params, body)
+
+        self.api.handle = broken
+        e = self.assertRaises(compute.ComputeError, self.reader.read)
+        self.assertEqual('Compute request GET /os-hypervisors/detail?'
+                         'limit=1000 failed: 500 Unexpected API Error.',
+                         str(e))
 
     def test_down_cell_server_without_down_services(self):
         self.api.hidden = [{'id': GONE, 'status': 'UNKNOWN',
@@ -237,6 +255,21 @@ class ComputeAPIReaderTestCase(base.BaseTestCase):
              VM2: (reasons.ACTIVE_INSTANCE, reasons.NONE)},
             self._verdicts(snap, {GONE: RP1, LATE: RP2, MIG1: RP2,
                                   VM2: RP2}))
+
+    def test_row_deleted_in_sql_is_found_by_its_actions(self):
+        """deleted=1 set in SQL: in no listing, but its actions show."""
+        self.api.unlisted = [GONE]
+        snap = self.reader.resolve(self.reader.read(), {GONE, LATE})
+        self.assertTrue(snap.instances[GONE].deleted)
+        self.assertIn('/servers/%s/os-instance-actions' % GONE,
+                      self.api.urls())
+        self.assertEqual(
+            {GONE: (reasons.DELETED_INSTANCE, reasons.DELETE_CONSUMER),
+             LATE: (reasons.UNKNOWN_CONSUMER, reasons.DELETE_CONSUMER)},
+            self._verdicts(snap, {GONE: RP1, LATE: RP2}))
+        # Re-verified before a repair the same way.
+        fresh = self.reader.read_consumers(snap, [GONE])
+        self.assertTrue(fresh.instances[GONE].deleted)
 
     @staticmethod
     def _verdicts(nova, allocations):

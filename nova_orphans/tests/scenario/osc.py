@@ -1,0 +1,150 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Run ``openstack`` in-process against the scenario harness.
+
+``openstack`` (python-openstackclient's shell, with this plugin and
+osc-placement both loaded) reaches placement through keystoneauth's
+``admin_token`` plugin and nova's API through
+``compute_endpoint_override`` and a small WSGI front that turns the token
+into the identity headers nova's API fixture expects.
+"""
+
+import contextlib
+import copy
+import io
+import json
+import logging
+import os
+import warnings
+
+import fixtures
+from wsgi_intercept import interceptor
+
+from nova.tests import fixtures as nova_fixtures
+
+from nova_orphans.tests.scenario.base import uuids
+
+CLOUD = 'nova-orphans-scenario'
+
+
+class ComputeFront:
+    """Maps ``X-Auth-Token: admin`` onto the headers nova's fixture reads.
+
+    ``max_version`` replaces the microversion the version document
+    advertises, to play an older cloud.
+    """
+
+    def __init__(self, app, project_id):
+        self.app = app
+        self.project_id = project_id
+        self.max_version = None
+
+    def __call__(self, environ, start_response):
+        if environ.get('HTTP_X_AUTH_TOKEN') == 'admin':
+            environ['HTTP_X_AUTH_USER'] = 'admin'
+            environ['HTTP_X_AUTH_PROJECT_ID'] = self.project_id
+            environ['HTTP_X_ROLES'] = 'reader,member,admin'
+        if self.max_version and environ['PATH_INFO'].rstrip('/') == '/v2.1':
+            body = json.dumps({'version': {
+                'id': 'v2.1', 'status': 'CURRENT',
+                'version': self.max_version, 'min_version': '2.1',
+                'links': []}}).encode()
+            start_response('200 OK', [('Content-Type', 'application/json')])
+            return [body]
+        return self.app(environ, start_response)
+
+
+class OpenStackClientMixin:
+    """``openstack`` runs for a ScenarioTestCase; call setup_openstack()."""
+
+    def setup_openstack(self):
+        host = uuids.osc_compute_front
+        self.front = ComputeFront(self.api_fixture.app(),
+                                  nova_fixtures.PROJECT_ID)
+        intercept = interceptor.RequestsInterceptor(
+            lambda: self.front, url='http://%s/' % host)
+        intercept.install_intercept()
+        self.addCleanup(intercept.uninstall_intercept)
+        self.compute_endpoint = 'http://%s/v2.1' % host
+        # nova's API logs a stevedore warning (oslo.cache's memcache
+        # backend) the first time a request reaches the cell worker pool;
+        # take it here, before osc's handler would print it to stderr.
+        self.admin_api.api_get('/os-services')
+        self.clouds_yaml = self._write_clouds_yaml()
+
+    def _write_clouds_yaml(self):
+        cloud = {
+            'auth_type': 'admin_token',
+            'auth': {'endpoint': self.placement_endpoint,
+                     'token': self.placement_fixture.token},
+            'compute_endpoint_override': self.compute_endpoint,
+        }
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'clouds.yaml')
+        with open(path, 'w') as f:
+            # JSON is YAML.
+            json.dump({'clouds': {CLOUD: cloud}}, f)
+        return path
+
+    def openstack(self, *argv):
+        """Run ``openstack --os-cloud CLOUD argv``; returns (rc, out, err).
+
+        Each run gets a fresh environment (no inherited ``OS_*``), fresh
+        osc-lib client handles, and leaves logging and warning filters
+        as it found them.
+        """
+        from openstackclient import shell
+
+        env = {k: None for k in os.environ if k.startswith('OS_') and
+               k != 'OS_NOVA_DISABLE_EVENTLET_PATCHING'}
+        env.update(OS_CLIENT_CONFIG_FILE=self.clouds_yaml, OS_CLOUD=None)
+        root = logging.getLogger()
+        saved = (list(root.handlers), root.level,
+                 copy.copy(warnings.filters),
+                 {name: logger.level for name, logger in
+                  logging.Logger.manager.loggerDict.items()
+                  if isinstance(logger, logging.Logger)})
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            with _env(env), \
+                    fixtures.MonkeyPatch(
+                        'osc_lib.clientmanager.ClientCache.__get__',
+                        lambda cache, instance, owner:
+                        cache.factory(instance)), \
+                    fixtures.MonkeyPatch('sys.stdout', out), \
+                    fixtures.MonkeyPatch('sys.stderr', err):
+                try:
+                    rc = shell.OpenStackShell().run(
+                        ['--os-cloud', CLOUD] + list(argv))
+                except SystemExit as e:
+                    rc = e.code
+        finally:
+            handlers, level, filters, levels = saved
+            root.handlers[:] = handlers
+            root.setLevel(level)
+            warnings.filters[:] = filters
+            for name, value in levels.items():
+                logging.getLogger(name).setLevel(value)
+        return rc, out.getvalue(), err.getvalue()
+
+    def osc_json(self, *argv):
+        rc, out, err = self.openstack(*(argv + ('-f', 'json')))
+        self.assertEqual(0, rc, err)
+        return json.loads(out)
+
+
+@contextlib.contextmanager
+def _env(values):
+    with contextlib.ExitStack() as stack:
+        for name, value in values.items():
+            stack.enter_context(fixtures.EnvironmentVariable(name, value))
+        yield
