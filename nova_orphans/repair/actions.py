@@ -20,11 +20,22 @@ unshelve, a move) makes placement refuse the write (409) instead of
 being judged by nova rows read before it. The consumer is then
 re-evaluated once, and skipped if it changes again. A journal entry
 holding the full documents is on disk before each write.
+
+Consumers whose repair only empties or trims their own allocations are
+written many to a request (``POST /allocations``, each with the
+generation read first: one transaction, one generation bump per
+provider), their journal entries on disk, with one fsync, before it. If
+placement refuses such a request (a 409: one of them changed), nothing
+of it was applied, and each of its consumers goes the one-by-one way:
+read again, re-evaluated once. In fast mode the documents of a batch
+are read from placement's database in one query, still before nova's
+rows, and the write carries the generations read there.
 """
 
 import collections
 import concurrent.futures
 
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_orphans.engine import classify
@@ -34,6 +45,7 @@ from nova_orphans.engine import rules as rules_mod
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.readers import placement_api
+from nova_orphans.readers import placement_db
 from nova_orphans.repair import documents
 from nova_orphans.repair import heal as heal_mod
 
@@ -44,6 +56,17 @@ DONE = 'done'
 BATCH = 100
 WRITE_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER,
                  reasons.RETURN_TO_INSTANCE, reasons.HEAL)
+# Actions that change only the consumer's own allocations, never
+# another's: these are written many consumers to a request.
+BATCHED_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER)
+# Consumers are repaired in this many streams at once, batch after
+# batch, streams touching disjoint providers (see Repairer._streams):
+# two keep a small placement's two workers busy, and no write waits on
+# or conflicts with another's provider generations.
+STREAMS = 2
+# Fewer are written one by one, concurrently: as fast for so few, and a
+# refused batch would cost each of its consumers a second read.
+BATCH_MIN = 8
 
 
 def skipped(why):
@@ -62,9 +85,13 @@ class Repairer:
 
     def __init__(self, client, nova_reader, audit_snapshot, journal=None,
                  dry_run=False, max_count=None, heal=False, concurrency=8,
-                 progress=None, rules=rules_mod.DEFAULT_RULES):
+                 progress=None, rules=rules_mod.DEFAULT_RULES,
+                 placement_db=None):
         self.client = client
         self.reader = placement_api.PlacementAPIReader(client)
+        # Fast mode: a PlacementDBReader for the batches' documents.
+        self.placement_db = (placement_db if placement_db is not None
+                             else _placement_db(nova_reader))
         self.nova = nova_reader
         self.audit = audit_snapshot
         self.journal = journal
@@ -99,23 +126,167 @@ class Repairer:
             consumers = consumers[:self.max_count]
         if self.progress:
             self.progress.stage(_('consumers repaired'), len(consumers))
-        for start in range(0, len(consumers), BATCH):
-            batch = consumers[start:start + BATCH]
-            with concurrent.futures.ThreadPoolExecutor(
-                    self.concurrency) as pool:
-                docs = dict(zip(batch, pool.map(self._read_docs, batch)))
-                fresh = self.nova.read_consumers(self.audit.nova, batch)
-                results = pool.map(
-                    lambda c: self._repair(c, [rows[i] for i in plan[c]],
-                                           docs[c], fresh), batch)
-                for consumer, result in zip(batch, results):
+
+        def repair(stream):
+            results = {}
+            for start in range(0, len(stream), BATCH):
+                batch = stream[start:start + BATCH]
+                planned = {c: [rows[i] for i in plan[c]] for c in batch}
+                with concurrent.futures.ThreadPoolExecutor(
+                        self.concurrency) as pool:
+                    results.update(self._repair_batch(pool, batch, planned))
+                if self.progress:
+                    self.progress(len(batch))
+            return results
+
+        streams = self._streams(consumers)
+        with concurrent.futures.ThreadPoolExecutor(
+                max(1, len(streams))) as pipeline:
+            for results in list(pipeline.map(repair, streams)):
+                for consumer, result in results.items():
                     for i, outcome in zip(plan[consumer], result):
                         outcomes[i] = outcome
-                    if self.progress:
-                        self.progress()
         if self.progress:
             self.progress.finish()
         return rows, outcomes
+
+    def _streams(self, consumers):
+        """Split the consumers into STREAMS lists, in order, that share no
+        provider, so that each can be written batch after batch while
+        the others are: writes of different streams never meet on a
+        provider's generation (placement would retry, or refuse, them).
+        """
+        wanted = set(consumers)
+        touched = collections.defaultdict(set)
+        partners = {c: self._partner(c) for c in consumers}
+        followed = wanted | {p for p in partners.values() if p}
+        for alloc in self.audit.placement.allocations:
+            if alloc.consumer in followed:
+                touched[alloc.consumer].add(alloc.provider)
+        parent = {}
+
+        def find(rp):
+            while parent.setdefault(rp, rp) != rp:
+                parent[rp] = parent[parent[rp]]
+                rp = parent[rp]
+            return rp
+        groups = collections.OrderedDict()
+        keys = {}
+        for c in consumers:
+            rps = touched[c] | touched.get(partners[c], set())
+            rps = sorted(rps) or ['consumer:' + c]
+            for rp in rps[1:]:
+                parent[find(rp)] = find(rps[0])
+            keys[c] = rps[0]
+        for c in consumers:
+            groups.setdefault(find(keys[c]), []).append(c)
+        streams = [[] for _n in range(STREAMS)]
+        for group in sorted(groups.values(), key=len, reverse=True):
+            min(streams, key=len).extend(group)
+        order = {c: n for n, c in enumerate(consumers)}
+        return [sorted(stream, key=order.get) for stream in streams
+                if stream]
+
+    def _repair_batch(self, pool, batch, planned):
+        """{consumer: outcomes} of one batch: read, verify, write."""
+        docs = self._read_batch_docs(pool, batch)
+        fresh = self.nova.read_consumers(self.audit.nova, batch)
+        single = [c for c in batch
+                  if not all(f.action in BATCHED_ACTIONS
+                             for f in planned[c])]
+        alone = set(single)
+        singles = pool.map(
+            lambda c: self._repair(c, planned[c], docs[c], fresh), single)
+        results, plans = {}, []
+        for consumer in batch:
+            if consumer in alone:
+                continue
+            try:
+                prepared = self._prepare(consumer, planned[consumer],
+                                         docs[consumer], fresh)
+            except exception.NovaOrphansException as e:
+                results[consumer] = self._failed(consumer, planned[consumer],
+                                                 e)
+                continue
+            if isinstance(prepared, list):
+                results[consumer] = prepared
+            else:
+                plans.append(prepared)
+        # One request per write microversion (typed consumers keep their
+        # type at 1.38; untyped ones must be written at 1.37).
+        by_version = collections.defaultdict(list)
+        for prepared in plans:
+            by_version[self._version(prepared)].append(prepared)
+        for group in by_version.values():
+            if len(group) < BATCH_MIN:
+                for outcome in pool.map(
+                        lambda p: self._write_batch(pool, [p]), group):
+                    results.update(outcome)
+            else:
+                results.update(self._write_batch(pool, group))
+        results.update(zip(single, singles))
+        return results
+
+    def _read_batch_docs(self, pool, batch):
+        """Every consumer's documents (see _read_docs), read in bulk from
+        placement's database in fast mode, else one GET each.
+        """
+        if self.placement_db is None:
+            return dict(zip(batch, pool.map(self._read_docs, batch)))
+        partners = {c: self._partner(c) for c in batch}
+        try:
+            read = placement_db.consumer_documents(
+                self.placement_db, set(batch) | {
+                    p for p in partners.values() if p},
+                typed=self.client.has_consumer_types)
+        except exception.NovaOrphansException as e:
+            return {c: e for c in batch}
+        return {c: {k: read[k] for k in (c, partners[c]) if k}
+                for c in batch}
+
+    def _version(self, prepared):
+        docs = [dict(prepared.docs.get(c) or _empty(), allocations=after)
+                for c, after in prepared.change.items()]
+        return documents.docs_write_version(docs)
+
+    def _write_batch(self, pool, group):
+        """Journal and write prepared single-consumer changes in one go.
+
+        Placement applies all of a request or nothing; after it refuses
+        one (a 4xx, a generation conflict among them), every consumer of
+        it goes the one-by-one way, read again and re-evaluated once.
+        """
+        try:
+            self._commit(group)
+        except (_Retry, exception.PlacementError) as e:
+            status = getattr(e, 'status_code', None) or 0
+            if len(group) == 1 or not 400 <= status < 500:
+                return self._after_single(group, e)
+            LOG.info('Placement refused a batch of %(count)d consumers '
+                     '(%(status)s); writing them one by one',
+                     {'count': len(group), 'status': status})
+            results = pool.map(
+                lambda p: self._guarded(
+                    p.consumer, p.planned,
+                    lambda: self._reevaluate(p.consumer, p.planned)),
+                group)
+            return dict(zip([p.consumer for p in group], results))
+        except exception.NovaOrphansException as e:
+            return self._after_single(group, e)
+        return {p.consumer: p.outcomes for p in group}
+
+    def _after_single(self, group, error):
+        """Outcomes after a write that was not refused as a batch: a
+        lone consumer's conflict is re-evaluated as always; anything else
+        fails every consumer of the request.
+        """
+        if isinstance(error, _Retry):
+            p, = group
+            return {p.consumer: self._guarded(
+                p.consumer, p.planned,
+                lambda: self._reevaluate(p.consumer, p.planned))}
+        return {p.consumer: self._failed(p.consumer, p.planned, error)
+                for p in group}
 
     def _read_docs(self, consumer):
         """The consumer's document, and its instance's for a migration.
@@ -136,27 +307,49 @@ class Repairer:
             return e
 
     def _repair(self, consumer, planned, docs, fresh):
-        try:
+        def attempt():
             try:
                 return self._attempt(consumer, planned, docs, fresh)
             except _Retry:
-                LOG.info('Consumer %s changed concurrently; re-evaluating',
-                         consumer)
-                docs = self._read_docs(consumer)
-                fresh = self.nova.read_consumers(self.audit.nova,
-                                                 [consumer])
-                try:
-                    return self._attempt(consumer, planned, docs, fresh)
-                except _Retry:
-                    return [skipped(_('changed concurrently twice; run '
-                                      'again'))] * len(planned)
+                return self._reevaluate(consumer, planned)
+        return self._guarded(consumer, planned, attempt)
+
+    def _reevaluate(self, consumer, planned):
+        """The consumer changed under us: read it again, try once more."""
+        LOG.info('Consumer %s changed concurrently; re-evaluating',
+                 consumer)
+        docs = self._read_docs(consumer)
+        fresh = self.nova.read_consumers(self.audit.nova, [consumer])
+        try:
+            return self._attempt(consumer, planned, docs, fresh)
+        except _Retry:
+            return [skipped(_('changed concurrently twice; run '
+                              'again'))] * len(planned)
+
+    def _guarded(self, consumer, planned, work):
+        try:
+            return work()
         except exception.NovaOrphansException as e:
-            LOG.warning('Repair of consumer %(consumer)s failed: %(error)s',
-                        {'consumer': consumer, 'error': e})
-            return [failed(str(e))] * len(planned)
+            return self._failed(consumer, planned, e)
+
+    @staticmethod
+    def _failed(consumer, planned, error):
+        LOG.warning('Repair of consumer %(consumer)s failed: %(error)s',
+                    {'consumer': consumer, 'error': error})
+        return [failed(str(error))] * len(planned)
 
     def _attempt(self, consumer, planned, docs, fresh):
         """One verify-journal-write round for one consumer."""
+        prepared = self._prepare(consumer, planned, docs, fresh)
+        if isinstance(prepared, list):
+            return prepared
+        self._commit([prepared])
+        return prepared.outcomes
+
+    def _prepare(self, consumer, planned, docs, fresh):
+        """Verify one consumer: its outcomes if there is nothing to
+        write, else a _Prepared change.
+        """
         if isinstance(docs, Exception):
             raise docs
         partner = self._partner(consumer)
@@ -176,26 +369,37 @@ class Repairer:
                     if o == DONE else o for o in outcomes]
         if isinstance(change, str):
             return [skipped(change) if o == DONE else o for o in outcomes]
-        entry = self.journal.record({
-            'action': act[0].action,
-            'findings': [f.to_dict() for f in act],
-            'consumers': {c: {'before': docs.get(c) or _empty(),
+        return _Prepared(consumer, planned, docs, act, change, outcomes)
+
+    def _commit(self, group):
+        """Journal the prepared changes, then write them in one request.
+
+        Raises _Retry on a generation conflict, PlacementError on any
+        other failure; a refused request is marked not applied.
+        """
+        entries = self.journal.record_many([{
+            'action': p.act[0].action,
+            'findings': [f.to_dict() for f in p.act],
+            'consumers': {c: {'before': p.docs.get(c) or _empty(),
                               'after': after}
-                          for c, after in change.items()},
-        })
+                          for c, after in p.change.items()},
+        } for p in group])
+        targets = {}
+        for p in group:
+            targets.update(self._targets(p.docs, p.change))
         try:
-            self._write(docs, change)
-        except _Retry:
+            write(self.client, targets)
+        except _Retry as e:
             # Placement refused the whole request: restore must not try
-            # to undo it (its consumer may well have changed since).
-            self.journal.not_applied(entry, _('consumer generation '
-                                              'conflict'))
+            # to undo it (its consumers may well have changed since).
+            self.journal.not_applied_many(
+                entries, _('consumer generation conflict'))
+            e.status_code = 409
             raise
         except exception.PlacementError as e:
             if 400 <= getattr(e, 'status_code', 0) < 500:
-                self.journal.not_applied(entry, str(e))
+                self.journal.not_applied_many(entries, str(e))
             raise
-        return outcomes
 
     def _partner(self, consumer):
         """A migration consumer's instance, if the consumer is one.
@@ -278,7 +482,7 @@ class Repairer:
             'resources': heal_mod.resources_from_flavor(
                 flavor, boot_from_volume)}}}
 
-    def _write(self, docs, change):
+    def _targets(self, docs, change):
         targets = {}
         for c, after in change.items():
             doc = docs.get(c) or _empty()
@@ -288,7 +492,33 @@ class Repairer:
                            user_id=inst.user_id)
             targets[c] = (dict(doc, allocations=after),
                           doc['consumer_generation'])
-        write(self.client, targets)
+        return targets
+
+
+class _Prepared:
+    """One consumer's verified change, not yet journaled or written."""
+
+    def __init__(self, consumer, planned, docs, act, change, outcomes):
+        self.consumer = consumer
+        self.planned = planned
+        self.docs = docs
+        self.act = act
+        self.change = change
+        self.outcomes = outcomes
+
+
+def _placement_db(nova_reader):
+    """Fast mode's placement database reader, if the run has one."""
+    conf = getattr(nova_reader, 'conf', None)
+    try:
+        url = conf and conf.placement_database.connection
+    except cfg.NoSuchOptError:
+        url = None
+    if not url:
+        return None
+    return placement_db.PlacementDBReader(
+        url, max_retries=conf.nova_orphans.db_max_retries,
+        retry_interval=conf.nova_orphans.db_retry_interval)
 
 
 def write(client, targets):

@@ -639,6 +639,128 @@ class SafetyTestCase(RepairTestCase):
                          self.placement.dump_state())
 
 
+class BatchTestCase(RepairTestCase):
+    """Many consumers: written in one POST /allocations, journaled first."""
+
+    COUNT = 10
+
+    def setUp(self):
+        super().setUp()
+        self.fast_conf = self.proxied_conf(timeout=10, name='fast.conf')
+        with open(self.fast_conf, 'a') as f:
+            f.write('\n[placement_database]\nconnection = %s\n' %
+                    self.placement.db_url)
+        # On one provider: one stream (see Repairer._streams).
+        self.host2 = self.add_node('host3', inventory={
+            'VCPU': 64, 'MEMORY_MB': 65536, 'DISK_GB': 100})
+        self.vms = [self.gone('host3', self.host2)
+                    for n in range(self.COUNT - 1)]
+        self.stranger_ = self.stranger(self.host2)
+        self.consumers = self.vms + [self.stranger_]
+        self.initial = self.placement.dump_state()
+
+    def _posted(self, conf_file=None):
+        seen = []
+        self.proxy.inject('POST', '/allocations',
+                          before=lambda: seen.append(self.entries()))
+        rc, rows = self.clean(conf_file=conf_file)
+        self.assertEqual(4, rc)
+        self.assertEqual(['done'] * self.COUNT, [r['outcome'] for r in rows])
+        self.assertEqual({}, self.placement.dump_state())
+        self.assertEqual([('POST', '/allocations')], self.writes())
+        post, = self.proxy.requests('POST')
+        self.assertEqual('placement 1.37', post.version)
+        reads = [r.path for r in self.proxy.requests('GET',
+                                                     '/allocations/.*')]
+        self.assertEqual(
+            {c: {'allocations': {}, 'consumer_generation': 1,
+                 'project_id': base.PROJECT, 'user_id': base.USER}
+             for c in self.consumers}, post.body)
+        # Every entry, one per consumer, was on disk before the POST.
+        [entries] = seen
+        self.assertEqual(sorted(self.consumers),
+                         sorted(c for e in entries for c in e['consumers']))
+        self.assertTrue(all(e.get('applied', True) for e in entries))
+        # restore undoes them one by one, exactly.
+        rc, rows = self.restore()
+        self.assertEqual(4, rc)
+        self.assertEqual(['done'] * self.COUNT, [r['outcome'] for r in rows])
+        self.assertEqual(self.initial, self.placement.dump_state())
+        return reads
+
+    def test_many_consumers_in_one_post_journaled_before(self):
+        reads = self._posted()
+        # API mode: each consumer's document was read through the API.
+        self.assertEqual(sorted('/allocations/' + c for c in self.consumers),
+                         sorted(set(reads)))
+
+    def test_fast_mode_reads_the_documents_from_the_database(self):
+        self.assertEqual([], self._posted(conf_file=self.fast_conf))
+
+    def _conflict(self, conf_file=None):
+        """A build claims the stranger between the read and the POST: the
+        POST is refused as a whole, marked not applied, and each consumer
+        is written alone after a fresh read; the stranger is left alone.
+        """
+        def claim():
+            self.nova.add_build_request(self.stranger_)
+            self.allocate(self.stranger_, self.host2, resources=BIGGER)
+        self.proxy.inject('POST', '/allocations', before=claim)
+        rc, rows = self.clean(conf_file=conf_file)
+        self.assertEqual(4, rc)
+        self.assertEqual(
+            sorted([(vm, 'done') for vm in self.vms] + [
+                (self.stranger_, 'skipped: no longer delete_consumer: now '
+                                 'building')]),
+            sorted((r['consumer'], r['outcome']) for r in rows))
+        self.assertEqual({self.stranger_: held({self.host2: BIGGER},
+                                               generation=2)},
+                         self.placement.dump_state())
+        self.assertEqual([409], [p.result for p in
+                                 self.proxy.requests('POST')])
+        self.assertEqual(sorted(('PUT', '/allocations/' + vm)
+                                for vm in self.vms),
+                         sorted(w for w in self.writes() if w[0] == 'PUT'))
+        entries = self.entries()
+        refused = [e for e in entries if e.get('applied') is False]
+        self.assertEqual(sorted(self.consumers),
+                         sorted(c for e in refused for c in e['consumers']))
+        self.assertEqual(entries[:self.COUNT], refused)
+        # restore skips the refused entries and undoes the single writes.
+        rc, rows = self.restore()
+        self.assertEqual(4, rc)
+        self.assertEqual(self.COUNT - 1,
+                         [r['outcome'] for r in rows].count('done'))
+        self.assertEqual(dict(self.initial, **{
+            self.stranger_: held({self.host2: BIGGER}, generation=2)}),
+            self.placement.dump_state())
+
+    def test_batch_refused_for_one_consumer_is_written_one_by_one(self):
+        self._conflict()
+
+    def test_fast_mode_batch_refused_for_one_consumer(self):
+        """In fast mode too: the generation read from the database is the
+        one the POST carries, so the change made after it is refused.
+        """
+        self._conflict(conf_file=self.fast_conf)
+
+    def test_server_error_on_a_batch_fails_its_consumers(self):
+        """Nobody knows whether a 500'd batch was applied: every consumer
+        of it is reported failed, nothing retried; restore compares.
+        """
+        self.proxy.inject('POST', '/allocations', status=500)
+        rc, rows = self.clean()
+        self.assertEqual(1, rc)
+        self.assertTrue(all(r['outcome'].startswith(
+            'failed: Placement request POST /allocations failed: 500')
+            for r in rows), rows)
+        self.assertEqual(self.initial, self.placement.dump_state())
+        self.assertEqual([('POST', '/allocations')], self.writes())
+        self.assertEqual(self.COUNT, len(self.entries()))
+        self.assertEqual(4, self.clean()[0])
+        self.assertEqual({}, self.placement.dump_state())
+
+
 class DownCellTestCase(RepairTestCase):
 
     CELLS = ('cell1', 'cell2')

@@ -101,6 +101,13 @@ class MariaDB:
                                        self.log.name)
                 time.sleep(0.2)
 
+    def cpu_seconds(self):
+        """CPU seconds the server has used so far (from /proc)."""
+        with open('/proc/%d/stat' % self.proc.pid) as f:
+            fields = f.read().rsplit(')', 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf(
+            'SC_CLK_TCK')
+
     def url(self, database):
         return 'mysql+pymysql://root@127.0.0.1:%d/%s?charset=utf8' % (
             self.port, database)

@@ -104,3 +104,25 @@ class JournalSafetyTestCase(base.BaseTestCase):
         self.assertIn('does not exist', str(self.assertRaises(
             exception.JournalError, journal.check_path,
             os.path.join(self.dir, 'missing', 'j.jsonl'))))
+
+
+class RecordManyTestCase(base.BaseTestCase):
+
+    def test_batch_is_one_fsync_and_entries_of_their_own(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, 'j')
+        j = journal.Journal(path)
+        fsync = self.useFixture(fixtures.MockPatch(
+            'nova_orphans.repair.journal.os.fsync')).mock
+        ids = j.record_many([
+            {'action': 'delete_consumer', 'consumers': {c: {
+                'before': {'allocations': {}}, 'after': {}}}}
+            for c in ('c0', 'c1', 'c2')])
+        self.assertEqual(1, fsync.call_count)
+        j.not_applied_many(ids[1:], 'conflict')
+        self.assertEqual(2, fsync.call_count)
+        self.assertEqual(3, j.entries)
+        j.close()
+        entries = journal.read(path)
+        self.assertEqual(ids, [e['id'] for e in entries])
+        self.assertEqual([True, False, False],
+                         [e.get('applied', True) for e in entries])
