@@ -39,8 +39,54 @@ def rows_as_dicts(findings, outcomes=None):
 
 
 def render_json(rows, stream):
-    json.dump(rows, stream, indent=2)
-    stream.write('\n')
+    """``json.dump(rows, stream, indent=2)`` and a newline, byte for byte.
+
+    json indents in pure Python (only its compact encoder is in C), a
+    few generator calls per value: each row is written here instead, its
+    strings escaped by json's own C function. Anything but str, int,
+    bool, None, dicts and lists is left to json.
+    """
+    if not rows:
+        stream.write('[]\n')
+        return
+    stream.write('[\n')
+    last = len(rows) - 1
+    for start in range(0, len(rows), 1000):
+        stream.write(''.join(
+            '  ' + _json(row, '  ') + (',\n' if i < last else '\n]\n')
+            for i, row in enumerate(rows[start:start + 1000], start)))
+
+
+_STRING = json.encoder.encode_basestring_ascii
+
+
+def _json(value, indent):
+    """One value as ``json.dumps(value, indent=2)`` writes it at ``indent``."""
+    if type(value) is str:
+        return _STRING(value)
+    if value is None:
+        return 'null'
+    if value is True:
+        return 'true'
+    if value is False:
+        return 'false'
+    if type(value) is int:
+        return int.__repr__(value)
+    inner = indent + '  '
+    if type(value) is dict and all(type(k) is str for k in value):
+        if not value:
+            return '{}'
+        return '{\n%s\n%s}' % (',\n'.join([
+            inner + _STRING(k) + ': ' + (
+                _STRING(v) if type(v) is str else
+                'null' if v is None else _json(v, inner))
+            for k, v in value.items()]), indent)
+    if type(value) is list:
+        if not value:
+            return '[]'
+        return '[\n%s\n%s]' % (',\n'.join(
+            inner + _json(v, inner) for v in value), indent)
+    return json.dumps(value, indent=2).replace('\n', '\n' + indent)
 
 
 def render_table(rows, stream, verbose=False):

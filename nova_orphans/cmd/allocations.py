@@ -79,18 +79,23 @@ class AllocationCommands:
                 self.conf)
         return self._placement
 
+    def _api_reader(self):
+        return placement_api.PlacementAPIReader(
+            self._client(), self.conf.nova_orphans.placement_concurrency)
+
     def _audit(self):
         self._nova = nova_db.NovaDBReader(self.conf)
-        reader = placement_api.PlacementAPIReader(
-            self._client(), self.conf.nova_orphans.placement_concurrency)
         if self.conf.placement_database.connection:
             # Fast mode: bulk reads from placement's database; the API
             # still serves fresh consumer documents and every write.
             opts = self.conf.nova_orphans
             reader = placement_db.PlacementDBReader(
-                self.conf.placement_database.connection, api_reader=reader,
+                self.conf.placement_database.connection,
+                api_reader=_OnFirstUse(self._api_reader),
                 max_retries=opts.db_max_retries,
                 retry_interval=opts.db_retry_interval)
+        else:
+            reader = self._api_reader()
         self._rules = site_rules.chain(self.conf)
         return snapshot_mod.Audit(reader, self._nova,
                                   progress=self._progress(),
@@ -111,7 +116,7 @@ class AllocationCommands:
         findings = audit.run(resource_provider=self.cmd.resource_provider,
                              host=self.cmd.host,
                              shown=None if everything else
-                             (lambda f: self._shown(f, show_all)))
+                             self._shown(show_all))
         self._snapshot = audit.snapshot
         for cell in audit.snapshot.nova.unreadable_cells:
             print(_('WARNING: cell %(cell)s could not be read (%(error)s); '
@@ -120,10 +125,17 @@ class AllocationCommands:
                   file=sys.stderr)
         return findings
 
-    def _shown(self, finding, show_all):
-        if self.cmd.reasons:
-            return finding.reason in self.cmd.reasons
-        return show_all or finding.is_orphan
+    def _shown(self, show_all):
+        """Which findings to show, by reason and action (see Audit.run).
+
+        Called once per allocation, so the options are read once, here.
+        """
+        reasons_ = self.cmd.reasons
+        if reasons_:
+            return lambda finding: finding.reason in reasons_
+        if show_all:
+            return lambda finding: True
+        return lambda finding: finding.is_orphan
 
     @with_filters
     @args('--all', action='store_true', dest='show_all',
@@ -147,8 +159,11 @@ class AllocationCommands:
         """
         if self.cmd.format == 'prometheus':
             return self._metrics()
-        findings = self._findings(self.cmd.show_all)
-        self._render(output.rows_as_dicts(findings))
+        # The snapshot stays alive while the rows are built: no
+        # collector passes over it (see snapshot.gc_paused).
+        with snapshot_mod.gc_paused():
+            findings = self._findings(self.cmd.show_all)
+            self._render(output.rows_as_dicts(findings))
         if self.cmd.format != 'json' and self.cmd.verbose:
             orphans = [f for f in findings if f.is_orphan]
             print(_('%(orphans)d orphaned allocation(s) of %(consumers)d '
@@ -246,6 +261,26 @@ class AllocationCommands:
         outcomes = [o for _f, o in results]
         self._render(output.rows_as_dicts(rows, outcomes))
         return _repair_code(outcomes, restoring=True)
+
+
+class _OnFirstUse:
+    """An object built by ``factory()`` the first time it is used.
+
+    Fast mode hands the placement API reader to the database reader for
+    the rare reads that must come from the API; a ``list`` makes none,
+    and loading keystoneauth's auth plugin looks through the installed
+    packages' entry points (a quarter of a second when stevedore's cache
+    of them is cold).
+    """
+
+    def __init__(self, factory):
+        self._factory = factory
+        self._obj = None
+
+    def __getattr__(self, name):
+        if self._obj is None:
+            self._obj = self._factory()
+        return getattr(self._obj, name)
 
 
 def _repair_code(outcomes, restoring=False):

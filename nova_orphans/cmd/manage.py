@@ -31,6 +31,7 @@ logging unless run as the console script.
 """
 
 import contextlib
+import gc
 import io
 import sys
 
@@ -106,6 +107,11 @@ def main(argv=None):
     console = argv is None
     if console:
         argv = sys.argv[1:]
+        # The process is this command's alone, and what it has imported
+        # lives until it exits: the collector need not walk all that
+        # again, as the interpreter's shutdown otherwise does (a fifth
+        # of a small run's time). Never done for in-process callers.
+        gc.freeze()
     conf = cfg.ConfigOpts()
     rc = _parse(conf, argv)
     if rc is not None:

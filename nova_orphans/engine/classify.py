@@ -11,6 +11,8 @@
 #    under the License.
 """Turn a snapshot into findings: the pure core of nova-orphans."""
 
+import dataclasses
+
 from nova_orphans.engine import index as index_mod
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
@@ -18,29 +20,37 @@ from nova_orphans.engine import rules as rules_mod
 from nova_orphans.i18n import _
 
 
-def classify(snapshot, rules=rules_mod.DEFAULT_RULES):
+def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None):
     """Return a finding for every allocation in the snapshot's scope.
 
     Also returns one ``missing_allocations`` finding per live instance on
     a node in scope that holds no allocations at all. Findings come out
     sorted by host, provider name, provider and consumer, so output is
     stable and reads in the order an operator walks the cloud.
+
+    ``shown(verdict)``, if given, keeps only some findings, judging by
+    their ``reason``, ``action`` and ``is_orphan`` alone (a Verdict and
+    a Finding both have them): only the allocations it keeps get a
+    finding built and sorted, which is most of the work when few are.
     """
     index = index_mod.SnapshotIndex(snapshot)
-    findings = [_classify_allocation(index, alloc, rules)
-                for alloc in snapshot.placement.allocations]
-    findings.extend(_missing(index))
+    findings = []
+    for alloc in snapshot.placement.allocations:
+        finding = _classify_allocation(index, alloc, rules, shown)
+        if finding is not None:
+            findings.append(finding)
+    findings.extend(f for f in _missing(index) if shown is None or shown(f))
     findings.sort(key=lambda f: (f.host or '', f.resource_provider_name or '',
                                  f.resource_provider or '', f.consumer))
     return findings
 
 
-def _classify_allocation(index, alloc, rules):
+def _classify_allocation(index, alloc, rules, shown=None):
+    """The allocation's finding, or None if ``shown`` rejects its verdict."""
     owner = index.owner(alloc.consumer)
-    ctx = rules_mod.AllocationContext(
-        index=index, allocation=alloc,
-        provider=index.providers.get(alloc.provider),
-        node=index.node_for_provider(alloc.provider), owner=owner)
+    provider, node, sharing = index.facts_for_provider(alloc.provider)
+    ctx = rules_mod.AllocationContext(index, alloc, provider, node, owner,
+                                      sharing)
     for rule in rules:
         verdict = rule(ctx)
         if verdict is not None:
@@ -51,7 +61,9 @@ def _classify_allocation(index, alloc, rules):
         verdict = rules_mod.Verdict(
             reasons.UNVERIFIABLE, reasons.NONE,
             _('No classification rule matched this allocation.'))
-    return _finding(index, owner, ctx.provider, ctx.node, alloc, verdict)
+    if shown is not None and not shown(verdict):
+        return None
+    return _finding(index, owner, provider, node, alloc, verdict)
 
 
 def _finding(index, owner, provider, node, alloc, verdict):
@@ -59,31 +71,53 @@ def _finding(index, owner, provider, node, alloc, verdict):
     inst = owner.instance
     if inst is not None:
         instance_uuid = inst.uuid
-    elif owner.migration is not None:
-        instance_uuid = owner.migration.instance_uuid
-    elif owner.consumer_type == reasons.INSTANCE:
-        instance_uuid = alloc.consumer
+        project_id = record.project_id or inst.project_id
+        user_id = record.user_id or inst.user_id
     else:
-        instance_uuid = None
+        if owner.migration is not None:
+            instance_uuid = owner.migration.instance_uuid
+        elif owner.consumer_type == reasons.INSTANCE:
+            instance_uuid = alloc.consumer
+        else:
+            instance_uuid = None
+        project_id = record.project_id or None
+        user_id = record.user_id or None
     cell = owner.cell
     if cell is None and node is not None:
         cell = index.snapshot.nova.cells.get(node.cell)
+    if provider is not None:
+        provider_name, root_provider = provider.name, provider.root_uuid
+    else:
+        provider_name = root_provider = None
+    # Positional, in FINDING_KEYS order: keyword arguments would double
+    # the cost of the one object built for every allocation. Records
+    # are never changed once built, so the resources need no copy.
     return model.Finding(
-        consumer=alloc.consumer,
-        consumer_type=owner.consumer_type,
-        instance=instance_uuid,
-        resource_provider=alloc.provider,
-        resource_provider_name=provider.name if provider else None,
-        root_provider=provider.root_uuid if provider else None,
-        host=node.host if node else None,
-        cell=cell.label if cell else None,
-        reason=verdict.reason,
-        action=verdict.action,
-        resources=dict(alloc.resources),
-        project_id=record.project_id or (inst.project_id if inst else None),
-        user_id=record.user_id or (inst.user_id if inst else None),
-        details=verdict.details,
-    )
+        alloc.consumer, owner.consumer_type, instance_uuid, alloc.provider,
+        provider_name, root_provider, node.host if node is not None else None,
+        cell.label if cell is not None else None, verdict.reason,
+        verdict.action, alloc.resources, project_id, user_id,
+        verdict.details)
+
+
+def with_records(findings, records):
+    """The findings as if these placement consumer records had been read.
+
+    A record gives its consumer's findings their project and user, ahead
+    of the instance's; nothing else in a finding made by the built-in
+    rules depends on a record once the consumers nova has no trace of
+    had theirs (index.unknown_to_nova). So the records of the consumers
+    shown can be read after classifying, rather than every one before.
+    """
+    completed = []
+    for f in findings:
+        record = records.get(f.consumer)
+        if record is not None:
+            f = dataclasses.replace(
+                f, project_id=record.project_id or f.project_id,
+                user_id=record.user_id or f.user_id)
+        completed.append(f)
+    return completed
 
 
 def _missing(index):

@@ -26,7 +26,7 @@ from nova_orphans.engine import nova_states
 from nova_orphans.engine import reasons
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)
 class Owner:
     """What nova knows about one consumer uuid."""
 
@@ -44,12 +44,25 @@ class Owner:
 _UNREAD = model.Consumer('')
 
 
+def unknown_to_nova(nova, consumers):
+    """The consumers nova has no trace of: no migration, instance,
+    instance mapping or build request.
+
+    Only theirs among the placement records change what the rules see
+    (the owner's type, see SnapshotIndex.owner).
+    """
+    return (set(consumers).difference(nova.migrations)
+            .difference(nova.instances).difference(nova.mappings)
+            .difference(nova.build_requests))
+
+
 class SnapshotIndex:
 
     def __init__(self, snapshot):
         self.snapshot = snapshot
         placement, nova = snapshot.placement, snapshot.nova
         self.providers = placement.providers
+        self._records = placement.consumers
         self.unreadable_cells = nova.unreadable_cells
         self.nodes_by_uuid = nova.compute_nodes
         self.nodes_by_host_node = {}
@@ -71,9 +84,16 @@ class SnapshotIndex:
                   mig.status in nova_states.MIGRATION_SUCCEEDED):
                 self.evacuations[mig.instance_uuid].append(mig)
 
+        # Every allocated provider's (provider, compute node, shared by
+        # nova?) answered once, not once per allocation.
+        self.provider_facts = {}
         self.roots_by_consumer = collections.defaultdict(set)
         for alloc in placement.allocations:
-            provider = self.providers.get(alloc.provider)
+            facts = self.provider_facts.get(alloc.provider)
+            if facts is None:
+                facts = self.provider_facts[alloc.provider] = (
+                    self._provider_facts(alloc.provider))
+            provider = facts[0]
             root = provider.root_uuid if provider else alloc.provider
             self.roots_by_consumer[alloc.consumer].add(root)
         # Instances whose migration consumers hold allocations: they are
@@ -92,6 +112,18 @@ class SnapshotIndex:
         return frozenset(
             p.uuid for p in self.providers.values()
             if p.sharing and p.aggregates & node_aggregates)
+
+    def facts_for_provider(self, provider_uuid):
+        """(provider or None, its compute node or None, nova sharing?)."""
+        facts = self.provider_facts.get(provider_uuid)
+        if facts is None:
+            facts = self._provider_facts(provider_uuid)
+        return facts
+
+    def _provider_facts(self, provider_uuid):
+        return (self.providers.get(provider_uuid),
+                self.node_for_provider(provider_uuid),
+                provider_uuid in self.nova_sharing)
 
     def node_for_provider(self, provider_uuid):
         """The compute node whose tree holds this provider, if any."""
@@ -112,27 +144,27 @@ class SnapshotIndex:
                 consumer in self.snapshot.placement.consumers_elsewhere)
 
     def owner(self, consumer):
-        try:
-            return self._owners[consumer]
-        except KeyError:
+        owner = self._owners.get(consumer)
+        if owner is None:
             owner = self._owners[consumer] = self._resolve(consumer)
-            return owner
+        return owner
 
     def _resolve(self, consumer):
+        # Owner(consumer, consumer_type, instance, migration, mapping,
+        # build_request, cell), positional: this runs once per consumer.
         nova = self.snapshot.nova
         mapping = nova.mappings.get(consumer)
         build_request = consumer in nova.build_requests
         migration = nova.migrations.get(consumer)
         if migration is not None:
             return Owner(consumer, reasons.MIGRATION,
-                         instance=nova.instances.get(migration.instance_uuid),
-                         migration=migration,
-                         cell=nova.cells.get(migration.cell))
+                         nova.instances.get(migration.instance_uuid),
+                         migration, None, False,
+                         nova.cells.get(migration.cell))
         instance = nova.instances.get(consumer)
         if instance is not None:
-            return Owner(consumer, reasons.INSTANCE, instance=instance,
-                         mapping=mapping, build_request=build_request,
-                         cell=nova.cells.get(instance.cell))
+            return Owner(consumer, reasons.INSTANCE, instance, None, mapping,
+                         build_request, nova.cells.get(instance.cell))
         if mapping is not None or build_request:
             cell = nova.cells.get(mapping.cell) if mapping else None
             return Owner(consumer, reasons.INSTANCE, mapping=mapping,
@@ -145,4 +177,4 @@ class SnapshotIndex:
 
     def consumer_record(self, consumer):
         """Placement's record, or one that knows nothing (not read)."""
-        return self.snapshot.placement.consumers.get(consumer) or _UNREAD
+        return self._records.get(consumer) or _UNREAD

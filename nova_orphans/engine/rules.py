@@ -24,46 +24,54 @@ their own through the ``nova_orphans.rules`` entry point namespace.
 """
 
 import collections
-import dataclasses
-import typing
 
-from nova_orphans.engine import index as index_mod
-from nova_orphans.engine import model
 from nova_orphans.engine import nova_states
 from nova_orphans.engine import reasons
 from nova_orphans.i18n import _
 
-Verdict = collections.namedtuple('Verdict', 'reason action details')
+
+class Verdict(collections.namedtuple('Verdict', 'reason action details')):
+    """A rule's decision, which a finding then carries."""
+
+    __slots__ = ()
+
+    @property
+    def is_orphan(self):
+        return self.action != reasons.NONE
 
 
-@dataclasses.dataclass(frozen=True)
 class AllocationContext:
-    index: index_mod.SnapshotIndex
-    allocation: model.Allocation
-    provider: typing.Optional[model.Provider]
-    # The compute node whose provider tree holds the allocation.
-    node: typing.Optional[model.ComputeNode]
-    owner: index_mod.Owner
+    """What the rules know about one allocation.
 
-    @property
-    def sharing(self):
-        return self.index.is_nova_sharing(self.allocation.provider)
+    Built once per allocation and read by every rule in the chain, so
+    what they all ask (the instance, the migration, whether the provider
+    is a sharing provider, whether it is the instance's node) is worked
+    out here once rather than on each access.
+    """
 
-    @property
-    def instance(self):
-        return self.owner.instance
+    __slots__ = ('index', 'allocation', 'provider', 'node', 'owner',
+                 'instance', 'migration', 'sharing', '_on_instance_node')
 
-    @property
-    def migration(self):
-        return self.owner.migration
+    def __init__(self, index, allocation, provider, node, owner,
+                 sharing=None):
+        self.index = index
+        self.allocation = allocation
+        self.provider = provider
+        # The compute node whose provider tree holds the allocation.
+        self.node = node
+        self.owner = owner
+        self.instance = inst = owner.instance
+        self.migration = owner.migration
+        self.sharing = (index.is_nova_sharing(allocation.provider)
+                        if sharing is None else sharing)
+        self._on_instance_node = node is not None and inst is not None and (
+            node.uuid == inst.compute_node or
+            (node.host == inst.host and
+             node.hypervisor_hostname == inst.node))
 
     def on_instance_node(self):
-        inst = self.instance
-        if self.node is None or inst is None:
-            return False
-        return (self.node.uuid == inst.compute_node or
-                (self.node.host, self.node.hypervisor_hostname) ==
-                (inst.host, inst.node))
+        """Whether the allocation is on the node the instance runs on."""
+        return self._on_instance_node
 
 
 def _cells(cells):

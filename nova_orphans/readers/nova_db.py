@@ -29,6 +29,7 @@ from nova_orphans import db_utils
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans.readers import placement_db
 
 LOG = logging.getLogger(__name__)
 
@@ -102,10 +103,11 @@ class NovaDBReader:
                         CELL_MAPPINGS.c.id, CELL_MAPPINGS.c.uuid,
                         CELL_MAPPINGS.c.name,
                         CELL_MAPPINGS.c.database_connection)).all()
-                    mappings = conn.execute(sa.select(
+                    # Every instance's mapping: the biggest read here.
+                    mappings = list(placement_db.driver_rows(conn, sa.select(
                         INSTANCE_MAPPINGS.c.instance_uuid,
                         INSTANCE_MAPPINGS.c.cell_id,
-                        INSTANCE_MAPPINGS.c.queued_for_delete)).all()
+                        INSTANCE_MAPPINGS.c.queued_for_delete)))
                     builds = conn.execute(sa.select(
                         BUILD_REQUESTS.c.instance_uuid)).scalars().all()
             finally:
@@ -125,11 +127,10 @@ class NovaDBReader:
                 row.uuid, row.name,
                 db_utils.format_cell_url(row.database_connection or '',
                                          default)))
+        mapping = model.InstanceMapping
         instance_mappings = {
-            m.instance_uuid: model.InstanceMapping(
-                instance_uuid=m.instance_uuid, cell=by_id.get(m.cell_id),
-                queued_for_delete=bool(m.queued_for_delete))
-            for m in mappings}
+            uuid: mapping(uuid, by_id.get(cell_id), bool(queued))
+            for uuid, cell_id, queued in mappings}
         return connections, instance_mappings, frozenset(builds)
 
     # Cell databases -----------------------------------------------------
@@ -157,10 +158,10 @@ class NovaDBReader:
         Looks them up among deleted rows and shadow tables, and loads the
         instances of migration consumers. Usually a handful of uuids.
         """
-        missing = (set(consumers) - set(snapshot.instances) -
-                   set(snapshot.migrations))
-        owners = {m.instance_uuid for m in snapshot.migrations.values()
-                  if m.uuid in consumers} - set(snapshot.instances)
+        instances, migrations = snapshot.instances, snapshot.migrations
+        missing = set(consumers).difference(instances).difference(migrations)
+        owners = {m.instance_uuid for m in migrations.values()
+                  if m.uuid in consumers and m.instance_uuid not in instances}
         if not missing and not owners:
             return snapshot
         mappings = snapshot.mappings
@@ -306,21 +307,25 @@ class _CellRead:
 
     def live(self):
         self._node_ids = {}
-        for row in self.db.execute(sa.select(COMPUTE_NODES)):
-            self._node_ids[row.id] = row.uuid
-            self.nodes[row.uuid] = model.ComputeNode(
-                uuid=row.uuid, host=row.host,
-                hypervisor_hostname=row.hypervisor_hostname,
-                hypervisor_type=row.hypervisor_type, cell=self.cell,
-                deleted=bool(row.deleted))
+        rows = placement_db.driver_rows
+        for (id_, uuid, host, hypervisor_hostname, hypervisor_type,
+             deleted) in rows(self.db, sa.select(COMPUTE_NODES)):
+            self._node_ids[id_] = uuid
+            self.nodes[uuid] = model.ComputeNode(
+                uuid=uuid, host=host, hypervisor_hostname=hypervisor_hostname,
+                hypervisor_type=hypervisor_type, cell=self.cell,
+                deleted=bool(deleted))
         self.services = [
-            model.Service(host=row.host, binary=row.binary, cell=self.cell,
-                          disabled=bool(row.disabled),
-                          forced_down=bool(row.forced_down),
-                          deleted=bool(row.deleted))
-            for row in self.db.execute(sa.select(SERVICES))]
-        self._instances(INSTANCES, INSTANCES.c.deleted == 0)
-        self._migrations(MIGRATIONS, MIGRATIONS.c.deleted == 0)
+            model.Service(host=host, binary=binary, cell=self.cell,
+                          disabled=bool(disabled),
+                          forced_down=bool(forced_down),
+                          deleted=bool(deleted))
+            for host, binary, disabled, forced_down, deleted in rows(
+                self.db, sa.select(SERVICES))]
+        # Whole tables but for deleted rows: read as plain tuples.
+        live = sa.literal_column('0')
+        self._instances(INSTANCES, INSTANCES.c.deleted == live, bulk=True)
+        self._migrations(MIGRATIONS, MIGRATIONS.c.deleted == live, bulk=True)
         return self
 
     def lookup(self, consumers, instance_uuids):
@@ -376,48 +381,63 @@ class _CellRead:
                     jsonutils.loads(caches.get(uuid) or '[]'))
         return found
 
-    def _rows(self, table, where):
-        # Hidden cross-cell copies first, so a visible row overrides them.
-        return self.db.execute(
-            sa.select(table).where(where).order_by(table.c.hidden.desc()))
+    def _rows(self, table, where, bulk=False):
+        """The table's columns, in declaration order, as tuples.
 
-    def _note_hidden(self, row):
-        if row.hidden:
-            self.hidden.add(row.uuid)
-        else:
-            self.hidden.discard(row.uuid)
+        Hidden cross-cell copies come first, so a visible row overrides
+        them. Unless ``bulk``: then ``where`` has no parameters and the
+        table is ``instances`` or ``migrations``, whose uuids are unique
+        (nova's uniq_instances0uuid and migrations_uuid), so no row can
+        override another; the rows are read unsorted, through the driver
+        (see placement_db.driver_rows).
+        """
+        query = sa.select(table).where(where)
+        if bulk:
+            return placement_db.driver_rows(self.db, query)
+        return self.db.execute(query.order_by(table.c.hidden.desc()))
 
-    def _node_uuid(self, compute_id):
-        if compute_id is None:
-            return None
+    def _compute_node_ids(self):
+        """{compute_nodes.id: uuid}, to turn instances.compute_id around."""
         if self._node_ids is None:
             self._node_ids = dict(self.db.execute(sa.select(
                 COMPUTE_NODES.c.id, COMPUTE_NODES.c.uuid)).all())
-        return self._node_ids.get(compute_id)
+        return self._node_ids
 
-    def _instances(self, table, where, archived=False):
-        for row in self._rows(table, where):
-            self._note_hidden(row)
-            self.instances[row.uuid] = model.Instance(
-                uuid=row.uuid, cell=self.cell, host=row.host, node=row.node,
-                vm_state=row.vm_state, task_state=row.task_state,
-                deleted=bool(row.deleted), archived=archived,
-                project_id=row.project_id, user_id=row.user_id,
-                compute_node=self._node_uuid(row.compute_id))
+    def _instances(self, table, where, archived=False, bulk=False):
+        node_ids = self._compute_node_ids()
+        hidden = self.hidden
+        instance = model.Instance
+        for (uuid, host, node, vm_state, task_state, project_id, user_id,
+             deleted, is_hidden, compute_id) in self._rows(table, where,
+                                                           bulk):
+            if is_hidden:
+                hidden.add(uuid)
+            else:
+                hidden.discard(uuid)
+            # Positional, in field order (one per instance of the cloud).
+            self.instances[uuid] = instance(
+                uuid, self.cell, host, node, vm_state, task_state,
+                bool(deleted), archived, project_id, user_id,
+                None if compute_id is None else node_ids.get(compute_id))
 
-    def _migrations(self, table, where, archived=False):
-        for row in self._rows(table, where):
-            if row.uuid is None:
+    def _migrations(self, table, where, archived=False, bulk=False):
+        hidden = self.hidden
+        migration = model.Migration
+        for (uuid, instance_uuid, status, migration_type, source_compute,
+             source_node, dest_compute, dest_node, deleted,
+             is_hidden) in self._rows(table, where, bulk):
+            if uuid is None:
                 continue
-            self._note_hidden(row)
-            self.migrations[row.uuid] = model.Migration(
-                uuid=row.uuid, instance_uuid=row.instance_uuid,
-                cell=self.cell, status=row.status,
-                migration_type=row.migration_type,
-                source_compute=row.source_compute,
-                source_node=row.source_node, dest_compute=row.dest_compute,
-                dest_node=row.dest_node, deleted=bool(row.deleted),
-                archived=archived)
+            if is_hidden:
+                hidden.add(uuid)
+            else:
+                hidden.discard(uuid)
+            self.migrations[uuid] = migration(
+                uuid=uuid, instance_uuid=instance_uuid, cell=self.cell,
+                status=status, migration_type=migration_type,
+                source_compute=source_compute, source_node=source_node,
+                dest_compute=dest_compute, dest_node=dest_node,
+                deleted=bool(deleted), archived=archived)
 
 
 def _flavor(serialized):
@@ -436,6 +456,12 @@ def _merge(snapshot, cell_read, hidden):
     snapshot.services.extend(cell_read.services)
     for mine, theirs in ((cell_read.instances, snapshot.instances),
                          (cell_read.migrations, snapshot.migrations)):
+        if not theirs:
+            # The first cell read: every row is taken as it is.
+            theirs.update(mine)
+            hidden.difference_update(mine)
+            hidden.update(cell_read.hidden.intersection(mine))
+            continue
         for uuid, record in mine.items():
             known = theirs.get(uuid)
             is_hidden = uuid in cell_read.hidden

@@ -18,8 +18,8 @@ placement itself does no work at all. It answers exactly what
 the same providers with the same sharing flags and aggregates, the same
 allocations and the same consumer records, so the findings are the same.
 
-Consumer records (project, user, generation, type) are read in bulk
-with the allocations and handed to the audit through
+Consumer records (project, user, generation, type) are read in bulk,
+all of them or just those the audit asks for, through
 ``consumer_records()``, so it needs no per-consumer GET and no second
 classification; ``consumers()`` answers from the database too.
 ``consumer()`` still goes to the API: repairs and their re-verification
@@ -33,6 +33,7 @@ placement is imported here.
 """
 
 import collections
+import itertools
 
 from oslo_log import log as logging
 import sqlalchemy as sa
@@ -82,7 +83,8 @@ class PlacementDBReader:
                                  retry_interval=retry_interval)
         self._ids = {}              # provider uuid -> internal id
         self._records = {}          # consumer uuid -> model.Consumer
-        self._allocated = {}        # the same, of the last allocations()
+        # The last allocations(): (its consumers, all providers read?).
+        self._allocated = (set(), False)
 
     # Plumbing -----------------------------------------------------------
 
@@ -164,22 +166,23 @@ class PlacementDBReader:
             for row in rows}
 
     def allocations(self, provider_uuids, progress=None):
-        """Allocations on the given providers, with their consumer records.
+        """Allocations on the given providers.
 
-        One query for the allocations (chunked by provider when only some
-        providers are in scope), one for their consumers. ``progress`` is
-        told once, with the number of providers read.
+        One query, chunked by provider when only some providers are in
+        scope; their consumers' records are read by
+        ``consumer_records()``. ``progress`` is told once, with the
+        number of providers read.
         """
         provider_uuids = set(provider_uuids)
-        allocations, records = self._read(
+        allocations, everything = self._read(
             lambda conn: self._allocations(conn, provider_uuids))
-        self._records.update(records)
-        self._allocated = records
+        self._allocated = ({a.consumer for a in allocations}, everything)
         if progress:
             progress(len(provider_uuids))
         return allocations
 
     def _allocations(self, conn, provider_uuids):
+        """(allocations, whether every provider was read)."""
         if not self._ids:
             self._ids = dict(conn.execute(
                 sa.select(PROVIDERS.c.uuid, PROVIDERS.c.id)).all())
@@ -194,28 +197,32 @@ class PlacementDBReader:
         everything = bool(wanted) and len(wanted) == len(self._ids)
         rows = _where_in(conn, query, ALLOCATIONS.c.resource_provider_id,
                          wanted, everything)
+        # One row per resource class: group them into one resources dict
+        # per (consumer, provider id). Placement writes a consumer's rows
+        # together, so consecutive rows mostly share their pair.
         by_pair = {}
+        last_consumer = last_rp = resources = None
         for rp_id, consumer, rc_id, used in rows:
-            rp_uuid = uuids.get(rp_id)
-            if rp_uuid is None:
-                # A provider created since providers() was read.
-                continue
-            key = (consumer, rp_uuid)
-            resources = by_pair.get(key)
-            if resources is None:
-                resources = by_pair[key] = {}
+            if rp_id != last_rp or consumer != last_consumer:
+                key = (consumer, rp_id)
+                resources = by_pair.get(key)
+                if resources is None:
+                    resources = by_pair[key] = {}
+                last_consumer, last_rp = consumer, rp_id
             name = classes.get(rc_id)
             resources[name if name is not None else
                       _class_name(classes, rc_id)] = used
+        allocation = model.Allocation
         allocations = [
-            model.Allocation(consumer=consumer, provider=rp,
-                             resources=resources)
-            for (consumer, rp), resources in by_pair.items()]
-        consumers = {consumer for consumer, _rp in by_pair}
-        return allocations, self._consumer_records(conn, consumers,
-                                                   everything=everything)
+            allocation(consumer, uuids[rp_id], resources)
+            for (consumer, rp_id), resources in by_pair.items()
+            # Not there: a provider created since providers() was read.
+            if rp_id in uuids]
+        return allocations, everything
 
     def _consumer_records(self, conn, consumers, everything=False):
+        if everything:
+            return self._all_consumer_records(conn, consumers)
         query = (
             sa.select(CONSUMERS.c.uuid,
                       PROJECTS.c.external_id.label('project'),
@@ -231,24 +238,53 @@ class PlacementDBReader:
             ))
         rows = _where_in(conn, query, CONSUMERS.c.uuid, consumers,
                          everything)
-        records = {}
+        # Untyped consumers read back as 'unknown' from the API (1.38+);
+        # the engine treats None and 'unknown' alike.
         consumer = model.Consumer
-        for uuid, project, user, generation, ctype in rows:
-            if uuid in consumers:
-                # Untyped consumers read back as 'unknown' from the API
-                # (1.38+); the engine treats None and 'unknown' alike.
-                records[uuid] = consumer(uuid, project, user, generation,
-                                         ctype)
-        return records
+        return {uuid: consumer(uuid, project, user, generation, type_)
+                for uuid, project, user, generation, type_ in rows
+                if uuid in consumers}
 
-    def consumer_records(self):
-        """Records of the consumers of the last ``allocations()`` read.
+    def _all_consumer_records(self, conn, consumers):
+        """The same, from one scan of the whole consumers table.
 
-        The audit uses them as they are (see readers.snapshot.Audit):
-        {uuid: model.Consumer}. A consumer of an allocation without a
-        consumers row (placement's "incomplete consumers") has none.
+        The project, user and type names are read once each and looked
+        up, rather than joined (and copied) into every row.
         """
-        return dict(self._allocated)
+        projects, users, types = (
+            dict(conn.execute(sa.select(table.c.id, name)).all())
+            for table, name in ((PROJECTS, PROJECTS.c.external_id),
+                                (USERS, USERS.c.external_id),
+                                (CONSUMER_TYPES, CONSUMER_TYPES.c.name)))
+        consumer = model.Consumer
+        return {uuid: consumer(uuid, projects.get(project), users.get(user),
+                               generation, types.get(type_))
+                for uuid, project, user, generation, type_ in driver_rows(
+                    conn, sa.select(CONSUMERS.c.uuid, CONSUMERS.c.project_id,
+                                    CONSUMERS.c.user_id,
+                                    CONSUMERS.c.generation,
+                                    CONSUMERS.c.consumer_type_id))
+                if uuid in consumers}
+
+    def consumer_records(self, consumers=None):
+        """Placement's records of these consumers: {uuid: model.Consumer}.
+
+        By default, of every consumer of the last ``allocations()`` read:
+        one scan of the consumers table when every provider was read.
+        The audit uses them as they are (see readers.snapshot.Audit). A
+        consumer without a consumers row (placement's "incomplete
+        consumers", or none at all) has none.
+        """
+        allocated, everything = self._allocated
+        wanted = allocated if consumers is None else set(consumers)
+        missing = wanted - self._records.keys()
+        if missing:
+            scan = everything and consumers is None
+            self._records.update(self._read(
+                lambda conn: self._consumer_records(conn, missing,
+                                                    everything=scan)))
+        records = self._records
+        return {c: records[c] for c in wanted if c in records}
 
     def consumer(self, consumer_uuid):
         """Placement's own, fresh allocation document (through the API)."""
@@ -301,9 +337,36 @@ def _where_in(conn, query, column, values, everything):
     ``column`` is in ``values`` (chunked ``IN`` look-ups).
     """
     if everything:
-        return _rows(conn.execute(query))
+        return driver_rows(conn, query)
     return (row for chunk in db_utils.chunks(values)
             for row in _rows(conn.execute(query.where(column.in_(chunk)))))
+
+
+def driver_rows(conn, query, size=10000):
+    """The rows of a query without parameters, as the driver's tuples.
+
+    For the bulk reads of a whole table: SQLAlchemy's Row objects would
+    cost more than the database's own work. The query runs on the
+    connection's own DB-API cursor, in the same transaction. The tables
+    are declared with untyped columns, so SQLAlchemy would not convert
+    any value either: the rows are the same. Fetched in batches, and
+    chained in C: nothing runs in Python per row.
+    """
+    return itertools.chain.from_iterable(_batches(conn, query, size))
+
+
+def _batches(conn, query, size):
+    sql = str(query.compile(dialect=conn.dialect))
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(sql)
+        while True:
+            batch = cursor.fetchmany(size)
+            if not batch:
+                return
+            yield batch
+    finally:
+        cursor.close()
 
 
 def _rows(result, size=10000):
@@ -319,3 +382,57 @@ def _class_name(classes, rc_id):
         raise exception.NovaOrphansException(
             _('resource class id %d is not in the placement database\'s '
               'resource_classes table') % rc_id)
+
+
+def consumer_documents(reader, consumer_uuids, typed=True):
+    """Placement's current documents of these consumers, in bulk.
+
+    {uuid: document} as ``repair.documents.normalize`` makes of ``GET
+    /allocations/{uuid}``, for a repair to re-verify many consumers with
+    one read instead of one GET each. The consumer rows (generation
+    first) are read before the allocations: an allocation written after
+    that read bumped the generation, so a write carrying it is refused.
+    ``typed``: untyped consumers read as placement's API shows them at
+    1.38+ (``unknown``); otherwise no type at all, as below 1.38.
+    """
+    consumer_uuids = set(consumer_uuids)
+
+    def work(conn):
+        records = reader._consumer_records(conn, consumer_uuids)
+        classes = dict(conn.execute(
+            sa.select(RESOURCE_CLASSES.c.id, RESOURCE_CLASSES.c.name)).all())
+        allocations = {c: {} for c in consumer_uuids}
+        for chunk in db_utils.chunks(consumer_uuids):
+            for consumer, rp_uuid, rc_id, used in conn.execute(
+                    sa.select(ALLOCATIONS.c.consumer_id, PROVIDERS.c.uuid,
+                              ALLOCATIONS.c.resource_class_id,
+                              ALLOCATIONS.c.used)
+                    .select_from(ALLOCATIONS.join(
+                        PROVIDERS, ALLOCATIONS.c.resource_provider_id ==
+                        PROVIDERS.c.id))
+                    .where(ALLOCATIONS.c.consumer_id.in_(chunk))):
+                allocations[consumer].setdefault(
+                    rp_uuid, {'resources': {}})['resources'][
+                        _class_name(classes, rc_id)] = used
+        docs = {}
+        for consumer in consumer_uuids:
+            record = records.get(consumer)
+            if record is None or not allocations[consumer]:
+                # As the API answers: no owner or generation without
+                # allocations (and none for allocations without a record).
+                docs[consumer] = {
+                    'allocations': {}, 'project_id': None, 'user_id': None,
+                    'consumer_generation': None, 'consumer_type': None}
+                continue
+            consumer_type = record.consumer_type
+            if typed and consumer_type is None:
+                consumer_type = 'unknown'
+            elif not typed:
+                consumer_type = None
+            docs[consumer] = {
+                'allocations': allocations[consumer],
+                'project_id': record.project_id, 'user_id': record.user_id,
+                'consumer_generation': record.generation,
+                'consumer_type': consumer_type}
+        return docs
+    return reader._read(work)

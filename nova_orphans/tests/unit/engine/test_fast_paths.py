@@ -1,0 +1,343 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The shortcuts taken for speed give what the plain way gives."""
+
+import dataclasses
+import gc
+import io
+import json
+import os
+
+import fixtures
+from oslotest import base
+import sqlalchemy as sa
+
+from nova_orphans.engine import classify
+from nova_orphans.engine import index
+from nova_orphans.engine import model
+from nova_orphans.engine import reasons as r
+from nova_orphans.engine import rules
+from nova_orphans import output
+from nova_orphans.readers import placement_db
+from nova_orphans.readers import snapshot
+from nova_orphans.tests.unit import cloud as cloud_mod
+
+
+class PositionalFieldsTestCase(base.BaseTestCase):
+    """Records built positionally rely on their fields' order."""
+
+    def test_finding_fields_are_the_contract_keys(self):
+        self.assertEqual(
+            list(model.FINDING_KEYS),
+            [f.name for f in dataclasses.fields(model.Finding)])
+
+    def test_instance_fields(self):
+        # readers.nova_db builds instances positionally in this order.
+        self.assertEqual(
+            ['uuid', 'cell', 'host', 'node', 'vm_state', 'task_state',
+             'deleted', 'archived', 'project_id', 'user_id', 'compute_node'],
+            [f.name for f in dataclasses.fields(model.Instance)])
+
+    def test_consumer_and_mapping_fields(self):
+        # readers.placement_db and nova_db build these from rows as is.
+        self.assertEqual(
+            ['uuid', 'project_id', 'user_id', 'generation', 'consumer_type'],
+            [f.name for f in dataclasses.fields(model.Consumer)])
+        self.assertEqual(
+            ['instance_uuid', 'cell', 'queued_for_delete'],
+            [f.name for f in dataclasses.fields(model.InstanceMapping)])
+
+
+class ShownTestCase(base.BaseTestCase):
+    """classify(shown=...) is classify() filtered, in the same order."""
+
+    def setUp(self):
+        super().setUp()
+        c = self.cloud = cloud_mod.Cloud()
+        host1, host2 = c.node('host1'), c.node('host2')
+        vm = c.instance('host1')
+        c.alloc(vm, host1)
+        c.alloc(vm, host2)
+        gone = c.instance('host2', deleted=True, vm_state='deleted')
+        c.alloc(gone, host2)
+        c.alloc(cloud_mod.uuid('stranger'), host1)
+        building = c.instance('host2', vm_state='building')
+        c.alloc(building, host2)
+        c.instance('host1')     # missing_allocations
+
+    def _check(self, shown):
+        everything = self.cloud.findings()
+        expected = [f for f in everything if shown(f)]
+        self.assertEqual(expected, self.cloud.findings(shown=shown))
+        return expected
+
+    def test_orphans(self):
+        found = self._check(lambda f: f.is_orphan)
+        self.assertEqual(
+            {r.STALE_PROVIDER, r.DELETED_INSTANCE, r.UNKNOWN_CONSUMER,
+             r.MISSING_ALLOCATIONS}, {f.reason for f in found})
+
+    def test_reasons(self):
+        found = self._check(lambda f: f.reason in (r.BUILDING,
+                                                   r.MISSING_ALLOCATIONS))
+        self.assertEqual(2, len(found))
+
+    def test_all(self):
+        self.assertEqual(6, len(self._check(lambda f: True)))
+
+    def test_verdict_is_orphan(self):
+        self.assertTrue(rules.Verdict(r.STALE_PROVIDER, r.REMOVE_PROVIDER,
+                                      '').is_orphan)
+        self.assertFalse(rules.Verdict(r.BUILDING, r.NONE, '').is_orphan)
+
+
+class RecordsAfterwardsTestCase(base.BaseTestCase):
+    """Reading only the shown consumers' records (and those nova has no
+    trace of) gives the findings that reading every record gives.
+    """
+
+    def setUp(self):
+        super().setUp()
+        c = self.cloud = cloud_mod.Cloud()
+        host1, host2 = c.node('host1'), c.node('host2')
+        records = {}
+
+        def record(consumer, project='p', user='u', type_=None):
+            records[consumer] = model.Consumer(consumer, project, user, 1,
+                                               type_)
+        vm = c.instance('host1')
+        c.alloc(vm, host1)
+        c.alloc(vm, host2)
+        record(vm, project='placement-project', user='placement-user')
+        fine = c.instance('host2')
+        c.alloc(fine, host2)
+        record(fine)
+        gone = c.instance('host2', deleted=True, vm_state='deleted')
+        c.alloc(gone, host2)
+        record(gone, project='', user='')
+        for type_ in ('INSTANCE', 'MIGRATION', None):
+            stranger = cloud_mod.uuid('stranger')
+            c.alloc(stranger, host1)
+            record(stranger, type_=type_)
+        c.alloc(cloud_mod.uuid('no-record'), host1)
+        mapped = cloud_mod.uuid('mapped')
+        c.map(mapped, 'cell1')
+        c.alloc(mapped, host1)
+        record(mapped)
+        scheduling = cloud_mod.uuid('scheduling')
+        c.build_request(scheduling)
+        c.alloc(scheduling, host2)
+        record(scheduling, type_='INSTANCE')
+        mig = c.migration(vm, 'confirmed', 'resize', 'host2', 'host1')
+        c.alloc(mig, host2)
+        record(mig, type_='MIGRATION')
+        c.instance('host1')     # missing_allocations
+        self.records = records
+
+    def _check(self, shown):
+        placement = self.cloud.placement
+        placement.consumers = dict(self.records)
+        expected = self.cloud.findings(shown=shown)
+        consumers = {a.consumer for a in placement.allocations}
+        strangers = index.unknown_to_nova(self.cloud.nova, consumers)
+        placement.consumers = {c: r for c, r in self.records.items()
+                               if c in strangers}
+        found = self.cloud.findings(shown=shown)
+        shown_records = {f.consumer: self.records[f.consumer]
+                         for f in found if f.consumer in self.records}
+        self.assertEqual(expected,
+                         classify.with_records(found, shown_records))
+        return expected
+
+    def test_orphans(self):
+        found = self._check(lambda f: f.is_orphan)
+        self.assertIn('placement-project', {f.project_id for f in found})
+
+    def test_all(self):
+        self.assertEqual(12, len(self._check(lambda f: True)))
+
+
+class OnInstanceNodeTestCase(base.BaseTestCase):
+
+    def _ctx(self, where, **instance):
+        inst = model.Instance(uuid='i', cell='c', **instance)
+        owner = type('Owner', (), {'instance': inst, 'migration': None})
+        return rules.AllocationContext(None, None, None, where, owner,
+                                       sharing=False)
+
+    def test_on_instance_node(self):
+        node = model.ComputeNode(uuid='n', host='h', hypervisor_hostname='x',
+                                 cell='c')
+        self.assertTrue(self._ctx(node, compute_node='n').on_instance_node())
+        self.assertTrue(self._ctx(node, host='h', node='x').on_instance_node())
+        self.assertFalse(self._ctx(node, host='h', node='y',
+                                   compute_node='m').on_instance_node())
+        self.assertFalse(self._ctx(None, host='h',
+                                   node='x').on_instance_node())
+
+
+class RenderJSONTestCase(base.BaseTestCase):
+    """Byte for byte what json.dump(rows, indent=2) writes."""
+
+    def _check(self, rows):
+        stream = io.StringIO()
+        output.render_json(rows, stream)
+        self.assertEqual(json.dumps(rows, indent=2) + '\n', stream.getvalue())
+
+    def test_findings(self):
+        c = cloud_mod.Cloud()
+        host = c.node('host1')
+        c.alloc(c.instance('host2'), host, VCPU=2, CUSTOM_X=1)
+        c.instance('host1')
+        self._check(output.rows_as_dicts(c.findings(), ['done', 'failed']))
+
+    def test_values(self):
+        self._check([])
+        self._check([{}])
+        self._check([{'s': 'caf\u00e9 "q" \\ \n\t\u2603', 'n': None,
+                      't': True, 'f': False, 'i': -3, 'big': 10 ** 30,
+                      'x': 1.5, 'nan': float('nan'), 'e': {}, 'l': [],
+                      'd': {'a': {'b': [1, {'c': None}, (2, 3)]}},
+                      'k': {1: 'int key', None: 0}, 'tuple': (1, 'a')}])
+        self._check([1, 'a', None, [], [[{}]]])
+
+
+class DriverRowsTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.url = 'sqlite:///%s' % os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'placement.sqlite')
+        self.engine = sa.create_engine(self.url)
+        self.addCleanup(self.engine.dispose)
+        self.conn = self.engine.connect()
+        self.addCleanup(self.conn.close)
+        for sql in (
+                'CREATE TABLE resource_providers (id INTEGER, uuid TEXT)',
+                'CREATE TABLE resource_classes (id INTEGER, name TEXT)',
+                'CREATE TABLE allocations (resource_provider_id INTEGER, '
+                'consumer_id TEXT, resource_class_id INTEGER, used INTEGER)',
+                'CREATE TABLE consumers (uuid TEXT, project_id INTEGER, '
+                'user_id INTEGER, generation INTEGER, '
+                'consumer_type_id INTEGER)',
+                'CREATE TABLE projects (id INTEGER, external_id TEXT)',
+                'CREATE TABLE users (id INTEGER, external_id TEXT)',
+                'CREATE TABLE consumer_types (id INTEGER, name TEXT)'):
+            self.conn.exec_driver_sql(sql)
+
+    def _insert(self, table, *rows):
+        for row in rows:
+            self.conn.exec_driver_sql(
+                'INSERT INTO %s VALUES (%s)' % (
+                    table, ', '.join('?' * len(row))), row)
+        self.conn.commit()
+
+    def test_same_rows_as_sqlalchemy(self):
+        self._insert('resource_classes', (0, 'VCPU'), (1, 'MEMORY_MB'))
+        query = sa.select(placement_db.RESOURCE_CLASSES)
+        self.assertEqual([tuple(row) for row in self.conn.execute(query)],
+                         list(placement_db.driver_rows(self.conn, query)))
+        self.assertEqual([(1, 'MEMORY_MB')], list(placement_db.driver_rows(
+            self.conn, query.where(placement_db.RESOURCE_CLASSES.c.id ==
+                                   sa.literal_column('1')))))
+
+    def test_allocations_grouped_whatever_the_row_order(self):
+        self._insert('resource_providers', (1, 'rp1'), (2, 'rp2'))
+        self._insert('resource_classes', (0, 'VCPU'), (1, 'MEMORY_MB'),
+                     (2, 'DISK_GB'))
+        # Pairs interleaved, and one row on a provider not read.
+        self._insert('allocations', (1, 'a', 0, 1), (2, 'a', 0, 2),
+                     (1, 'b', 0, 4), (1, 'a', 1, 512), (3, 'a', 0, 8),
+                     (2, 'a', 1, 256), (1, 'b', 2, 10))
+        self._insert('projects', (1, 'p'))
+        self._insert('users', (1, 'u'))
+        self._insert('consumer_types', (1, 'INSTANCE'))
+        self._insert('consumers', ('a', 1, 1, 3, 1), ('b', 1, 1, 1, None),
+                     ('c', 1, 1, 1, None))
+        reader = placement_db.PlacementDBReader('sqlite://')
+        reader._ids = {'rp1': 1, 'rp2': 2}
+        allocations, everything = reader._allocations(self.conn,
+                                                      {'rp1', 'rp2'})
+        self.assertTrue(everything)
+        self.assertEqual(
+            {('a', 'rp1'): {'VCPU': 1, 'MEMORY_MB': 512},
+             ('a', 'rp2'): {'VCPU': 2, 'MEMORY_MB': 256},
+             ('b', 'rp1'): {'VCPU': 4, 'DISK_GB': 10}},
+            {(a.consumer, a.provider): a.resources for a in allocations})
+        allocations, everything = reader._allocations(self.conn, {'rp2'})
+        self.assertFalse(everything)
+        self.assertEqual({'a'}, {a.consumer for a in allocations})
+
+    def test_consumer_records_of_the_allocations_read(self):
+        self._insert('resource_providers', (1, 'rp1'), (2, 'rp2'))
+        self._insert('resource_classes', (0, 'VCPU'))
+        self._insert('allocations', (1, 'a', 0, 1), (2, 'b', 0, 1),
+                     (2, 'c', 0, 1))
+        self._insert('projects', (1, 'p'))
+        self._insert('users', (1, 'u'))
+        self._insert('consumers', ('a', 1, 1, 0, None),
+                     ('b', 1, 1, 0, None), ('z', 1, 1, 0, None))
+        reader = placement_db.PlacementDBReader(self.url)
+        reader._ids = {'rp1': 1, 'rp2': 2}
+        self.assertEqual({}, reader.consumer_records())
+        for scope in ({'rp1', 'rp2'}, {'rp2'}):
+            reader._records = {}
+            reader.allocations(scope)
+            # 'c' has no consumers row; 'z' no allocation read.
+            self.assertEqual({'b': model.Consumer('b', 'p', 'u', 0)},
+                             reader.consumer_records({'b', 'c'}))
+            expected = {c: model.Consumer(c, 'p', 'u', 0)
+                        for c in ('a', 'b') if c == 'b' or 'rp1' in scope}
+            self.assertEqual(expected, reader.consumer_records())
+
+    def test_consumer_records_scan_and_lookup_agree(self):
+        self._insert('projects', (1, 'p1'), (2, 'p2'))
+        self._insert('users', (1, 'u1'))
+        self._insert('consumer_types', (1, 'INSTANCE'), (2, 'MIGRATION'))
+        self._insert('consumers', ('a', 1, 1, 0, 1), ('b', 2, 1, 5, 2),
+                     ('c', 2, 9, 1, None), ('d', 1, 1, 1, 1))
+        reader = placement_db.PlacementDBReader('sqlite://')
+        wanted = {'a', 'b', 'c', 'x'}
+        scanned = reader._consumer_records(self.conn, wanted,
+                                           everything=True)
+        self.assertEqual(
+            {'a': model.Consumer('a', 'p1', 'u1', 0, 'INSTANCE'),
+             'b': model.Consumer('b', 'p2', 'u1', 5, 'MIGRATION'),
+             'c': model.Consumer('c', 'p2', None, 1, None)}, scanned)
+        self.assertEqual(scanned, reader._consumer_records(self.conn, wanted))
+
+
+class GCPausedTestCase(base.BaseTestCase):
+
+    def test_restores_the_collector(self):
+        self.addCleanup(gc.enable)
+        gc.enable()
+        with snapshot.gc_paused():
+            self.assertFalse(gc.isenabled())
+            with snapshot.gc_paused():
+                self.assertFalse(gc.isenabled())
+            self.assertFalse(gc.isenabled())
+        self.assertTrue(gc.isenabled())
+        gc.disable()
+        with snapshot.gc_paused():
+            pass
+        self.assertFalse(gc.isenabled())
+
+    def test_restores_after_an_error(self):
+        self.addCleanup(gc.enable)
+        gc.enable()
+
+        def fail():
+            with snapshot.gc_paused():
+                raise ValueError()
+        self.assertRaises(ValueError, fail)
+        self.assertTrue(gc.isenabled())
