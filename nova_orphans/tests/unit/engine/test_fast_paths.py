@@ -21,6 +21,7 @@ import fixtures
 from oslotest import base
 import sqlalchemy as sa
 
+from nova_orphans.cmd import allocations
 from nova_orphans.engine import classify
 from nova_orphans.engine import index
 from nova_orphans.engine import model
@@ -100,10 +101,8 @@ class ShownTestCase(base.BaseTestCase):
         self.assertFalse(rules.Verdict(r.BUILDING, r.NONE, '').is_orphan)
 
 
-class RecordsAfterwardsTestCase(base.BaseTestCase):
-    """Reading only the shown consumers' records (and those nova has no
-    trace of) gives the findings that reading every record gives.
-    """
+class _RecordsCloud(base.BaseTestCase):
+    """Consumers of every kind, with placement records of their own."""
 
     def setUp(self):
         super().setUp()
@@ -143,6 +142,12 @@ class RecordsAfterwardsTestCase(base.BaseTestCase):
         c.instance('host1')     # missing_allocations
         self.records = records
 
+
+class RecordsAfterwardsTestCase(_RecordsCloud):
+    """Reading only the shown consumers' records (and those nova has no
+    trace of) gives the findings that reading every record gives.
+    """
+
     def _check(self, shown):
         placement = self.cloud.placement
         placement.consumers = dict(self.records)
@@ -164,6 +169,74 @@ class RecordsAfterwardsTestCase(base.BaseTestCase):
 
     def test_all(self):
         self.assertEqual(12, len(self._check(lambda f: True)))
+
+
+class _BulkReader:
+    """A fast-mode placement reader over a hand-built snapshot."""
+
+    def __init__(self, placement, records):
+        self.placement = placement
+        self.records = records
+        self.asked = []
+
+    def providers(self):
+        return self.placement.providers
+
+    def allocations(self, targets, progress=None):
+        return list(self.placement.allocations)
+
+    def consumer_records(self, consumers=None):
+        self.asked.append(None if consumers is None else set(consumers))
+        wanted = self.records if consumers is None else consumers
+        return {c: self.records[c] for c in wanted if c in self.records}
+
+    def consumers(self, consumers):
+        return ({c: self.records.get(c, model.Consumer(c))
+                 for c in consumers}, {})
+
+
+class _NovaReader:
+
+    def __init__(self, nova):
+        self.nova = nova
+
+    def read(self):
+        return self.nova
+
+    def resolve(self, nova, consumers):
+        return nova
+
+
+class AuditRecordsTestCase(_RecordsCloud):
+    """The audit reads the records it needs, and the findings are those
+    every record gives.
+    """
+
+    def _audit(self, shown, rules_=rules.DEFAULT_RULES):
+        reader = _BulkReader(self.cloud.placement, self.records)
+        audit = snapshot.Audit(reader, _NovaReader(self.cloud.nova),
+                               rules=rules_)
+        self.cloud.placement.consumers = {}
+        return audit.run(shown=shown), reader.asked
+
+    def test_only_strangers_and_shown(self):
+        shown = (lambda f: f.is_orphan)
+        found, asked = self._audit(shown)
+        self.cloud.placement.consumers = dict(self.records)
+        self.assertEqual(self.cloud.findings(shown=shown), found)
+        strangers, later = asked
+        self.assertEqual(4, len(strangers))
+        # The shown consumers' records, but those already read.
+        self.assertEqual({f.consumer for f in found
+                          if f.reason != r.MISSING_ALLOCATIONS} -
+                         (strangers & self.records.keys()), later)
+
+    def test_site_rules_get_every_record(self):
+        chain = (lambda ctx: None,) + rules.DEFAULT_RULES
+        found, asked = self._audit(lambda f: True, chain)
+        self.assertEqual([None], asked)
+        self.cloud.placement.consumers = dict(self.records)
+        self.assertEqual(self.cloud.findings(shown=lambda f: True), found)
 
 
 class OnInstanceNodeTestCase(base.BaseTestCase):
@@ -314,6 +387,21 @@ class DriverRowsTestCase(base.BaseTestCase):
              'b': model.Consumer('b', 'p2', 'u1', 5, 'MIGRATION'),
              'c': model.Consumer('c', 'p2', None, 1, None)}, scanned)
         self.assertEqual(scanned, reader._consumer_records(self.conn, wanted))
+
+
+class OnFirstUseTestCase(base.BaseTestCase):
+
+    def test_built_once_when_first_used(self):
+        built = []
+
+        def factory():
+            built.append(1)
+            return type('Reader', (), {'consumer': lambda self, c: c})()
+        lazy = allocations._OnFirstUse(factory)
+        self.assertEqual([], built)
+        self.assertEqual('a', lazy.consumer('a'))
+        self.assertEqual('b', lazy.consumer('b'))
+        self.assertEqual([1], built)
 
 
 class GCPausedTestCase(base.BaseTestCase):
