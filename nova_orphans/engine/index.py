@@ -139,6 +139,13 @@ class SnapshotIndex:
     def is_nova_sharing(self, provider_uuid):
         return provider_uuid in self.nova_sharing
 
+    def holds_on_nova_nodes(self, consumer):
+        """Whether the consumer holds anything in a compute node's tree or
+        on a sharing provider nova uses.
+        """
+        return any(root in self.nodes_by_uuid or root in self.nova_sharing
+                   for root in self.roots_by_consumer.get(consumer, ()))
+
     def has_allocations(self, consumer):
         return (consumer in self.roots_by_consumer or
                 consumer in self.snapshot.placement.consumers_elsewhere)

@@ -18,6 +18,9 @@ what nova knows about its consumer and provider, and either returns a
 allocations (unreadable cells, foreign providers, moves in progress)
 run before any rule that calls an allocation an orphan, and
 ``unknown_consumer`` only fires when nothing anywhere knows the consumer.
+A foreign provider protects everything on it but what nova's own ended
+consumers hold there and nowhere on nova's nodes (see
+``unmanaged_provider``).
 
 A rule is any callable ``rule(ctx) -> Verdict or None``; sites can add
 their own through the ``nova_orphans.rules`` entry point namespace.
@@ -103,8 +106,19 @@ def unverifiable(ctx):
 
 
 def unmanaged_provider(ctx):
-    """Providers outside nova's compute node trees are someone else's."""
+    """Providers outside nova's compute node trees are someone else's.
+
+    Except for a consumer nova itself ended (a finished migration, a
+    deleted instance) that holds nothing on nova's nodes: no other
+    service allocates under nova's uuids, so the provider is one nova
+    no longer shows, typically a compute node deleted with its service
+    while placement refused to delete its provider. The next rules
+    judge it; its repair empties the consumer wherever it is.
+    """
     if ctx.node is None and not ctx.sharing:
+        if (not ctx.index.holds_on_nova_nodes(ctx.allocation.consumer) and
+                (finished_migration(ctx) or deleted_instance(ctx))):
+            return None
         return Verdict(reasons.UNMANAGED_PROVIDER, reasons.NONE,
                        _('The provider belongs to no nova compute node tree '
                          'and is not a sharing provider used by one.'))

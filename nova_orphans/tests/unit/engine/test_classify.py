@@ -309,6 +309,35 @@ class ProviderRulesTestCase(ClassifyTestCase):
         self.assertVerdicts(
             {(stranger, foreign): (r.UNMANAGED_PROVIDER, FINE)})
 
+    def test_ended_consumers_on_a_provider_nova_no_longer_shows(self):
+        """A compute node deleted with its service left its provider."""
+        gone = self.cloud.provider('host9')
+        vm = self.cloud.instance('host2')
+        self.cloud.alloc(vm, self.host2)
+        mig = self.cloud.migration(vm, 'confirmed', source='host9',
+                                   dest='host2')
+        self.cloud.alloc(mig, gone)
+        deleted = self.cloud.instance('host9', deleted=True,
+                                      vm_state='deleted')
+        self.cloud.alloc(deleted, gone)
+        live = self.cloud.instance('host9')
+        self.cloud.alloc(live, gone)
+        self.assertVerdicts({
+            (vm, self.host2): (r.ACTIVE_INSTANCE, FINE),
+            (mig, gone): (r.FINISHED_MIGRATION, r.DELETE_CONSUMER),
+            (deleted, gone): (r.DELETED_INSTANCE, r.DELETE_CONSUMER),
+            # Live: whatever the provider is, it is not nova's to judge.
+            (live, gone): (r.UNMANAGED_PROVIDER, FINE)})
+
+    def test_ended_consumer_also_on_a_nova_node_spares_the_foreign(self):
+        foreign = self.cloud.provider('cyborg-fpga')
+        vm = self.cloud.instance('host1', deleted=True, vm_state='deleted')
+        self.cloud.alloc(vm, self.host1)
+        self.cloud.alloc(vm, foreign, CUSTOM_FPGA=1)
+        self.assertVerdicts({
+            (vm, self.host1): (r.DELETED_INSTANCE, r.DELETE_CONSUMER),
+            (vm, foreign): (r.UNMANAGED_PROVIDER, FINE)})
+
     def test_ironic_node_custom_resource_class(self):
         node_name = cloud_mod.uuid('ironic-node')
         node = self.cloud.node('ironic-compute', node=node_name)
