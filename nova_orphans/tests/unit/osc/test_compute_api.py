@@ -200,18 +200,22 @@ class ComputeAPIReaderTestCase(base.BaseTestCase):
              VM1: (reasons.ACTIVE_INSTANCE, reasons.NONE)},
             self._verdicts(snap, {GONE: RP1, LATE: RP2, VM1: RP1}))
 
-    def test_hypervisors_failing_with_a_down_cell(self):
-        self.api.services.append({'host': 'host9', 'binary': 'nova-compute',
-                                  'status': 'UNKNOWN'})
+    def _fail_hypervisor_listing(self):
+        """nova answers 500, as when it reaches a cell that is down."""
         handle = self.api.handle
 
-        def down(method, path, params, body):
+        def broken(method, path, params, body):
             if path == '/os-hypervisors/detail':
                 return fakes.Response(500, {'computeFault': {
                     'message': 'Unexpected API Error.\n<DBError>'}})
             return handle(method, path, params, body)
 
-        self.api.handle = down
+        self.api.handle = broken
+
+    def test_hypervisors_failing_with_a_down_cell(self):
+        self.api.services.append({'host': 'host9', 'binary': 'nova-compute',
+                                  'status': 'UNKNOWN'})
+        self._fail_hypervisor_listing()
         snap = self.reader.read()
         self.assertEqual({}, snap.compute_nodes)
         self.reader.resolve(snap, {VM1, GONE})
@@ -223,15 +227,7 @@ class ComputeAPIReaderTestCase(base.BaseTestCase):
             self._verdicts(snap, {VM1: RP1, GONE: RP2}))
 
     def test_hypervisors_failing_without_a_down_cell_is_an_error(self):
-        handle = self.api.handle
-
-        def broken(method, path, params, body):
-            if path == '/os-hypervisors/detail':
-                return fakes.Response(500, {'computeFault': {
-                    'message': 'Unexpected API Error.\n<DBError>'}})
-            return handle(method, path, params, body)
-
-        self.api.handle = broken
+        self._fail_hypervisor_listing()
         e = self.assertRaises(compute.ComputeError, self.reader.read)
         self.assertEqual('Compute request GET /os-hypervisors/detail?'
                          'limit=1000 failed: 500 Unexpected API Error.',
