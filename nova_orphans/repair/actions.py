@@ -495,16 +495,9 @@ class Repairer:
         return targets
 
 
-class _Prepared:
-    """One consumer's verified change, not yet journaled or written."""
-
-    def __init__(self, consumer, planned, docs, act, change, outcomes):
-        self.consumer = consumer
-        self.planned = planned
-        self.docs = docs
-        self.act = act
-        self.change = change
-        self.outcomes = outcomes
+# One consumer's verified change, not yet journaled or written.
+_Prepared = collections.namedtuple(
+    '_Prepared', 'consumer planned docs act change outcomes')
 
 
 def _placement_db(nova_reader):
