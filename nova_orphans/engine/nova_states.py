@@ -30,6 +30,9 @@ BUILDING = 'building'
 SOFT_DELETED = 'soft-delete'
 SHELVED_OFFLOADED = 'shelved_offloaded'
 
+# task_state of an instance (or build request) not placed yet.
+SCHEDULING = 'scheduling'
+
 # task_states during which a shelved-offloaded instance is being placed
 # again, so its new allocations are legitimate.
 UNSHELVE_TASK_STATES = frozenset(('unshelving', 'spawning'))

@@ -177,15 +177,21 @@ def deleted_instance(ctx):
 
 
 def building(ctx):
-    """The scheduler allocates before the instance has a cell or host."""
+    """The scheduler allocates before the instance has a cell or host.
+
+    A build request (or a mapping without a cell) and an instance still
+    in task state ``scheduling`` say the same: the compute API shows a
+    build request as such an instance.
+    """
     owner = ctx.owner
-    if owner.instance is None and (
-            owner.build_request or
-            (owner.mapping is not None and owner.mapping.cell is None)):
-        return Verdict(reasons.BUILDING, reasons.NONE,
-                       _('The instance is being scheduled (build request or '
-                         'instance mapping without a cell).'))
     inst = owner.instance
+    if (inst is None and (
+            owner.build_request or
+            (owner.mapping is not None and owner.mapping.cell is None))) or (
+            inst is not None and inst.vm_state == nova_states.BUILDING and
+            inst.task_state == nova_states.SCHEDULING):
+        return Verdict(reasons.BUILDING, reasons.NONE,
+                       _('The instance is being scheduled.'))
     if inst is not None and inst.vm_state == nova_states.BUILDING:
         return Verdict(reasons.BUILDING, reasons.NONE,
                        _('The instance is building.'))

@@ -122,6 +122,24 @@ class InstanceRulesTestCase(ClassifyTestCase):
         self.cloud.alloc(vm, self.host1)
         self.assertVerdicts({(vm, self.host1): (r.BUILDING, FINE)})
 
+    def test_scheduling_reads_the_same_from_either_front_end(self):
+        """A build request, or the server the compute API shows for it."""
+        queued = cloud_mod.uuid('vm')
+        self.cloud.build_request(queued)
+        self.cloud.alloc(queued, self.host1)
+        listed = self.cloud.instance(None, vm_state='building',
+                                     task_state='scheduling', mapping=False)
+        self.cloud.alloc(listed, self.host1)
+        spawning = self.cloud.instance(None, vm_state='building',
+                                       task_state='spawning')
+        self.cloud.alloc(spawning, self.host1)
+        self.assertEqual(
+            {queued: 'The instance is being scheduled.',
+             listed: 'The instance is being scheduled.',
+             spawning: 'The instance is building.'},
+            {f.consumer: f.details for f in self.cloud.findings()
+             if f.reason == r.BUILDING})
+
     def test_missing_allocations(self):
         vm = self.cloud.instance('host1')
         finding, = self.cloud.findings()
