@@ -83,7 +83,7 @@ def _parse(conf, argv):
         'category', title=_('Command categories'),
         handler=_add_command_parsers))
     logging.register_options(conf)
-    orphans_conf.register_opts(conf)
+    orphans_conf.register_opts(conf, placement_opts=False)
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
@@ -119,7 +119,7 @@ def main(argv=None):
     if console:
         logging.setup(conf, 'nova-orphans')
     category = conf.category
-    commands = CATEGORIES[category.name](conf)
+    commands = CATEGORIES[category.name](conf, console=console)
     try:
         return getattr(commands, category.action_fn.replace('-', '_'))()
     except exception.InvalidInput as e:

@@ -22,7 +22,16 @@ from nova_orphans.conf import orphans
 from nova_orphans.conf import placement
 
 
-def register_opts(conf):
+def register_opts(conf, placement_opts=True):
+    """Register every group; ``placement_opts=False`` defers [placement]'s.
+
+    Deferred, keystoneauth's options are registered (and keystoneauth
+    imported) by ``placement.register_opts`` only when a placement client
+    is built: a fast-mode ``list`` builds none.
+    """
     database.register_opts(conf)
-    placement.register_opts(conf)
+    if placement_opts:
+        placement.register_opts(conf)
+    else:
+        placement.register_group(conf)
     orphans.register_opts(conf)

@@ -13,9 +13,12 @@
 
 The same options nova registers, so the operator's nova.conf works as is
 (including ``auth_type = admin_token`` with ``endpoint`` and ``token``).
+
+keystoneauth is imported only when its options are registered or listed:
+importing it (requests, its plugins) costs more than a whole fast-mode
+``list`` of a small cloud, which never reaches the placement API.
 """
 
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 from nova_orphans.conf import database
@@ -35,6 +38,7 @@ _VERSION_DUMMIES = [cfg.Opt(name, type=lambda value: None)
 
 
 def _adapter_opts():
+    from keystoneauth1 import loading as ks_loading
     opts = [opt for opt in ks_loading.get_adapter_conf_options(
         include_deprecated=False) if opt.dest not in _VERSION_OPTS]
     cfg.set_defaults(opts, valid_interfaces=['internal', 'public'],
@@ -42,14 +46,26 @@ def _adapter_opts():
     return opts
 
 
-def register_opts(conf):
+def register_group(conf):
+    """Just the group: its options are registered when a client needs them.
+
+    oslo.config keeps a parsed file's values whatever is registered when,
+    so ``register_opts`` may come after parsing.
+    """
     conf.register_group(database._fresh(placement_group))
+
+
+def register_opts(conf):
+    """The group and keystoneauth's options; may be called again."""
+    from keystoneauth1 import loading as ks_loading
+    register_group(conf)
     ks_loading.register_session_conf_options(conf, GROUP)
     ks_loading.register_auth_conf_options(conf, GROUP)
     conf.register_opts(_adapter_opts() + _VERSION_DUMMIES, group=GROUP)
 
 
 def list_opts():
+    from keystoneauth1 import loading as ks_loading
     return {
         placement_group: (
             ks_loading.get_session_conf_options() +

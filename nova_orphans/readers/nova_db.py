@@ -29,7 +29,6 @@ from nova_orphans import db_utils
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.i18n import _
-from nova_orphans.readers import placement_db
 
 LOG = logging.getLogger(__name__)
 
@@ -104,7 +103,7 @@ class NovaDBReader:
                         CELL_MAPPINGS.c.name,
                         CELL_MAPPINGS.c.database_connection)).all()
                     # Every instance's mapping: the biggest read here.
-                    mappings = list(placement_db.driver_rows(conn, sa.select(
+                    mappings = list(db_utils.driver_rows(conn, sa.select(
                         INSTANCE_MAPPINGS.c.instance_uuid,
                         INSTANCE_MAPPINGS.c.cell_id,
                         INSTANCE_MAPPINGS.c.queued_for_delete)))
@@ -307,7 +306,7 @@ class _CellRead:
 
     def live(self):
         self._node_ids = {}
-        rows = placement_db.driver_rows
+        rows = db_utils.driver_rows
         for (id_, uuid, host, hypervisor_hostname, hypervisor_type,
              deleted) in rows(self.db, sa.select(COMPUTE_NODES)):
             self._node_ids[id_] = uuid
@@ -389,11 +388,11 @@ class _CellRead:
         table is ``instances`` or ``migrations``, whose uuids are unique
         (nova's uniq_instances0uuid and migrations_uuid), so no row can
         override another; the rows are read unsorted, through the driver
-        (see placement_db.driver_rows).
+        (see db_utils.driver_rows).
         """
         query = sa.select(table).where(where)
         if bulk:
-            return placement_db.driver_rows(self.db, query)
+            return db_utils.driver_rows(self.db, query)
         return self.db.execute(query.order_by(table.c.hidden.desc()))
 
     def _compute_node_ids(self):

@@ -33,7 +33,6 @@ placement is imported here.
 """
 
 import collections
-import itertools
 
 from oslo_log import log as logging
 import sqlalchemy as sa
@@ -83,8 +82,8 @@ class PlacementDBReader:
                                  retry_interval=retry_interval)
         self._ids = {}              # provider uuid -> internal id
         self._records = {}          # consumer uuid -> model.Consumer
-        # The last allocations(): (its consumers, all providers read?).
-        self._allocated = (set(), False)
+        # The last allocations(): (them, all providers read?).
+        self._allocated = ([], False)
 
     # Plumbing -----------------------------------------------------------
 
@@ -176,7 +175,9 @@ class PlacementDBReader:
         provider_uuids = set(provider_uuids)
         allocations, everything = self._read(
             lambda conn: self._allocations(conn, provider_uuids))
-        self._allocated = ({a.consumer for a in allocations}, everything)
+        # Their consumers' set only if consumer_records() needs it: the
+        # audit makes its own.
+        self._allocated = (allocations, everything)
         if progress:
             progress(len(provider_uuids))
         return allocations
@@ -257,13 +258,13 @@ class PlacementDBReader:
                                 (USERS, USERS.c.external_id),
                                 (CONSUMER_TYPES, CONSUMER_TYPES.c.name)))
         consumer = model.Consumer
+        rows = db_utils.driver_rows(
+            conn, sa.select(CONSUMERS.c.uuid, CONSUMERS.c.project_id,
+                            CONSUMERS.c.user_id, CONSUMERS.c.generation,
+                            CONSUMERS.c.consumer_type_id))
         return {uuid: consumer(uuid, projects.get(project), users.get(user),
                                generation, types.get(type_))
-                for uuid, project, user, generation, type_ in driver_rows(
-                    conn, sa.select(CONSUMERS.c.uuid, CONSUMERS.c.project_id,
-                                    CONSUMERS.c.user_id,
-                                    CONSUMERS.c.generation,
-                                    CONSUMERS.c.consumer_type_id))
+                for uuid, project, user, generation, type_ in rows
                 if uuid in consumers}
 
     def consumer_records(self, consumers=None):
@@ -275,8 +276,9 @@ class PlacementDBReader:
         consumer without a consumers row (placement's "incomplete
         consumers", or none at all) has none.
         """
-        allocated, everything = self._allocated
-        wanted = allocated if consumers is None else set(consumers)
+        allocations, everything = self._allocated
+        wanted = ({a.consumer for a in allocations} if consumers is None
+                  else set(consumers))
         missing = wanted - self._records.keys()
         if missing:
             scan = everything and consumers is None
@@ -337,36 +339,13 @@ def _where_in(conn, query, column, values, everything):
     ``column`` is in ``values`` (chunked ``IN`` look-ups).
     """
     if everything:
-        return driver_rows(conn, query)
+        return db_utils.driver_rows(conn, query)
     return (row for chunk in db_utils.chunks(values)
             for row in _rows(conn.execute(query.where(column.in_(chunk)))))
 
 
-def driver_rows(conn, query, size=10000):
-    """The rows of a query without parameters, as the driver's tuples.
-
-    For the bulk reads of a whole table: SQLAlchemy's Row objects would
-    cost more than the database's own work. The query runs on the
-    connection's own DB-API cursor, in the same transaction. The tables
-    are declared with untyped columns, so SQLAlchemy would not convert
-    any value either: the rows are the same. Fetched in batches, and
-    chained in C: nothing runs in Python per row.
-    """
-    return itertools.chain.from_iterable(_batches(conn, query, size))
-
-
-def _batches(conn, query, size):
-    sql = str(query.compile(dialect=conn.dialect))
-    cursor = conn.connection.cursor()
-    try:
-        cursor.execute(sql)
-        while True:
-            batch = cursor.fetchmany(size)
-            if not batch:
-                return
-            yield batch
-    finally:
-        cursor.close()
+# Where the bulk reads' helper was first.
+driver_rows = db_utils.driver_rows
 
 
 def _rows(result, size=10000):

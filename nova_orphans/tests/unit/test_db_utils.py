@@ -9,8 +9,10 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
+
 import fixtures
 from oslotest import base
+import sqlalchemy as sa
 
 from nova_orphans import db_utils
 
@@ -73,3 +75,15 @@ class ReaderEngineTestCase(base.BaseTestCase):
         # oslo.db appends a query string, not a dict.
         self.assertEqual('connect_timeout=10',
                          captured['connection_parameters'])
+
+
+class DriverRowsTestCase(base.BaseTestCase):
+
+    def test_rows_as_tuples_in_batches(self):
+        engine = db_utils.create_reader_engine('sqlite://')
+        self.addCleanup(engine.dispose)
+        with engine.connect() as conn:
+            rows = list(db_utils.driver_rows(
+                conn, sa.select(sa.literal_column("'a'"),
+                                sa.literal_column('1')), size=1))
+        self.assertEqual([('a', 1)], rows)

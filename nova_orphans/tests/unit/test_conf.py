@@ -1,0 +1,98 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""[placement]'s options, registered only when a client is built."""
+
+import os
+import subprocess
+import sys
+
+import fixtures
+from oslo_config import cfg
+from oslotest import base
+
+from nova_orphans.cmd import allocations
+from nova_orphans.cmd import manage
+from nova_orphans import conf as orphans_conf
+from nova_orphans.conf import opts
+from nova_orphans.conf import placement
+
+NOVA_CONF = '''
+[api_database]
+connection = sqlite://
+[placement]
+auth_type = admin_token
+endpoint = http://placement.example:8778
+token = admin
+timeout = 7
+valid_interfaces = public
+'''
+
+
+class PlacementOptsTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.path = os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'nova.conf')
+        with open(self.path, 'w') as f:
+            f.write(NOVA_CONF)
+
+    def test_deferred_options_read_the_parsed_file(self):
+        conf = cfg.ConfigOpts()
+        orphans_conf.register_opts(conf, placement_opts=False)
+        conf(['--config-file', self.path], project='nova')
+        self.assertRaises(cfg.NoSuchOptError, getattr, conf.placement,
+                          'timeout')
+        placement.register_opts(conf)
+        placement.register_opts(conf)  # again: no duplicate-option error
+        self.assertEqual(7, conf.placement.timeout)
+        self.assertEqual('admin_token', conf.placement.auth_type)
+        self.assertEqual(['public'], conf.placement.valid_interfaces)
+
+    def test_registered_by_default(self):
+        conf = cfg.ConfigOpts()
+        orphans_conf.register_opts(conf)
+        conf(['--config-file', self.path], project='nova')
+        self.assertEqual(7, conf.placement.timeout)
+        self.assertEqual('placement', conf.placement.service_type)
+
+    def test_manage_registers_them_with_the_client(self):
+        conf = cfg.ConfigOpts()
+        self.assertIsNone(manage._parse(conf, [
+            '--config-file', self.path, 'allocations', 'list']))
+        self.assertRaises(cfg.NoSuchOptError, getattr, conf.placement,
+                          'endpoint')
+        client = allocations.AllocationCommands(conf)._client()
+        self.assertEqual('http://placement.example:8778', client.endpoint)
+        self.assertEqual(7, conf.placement.timeout)
+
+    def test_listed_for_the_generator(self):
+        listed = {group.name: {opt.dest for opt in options}
+                  for group, options in opts.list_opts()}
+        self.assertLessEqual(
+            {'auth_type', 'auth_section', 'endpoint', 'token', 'password',
+             'timeout', 'cafile', 'insecure', 'valid_interfaces',
+             'endpoint_override', 'region_name', 'service_type'},
+            listed['placement'])
+        self.assertEqual({'connection'}, listed['placement_database'])
+
+    def test_command_imports_no_keystoneauth(self):
+        # A fast-mode list never reaches the API: its start-up must not
+        # pay for keystoneauth (nor strutils' patterns, used on errors,
+        # nor the ORM: engines are created only when a database is read).
+        code = ('import sys, nova_orphans.cmd.manage; print(" ".join('
+                'm for m in ("keystoneauth1", "requests", '
+                '"oslo_utils.strutils", "sqlalchemy.orm") '
+                'if m in sys.modules))')
+        out = subprocess.run([sys.executable, '-c', code], check=True,
+                             capture_output=True, text=True).stdout
+        self.assertEqual('', out.strip())
