@@ -18,6 +18,7 @@ and the classification are the same for both.
 
 import contextlib
 import gc
+import threading
 
 from oslo_utils import uuidutils
 
@@ -117,13 +118,22 @@ class Audit:
 
     def _run(self, resource_provider, host, shown):
         providers = self.placement.providers()
-        nova = self.nova.read()
-        scope = select_scope(providers, nova, resource_provider, host)
-        targets = providers if scope is None else scope
-        if self.progress:
-            self.progress.stage(_('providers read'), len(targets))
-        allocations = self.placement.allocations(targets,
-                                                 progress=self.progress)
+        if (resource_provider is None and host is None and
+                getattr(self.placement, 'reads_in_background', False)):
+            # Every provider: nothing to learn from nova first, so the
+            # allocations are read while nova is (placement works, the
+            # tool waits). The providers were read first: a placement
+            # that cannot be read fails the run before nova is read.
+            scope = None
+            nova, allocations = self._read_both(providers)
+        else:
+            nova = self.nova.read()
+            scope = select_scope(providers, nova, resource_provider, host)
+            targets = providers if scope is None else scope
+            if self.progress:
+                self.progress.stage(_('providers read'), len(targets))
+            allocations = self.placement.allocations(targets,
+                                                     progress=self.progress)
         consumers = {a.consumer for a in allocations}
         placement = model.PlacementSnapshot(
             providers=providers, allocations=allocations,
@@ -172,9 +182,89 @@ class Audit:
         if wanted:
             records, _allocs = self.placement.consumers(wanted)
             placement.consumers.update(records)
-            findings = classify.classify(snapshot, self.rules, shown=shown)
+            findings = self._reclassify(snapshot, findings, records, shown)
         self.snapshot = snapshot
         return findings
+
+    def _reclassify(self, snapshot, findings, records, shown):
+        """The findings that classifying again, now with these consumer
+        records, gives; classifying only what the records can change.
+
+        Site rules may read any record: everything is classified again.
+        With the built-in rules a record changes only its own consumer's
+        findings: project and user (classify.with_records), and for a
+        consumer nova has no trace of its type, so those consumers'
+        allocations are classified again on their own (nothing but their
+        own allocations, nova and the providers decide them). Should that
+        show a row the first pass did not, everything is classified
+        again, to keep classify's order.
+        """
+        if self.rules is not rules.DEFAULT_RULES:
+            return classify.classify(snapshot, self.rules, shown=shown)
+        nova, placement = snapshot.nova, snapshot.placement
+        strangers = index_mod.unknown_to_nova(nova, records)
+        findings = classify.with_records(findings, {
+            c: r for c, r in records.items() if c not in strangers})
+        if not strangers:
+            return findings
+        part = model.PlacementSnapshot(
+            providers=placement.providers,
+            allocations=[a for a in placement.allocations
+                         if a.consumer in strangers],
+            consumers=placement.consumers, scope=placement.scope,
+            # Only the strangers' findings are kept: spare building a
+            # missing_allocations finding for every instance.
+            consumers_elsewhere=frozenset(nova.instances))
+        again = {(f.consumer, f.resource_provider): f
+                 for f in classify.classify(
+                     model.Snapshot(placement=part, nova=nova), self.rules,
+                     shown=shown)
+                 if f.consumer in strangers}
+        before = {(f.consumer, f.resource_provider) for f in findings
+                  if f.consumer in strangers}
+        if not again.keys() <= before:
+            return classify.classify(snapshot, self.rules, shown=shown)
+        result = []
+        for f in findings:
+            if f.consumer in strangers:
+                f = again.get((f.consumer, f.resource_provider))
+                if f is None:
+                    continue
+            result.append(f)
+        return result
+
+    def _read_both(self, providers):
+        """nova's side, and the allocations on every provider meanwhile.
+
+        If reading nova fails, the allocation reads still to be sent are
+        not, and nova's error is raised, as if they had come after.
+        """
+        if self.progress:
+            self.progress.stage(_('providers read'), len(providers))
+        stop = threading.Event()
+        outcome = {}
+
+        def read_allocations():
+            try:
+                outcome['allocations'] = self.placement.allocations(
+                    providers, progress=self.progress,
+                    cancelled=stop.is_set)
+            except BaseException as e:
+                outcome['error'] = e
+
+        reader = threading.Thread(target=read_allocations,
+                                  name='placement-allocations', daemon=True)
+        reader.start()
+        try:
+            nova = self.nova.read()
+        except BaseException:
+            stop.set()
+            reader.join()
+            raise
+        reader.join()
+        if 'error' in outcome:
+            raise outcome['error']
+        return nova, outcome['allocations']
 
     def _held_elsewhere(self, snapshot, consumers):
         candidates = {inst.uuid for inst, _node in

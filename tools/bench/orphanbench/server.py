@@ -12,11 +12,17 @@
 """A small pre-fork WSGI server for openstack-placement, on loopback.
 
 The parent binds one listening socket on 127.0.0.1, forks N worker
-processes that each load placement's app and serve that socket with a
-thread per connection (as uwsgi/mod_wsgi with N processes would), writes
+processes that each load placement's app and serve that socket, writes
 ``{"port": ..., "workers": [pids]}`` to ``--ready-file`` and waits.
 SIGTERM stops everything. Workers are separate processes so placement
 uses N cores, and their CPU time can be read from /proc/<pid>/stat.
+
+It serves the way placement is deployed (uwsgi or mod_wsgi behind
+apache, N processes): HTTP/1.1 with keep-alive, so a client's session
+reuses its connections; each worker runs one request at a time (a
+thread per connection waits its turn); and a worker that holds more
+open connections than another leaves new ones to it, so a client's
+connections are spread evenly over the workers for the whole run.
 
     python -m orphanbench.server --db sqlite:////tmp/p.sqlite \\
         --workers 2 --ready-file /tmp/ready.json
@@ -24,22 +30,143 @@ uses N cores, and their CPU time can be read from /proc/<pid>/stat.
 
 import argparse
 import json
+import multiprocessing.sharedctypes
 import os
 import signal
 import socket
 import socketserver
 import sys
+import threading
+import time
 from wsgiref import simple_server
+
+# Request bodies left unread by the app up to this size are skipped so
+# the connection can serve the next request; larger ones close it.
+_MAX_DRAIN = 1 << 20
 
 
 class _Server(socketserver.ThreadingMixIn, simple_server.WSGIServer):
     daemon_threads = True
     request_queue_size = 256
+    # Set per worker: its index and every worker's open connections.
+    index = 0
+    connections = None
+
+    def get_request(self):
+        """Accept, unless another worker holds fewer connections.
+
+        The listening socket is non-blocking and shared: a worker that
+        declines leaves the connection to the less busy one, which polls
+        the same socket.
+        """
+        counts = self.connections
+        if counts[self.index] > min(counts):
+            time.sleep(0.001)
+            raise BlockingIOError('left to a less busy worker')
+        conn, addr = self.socket.accept()
+        conn.setblocking(True)
+        with self.count_lock:
+            counts[self.index] += 1
+        return conn, addr
+
+    def shutdown_request(self, request):
+        with self.count_lock:
+            self.connections[self.index] -= 1
+        super().shutdown_request(request)
 
 
-class _Quiet(simple_server.WSGIRequestHandler):
+class _Body:
+    """wsgi.input limited to the request's Content-Length."""
+
+    def __init__(self, rfile, length):
+        self._rfile = rfile
+        self.left = length
+
+    def read(self, size=-1):
+        if size is None or size < 0 or size > self.left:
+            size = self.left
+        data = self._rfile.read(size) if size else b''
+        self.left -= len(data)
+        return data
+
+    def readline(self, size=-1):
+        if size is None or size < 0 or size > self.left:
+            size = self.left
+        data = self._rfile.readline(size) if size else b''
+        self.left -= len(data)
+        return data
+
+    def readlines(self, hint=-1):
+        return list(iter(self.readline, b''))
+
+    def __iter__(self):
+        return iter(self.readline, b'')
+
+
+class _ServerHandler(simple_server.ServerHandler):
+    http_version = '1.1'
+
+    def cleanup_headers(self):
+        super().cleanup_headers()
+        # Without a length the body ends when the connection does.
+        if 'Content-Length' in self.headers or self.status[:3] in (
+                '204', '304'):
+            self.request_handler.keep_alive = True
+        else:
+            self.headers['Connection'] = 'close'
+
+    def handle_error(self):
+        self.request_handler.keep_alive = False
+        super().handle_error()
+
+
+class _Handler(simple_server.WSGIRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    # wsgiref writes the headers and the body apart: with Nagle's
+    # algorithm on, a kept-alive connection holds the body back until
+    # the client's delayed ACK (40 ms).
+    disable_nagle_algorithm = True
+    # An idle keep-alive connection is closed after this many seconds.
+    timeout = 120
+
     def log_message(self, *args):
         pass
+
+    def handle(self):
+        self.close_connection = True
+        try:
+            self._handle_one()
+            while not self.close_connection:
+                self._handle_one()
+        except (TimeoutError, ConnectionError):
+            self.close_connection = True
+
+    def _handle_one(self):
+        self.raw_requestline = self.rfile.readline(65537)
+        if not self.raw_requestline:
+            self.close_connection = True
+            return
+        if len(self.raw_requestline) > 65536:
+            self.send_error(414)
+            self.close_connection = True
+            return
+        if not self.parse_request():
+            return
+        if 'chunked' in self.headers.get('Transfer-Encoding', '').lower():
+            self.send_error(411)
+            self.close_connection = True
+            return
+        body = _Body(self.rfile, int(self.headers.get('Content-Length') or 0))
+        handler = _ServerHandler(body, self.wfile, self.get_stderr(),
+                                 self.get_environ(), multithread=True)
+        handler.request_handler = self
+        self.keep_alive = False
+        with self.server.app_lock:
+            handler.run(self.server.get_app())
+        if not self.keep_alive or body.left > _MAX_DRAIN:
+            self.close_connection = True
+        elif body.left:
+            body.read()
 
 
 def _app(db_url):
@@ -54,9 +181,13 @@ def _app(db_url):
     return deploy.loadapp(conf)
 
 
-def _worker(sock, db_url):
+def _worker(sock, db_url, index, connections):
     app = _app(db_url)
-    server = _Server(sock.getsockname(), _Quiet, bind_and_activate=False)
+    server = _Server(sock.getsockname(), _Handler, bind_and_activate=False)
+    server.index, server.connections = index, connections
+    server.count_lock = threading.Lock()
+    # One request at a time per worker, as uwsgi's processes (threads=1).
+    server.app_lock = threading.Lock()
     server.socket.close()
     server.socket = sock
     server.server_bind = lambda: None
@@ -81,12 +212,15 @@ def main(argv=None):
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(('127.0.0.1', args.port))
     sock.listen(256)
+    sock.setblocking(False)
+    # Every worker's open connections, in memory shared across the fork.
+    connections = multiprocessing.sharedctypes.RawArray('i', args.workers)
     pids = []
-    for _i in range(args.workers):
+    for index in range(args.workers):
         pid = os.fork()
         if pid == 0:
             try:
-                _worker(sock, args.db)
+                _worker(sock, args.db, index, connections)
             except BaseException:
                 import traceback
                 traceback.print_exc()
