@@ -92,11 +92,12 @@ class AllocationCommands:
 
     def _audit(self):
         self._nova = nova_db.NovaDBReader(self.conf)
+        self._placement_db = None
         if self.conf.placement_database.connection:
             # Fast mode: bulk reads from placement's database; the API
             # still serves fresh consumer documents and every write.
             opts = self.conf.nova_orphans
-            reader = placement_db.PlacementDBReader(
+            reader = self._placement_db = placement_db.PlacementDBReader(
                 self.conf.placement_database.connection,
                 api_reader=_OnFirstUse(self._api_reader),
                 max_retries=opts.db_max_retries,
@@ -250,7 +251,8 @@ class AllocationCommands:
             dry_run=self.cmd.dry_run, max_count=self.cmd.max_count,
             heal=self.cmd.heal,
             concurrency=self.conf.nova_orphans.placement_concurrency,
-            progress=self._progress(), rules=self._rules)
+            progress=self._progress(), rules=self._rules,
+            placement_db=self._placement_db)
         try:
             rows, outcomes = repairer.clean(findings)
         finally:

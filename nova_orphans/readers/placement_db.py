@@ -312,26 +312,34 @@ class PlacementDBReader:
             self._records.update(self._consumer_records(conn, missing))
         records = {c: self._records[c] for c in consumer_uuids
                    if c in self._records}
-        classes = dict(conn.execute(
-            sa.select(RESOURCE_CLASSES.c.id, RESOURCE_CLASSES.c.name)).all())
-        allocations = {c: {} for c in consumer_uuids}
-        for chunk in db_utils.chunks(consumer_uuids):
-            for consumer, rp_uuid, rc_id, used in conn.execute(
-                    sa.select(ALLOCATIONS.c.consumer_id, PROVIDERS.c.uuid,
-                              ALLOCATIONS.c.resource_class_id,
-                              ALLOCATIONS.c.used)
-                    .select_from(ALLOCATIONS.join(
-                        PROVIDERS, ALLOCATIONS.c.resource_provider_id ==
-                        PROVIDERS.c.id))
-                    .where(ALLOCATIONS.c.consumer_id.in_(chunk))):
-                allocations[consumer].setdefault(
-                    rp_uuid, {'resources': {}})['resources'][
-                        _class_name(classes, rc_id)] = used
+        allocations = _allocations_of(conn, consumer_uuids)
         # A consumer with no record and no allocations reads as placement
         # answers GET /allocations/{uuid} for it: nothing.
         for consumer in consumer_uuids - set(records):
             records[consumer] = model.Consumer(uuid=consumer)
         return records, allocations
+
+
+def _allocations_of(conn, consumer_uuids):
+    """{consumer: {provider uuid: {'resources': {class: used}}}}, as
+    ``GET /allocations/{consumer}`` shows them (every consumer a key).
+    """
+    classes = dict(conn.execute(
+        sa.select(RESOURCE_CLASSES.c.id, RESOURCE_CLASSES.c.name)).all())
+    allocations = {c: {} for c in consumer_uuids}
+    for chunk in db_utils.chunks(consumer_uuids):
+        for consumer, rp_uuid, rc_id, used in conn.execute(
+                sa.select(ALLOCATIONS.c.consumer_id, PROVIDERS.c.uuid,
+                          ALLOCATIONS.c.resource_class_id,
+                          ALLOCATIONS.c.used)
+                .select_from(ALLOCATIONS.join(
+                    PROVIDERS, ALLOCATIONS.c.resource_provider_id ==
+                    PROVIDERS.c.id))
+                .where(ALLOCATIONS.c.consumer_id.in_(chunk))):
+            allocations[consumer].setdefault(
+                rp_uuid, {'resources': {}})['resources'][
+                    _class_name(classes, rc_id)] = used
+    return allocations
 
 
 def _where_in(conn, query, column, values, everything):
@@ -378,21 +386,7 @@ def consumer_documents(reader, consumer_uuids, typed=True):
 
     def work(conn):
         records = reader._consumer_records(conn, consumer_uuids)
-        classes = dict(conn.execute(
-            sa.select(RESOURCE_CLASSES.c.id, RESOURCE_CLASSES.c.name)).all())
-        allocations = {c: {} for c in consumer_uuids}
-        for chunk in db_utils.chunks(consumer_uuids):
-            for consumer, rp_uuid, rc_id, used in conn.execute(
-                    sa.select(ALLOCATIONS.c.consumer_id, PROVIDERS.c.uuid,
-                              ALLOCATIONS.c.resource_class_id,
-                              ALLOCATIONS.c.used)
-                    .select_from(ALLOCATIONS.join(
-                        PROVIDERS, ALLOCATIONS.c.resource_provider_id ==
-                        PROVIDERS.c.id))
-                    .where(ALLOCATIONS.c.consumer_id.in_(chunk))):
-                allocations[consumer].setdefault(
-                    rp_uuid, {'resources': {}})['resources'][
-                        _class_name(classes, rc_id)] = used
+        allocations = _allocations_of(conn, consumer_uuids)
         docs = {}
         for consumer in consumer_uuids:
             record = records.get(consumer)

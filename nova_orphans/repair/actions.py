@@ -35,7 +35,6 @@ rows, and the write carries the generations read there.
 import collections
 import concurrent.futures
 
-from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_orphans.engine import classify
@@ -90,8 +89,7 @@ class Repairer:
         self.client = client
         self.reader = placement_api.PlacementAPIReader(client)
         # Fast mode: a PlacementDBReader for the batches' documents.
-        self.placement_db = (placement_db if placement_db is not None
-                             else _placement_db(nova_reader))
+        self.placement_db = placement_db
         self.nova = nova_reader
         self.audit = audit_snapshot
         self.journal = journal
@@ -498,20 +496,6 @@ class Repairer:
 # One consumer's verified change, not yet journaled or written.
 _Prepared = collections.namedtuple(
     '_Prepared', 'consumer planned docs act change outcomes')
-
-
-def _placement_db(nova_reader):
-    """Fast mode's placement database reader, if the run has one."""
-    conf = getattr(nova_reader, 'conf', None)
-    try:
-        url = conf and conf.placement_database.connection
-    except cfg.NoSuchOptError:
-        url = None
-    if not url:
-        return None
-    return placement_db.PlacementDBReader(
-        url, max_retries=conf.nova_orphans.db_max_retries,
-        retry_interval=conf.nova_orphans.db_retry_interval)
 
 
 def write(client, targets):
