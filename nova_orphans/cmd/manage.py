@@ -117,6 +117,9 @@ def main(argv=None):
     if rc is not None:
         return rc
     if console:
+        # stdout is the command's output (JSON, metrics): oslo.log would
+        # log there when no log file is configured.
+        conf.set_override('use_stderr', True)
         logging.setup(conf, 'nova-orphans')
     category = conf.category
     commands = CATEGORIES[category.name](conf, console=console)

@@ -96,3 +96,31 @@ class PlacementOptsTestCase(base.BaseTestCase):
         out = subprocess.run([sys.executable, '-c', code], check=True,
                              capture_output=True, text=True).stdout
         self.assertEqual('', out.strip())
+
+
+class ConsoleLoggingTestCase(base.BaseTestCase):
+
+    def test_logs_go_to_stderr_not_to_the_output(self):
+        """As the console script, with no log file: stdout stays JSON."""
+        path = self.useFixture(fixtures.TempDir()).path
+        conf_file = os.path.join(path, 'nova.conf')
+        with open(conf_file, 'w') as f:
+            f.write(NOVA_CONF)
+        code = '''
+import logging, sys
+from nova_orphans.cmd import allocations, manage
+
+def findings(self, show_all=False):
+    logging.getLogger('nova_orphans').warning('a warning')
+    return []
+
+allocations.AllocationCommands._findings = findings
+sys.argv = ['nova-orphans-manage', '--config-file', sys.argv[1],
+            'allocations', 'list', '--format', 'json']
+sys.exit(manage.main())
+'''
+        done = subprocess.run([sys.executable, '-c', code, conf_file],
+                              capture_output=True, text=True)
+        self.assertEqual((0, '[]\n'), (done.returncode, done.stdout),
+                         done.stderr)
+        self.assertIn('a warning', done.stderr)
