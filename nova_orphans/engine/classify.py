@@ -35,7 +35,29 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None):
     """
     index = index_mod.SnapshotIndex(snapshot)
     findings = []
+    # Most allocations are live instances on their own node: the
+    # built-in chain's verdict for them is known without running it
+    # (rules.plainly_runs_here), and whether it is shown, once.
+    shortcut = (rules is rules_mod.DEFAULT_RULES and
+                not index.unreadable_cells)
+    if shortcut:
+        runs_here = rules_mod.runs_here()
+        show_runs_here = shown is None or shown(runs_here)
+    instances = snapshot.nova.instances
+    migrations = snapshot.nova.migrations
+    # Every allocation's provider is there (see SnapshotIndex).
+    provider_facts = index.provider_facts
     for alloc in snapshot.placement.allocations:
+        consumer = alloc.consumer
+        inst = instances.get(consumer) if shortcut else None
+        if inst is not None and consumer not in migrations:
+            provider, node, _sharing = provider_facts[alloc.provider]
+            if rules_mod.plainly_runs_here(inst, node):
+                if show_runs_here:
+                    findings.append(_finding(
+                        index, index.owner(consumer), provider, node, alloc,
+                        runs_here))
+                continue
         finding = _classify_allocation(index, alloc, rules, shown)
         if finding is not None:
             findings.append(finding)

@@ -30,6 +30,13 @@ class ClassifyTestCase(base.BaseTestCase):
 
     def assertVerdicts(self, expected, **kwargs):
         self.assertEqual(expected, self.cloud.verdicts(**kwargs))
+        if 'rules' not in kwargs:
+            # The same chain, not DEFAULT_RULES itself: classify runs it
+            # on every allocation, with no shortcut (see classify).
+            self.assertEqual(
+                self.cloud.findings(**kwargs),
+                self.cloud.findings(rules=list(rules.DEFAULT_RULES),
+                                    **kwargs))
 
 
 class InstanceRulesTestCase(ClassifyTestCase):

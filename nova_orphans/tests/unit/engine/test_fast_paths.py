@@ -101,6 +101,77 @@ class ShownTestCase(base.BaseTestCase):
         self.assertFalse(rules.Verdict(r.BUILDING, r.NONE, '').is_orphan)
 
 
+class ShortcutTestCase(base.BaseTestCase):
+    """Allocations rules.plainly_runs_here spares the chain get the
+    chain's verdict; any other chain sees every allocation.
+    """
+
+    def setUp(self):
+        super().setUp()
+        c = self.cloud = cloud_mod.Cloud()
+        host1 = c.node('host1', aggregates=('agg',))
+        host2 = c.node('host2')
+        ironic = c.node('host3', node='ironic-1')
+        child = c.provider('host1-child', parent=host1)
+        shared = c.provider('nfs', sharing=True, aggregates=('agg',))
+        foreign = c.provider('foreign')
+        for state in ('active', 'stopped', 'error', 'building',
+                      'soft-delete', 'shelved_offloaded', 'resized'):
+            for task in (None, 'scheduling', 'unshelving', 'deleting'):
+                vm = c.instance('host1', vm_state=state, task_state=task)
+                for rp in (host1, host2, child, shared, foreign):
+                    c.alloc(vm, rp)
+        for kwargs in ({'deleted': True}, {'archived': True},
+                       {'compute_node': ironic},
+                       {'compute_node': host2},
+                       {'node': 'elsewhere', 'compute_node': host1}):
+            vm = c.instance('host1', **kwargs)
+            for rp in (host1, ironic):
+                c.alloc(vm, rp)
+        moving = c.instance('host2')
+        c.alloc(moving, host1)
+        c.alloc(moving, host2)
+        mig = c.migration(moving, 'migrating', 'live-migration', 'host1',
+                          'host2')
+        c.alloc(mig, host1)
+        evacuated = c.instance('host2')
+        c.migration(evacuated, 'done', 'evacuation', 'host1', 'host2')
+        c.alloc(evacuated, host1)
+        c.alloc(evacuated, host2)
+        c.alloc(cloud_mod.uuid('stranger'), host1)
+        c.instance('host2')     # missing_allocations
+
+    def _check(self):
+        for shown in (None, lambda f: f.is_orphan, lambda f: True,
+                      lambda f: f.reason == r.ACTIVE_INSTANCE):
+            self.assertEqual(
+                self.cloud.findings(shown=shown),
+                self.cloud.findings(rules=list(rules.DEFAULT_RULES),
+                                    shown=shown))
+
+    def test_same_findings_as_the_chain(self):
+        self._check()
+        reasons_ = {f.reason for f in self.cloud.findings()}
+        self.assertIn(r.ACTIVE_INSTANCE, reasons_)
+        self.assertIn(r.STALE_PROVIDER, reasons_)
+
+    def test_same_with_a_cell_down(self):
+        self.cloud.add_cell('cell2', readable=False)
+        self._check()
+        self.assertIn(r.UNVERIFIABLE,
+                      {f.reason for f in self.cloud.findings()})
+
+    def test_a_site_chain_sees_every_allocation(self):
+        seen = []
+
+        def site_rule(ctx):
+            seen.append((ctx.allocation.consumer, ctx.allocation.provider))
+        self.cloud.findings(rules=(site_rule,) + rules.DEFAULT_RULES)
+        self.assertEqual(
+            [(a.consumer, a.provider)
+             for a in self.cloud.placement.allocations], seen)
+
+
 class _RecordsCloud(base.BaseTestCase):
     """Consumers of every kind, with placement records of their own."""
 
