@@ -352,10 +352,6 @@ def _where_in(conn, query, column, values, everything):
             for row in _rows(conn.execute(query.where(column.in_(chunk)))))
 
 
-# Where the bulk reads' helper was first.
-driver_rows = db_utils.driver_rows
-
-
 def _rows(result, size=10000):
     """A result's rows, fetched in batches (much cheaper than one by one)."""
     for batch in result.partitions(size):

@@ -22,6 +22,7 @@ from oslotest import base
 import sqlalchemy as sa
 
 from nova_orphans.cmd import allocations
+from nova_orphans import db_utils
 from nova_orphans.engine import classify
 from nova_orphans.engine import index
 from nova_orphans.engine import model
@@ -389,8 +390,8 @@ class DriverRowsTestCase(base.BaseTestCase):
         self._insert('resource_classes', (0, 'VCPU'), (1, 'MEMORY_MB'))
         query = sa.select(placement_db.RESOURCE_CLASSES)
         self.assertEqual([tuple(row) for row in self.conn.execute(query)],
-                         list(placement_db.driver_rows(self.conn, query)))
-        self.assertEqual([(1, 'MEMORY_MB')], list(placement_db.driver_rows(
+                         list(db_utils.driver_rows(self.conn, query)))
+        self.assertEqual([(1, 'MEMORY_MB')], list(db_utils.driver_rows(
             self.conn, query.where(placement_db.RESOURCE_CLASSES.c.id ==
                                    sa.literal_column('1')))))
 
