@@ -147,7 +147,15 @@ def _batches(conn, query, size):
         cursor.close()
 
 
-def chunks(items, size=500):
+# Uuids per "IN (...)" look-up. Large enough that a look-up is one
+# statement per table in any cloud (they are for the consumers nothing
+# live owns); small enough for sqlite's 32,766 parameters and to keep
+# MySQL's range optimiser (range_optimizer_max_mem_size, about 230
+# bytes a value) from falling back to a table scan.
+IN_LIST_SIZE = 10000
+
+
+def chunks(items, size=IN_LIST_SIZE):
     items = sorted(items)
     for start in range(0, len(items), size):
         yield items[start:start + size]

@@ -88,27 +88,19 @@ class NovaDBReader:
         self._engine_args = dict(max_retries=opts.db_max_retries,
                                  retry_interval=opts.db_retry_interval)
         self.cell_timeout = opts.cell_timeout
+        # {cell uuid: {compute_nodes.id: uuid}}, from read().
+        self._node_ids = {}
 
     # API database -------------------------------------------------------
 
-    def read_api(self):
-        """Cell list, instance mappings and build requests, in one go."""
+    def _in_api(self, work):
+        """``work(connection)`` on the API database; one clear error."""
         try:
             engine = db_utils.create_reader_engine(self.api_url,
                                                    **self._engine_args)
             try:
                 with engine.connect() as conn:
-                    cells = conn.execute(sa.select(
-                        CELL_MAPPINGS.c.id, CELL_MAPPINGS.c.uuid,
-                        CELL_MAPPINGS.c.name,
-                        CELL_MAPPINGS.c.database_connection)).all()
-                    # Every instance's mapping: the biggest read here.
-                    mappings = list(db_utils.driver_rows(conn, sa.select(
-                        INSTANCE_MAPPINGS.c.instance_uuid,
-                        INSTANCE_MAPPINGS.c.cell_id,
-                        INSTANCE_MAPPINGS.c.queued_for_delete)))
-                    builds = conn.execute(sa.select(
-                        BUILD_REQUESTS.c.instance_uuid)).scalars().all()
+                    return work(conn)
             finally:
                 engine.dispose()
         except Exception as e:
@@ -117,33 +109,58 @@ class NovaDBReader:
                   '%(error)s') % {'url': db_utils.safe_url(self.api_url),
                                   'error': db_utils.safe_error(
                                       e, self.api_url)})
+
+    def read_api(self):
+        """The cells and every build request.
+
+        Instance mappings are not read here: only those of consumers no
+        live instance owns decide anything (see resolve), a few against
+        one per instance of the cloud.
+        """
+        def read(conn):
+            cells = conn.execute(sa.select(
+                CELL_MAPPINGS.c.id, CELL_MAPPINGS.c.uuid,
+                CELL_MAPPINGS.c.name,
+                CELL_MAPPINGS.c.database_connection)).all()
+            builds = conn.execute(sa.select(
+                BUILD_REQUESTS.c.instance_uuid)).scalars().all()
+            return cells, builds
+        cells, builds = self._in_api(read)
         default = self.conf.database.connection
-        by_id = {}
+        self._cell_ids = {}
         connections = []
         for row in cells:
-            by_id[row.id] = row.uuid
+            self._cell_ids[row.id] = row.uuid
             connections.append(CellConnection(
                 row.uuid, row.name,
                 db_utils.format_cell_url(row.database_connection or '',
                                          default)))
-        mapping = model.InstanceMapping
-        instance_mappings = {
-            uuid: mapping(uuid, by_id.get(cell_id), bool(queued))
-            for uuid, cell_id, queued in mappings}
-        return connections, instance_mappings, frozenset(builds)
+        return connections, frozenset(builds)
+
+    def _mappings(self, conn, consumers):
+        """{uuid: InstanceMapping} of these consumers."""
+        mapping, cells = model.InstanceMapping, self._cell_ids
+        return {
+            uuid: mapping(uuid, cells.get(cell_id), bool(queued))
+            for chunk in db_utils.chunks(consumers)
+            for uuid, cell_id, queued in conn.execute(sa.select(
+                INSTANCE_MAPPINGS).where(
+                    INSTANCE_MAPPINGS.c.instance_uuid.in_(chunk)))}
 
     # Cell databases -----------------------------------------------------
 
     def read(self):
         """Phase one: every cell's nodes, services and live rows."""
-        connections, mappings, builds = self.read_api()
+        connections, builds = self.read_api()
         self._connections = connections
-        snapshot = model.NovaSnapshot(mappings=mappings,
-                                      build_requests=builds)
+        snapshot = model.NovaSnapshot(build_requests=builds)
         self._hidden = set()
         results = self._in_cells(connections, lambda read: read.live())
         for conn in connections:
             data, error = results[conn.uuid]
+            if data is not None:
+                # Later reads of the cell turn compute_id around with it.
+                self._node_ids[conn.uuid] = data.node_ids
             snapshot.cells[conn.uuid] = model.Cell(
                 uuid=conn.uuid, name=conn.name, readable=error is None,
                 error=error)
@@ -154,8 +171,9 @@ class NovaDBReader:
     def resolve(self, snapshot, consumers):
         """Phase two: find the consumers that nothing live owns.
 
-        Looks them up among deleted rows and shadow tables, and loads the
-        instances of migration consumers. Usually a handful of uuids.
+        Reads their instance mappings, looks them up among deleted rows
+        and shadow tables, and loads the instances of migration
+        consumers. Usually a handful of uuids.
         """
         instances, migrations = snapshot.instances, snapshot.migrations
         missing = set(consumers).difference(instances).difference(migrations)
@@ -164,6 +182,9 @@ class NovaDBReader:
         if not missing and not owners:
             return snapshot
         mappings = snapshot.mappings
+        if missing:
+            mappings.update(self._in_api(
+                lambda conn: self._mappings(conn, missing)))
         readable = [c for c in self._connections
                     if snapshot.cells[c.uuid].readable]
 
@@ -217,27 +238,15 @@ class NovaDBReader:
         return data
 
     def _api_rows(self, consumers):
-        engine = db_utils.create_reader_engine(self.api_url,
-                                               **self._engine_args)
-        mappings, builds = {}, set()
-        try:
-            with engine.connect() as conn:
-                cells = dict(conn.execute(sa.select(
-                    CELL_MAPPINGS.c.id, CELL_MAPPINGS.c.uuid)).all())
-                for chunk in db_utils.chunks(consumers):
-                    for m in conn.execute(sa.select(INSTANCE_MAPPINGS).where(
-                            INSTANCE_MAPPINGS.c.instance_uuid.in_(chunk))):
-                        mappings[m.instance_uuid] = model.InstanceMapping(
-                            instance_uuid=m.instance_uuid,
-                            cell=cells.get(m.cell_id),
-                            queued_for_delete=bool(m.queued_for_delete))
-                    builds.update(conn.execute(sa.select(
-                        BUILD_REQUESTS.c.instance_uuid).where(
-                            BUILD_REQUESTS.c.instance_uuid.in_(chunk))
-                    ).scalars())
-        finally:
-            engine.dispose()
-        return mappings, frozenset(builds)
+        def read(conn):
+            builds = set()
+            for chunk in db_utils.chunks(consumers):
+                builds.update(conn.execute(sa.select(
+                    BUILD_REQUESTS.c.instance_uuid).where(
+                        BUILD_REQUESTS.c.instance_uuid.in_(chunk))
+                ).scalars())
+            return self._mappings(conn, consumers), frozenset(builds)
+        return self._in_api(read)
 
     def _merge_results(self, snapshot, connections, results):
         for conn in connections:
@@ -277,7 +286,8 @@ class NovaDBReader:
                                                    **self._engine_args)
             try:
                 with engine.connect() as db:
-                    result = work(_CellRead(db, conn.uuid))
+                    result = work(_CellRead(db, conn.uuid,
+                                            self._node_ids.get(conn.uuid)))
             finally:
                 engine.dispose()
             results.setdefault(conn.uuid, (result, None))
@@ -293,7 +303,7 @@ class NovaDBReader:
 class _CellRead:
     """The queries against one cell database, in one connection."""
 
-    def __init__(self, db, cell_uuid):
+    def __init__(self, db, cell_uuid, node_ids=None):
         self.db = db
         self.cell = cell_uuid
         self.nodes = {}
@@ -302,14 +312,14 @@ class _CellRead:
         self.migrations = {}
         # uuids whose only row here is a hidden cross-cell copy.
         self.hidden = set()
-        self._node_ids = None
+        self.node_ids = node_ids
 
     def live(self):
-        self._node_ids = {}
+        self.node_ids = {}
         rows = db_utils.driver_rows
         for (id_, uuid, host, hypervisor_hostname, hypervisor_type,
              deleted) in rows(self.db, sa.select(COMPUTE_NODES)):
-            self._node_ids[id_] = uuid
+            self.node_ids[id_] = uuid
             self.nodes[uuid] = model.ComputeNode(
                 uuid=uuid, host=host, hypervisor_hostname=hypervisor_hostname,
                 hypervisor_type=hypervisor_type, cell=self.cell,
@@ -397,10 +407,10 @@ class _CellRead:
 
     def _compute_node_ids(self):
         """{compute_nodes.id: uuid}, to turn instances.compute_id around."""
-        if self._node_ids is None:
-            self._node_ids = dict(self.db.execute(sa.select(
+        if self.node_ids is None:
+            self.node_ids = dict(self.db.execute(sa.select(
                 COMPUTE_NODES.c.id, COMPUTE_NODES.c.uuid)).all())
-        return self._node_ids
+        return self.node_ids
 
     def _instances(self, table, where, archived=False, bulk=False):
         node_ids = self._compute_node_ids()

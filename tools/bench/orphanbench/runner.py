@@ -49,14 +49,23 @@ import collections, json, os, sys
 import sqlalchemy as sa
 counts = collections.Counter()
 statements = {}
-@sa.event.listens_for(sa.engine.Engine, "before_cursor_execute")
-def _count(conn, cursor, statement, parameters, context, executemany):
-    url = conn.engine.url
+def _record(url, statement, parameters):
     name = os.path.basename((url.database or "").replace("file:", ""))
     counts[name or str(url)] += 1
     key = (name, statement)
     if key not in statements:
         statements[key] = parameters
+@sa.event.listens_for(sa.engine.Engine, "before_cursor_execute")
+def _count(conn, cursor, statement, parameters, context, executemany):
+    _record(conn.engine.url, statement, parameters)
+# The bulk reads run on the driver's cursor, past SQLAlchemy's events.
+from nova_orphans import db_utils
+_batches = db_utils._batches
+def _counted_batches(conn, query, size):
+    sql = str(query.compile(dialect=conn.dialect))
+    _record(conn.engine.url, sql, ())
+    return _batches(conn, query, size)
+db_utils._batches = _counted_batches
 from nova_orphans.cmd.manage import main
 out = sys.argv.pop(1)
 rc = main(sys.argv[1:])
