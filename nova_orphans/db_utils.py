@@ -15,7 +15,9 @@ Engines come from oslo.db so nova's URL forms and dialect quirks work as
 they do in nova, but with the retry budget of an interactive tool.
 """
 
+import contextlib
 import itertools
+import threading
 import urllib.parse as urlparse
 
 import sqlalchemy as sa
@@ -135,6 +137,12 @@ def driver_rows(conn, query, size=10000):
 
 def _batches(conn, query, size):
     sql = str(query.compile(dialect=conn.dialect))
+    if not conn.in_transaction():
+        # What conn.execute() would do first. On sqlite it is what
+        # makes oslo.db emit BEGIN: without it every read on the
+        # driver's cursor would be a transaction of its own, and the
+        # reads of one connection could see different states.
+        conn.begin()
     cursor = conn.connection.cursor()
     try:
         cursor.execute(sql)
@@ -153,6 +161,24 @@ def _batches(conn, query, size):
 # MySQL's range optimiser (range_optimizer_max_mem_size, about 230
 # bytes a value) from falling back to a table scan.
 IN_LIST_SIZE = 10000
+
+
+# See serial_reads.
+_SQLITE_READS = threading.Lock()
+
+
+def serial_reads(conn):
+    """A lock for bulk reads on this connection, if they must take turns.
+
+    sqlite hands back the interpreter lock for every row it steps
+    through: bulk reads of several sqlite files in threads pass it back
+    and forth on each row, and take twice as long as one after the
+    other. So they take turns (sqlite files are local: there is no
+    network wait to overlap). Reads from a server (MySQL) need not.
+    """
+    if conn.dialect.name == 'sqlite':
+        return _SQLITE_READS
+    return contextlib.nullcontext()
 
 
 def chunks(items, size=IN_LIST_SIZE):

@@ -168,6 +168,8 @@ class NovaSnapshot:
         default_factory=dict)
     migrations: typing.Dict[str, Migration] = dataclasses.field(
         default_factory=dict)
+    # Those of the consumers no live instance owns: the only ones the
+    # rules consult (an instance's own row says more than its mapping).
     mappings: typing.Dict[str, InstanceMapping] = dataclasses.field(
         default_factory=dict)
     build_requests: typing.FrozenSet[str] = frozenset()

@@ -11,12 +11,15 @@
 #    under the License.
 """Read nova's side of the snapshot from the API and cell databases.
 
-A constant number of bulk queries per cell, whatever the cloud's size:
-compute nodes, services, live instances and live migrations, then a few
-chunked look-ups for the handful of consumers that are not live
-anywhere (deleted rows and shadow tables). Cells are read in parallel,
-each in its own short read-only transaction, and a cell that cannot be
-read within ``[nova_orphans] cell_timeout`` is reported, not fatal.
+A constant number of statements per database, whatever the cloud's
+size: the cells and build requests from the API database; compute
+nodes, services, live instances and live migrations from each cell;
+then one look-up per table (instance mappings, deleted rows, shadow
+tables) for all the consumers that are not live anywhere. Cells are
+read in parallel, each in its own short read-only transaction (sqlite
+files' bulk reads take turns, see db_utils.serial_reads), and a cell
+that cannot be read within ``[nova_orphans] cell_timeout`` is reported,
+not fatal.
 """
 
 import threading
@@ -88,7 +91,9 @@ class NovaDBReader:
         self._engine_args = dict(max_retries=opts.db_max_retries,
                                  retry_interval=opts.db_retry_interval)
         self.cell_timeout = opts.cell_timeout
-        # {cell uuid: {compute_nodes.id: uuid}}, from read().
+        # From read(): {cell_mappings.id: cell uuid} and
+        # {cell uuid: {compute_nodes.id: uuid}}.
+        self._cell_ids = {}
         self._node_ids = {}
 
     # API database -------------------------------------------------------
@@ -331,10 +336,15 @@ class _CellRead:
                           deleted=bool(deleted))
             for host, binary, disabled, forced_down, deleted in rows(
                 self.db, sa.select(SERVICES))]
-        # Whole tables but for deleted rows: read as plain tuples.
+        # Whole tables but for deleted rows: read as plain tuples. The
+        # reads above began the transaction (and waited out any lock on
+        # the database) in parallel with the other cells.
         live = sa.literal_column('0')
-        self._instances(INSTANCES, INSTANCES.c.deleted == live, bulk=True)
-        self._migrations(MIGRATIONS, MIGRATIONS.c.deleted == live, bulk=True)
+        with db_utils.serial_reads(self.db):
+            self._instances(INSTANCES, INSTANCES.c.deleted == live,
+                            bulk=True)
+            self._migrations(MIGRATIONS, MIGRATIONS.c.deleted == live,
+                             bulk=True)
         return self
 
     def lookup(self, consumers, instance_uuids):

@@ -11,7 +11,12 @@
 #    under the License.
 """``allocations list`` classifies every state of the contract correctly."""
 
+import json
+import os
+import sqlite3
 import uuid as uuidlib
+
+from sqlalchemy.engine import url as sa_url
 
 from nova_orphans.tests.functional import base
 
@@ -339,6 +344,33 @@ class DownCellTestCase(base.FunctionalTestCase):
         ], rows)
         rc, out, err = self.manage('allocations', 'list')
         self.assertIn('WARNING: cell cell2 could not be read', err)
+
+    def test_slow_cell_bounded_by_cell_timeout(self):
+        host1 = self.add_node('host1')
+        host2 = self.add_node('host2', cell='cell2')
+        here = self.boot('host1', host1)
+        elsewhere = self.boot('host2', host2, cell='cell2')
+        conf_file = self.nova.write_nova_conf(
+            os.path.join(self.tmp, 'impatient.conf'), self.placement.endpoint,
+            extra={'nova_orphans': {'state_path': self.state_path,
+                                    'cell_timeout': '1'}})
+        # Another writer holds cell2: every read there waits on sqlite's
+        # lock, 5 seconds, longer than the tool gives a cell.
+        path = sa_url.make_url(self.nova.cell_urls['cell2']).database
+        locker = sqlite3.connect(path, isolation_level=None)
+        self.addCleanup(locker.close)
+        locker.execute('BEGIN EXCLUSIVE')
+        self.addCleanup(locker.execute, 'ROLLBACK')
+        rc, out, err = self.manage('allocations', 'list', '--all',
+                                   '--format', 'json', conf_file=conf_file)
+        self.assertEqual(0, rc, err)
+        self.assertIn('WARNING: cell cell2 could not be read (not read '
+                      'within 1 seconds)', err)
+        self.assertRows([
+            self.row(here, host1, 'active_instance', 'none', host='host1'),
+            self.row(elsewhere, host2, 'unverifiable', 'none', name='host2',
+                     cell='cell2'),
+        ], json.loads(out))
 
     def test_password_of_unreachable_cell_never_shown(self):
         host1 = self.add_node('host1')

@@ -10,6 +10,9 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
+import contextlib
+from unittest import mock
+
 import fixtures
 from oslotest import base
 import sqlalchemy as sa
@@ -87,3 +90,23 @@ class DriverRowsTestCase(base.BaseTestCase):
                 conn, sa.select(sa.literal_column("'a'"),
                                 sa.literal_column('1')), size=1))
         self.assertEqual([('a', 1)], rows)
+
+    def test_rows_read_in_the_connections_transaction(self):
+        engine = db_utils.create_reader_engine('sqlite://')
+        self.addCleanup(engine.dispose)
+        with engine.connect() as conn:
+            list(db_utils.driver_rows(conn, sa.select(sa.literal_column('1'))))
+            # Begun as conn.execute() would: on sqlite oslo.db emits
+            # BEGIN, so later reads see the same state.
+            self.assertTrue(conn.in_transaction())
+
+    def test_only_sqlite_reads_take_turns(self):
+        engine = db_utils.create_reader_engine('sqlite://')
+        self.addCleanup(engine.dispose)
+        with engine.connect() as conn:
+            self.assertIs(db_utils._SQLITE_READS,
+                          db_utils.serial_reads(conn))
+        mysql = mock.Mock()
+        mysql.dialect.name = 'mysql'
+        self.assertIsInstance(db_utils.serial_reads(mysql),
+                              contextlib.nullcontext)

@@ -26,6 +26,11 @@ connections are spread evenly over the workers for the whole run.
 
     python -m orphanbench.server --db sqlite:////tmp/p.sqlite \\
         --workers 2 --ready-file /tmp/ready.json
+
+With ``ORPHANBENCH_PROFILE_DIR`` set, each worker profiles the requests
+it serves (cProfile, only while placement's app runs) and writes
+``placement-<pid>.prof`` there when it is stopped: where placement's own
+CPU goes, for any benchmark run.
 """
 
 import argparse
@@ -196,8 +201,31 @@ def _worker(sock, db_url, index, connections):
         sock.getsockname()[1]
     server.setup_environ()
     server.set_app(app)
-    signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
+    stop = _profiled(server, app, os.environ.get('ORPHANBENCH_PROFILE_DIR'))
+    signal.signal(signal.SIGTERM, stop)
     server.serve_forever(poll_interval=0.2)
+
+
+def _profiled(server, app, directory):
+    """Profile the app if ``directory``; returns the SIGTERM handler."""
+    if not directory:
+        return lambda *a: os._exit(0)
+    import cProfile
+    profile = cProfile.Profile()
+
+    def profiled_app(environ, start_response):
+        profile.enable()
+        try:
+            return list(app(environ, start_response))
+        finally:
+            profile.disable()
+
+    def stop(*_a):
+        profile.dump_stats(os.path.join(directory,
+                                        'placement-%d.prof' % os.getpid()))
+        os._exit(0)
+    server.set_app(profiled_app)
+    return stop
 
 
 def main(argv=None):
