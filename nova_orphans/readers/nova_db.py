@@ -164,7 +164,6 @@ class NovaDBReader:
         for conn in connections:
             data, error = results[conn.uuid]
             if data is not None:
-                # Later reads of the cell turn compute_id around with it.
                 self._node_ids[conn.uuid] = data.node_ids
             snapshot.cells[conn.uuid] = model.Cell(
                 uuid=conn.uuid, name=conn.name, readable=error is None,
@@ -317,7 +316,9 @@ class _CellRead:
         self.migrations = {}
         # uuids whose only row here is a hidden cross-cell copy.
         self.hidden = set()
-        self.node_ids = node_ids
+        # {compute_nodes.id: uuid}, to turn instances.compute_id around:
+        # read by live(), which every later read of the cell follows.
+        self.node_ids = node_ids if node_ids is not None else {}
 
     def live(self):
         self.node_ids = {}
@@ -415,15 +416,8 @@ class _CellRead:
             return db_utils.driver_rows(self.db, query)
         return self.db.execute(query.order_by(table.c.hidden.desc()))
 
-    def _compute_node_ids(self):
-        """{compute_nodes.id: uuid}, to turn instances.compute_id around."""
-        if self.node_ids is None:
-            self.node_ids = dict(self.db.execute(sa.select(
-                COMPUTE_NODES.c.id, COMPUTE_NODES.c.uuid)).all())
-        return self.node_ids
-
     def _instances(self, table, where, archived=False, bulk=False):
-        node_ids = self._compute_node_ids()
+        node_ids = self.node_ids
         hidden = self.hidden
         instance = model.Instance
         for (uuid, host, node, vm_state, task_state, project_id, user_id,
