@@ -238,13 +238,12 @@ class PlacementDBReader:
                            CONSUMERS.c.consumer_type_id == CONSUMER_TYPES.c.id)
             ))
         rows = _where_in(conn, query, CONSUMERS.c.uuid, consumers,
-                         everything)
+                         everything=False)
         # Untyped consumers read back as 'unknown' from the API (1.38+);
         # the engine treats None and 'unknown' alike.
         consumer = model.Consumer
         return {uuid: consumer(uuid, project, user, generation, type_)
-                for uuid, project, user, generation, type_ in rows
-                if uuid in consumers}
+                for uuid, project, user, generation, type_ in rows}
 
     def _all_consumer_records(self, conn, consumers):
         """The same, from one scan of the whole consumers table.
