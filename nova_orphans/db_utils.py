@@ -122,6 +122,48 @@ def create_reader_engine(url, max_retries=1, retry_interval=1,
     return engine
 
 
+class ReaderEngines:
+    """The read-only engines of one run, one per database, reused.
+
+    A new engine per read would open a new connection for each: with
+    PyMySQL, which offers TLS unless told not to, that is a new TLS
+    context loading the system's certificates, tens of milliseconds of
+    CPU, paid by ``clean`` for every batch of consumers it re-verifies.
+    Each read still gets a connection of its own from the pool, so
+    concurrent reads (cells in threads, repair streams) never share one.
+    """
+
+    def __init__(self, **engine_args):
+        self._args = engine_args
+        self._engines = {}
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def connect(self, url):
+        with self._engine(url).connect() as conn:
+            yield conn
+
+    def _engine(self, url):
+        with self._lock:
+            engine = self._engines.get(url)
+        if engine is not None:
+            return engine
+        # Created outside the lock: creating one connects, and a slow
+        # cell must not hold up the reads of the others.
+        engine = create_reader_engine(url, **self._args)
+        with self._lock:
+            kept = self._engines.setdefault(url, engine)
+        if kept is not engine:
+            engine.dispose()
+        return kept
+
+    def close(self):
+        with self._lock:
+            engines, self._engines = list(self._engines.values()), {}
+        for engine in engines:
+            engine.dispose()
+
+
 def driver_rows(conn, query, size=10000):
     """The rows of a query without parameters, as the driver's tuples.
 

@@ -69,7 +69,14 @@ class AllocationCommands:
         self.cmd = conf.category
         self._placement = None
         self._nova = None
+        self._placement_db = None
         self._progress_ = None
+
+    def close(self):
+        """Let go of the database connections the command kept."""
+        for reader in (self._nova, self._placement_db):
+            if reader is not None:
+                reader.close()
 
     @classmethod
     def actions(cls):

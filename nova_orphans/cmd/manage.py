@@ -138,6 +138,8 @@ def main(argv=None):
             'error': db_utils.safe_error(e)}, file=sys.stderr)
         LOG.debug('Unexpected error', exc_info=True)
         return UNEXPECTED
+    finally:
+        commands.close()
 
 
 if __name__ == '__main__':

@@ -88,26 +88,25 @@ class NovaDBReader:
             raise exception.ConfigError(
                 reason=_('[api_database] connection is not set'))
         opts = conf.nova_orphans
-        self._engine_args = dict(max_retries=opts.db_max_retries,
-                                 retry_interval=opts.db_retry_interval)
+        self._engines = db_utils.ReaderEngines(
+            max_retries=opts.db_max_retries,
+            retry_interval=opts.db_retry_interval)
         self.cell_timeout = opts.cell_timeout
         # From read(): {cell_mappings.id: cell uuid} and
         # {cell uuid: {compute_nodes.id: uuid}}.
         self._cell_ids = {}
         self._node_ids = {}
 
+    def close(self):
+        self._engines.close()
+
     # API database -------------------------------------------------------
 
     def _in_api(self, work):
         """``work(connection)`` on the API database; one clear error."""
         try:
-            engine = db_utils.create_reader_engine(self.api_url,
-                                                   **self._engine_args)
-            try:
-                with engine.connect() as conn:
-                    return work(conn)
-            finally:
-                engine.dispose()
+            with self._engines.connect(self.api_url) as conn:
+                return work(conn)
         except Exception as e:
             raise exception.NovaOrphansException(
                 _('The nova API database %(url)s could not be read: '
@@ -286,14 +285,9 @@ class NovaDBReader:
 
     def _run_in_cell(self, conn, work, results):
         try:
-            engine = db_utils.create_reader_engine(conn.url,
-                                                   **self._engine_args)
-            try:
-                with engine.connect() as db:
-                    result = work(_CellRead(db, conn.uuid,
-                                            self._node_ids.get(conn.uuid)))
-            finally:
-                engine.dispose()
+            with self._engines.connect(conn.url) as db:
+                result = work(_CellRead(db, conn.uuid,
+                                        self._node_ids.get(conn.uuid)))
             results.setdefault(conn.uuid, (result, None))
         except Exception as e:
             error = db_utils.safe_error(e, conn.url)

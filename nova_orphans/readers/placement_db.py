@@ -78,8 +78,8 @@ class PlacementDBReader:
                  retry_interval=1):
         self.url = url
         self.api_reader = api_reader
-        self._engine_args = dict(max_retries=max_retries,
-                                 retry_interval=retry_interval)
+        self._engines = db_utils.ReaderEngines(
+            max_retries=max_retries, retry_interval=retry_interval)
         self._ids = {}              # provider uuid -> internal id
         self._records = {}          # consumer uuid -> model.Consumer
         # The last allocations(): (them, all providers read?).
@@ -87,16 +87,14 @@ class PlacementDBReader:
 
     # Plumbing -----------------------------------------------------------
 
+    def close(self):
+        self._engines.close()
+
     def _read(self, work):
         """Run ``work(connection)`` in one short read-only transaction."""
         try:
-            engine = db_utils.create_reader_engine(self.url,
-                                                   **self._engine_args)
-            try:
-                with engine.connect() as conn:
-                    return work(conn)
-            finally:
-                engine.dispose()
+            with self._engines.connect(self.url) as conn:
+                return work(conn)
         except exception.NovaOrphansException:
             raise
         except Exception as e:

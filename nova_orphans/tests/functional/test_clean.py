@@ -18,12 +18,16 @@ meet a concurrent writer at the worst moment. Placement's whole state
 is compared with ``dump_state`` after each run.
 """
 
+import collections
 import json
 import os
 import re
 import stat
 import uuid as uuidlib
 
+import fixtures
+
+from nova_orphans import db_utils
 from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
@@ -696,6 +700,29 @@ class BatchTestCase(RepairTestCase):
 
     def test_fast_mode_reads_the_documents_from_the_database(self):
         self.assertEqual([], self._posted(conf_file=self.fast_conf))
+
+    def test_fast_mode_reads_every_batch_on_the_same_engines(self):
+        """A new engine per batch would be a new connection per batch to
+        each database (with PyMySQL, a TLS context each time).
+        """
+        created = collections.Counter()
+        real = db_utils.create_reader_engine
+
+        def counted(url, **kwargs):
+            created[url] += 1
+            return real(url, **kwargs)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_orphans.db_utils.create_reader_engine', counted))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_orphans.repair.actions.BATCH', 3))
+        rc, rows = self.clean(conf_file=self.fast_conf)
+        self.assertEqual(4, rc)
+        self.assertEqual(['done'] * self.COUNT, [r['outcome'] for r in rows])
+        self.assertEqual({}, self.placement.dump_state())
+        self.assertEqual(
+            dict.fromkeys([self.placement.db_url, self.nova.api_url] +
+                          list(self.nova.cell_urls.values()), 1),
+            dict(created))
 
     def _conflict(self, conf_file=None):
         """A build claims the stranger between the read and the POST: the

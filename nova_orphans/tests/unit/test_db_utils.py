@@ -80,6 +80,63 @@ class ReaderEngineTestCase(base.BaseTestCase):
                          captured['connection_parameters'])
 
 
+class ReaderEnginesTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.urls = []
+        for name in ('api', 'cell'):
+            path = '%s/%s.db' % (tmp, name)
+            sa.create_engine('sqlite:///' + path).connect().close()
+            self.urls.append('sqlite:///' + path)
+        self.created = []
+        real = db_utils.create_reader_engine
+
+        def counted(url, **kwargs):
+            self.created.append((url, kwargs))
+            return real(url, **kwargs)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_orphans.db_utils.create_reader_engine', counted))
+        self.engines = db_utils.ReaderEngines(max_retries=2)
+        self.addCleanup(self.engines.close)
+
+    def _read(self, url):
+        with self.engines.connect(url) as conn:
+            return conn.execute(sa.select(sa.literal_column('1'))).scalar()
+
+    def test_one_engine_per_database_for_the_run(self):
+        api, cell = self.urls
+        for url in (api, cell, api, cell, api):
+            self.assertEqual(1, self._read(url))
+        self.assertEqual([(api, {'max_retries': 2}),
+                          (cell, {'max_retries': 2})], self.created)
+
+    def test_concurrent_reads_get_connections_of_their_own(self):
+        api = self.urls[0]
+        with self.engines.connect(api) as first:
+            with self.engines.connect(api) as second:
+                self.assertIsNot(first.connection.dbapi_connection,
+                                 second.connection.dbapi_connection)
+        self.assertEqual(1, len(self.created))
+
+    def test_close_lets_go_and_a_later_read_starts_again(self):
+        api = self.urls[0]
+        self._read(api)
+        engine = self.engines._engine(api)
+        with mock.patch.object(engine, 'dispose') as dispose:
+            self.engines.close()
+        dispose.assert_called_once_with()
+        self._read(api)
+        self.assertEqual(2, len(self.created))
+
+    def test_a_database_that_cannot_be_read_is_tried_again(self):
+        missing = self.urls[0] + '.missing'
+        self.assertRaises(Exception, self._read, missing)
+        self.assertRaises(Exception, self._read, missing)
+        self.assertEqual(2, len(self.created))
+
+
 class DriverRowsTestCase(base.BaseTestCase):
 
     def test_rows_as_tuples_in_batches(self):
