@@ -58,11 +58,6 @@ WRITE_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER,
 # Actions that change only the consumer's own allocations, never
 # another's: these are written many consumers to a request.
 BATCHED_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER)
-# Consumers are repaired in this many streams at once, batch after
-# batch, streams touching disjoint providers (see Repairer._streams):
-# two keep a small placement's two workers busy, and no write waits on
-# or conflicts with another's provider generations.
-STREAMS = 2
 # Fewer are written one by one, concurrently: as fast for so few, and a
 # refused batch would cost each of its consumers a second read.
 BATCH_MIN = 8
@@ -125,19 +120,27 @@ class Repairer:
         if self.progress:
             self.progress.stage(_('consumers repaired'), len(consumers))
 
+        # Half of the requests placement may have in flight are streams
+        # of batches, each with one write in flight at a time: while a
+        # stream reads and journals its next batch, the others' writes
+        # keep placement's workers busy (two streams for two workers
+        # left a worker idle a tenth of the time). Each stream has an
+        # equal share of the requests for its one-by-one reads and
+        # writes, so no more than placement_concurrency are ever sent.
+        streams = self._streams(consumers, max(1, self.concurrency // 2))
+        threads = max(1, self.concurrency // max(1, len(streams)))
+
         def repair(stream):
             results = {}
             for start in range(0, len(stream), BATCH):
                 batch = stream[start:start + BATCH]
                 planned = {c: [rows[i] for i in plan[c]] for c in batch}
-                with concurrent.futures.ThreadPoolExecutor(
-                        self.concurrency) as pool:
+                with concurrent.futures.ThreadPoolExecutor(threads) as pool:
                     results.update(self._repair_batch(pool, batch, planned))
                 if self.progress:
                     self.progress(len(batch))
             return results
 
-        streams = self._streams(consumers)
         with concurrent.futures.ThreadPoolExecutor(
                 max(1, len(streams))) as pipeline:
             for results in list(pipeline.map(repair, streams)):
@@ -148,11 +151,11 @@ class Repairer:
             self.progress.finish()
         return rows, outcomes
 
-    def _streams(self, consumers):
-        """Split the consumers into STREAMS lists, in order, that share no
-        provider, so that each can be written batch after batch while
-        the others are: writes of different streams never meet on a
-        provider's generation (placement would retry, or refuse, them).
+    def _streams(self, consumers, count):
+        """Split the consumers into up to ``count`` lists, in order, that
+        share no provider, so that each can be written batch after batch
+        while the others are: writes of different streams never meet on
+        a provider's generation (placement would retry, or refuse, them).
         """
         wanted = set(consumers)
         touched = collections.defaultdict(set)
@@ -178,7 +181,7 @@ class Repairer:
             keys[c] = rps[0]
         for c in consumers:
             groups.setdefault(find(keys[c]), []).append(c)
-        streams = [[] for _n in range(STREAMS)]
+        streams = [[] for _n in range(count)]
         for group in sorted(groups.values(), key=len, reverse=True):
             min(streams, key=len).extend(group)
         order = {c: n for n, c in enumerate(consumers)}

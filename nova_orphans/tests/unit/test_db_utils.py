@@ -14,6 +14,7 @@ import contextlib
 from unittest import mock
 
 import fixtures
+from oslo_db import exception as db_exc
 from oslotest import base
 import sqlalchemy as sa
 
@@ -132,8 +133,8 @@ class ReaderEnginesTestCase(base.BaseTestCase):
 
     def test_a_database_that_cannot_be_read_is_tried_again(self):
         missing = self.urls[0] + '.missing'
-        self.assertRaises(Exception, self._read, missing)
-        self.assertRaises(Exception, self._read, missing)
+        self.assertRaises(db_exc.DBNonExistentDatabase, self._read, missing)
+        self.assertRaises(db_exc.DBNonExistentDatabase, self._read, missing)
         self.assertEqual(2, len(self.created))
 
 

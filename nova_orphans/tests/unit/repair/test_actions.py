@@ -14,6 +14,7 @@ from unittest import mock
 from oslotest import base
 
 from nova_orphans.engine import model
+from nova_orphans.engine import reasons
 from nova_orphans.repair import actions
 
 
@@ -31,15 +32,49 @@ class StreamsTestCase(base.BaseTestCase):
         # a1, a2 on A; b1 on B; m moves between B and C: B and C together.
         r = self._repairer([('a1', 'A'), ('a2', 'A'), ('b1', 'B'),
                             ('m', 'B'), ('m', 'C'), ('c1', 'C')])
-        streams = r._streams(['a1', 'b1', 'a2', 'm', 'c1'])
+        streams = r._streams(['a1', 'b1', 'a2', 'm', 'c1'], 2)
         self.assertEqual([['b1', 'm', 'c1'], ['a1', 'a2']], streams)
 
     def test_migration_goes_with_its_instance(self):
         mig = mock.Mock(instance_uuid='vm')
         r = self._repairer([('mig', 'A'), ('vm', 'B'), ('x', 'B')],
                            migrations={'mig': mig})
-        streams = r._streams(['mig', 'x'])
+        streams = r._streams(['mig', 'x'], 2)
         self.assertEqual([['mig', 'x']], streams)
+
+    def _streamed(self, concurrency, providers=10):
+        """(pool size, consumers) of each batch clean() repairs."""
+        consumers = ['c%d' % n for n in range(providers)]
+        r = self._repairer([(c, 'rp-' + c) for c in consumers])
+        r.concurrency = concurrency
+        batches = []
+
+        def repair_batch(pool, batch, planned):
+            batches.append((pool._max_workers, sorted(batch)))
+            return {c: [actions.DONE] for c in batch}
+        r._repair_batch = repair_batch
+        findings = [mock.Mock(is_orphan=True, consumer=c,
+                              action=reasons.DELETE_CONSUMER)
+                    for c in consumers]
+        rows, outcomes = r.clean(findings)
+        self.assertEqual([actions.DONE] * providers, outcomes)
+        return sorted(batches)
+
+    def test_half_the_requests_are_streams_and_never_more_in_flight(self):
+        # 4 streams of batches, each with 2 threads: 8 requests at most.
+        self.assertEqual([(2, ['c0', 'c4', 'c8']), (2, ['c1', 'c5', 'c9']),
+                          (2, ['c2', 'c6']), (2, ['c3', 'c7'])],
+                         self._streamed(8))
+
+    def test_one_stream_has_every_request(self):
+        self.assertEqual([(3, ['c%d' % n for n in range(10)])],
+                         self._streamed(3))
+        self.assertEqual([(1, ['c%d' % n for n in range(10)])],
+                         self._streamed(1))
+
+    def test_fewer_provider_groups_than_streams(self):
+        self.assertEqual([(4, ['c0']), (4, ['c1'])],
+                         self._streamed(8, providers=2))
 
     def test_no_fast_mode_without_a_placement_database(self):
         self.assertIsNone(self._repairer([]).placement_db)
