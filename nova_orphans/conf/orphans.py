@@ -36,7 +36,10 @@ ORPHANS_OPTS = [
                help='Seconds between connection attempts.'),
     cfg.IntOpt('placement_concurrency', default=8, min=1, max=64,
                help='Placement requests in flight at once when reading '
-                    'provider allocations and when repairing.'),
+                    'provider allocations and when repairing: "clean" '
+                    'writes in streams of batches on disjoint providers, '
+                    'half this many, each with an equal share of these '
+                    'requests.'),
     cfg.ListOpt('site_rules', default=[],
                 help='Site classification rules to run, by entry point name '
                      'in the nova_orphans.rules namespace, in this order. '
