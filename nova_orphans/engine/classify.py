@@ -20,7 +20,8 @@ from nova_orphans.engine import rules as rules_mod
 from nova_orphans.i18n import _
 
 
-def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None):
+def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None,
+             cloud=None):
     """Return a finding for every allocation in the snapshot's scope.
 
     Also returns one ``missing_allocations`` finding per live instance on
@@ -32,8 +33,12 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None):
     their ``reason``, ``action`` and ``is_orphan`` alone (a Verdict and
     a Finding both have them): only the allocations it keeps get a
     finding built and sorted, which is most of the work when few are.
+
+    ``cloud``: an index.CloudIndex of the snapshot's providers and
+    compute nodes, for a caller classifying many small snapshots of one
+    cloud.
     """
-    index = index_mod.SnapshotIndex(snapshot)
+    index = index_mod.SnapshotIndex(snapshot, cloud)
     findings = []
     # Most allocations are live instances on their own node: the
     # built-in chain's verdict for them is known without running it

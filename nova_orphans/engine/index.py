@@ -58,22 +58,58 @@ def unknown_to_nova(nova, consumers):
             .difference(nova.build_requests))
 
 
-class SnapshotIndex:
+class CloudIndex:
+    """The look-ups that depend only on the providers and compute nodes.
 
-    def __init__(self, snapshot):
-        self.snapshot = snapshot
-        placement, nova = snapshot.placement, snapshot.nova
-        self.providers = placement.providers
-        self._records = placement.consumers
-        self.unreadable_cells = nova.unreadable_cells
-        self.nodes_by_uuid = nova.compute_nodes
+    A repair classifies each consumer again with fresh nova rows, but
+    against the audit's providers and compute nodes: built once for the
+    run, these keep each of those classifications proportional to the
+    consumer's own allocations, not to the size of the cloud.
+    """
+
+    def __init__(self, providers, compute_nodes):
+        self.providers = providers
+        self.nodes_by_uuid = compute_nodes
         self.nodes_by_host_node = {}
-        for node in nova.compute_nodes.values():
+        for node in compute_nodes.values():
             # A live row wins over a deleted one for the same name.
             key = (node.host, node.hypervisor_hostname)
             if key not in self.nodes_by_host_node or not node.deleted:
                 self.nodes_by_host_node[key] = node
         self.nova_sharing = self._nova_sharing_providers()
+
+    def serves(self, snapshot):
+        """Whether it was built from this snapshot's providers and nodes."""
+        return (self.providers is snapshot.placement.providers and
+                self.nodes_by_uuid is snapshot.nova.compute_nodes)
+
+    def _nova_sharing_providers(self):
+        """Sharing providers that share with at least one compute node."""
+        node_aggregates = set()
+        for provider in self.providers.values():
+            if provider.uuid in self.nodes_by_uuid:
+                node_aggregates.update(provider.aggregates)
+        return frozenset(
+            p.uuid for p in self.providers.values()
+            if p.sharing and p.aggregates & node_aggregates)
+
+
+class SnapshotIndex:
+
+    def __init__(self, snapshot, cloud=None):
+        """``cloud``, a CloudIndex of the same providers and compute
+        nodes, is used rather than built again.
+        """
+        self.snapshot = snapshot
+        placement, nova = snapshot.placement, snapshot.nova
+        if cloud is None or not cloud.serves(snapshot):
+            cloud = CloudIndex(placement.providers, nova.compute_nodes)
+        self.providers = cloud.providers
+        self._records = placement.consumers
+        self.unreadable_cells = nova.unreadable_cells
+        self.nodes_by_uuid = cloud.nodes_by_uuid
+        self.nodes_by_host_node = cloud.nodes_by_host_node
+        self.nova_sharing = cloud.nova_sharing
 
         self.in_progress = collections.defaultdict(list)
         self.evacuations = collections.defaultdict(list)
@@ -105,16 +141,6 @@ class SnapshotIndex:
             mig.instance_uuid for mig in nova.migrations.values()
             if mig.uuid in self.roots_by_consumer}
         self._owners = {}
-
-    def _nova_sharing_providers(self):
-        """Sharing providers that share with at least one compute node."""
-        node_aggregates = set()
-        for provider in self.providers.values():
-            if provider.uuid in self.nodes_by_uuid:
-                node_aggregates.update(provider.aggregates)
-        return frozenset(
-            p.uuid for p in self.providers.values()
-            if p.sharing and p.aggregates & node_aggregates)
 
     def facts_for_provider(self, provider_uuid):
         """(provider or None, its compute node or None, nova sharing?)."""

@@ -34,10 +34,12 @@ rows, and the write carries the generations read there.
 
 import collections
 import concurrent.futures
+import threading
 
 from oslo_log import log as logging
 
 from nova_orphans.engine import classify
+from nova_orphans.engine import index as index_mod
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
 from nova_orphans.engine import rules as rules_mod
@@ -94,6 +96,9 @@ class Repairer:
         self.concurrency = concurrency
         self.progress = progress
         self.rules = rules
+        # See _reclassify.
+        self._cloud = None
+        self._cloud_lock = threading.Lock()
 
     def clean(self, findings):
         """Repair the orphans among ``findings``; returns their outcomes.
@@ -428,7 +433,14 @@ class Repairer:
                 providers=self.audit.placement.providers,
                 allocations=allocations, consumers=records),
             nova=fresh)
-        return classify.classify(snapshot, self.rules)
+        # Every consumer is classified against the audit's providers and
+        # compute nodes: their look-ups are built once, not per consumer
+        # (that made a run's CPU grow with orphans times providers).
+        with self._cloud_lock:
+            if self._cloud is None:
+                self._cloud = index_mod.CloudIndex(
+                    self.audit.placement.providers, fresh.compute_nodes)
+        return classify.classify(snapshot, self.rules, cloud=self._cloud)
 
     @staticmethod
     def _why_not(finding, current):

@@ -16,6 +16,7 @@ import gc
 import io
 import json
 import os
+from unittest import mock
 
 import fixtures
 from oslotest import base
@@ -102,6 +103,43 @@ class ShownTestCase(base.BaseTestCase):
         self.assertFalse(rules.Verdict(r.BUILDING, r.NONE, '').is_orphan)
 
 
+def _many_situations():
+    """A cloud with most situations, look-alikes included."""
+    c = cloud_mod.Cloud()
+    host1 = c.node('host1', aggregates=('agg',))
+    host2 = c.node('host2')
+    ironic = c.node('host3', node='ironic-1')
+    child = c.provider('host1-child', parent=host1)
+    shared = c.provider('nfs', sharing=True, aggregates=('agg',))
+    foreign = c.provider('foreign')
+    for state in ('active', 'stopped', 'error', 'building',
+                  'soft-delete', 'shelved_offloaded', 'resized'):
+        for task in (None, 'scheduling', 'unshelving', 'deleting'):
+            vm = c.instance('host1', vm_state=state, task_state=task)
+            for rp in (host1, host2, child, shared, foreign):
+                c.alloc(vm, rp)
+    for kwargs in ({'deleted': True}, {'archived': True},
+                   {'compute_node': ironic},
+                   {'compute_node': host2},
+                   {'node': 'elsewhere', 'compute_node': host1}):
+        vm = c.instance('host1', **kwargs)
+        for rp in (host1, ironic):
+            c.alloc(vm, rp)
+    moving = c.instance('host2')
+    c.alloc(moving, host1)
+    c.alloc(moving, host2)
+    mig = c.migration(moving, 'migrating', 'live-migration', 'host1',
+                      'host2')
+    c.alloc(mig, host1)
+    evacuated = c.instance('host2')
+    c.migration(evacuated, 'done', 'evacuation', 'host1', 'host2')
+    c.alloc(evacuated, host1)
+    c.alloc(evacuated, host2)
+    c.alloc(cloud_mod.uuid('stranger'), host1)
+    c.instance('host2')     # missing_allocations
+    return c
+
+
 class ShortcutTestCase(base.BaseTestCase):
     """Allocations rules.plainly_runs_here spares the chain get the
     chain's verdict; any other chain sees every allocation.
@@ -109,38 +147,7 @@ class ShortcutTestCase(base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
-        c = self.cloud = cloud_mod.Cloud()
-        host1 = c.node('host1', aggregates=('agg',))
-        host2 = c.node('host2')
-        ironic = c.node('host3', node='ironic-1')
-        child = c.provider('host1-child', parent=host1)
-        shared = c.provider('nfs', sharing=True, aggregates=('agg',))
-        foreign = c.provider('foreign')
-        for state in ('active', 'stopped', 'error', 'building',
-                      'soft-delete', 'shelved_offloaded', 'resized'):
-            for task in (None, 'scheduling', 'unshelving', 'deleting'):
-                vm = c.instance('host1', vm_state=state, task_state=task)
-                for rp in (host1, host2, child, shared, foreign):
-                    c.alloc(vm, rp)
-        for kwargs in ({'deleted': True}, {'archived': True},
-                       {'compute_node': ironic},
-                       {'compute_node': host2},
-                       {'node': 'elsewhere', 'compute_node': host1}):
-            vm = c.instance('host1', **kwargs)
-            for rp in (host1, ironic):
-                c.alloc(vm, rp)
-        moving = c.instance('host2')
-        c.alloc(moving, host1)
-        c.alloc(moving, host2)
-        mig = c.migration(moving, 'migrating', 'live-migration', 'host1',
-                          'host2')
-        c.alloc(mig, host1)
-        evacuated = c.instance('host2')
-        c.migration(evacuated, 'done', 'evacuation', 'host1', 'host2')
-        c.alloc(evacuated, host1)
-        c.alloc(evacuated, host2)
-        c.alloc(cloud_mod.uuid('stranger'), host1)
-        c.instance('host2')     # missing_allocations
+        self.cloud = _many_situations()
 
     def _check(self):
         for shown in (None, lambda f: f.is_orphan, lambda f: True,
@@ -171,6 +178,58 @@ class ShortcutTestCase(base.BaseTestCase):
         self.assertEqual(
             [(a.consumer, a.provider)
              for a in self.cloud.placement.allocations], seen)
+
+
+class CloudIndexTestCase(base.BaseTestCase):
+    """A repair classifies each consumer on its own against one
+    CloudIndex: the findings are those of classifying it without.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.cloud = _many_situations()
+
+    def _one_by_one(self, cloud=None):
+        snapshot = self.cloud.snapshot()
+        consumers = {a.consumer for a in snapshot.placement.allocations}
+        findings = []
+        for consumer in sorted(consumers):
+            part = model.Snapshot(
+                placement=model.PlacementSnapshot(
+                    providers=snapshot.placement.providers,
+                    allocations=[a for a in snapshot.placement.allocations
+                                 if a.consumer == consumer]),
+                nova=snapshot.nova)
+            findings.extend(f for f in classify.classify(part, cloud=cloud)
+                            if f.consumer == consumer)
+        return findings
+
+    def test_same_findings_with_the_cloud_index_shared(self):
+        snapshot = self.cloud.snapshot()
+        cloud = index.CloudIndex(snapshot.placement.providers,
+                                 snapshot.nova.compute_nodes)
+        self.assertEqual(self._one_by_one(), self._one_by_one(cloud))
+        reasons_ = {f.reason for f in self._one_by_one(cloud)}
+        self.assertIn(r.STALE_PROVIDER, reasons_)
+        self.assertIn(r.ACTIVE_INSTANCE, reasons_)
+
+    def test_shared_tables_are_used_not_built_again(self):
+        snapshot = self.cloud.snapshot()
+        cloud = index.CloudIndex(snapshot.placement.providers,
+                                 snapshot.nova.compute_nodes)
+        with mock.patch.object(index, 'CloudIndex') as built:
+            idx = index.SnapshotIndex(snapshot, cloud)
+        built.assert_not_called()
+        self.assertIs(cloud.nova_sharing, idx.nova_sharing)
+        self.assertIs(cloud.nodes_by_host_node, idx.nodes_by_host_node)
+        self.assertEqual(1, len(idx.nova_sharing))
+
+    def test_index_of_other_providers_is_not_used(self):
+        snapshot = self.cloud.snapshot()
+        other = index.CloudIndex({}, snapshot.nova.compute_nodes)
+        idx = index.SnapshotIndex(snapshot, other)
+        self.assertIsNot(other.nova_sharing, idx.nova_sharing)
+        self.assertEqual(1, len(idx.nova_sharing))
 
 
 class _RecordsCloud(base.BaseTestCase):

@@ -13,9 +13,11 @@ from unittest import mock
 
 from oslotest import base
 
+from nova_orphans.engine import index
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
 from nova_orphans.repair import actions
+from nova_orphans.tests.unit import cloud as cloud_mod
 
 
 class StreamsTestCase(base.BaseTestCase):
@@ -75,6 +77,32 @@ class StreamsTestCase(base.BaseTestCase):
     def test_fewer_provider_groups_than_streams(self):
         self.assertEqual([(4, ['c0']), (4, ['c1'])],
                          self._streamed(8, providers=2))
+
+    def test_one_cloud_index_for_every_consumer_verified(self):
+        """Verifying a consumer must not cost a pass over the cloud."""
+        c = cloud_mod.Cloud()
+        host = c.node('host1')
+        gone = [cloud_mod.uuid('gone') for _n in range(3)]
+        for consumer in gone:
+            c.alloc(consumer, host)
+        audit = c.snapshot()
+        r = actions.Repairer(mock.Mock(), mock.Mock(spec=[]), audit)
+        fresh = model.NovaSnapshot(cells=audit.nova.cells,
+                                   compute_nodes=audit.nova.compute_nodes)
+        with mock.patch.object(index, 'CloudIndex',
+                               wraps=index.CloudIndex) as built:
+            verdicts = [
+                [(f.consumer, f.reason) for f in r._reclassify(
+                    {consumer: {
+                        'allocations': {host: {'resources': {'VCPU': 1}}},
+                        'project_id': cloud_mod.PROJECT,
+                        'user_id': cloud_mod.USER,
+                        'consumer_generation': 1,
+                        'consumer_type': 'INSTANCE'}}, fresh)]
+                for consumer in gone]
+        self.assertEqual(1, built.call_count)
+        self.assertEqual([[(consumer, reasons.UNKNOWN_CONSUMER)]
+                          for consumer in gone], verdicts)
 
     def test_no_fast_mode_without_a_placement_database(self):
         self.assertIsNone(self._repairer([]).placement_db)
