@@ -175,10 +175,6 @@ class SnapshotIndex:
         return any(root in self.nodes_by_uuid or root in self.nova_sharing
                    for root in self.roots_by_consumer.get(consumer, ()))
 
-    def has_allocations(self, consumer):
-        return (consumer in self.roots_by_consumer or
-                consumer in self.snapshot.placement.consumers_elsewhere)
-
     def owner(self, consumer):
         owner = self._owners.get(consumer)
         if owner is None:

@@ -362,8 +362,8 @@ DEFAULT_RULES = (
 def missing_allocations(index):
     """Live, placed instances that hold nothing at all: heal them."""
     placement = index.snapshot.placement
-    # index.has_allocations, inlined: most instances hold allocations,
-    # and asked first, it is the one question asked of them.
+    # Whether it holds allocations (in scope or elsewhere), asked first:
+    # most instances do, and it is then the one question asked of them.
     holding = index.roots_by_consumer
     elsewhere = placement.consumers_elsewhere
     held_by_migration = index.held_by_migration
