@@ -439,7 +439,8 @@ class Repairer:
         with self._cloud_lock:
             if self._cloud is None:
                 self._cloud = index_mod.CloudIndex(
-                    self.audit.placement.providers, fresh.compute_nodes)
+                    self.audit.placement.providers,
+                    self.audit.nova.compute_nodes)
         return classify.classify(snapshot, self.rules, cloud=self._cloud)
 
     @staticmethod
