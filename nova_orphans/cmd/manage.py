@@ -33,9 +33,11 @@ logging unless run as the console script.
 import contextlib
 import gc
 import io
+import logging as std_logging
 import sys
 
 from oslo_config import cfg
+from oslo_log import handlers as log_handlers
 from oslo_log import log as logging
 
 from nova_orphans.cmd import allocations
@@ -103,6 +105,35 @@ def _parse(conf, argv):
     return None
 
 
+def _setup_logging(conf):
+    """Log records go to stderr only with --debug on the command line.
+
+    Without it, a failure is the one line the command prints: oslo.db's
+    connection retries, keystoneauth's and the tool's own warnings go to
+    the log file (--log-file, --log-dir), journald or syslog when one is
+    configured, and nowhere else. ``debug = True`` in nova.conf is the
+    services' setting, not a request to see this command's logs.
+    """
+    # stdout is the command's output (JSON, metrics): oslo.log would log
+    # there when nothing else is configured.
+    conf.set_override('use_stderr', True)
+    logging.setup(conf, 'nova-orphans')
+    if conf.log_config_append:
+        return
+    if (conf.debug and conf.get_location('debug').location ==
+            cfg.Locations.command_line):
+        return
+    root = std_logging.getLogger()
+    for handler in list(root.handlers):
+        if (type(handler) in (std_logging.StreamHandler,
+                              log_handlers.ColorHandler) and
+                handler.stream is sys.stderr):
+            root.removeHandler(handler)
+    if not root.handlers:
+        # Else logging's last resort prints warnings on stderr.
+        root.addHandler(std_logging.NullHandler())
+
+
 def main(argv=None):
     console = argv is None
     if console:
@@ -117,10 +148,7 @@ def main(argv=None):
     if rc is not None:
         return rc
     if console:
-        # stdout is the command's output (JSON, metrics): oslo.log would
-        # log there when no log file is configured.
-        conf.set_override('use_stderr', True)
-        logging.setup(conf, 'nova-orphans')
+        _setup_logging(conf)
     category = conf.category
     commands = CATEGORIES[category.name](conf, console=console)
     try:
@@ -136,7 +164,7 @@ def main(argv=None):
     except Exception as e:
         print(_('Unexpected error: %(error)s') % {
             'error': db_utils.safe_error(e)}, file=sys.stderr)
-        LOG.debug('Unexpected error', exc_info=True)
+        LOG.error('Unexpected error', exc_info=True)
         return UNEXPECTED
     finally:
         commands.close()
