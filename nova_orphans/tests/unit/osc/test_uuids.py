@@ -43,6 +43,7 @@ class ResourceProviderSpellingTestCase(test_commands.CommandTestCase):
             RP2.upper().replace('-', '')))
 
     def test_unknown_provider_is_named_as_placement_would(self):
+        missing = 'dadadada-dada-4ada-8ada-dadadadadada'
         self.assertOneLineError(
-            'Invalid input: resource provider %s does not exist' % GONE,
-            orphan.ListOrphan, '--resource-provider', GONE.upper())
+            'Invalid input: resource provider %s does not exist' % missing,
+            orphan.ListOrphan, '--resource-provider', missing.upper())
