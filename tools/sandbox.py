@@ -27,6 +27,7 @@ temporary directories.
 """
 
 import argparse
+import contextlib
 import os
 import shlex
 import shutil
@@ -261,8 +262,87 @@ def sandbox(args):
                                            3: 'orphans found'}.get(rc, '?')))
         if args.keep:
             print(keep_hint(conf), flush=True)
-            wait_for_stop()
+            with compute_api(nova, rp_api) as clouds:
+                print(osc_hint(clouds), flush=True)
+                print('\nStop it with Ctrl-C, or: kill -TERM %d' %
+                      os.getpid(), flush=True)
+                wait_for_stop()
     return 0 if rc == 3 else 1
+
+
+CLOUDS_YAML = """clouds:
+  sandbox:
+    auth_type: admin_token
+    auth:
+      endpoint: %(placement)s
+      token: admin
+    compute_endpoint_override: %(compute)s
+"""
+
+
+@contextlib.contextmanager
+def compute_api(nova, rp_api):
+    """nova's compute API over the sandbox's databases; yields clouds.yaml.
+
+    Served by tools/sandbox_compute.py in a session of its own (nova's
+    global state stays out of this process; Ctrl-C on the terminal
+    reaches only the sandbox, which stops it). None if it cannot start.
+    """
+    conf = nova_db.write_ini(os.path.join(nova.dir, 'compute.conf'), {
+        'DEFAULT': {'host': 'sandbox-api', 'transport_url': 'fake://'},
+        'api_database': {'connection': nova.api_url},
+        'database': {'connection': nova.cell_urls[nova.local_cell]},
+    })
+    log_file = os.path.join(nova.dir, 'compute-api.log')
+    with open(log_file, 'a') as log:
+        proc = subprocess.Popen(
+            [sys.executable, os.path.join(os.path.dirname(
+                os.path.abspath(__file__)), 'sandbox_compute.py'),
+             conf, log_file],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+            text=True, start_new_session=True,
+            env=dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING='True'))
+    try:
+        endpoint = proc.stdout.readline().strip()
+        clouds = None
+        if endpoint:
+            clouds = os.path.join(nova.dir, 'clouds.yaml')
+            with open(clouds, 'w') as f:
+                f.write(CLOUDS_YAML % {'placement': rp_api.endpoint,
+                                       'compute': endpoint})
+        else:
+            print('The compute API did not start; see %s' % log_file,
+                  file=sys.stderr, flush=True)
+        yield clouds
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+
+
+def osc_hint(clouds):
+    """How to point openstack at the sandbox, if it can be."""
+    if clouds is None:
+        return ''
+    lines = ['', 'nova\'s compute API serves the same cloud, for the '
+             'openstack client. Its clouds.yaml (%s):' % clouds, '']
+    with open(clouds) as f:
+        lines.extend('  ' + line for line in f.read().splitlines())
+    openstack = _console_script('openstack')
+    if not os.path.isabs(openstack):
+        lines.extend(['', 'Install python-openstackclient to use it.'])
+        return '\n'.join(lines)
+    lines.extend(['', 'Try, in another shell (after the "." line above):',
+                  '  export OS_CLIENT_CONFIG_FILE=%s' % shlex.quote(clouds)])
+    for argv in ('list', 'clean --dry-run', 'clean',
+                 'restore --journal PATH'):
+        lines.append('  openstack --os-cloud sandbox allocation orphan %s' %
+                     argv)
+    return '\n'.join(lines)
 
 
 def keep_hint(conf):
@@ -278,7 +358,6 @@ def keep_hint(conf):
         lines.append('  %s --config-file %s allocations %s' % (
             manage, shlex.quote(conf), ' '.join(argv)))
     lines.append('("clean" prints its journal\'s path for "restore".)')
-    lines.append('Stop it with Ctrl-C, or: kill -TERM %d' % os.getpid())
     return '\n'.join(lines)
 
 

@@ -9,8 +9,13 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""tools/sandbox --keep without a terminal, stopped by a signal."""
+"""tools/sandbox --keep without a terminal, stopped by a signal.
 
+While it runs, both front ends read it: nova-orphans-manage through the
+databases, openstack through nova's own compute API.
+"""
+
+import json
 import os
 import re
 import signal
@@ -20,6 +25,7 @@ import time
 
 import fixtures
 from oslotest import base
+import requests
 
 from nova_orphans.tests.functional.fixtures import nova_db
 
@@ -68,11 +74,31 @@ class KeepTestCase(base.BaseTestCase):
         # Still serving with stdin at end of file.
         time.sleep(1)
         self.assertIsNone(proc.poll())
+        bin_dir = os.path.dirname(activate)
         done = subprocess.run(
-            [os.path.join(os.path.dirname(activate), 'nova-orphans-manage'),
-             '--config-file', conf, 'allocations', 'list'],
+            [os.path.join(bin_dir, 'nova-orphans-manage'), '--config-file',
+             conf, 'allocations', 'list', '--format', 'json'],
             capture_output=True, text=True, stdin=subprocess.DEVNULL)
         self.assertEqual(3, done.returncode, done.stderr)
+        manage_rows = json.loads(done.stdout)
+        compute = re.search(r'compute_endpoint_override: (\S+)', out).group(1)
+        if signum == signal.SIGTERM:
+            # The plugin, through nova's own compute API: same findings.
+            clouds = re.search(r'^  export OS_CLIENT_CONFIG_FILE=(\S+)$', out,
+                               re.M).group(1)
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith('OS_')}
+            done = subprocess.run(
+                [os.path.join(bin_dir, 'openstack'), '--os-cloud', 'sandbox',
+                 'allocation', 'orphan', 'list', '-f', 'json'],
+                capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                env=dict(env, OS_CLIENT_CONFIG_FILE=clouds))
+            self.assertEqual((0, ''), (done.returncode, done.stderr))
+            key = (lambda r: (r['consumer'], r['resource_provider'],
+                              r['reason'], r['action']))
+            self.assertEqual(sorted(map(key, manage_rows)),
+                             sorted(map(key, json.loads(done.stdout))))
+            self.assertEqual(5, len(manage_rows))
         proc.send_signal(signum)
         rest = proc.stdout.read()
         self.assertEqual(0, proc.wait(timeout=60), rest)
@@ -81,6 +107,9 @@ class KeepTestCase(base.BaseTestCase):
             signal.Signals(signum).name, rest)
         self.assertFalse(os.path.exists(conf))
         self.assertEqual([self.cache], os.listdir(self.tmp))
+        # nova's compute API went with it.
+        self.assertRaises(requests.ConnectionError, requests.get, compute,
+                          timeout=10)
 
     def test_sigterm(self):
         self.stop(signal.SIGTERM)
