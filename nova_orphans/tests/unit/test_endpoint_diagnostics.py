@@ -261,6 +261,18 @@ class ClientDiagnosticsTestCase(_Base):
         self.assertEqual('Placement request GET /resource_providers failed: '
                          '502 an HTML page ("502 Bad Gateway")', str(e))
 
+    def test_compute_html_error_page_later_in_the_run(self):
+        self.server.routes['/compute/v2.1/os-services'] = (
+            502, {'Content-Type': 'text/html'},
+            b'<html><head><title>502 Bad Gateway</title></head></html>')
+        client = compute.ComputeClient(
+            _adapter(self.server.url('/compute/v2.1'), 'compute'))
+        client.check_version()
+        e = self.assertRaises(compute.ComputeError, client.get,
+                              '/os-services')
+        self.assertEqual('Compute request GET /os-services failed: 502 an '
+                         'HTML page ("502 Bad Gateway")', str(e))
+
 
 NOVA_CONF = '''[api_database]
 connection = sqlite:///{tmp}/no-such-dir/nova_api.sqlite
