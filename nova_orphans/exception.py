@@ -51,6 +51,18 @@ class ComputeVersionTooOld(InvalidInput):
                 'to %(max_version)s; nova-orphans needs %(min_version)s.')
 
 
+class WrongEndpoint(InvalidInput):
+    """An endpoint answered, but not as the service would (exit 127)."""
+
+    msg_fmt = _('%(service)s at %(url)s answered %(answer)s, not '
+                '%(expected)s: %(hint)s')
+
+
+class EndpointUnavailable(NovaOrphansException):
+    msg_fmt = _('%(service)s at %(url)s answered %(answer)s, not '
+                '%(expected)s: %(hint)s')
+
+
 class GenerationConflict(NovaOrphansException):
     """Another writer changed the consumer between our read and our write."""
 
