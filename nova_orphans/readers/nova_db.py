@@ -40,7 +40,7 @@ CELL0_UUID = '00000000-0000-0000-0000-000000000000'
 
 
 # The releases whose schemas the readers know (see check_schema).
-OLDEST_RELEASE = '27.0.0 (2023.1)'
+OLDEST_RELEASE = '27 (2023.1)'
 NEWEST_RELEASE = '34 (2026.2)'
 
 # {'api' or 'cell': {table: {column, ...}}}: every column a reader here
@@ -53,8 +53,8 @@ _NEEDED = {'api': {}, 'cell': {}}
 # but left them NULL (rows written before the upgrade), the readers fall
 # back the same way (instances.compute_id: to host and node).
 OPTIONAL = {
-    ('instances', 'compute_id'): '28.0.0 (2023.2)',
-    ('shadow_instances', 'compute_id'): '28.0.0 (2023.2)',
+    ('instances', 'compute_id'): '28 (2023.2)',
+    ('shadow_instances', 'compute_id'): '28 (2023.2)',
 }
 
 
@@ -130,9 +130,9 @@ class Schema:
     """What one database offers of the columns the readers select.
 
     Decided once per database and run (see check_schema), so that the
-    queries fit the schema from the start: a query that fails because a
-    column is missing would end the database's transaction, and telling
-    that failure apart from any other one would mean guessing.
+    queries fit the schema from the start: trying a query and falling
+    back when it fails would cost a failed statement on every read, and
+    mean telling a missing column from any other error by its message.
     """
 
     def __init__(self, absent=frozenset()):

@@ -263,7 +263,7 @@ class UnsupportedSchemaTestCase(base.FunctionalTestCase):
     unverifiable, and a damaged cell would go unnoticed.
     """
 
-    RANGE = ('nova-orphans reads the databases of nova 27.0.0 (2023.1) to '
+    RANGE = ('nova-orphans reads the databases of nova 27 (2023.1) to '
              '34 (2026.2), each upgraded by its own nova-manage (api_db '
              'sync, db sync).')
 
