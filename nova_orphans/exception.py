@@ -75,3 +75,11 @@ class CellUnreachable(NovaOrphansException):
 
 class JournalError(InvalidInput):
     msg_fmt = _('Journal %(path)s: %(reason)s')
+
+
+class UnsupportedSchema(NovaOrphansException):
+    """A nova database lacks what the readers select (exit code 6)."""
+
+    msg_fmt = _('%(database)s has no %(missing)s: nova-orphans reads the '
+                'databases of nova %(oldest)s to %(newest)s, each upgraded '
+                'by its own nova-manage (api_db sync, db sync).')

@@ -20,6 +20,8 @@ CATEGORY ACTION [options]``, reading nova.conf. Return codes (also in
 1    at least one repair failed (the others were still done)
 3    orphans found and nothing changed (list, clean --dry-run)
 4    orphans found and all repaired
+6    unsupported or damaged nova schema: a table or column it reads is
+     missing (nothing was written)
 127  invalid input: bad uuid, unknown host, unreadable config
 255  unexpected error
 ===  ==========================================================
@@ -56,6 +58,7 @@ SUCCESS = 0
 REPAIR_FAILED = 1
 ORPHANS_FOUND = 3
 REPAIRED = 4
+UNSUPPORTED_SCHEMA = 6
 INVALID_INPUT = 127
 UNEXPECTED = 255
 
@@ -255,6 +258,10 @@ def main(argv=None):
     except exception.InvalidInput as e:
         print(db_utils.safe_error(e), file=sys.stderr)
         return INVALID_INPUT
+    except exception.UnsupportedSchema as e:
+        print(_('ERROR: %(error)s') % {'error': db_utils.safe_error(e)},
+              file=sys.stderr)
+        return UNSUPPORTED_SCHEMA
     except exception.NovaOrphansException as e:
         print(_('ERROR: %(error)s') % {'error': db_utils.safe_error(e)},
               file=sys.stderr)
