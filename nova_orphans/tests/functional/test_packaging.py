@@ -28,6 +28,11 @@ def console_script(name):
     return os.path.join(os.path.dirname(sys.executable), name)
 
 
+def environment():
+    """This environment without a developer's cloud credentials."""
+    return {k: v for k, v in os.environ.items() if not k.startswith('OS_')}
+
+
 class MySQLDriverTestCase(base.FunctionalTestCase):
 
     CELLS = ('cell1', 'cell2')
@@ -43,7 +48,7 @@ class MySQLDriverTestCase(base.FunctionalTestCase):
         proc = subprocess.run(
             [console_script('nova-orphans-manage'), '--config-file',
              self.conf_file, 'allocations', 'list', '--format', 'json'],
-            capture_output=True, text=True, env=dict(os.environ),
+            capture_output=True, text=True, env=environment(),
             timeout=120)
         self.assertEqual(0, proc.returncode, proc.stderr)
         self.assertEqual('[]', proc.stdout.strip())
@@ -52,3 +57,33 @@ class MySQLDriverTestCase(base.FunctionalTestCase):
                       proc.stderr)
         self.assertNotIn('No module named', proc.stderr)
         self.assertNotIn('Sup3rS3cret', proc.stdout + proc.stderr)
+
+
+class OpenStackClientPluginTestCase(base.base.BaseTestCase):
+    """The plugin as ``pip install nova-orphans[osc]`` installs it.
+
+    Nothing listens on the endpoint: these errors come before any request.
+    """
+
+    def openstack(self, *argv):
+        return subprocess.run(
+            [console_script('openstack'), '--os-auth-type', 'admin_token',
+             '--os-endpoint', 'http://127.0.0.1:9', '--os-token', 'admin'] +
+            list(argv), capture_output=True, text=True, env=environment(),
+            timeout=120)
+
+    def test_usage_error_exits_2(self):
+        proc = self.openstack('allocation', 'orphan', 'restore')
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        self.assertEqual('', proc.stdout)
+        self.assertIn('openstack allocation orphan restore: error: the '
+                      'following arguments are required: --journal',
+                      proc.stderr)
+
+    def test_invalid_input_exits_1(self):
+        proc = self.openstack('allocation', 'orphan', 'list',
+                              '--resource-provider', 'xyz')
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        self.assertEqual('', proc.stdout)
+        self.assertEqual(1, len(proc.stderr.splitlines()), proc.stderr)
+        self.assertIn('xyz', proc.stderr)
