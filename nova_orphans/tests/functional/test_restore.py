@@ -21,6 +21,10 @@ it did when nova first wrote it.
 """
 
 import copy
+import json
+import os
+
+import fixtures
 
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional import test_clean
@@ -29,6 +33,7 @@ FLAVOR = test_clean.FLAVOR
 BIGGER = test_clean.BIGGER
 BW = test_clean.BW
 held = test_clean.held
+PAGE = 4096
 
 
 class RestoreTestCase(test_clean.RepairTestCase):
@@ -281,3 +286,121 @@ class RestoreTestCase(test_clean.RepairTestCase):
         self.assertTrue(line.rstrip(' |').endswith('done'), line)
         self.assertEqual(base.PROJECT,
                          self.placement.get_allocations(gone)['project_id'])
+
+
+class KilledRunTestCase(test_clean.RepairTestCase):
+    """A clean killed inside its journal write, then run again with the
+    same --journal: both runs restore exactly.
+
+    A SIGKILL inside ``write(2)`` stops the copy at a page boundary, and
+    a batch's change is only sent after its whole write and fsync. So
+    the killed run leaves placement with the batches before it applied
+    and this batch not sent, and the journal cut at a multiple of 4 KiB
+    inside this batch's lines. That is made here byte for byte: the
+    second batch's POST is answered 500 by the proxy (never forwarded,
+    nothing marked), and the journal is cut at the first page boundary
+    inside that batch's lines, losing nothing that was written after
+    it, since the run stops there (--max-count).
+    """
+
+    ORPHANS = 20
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_orphans.repair.actions.BATCH', 8))
+        self.big = self.add_node('host3', inventory={
+            'VCPU': 64, 'MEMORY_MB': 65536, 'DISK_GB': 100})
+        self.vms = [self.gone('host3', self.big)
+                    for _n in range(self.ORPHANS)]
+        self.initial = self.placement.dump_state()
+
+    def killed_run(self):
+        """Returns the number of the cut line."""
+        self.proxy.inject('POST', '/allocations', skip=1, status=500)
+        rc, rows = self.clean('--max-count', '16')
+        self.assertEqual(1, rc)
+        self.assertEqual(8, [r['outcome'] for r in rows].count('done'))
+        with open(self.journal, 'rb') as f:
+            data = f.read()
+        lines = data.split(b'\n')
+        # Header, 8 entries, then the second batch's 8.
+        self.assertEqual(18, len(lines))
+        batch2 = len(b'\n'.join(lines[:9])) + 1
+        offset = -(-batch2 // PAGE) * PAGE
+        self.assertLess(offset, len(data))
+        self.assertNotEqual(b'\n', data[offset - 1:offset])
+        with open(self.journal, 'r+b') as f:
+            f.truncate(offset)
+        # The first batch applied, the second never sent.
+        done = {r['consumer'] for r in rows if r['outcome'] == 'done'}
+        self.assertEqual(
+            {c: doc for c, doc in self.initial.items() if c not in done},
+            self.placement.dump_state())
+        return data[:offset].count(b'\n') + 1
+
+    def restore_both(self, expected_warning):
+        rc, out, err = self.manage('allocations', 'restore', '--format',
+                                   'json', '--journal', self.journal)
+        self.assertEqual(4, rc, err)
+        self.assertEqual([expected_warning], err.splitlines())
+        outcomes = sorted(r['outcome'] for r in json.loads(out))
+        self.assertEqual(self.initial, self.placement.dump_state())
+        return outcomes
+
+    def test_killed_then_rerun_on_the_same_journal(self):
+        cut = self.killed_run()
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertEqual(['done'] * 12, [r['outcome'] for r in rows])
+        self.assertEqual({}, self.placement.dump_state())
+        whole = cut - 10
+        outcomes = self.restore_both(
+            'WARNING: journal %s, line %d: cut short when the run writing '
+            'it was killed; skipped (a change is only sent once its whole '
+            'entry is on disk).' % (self.journal, cut))
+        # The second run's 12 and the first batch's 8 are undone; the
+        # killed batch's whole entries were never sent.
+        self.assertEqual(['done'] * 20 +
+                         ['skipped: already as before'] * whole, outcomes)
+
+    def test_glued_by_an_earlier_release(self):
+        """What the previous release wrote: the re-run's first entry
+        glued onto the cut line (no header, no fresh line).
+        """
+        cut = self.killed_run()
+        other = os.path.join(self.tmp, 'rerun.jsonl')
+        rc, rows = self._run('clean', ('--journal', other), None)
+        self.assertEqual(4, rc)
+        with open(other, 'rb') as f:
+            header, rest = f.read().split(b'\n', 1)
+        self.assertIn(b'"run"', header)
+        with open(self.journal, 'ab') as f:
+            f.write(rest)
+        outcomes = self.restore_both(
+            'WARNING: journal %s, line %d: starts with an entry cut short '
+            'when the run writing it was killed (skipped: a change is only '
+            'sent once its whole entry is on disk); the entry glued after '
+            'it is read.' % (self.journal, cut))
+        self.assertEqual(['done'] * 20 +
+                         ['skipped: already as before'] * (cut - 10),
+                         outcomes)
+
+    def test_damaged_journal_is_refused_before_any_write(self):
+        self.assertEqual(4, self.clean()[0])
+        with open(self.journal, 'rb') as f:
+            lines = f.read().split(b'\n')
+        lines[3] = lines[3][:50]
+        with open(self.journal, 'wb') as f:
+            f.write(b'\n'.join(lines))
+        after = self.placement.dump_state()
+        writes = len(self.writes())
+        rc, out, err = self.manage('allocations', 'restore', '--journal',
+                                   self.journal)
+        self.assertEqual((127, ''), (rc, out))
+        self.assertEqual(
+            ['Journal %s: line 4 is cut short, yet the run that wrote it '
+             'went on after it: the journal is damaged' % self.journal],
+            err.splitlines())
+        self.assertEqual(after, self.placement.dump_state())
+        self.assertEqual(writes, len(self.writes()))
