@@ -26,6 +26,7 @@ import os
 
 import fixtures
 
+from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional import test_clean
 
@@ -404,3 +405,153 @@ class KilledRunTestCase(test_clean.RepairTestCase):
             err.splitlines())
         self.assertEqual(after, self.placement.dump_state())
         self.assertEqual(writes, len(self.writes()))
+
+
+class CloudTestCase(test_clean.RepairTestCase):
+    """A journal names the placement it changed; restore refuses one from
+    another cloud, and takes one from the same cloud reached by another
+    URL.
+    """
+
+    def setUp(self):
+        super().setUp()
+        # Straight to placement, not through the proxy clean went by.
+        self.direct_conf = os.path.join(self.tmp, 'nova.conf')
+
+    def test_header_names_the_endpoint(self):
+        self.gone('host1', self.host1)
+        self.assertEqual(4, self.clean()[0])
+        run, = journal_mod.load(self.journal).runs
+        self.assertEqual(self.proxy.endpoint, run.placement)
+
+    def test_same_cloud_by_another_url(self):
+        gone = self.gone('host1', self.host1)
+        before = self.placement.dump_state()
+        self.assertEqual(4, self.clean()[0])
+        rc, out, err = self.manage('allocations', 'restore', '--format',
+                                   'json', '--journal', self.journal,
+                                   conf_file=self.direct_conf)
+        self.assertEqual((4, ''), (rc, err))
+        self.assertEqual([(gone, 'done')], [(r['consumer'], r['outcome'])
+                                            for r in json.loads(out)])
+        self.assertEqual(before, self.placement.dump_state())
+
+    def test_another_cloud_is_refused_before_any_write(self):
+        """None of the journal's providers exist where its endpoint is
+        not the one it was written against: another cloud.
+        """
+        self.gone('host1', self.host1)
+        self.gone('host1', self.host1)
+        self.assertEqual(4, self.clean()[0])
+        self.assertEqual(
+            204, self.placement.delete_provider(self.host1).status_code)
+        after = self.placement.dump_state()
+        rc, out, err = self.manage('allocations', 'restore', '--journal',
+                                   self.journal, conf_file=self.direct_conf)
+        self.assertEqual((127, ''), (rc, out))
+        self.assertEqual(
+            ['Journal %s: written against placement at %s, and none of the '
+             '1 resource providers it changed exist in placement at %s: '
+             'refusing to restore it into another cloud' % (
+                 self.journal, self.proxy.endpoint,
+                 self.placement.endpoint)], err.splitlines())
+        self.assertEqual(after, self.placement.dump_state())
+        # Through the URL it was written against, it is this cloud: each
+        # entry is tried, and fails on the missing provider.
+        rc, rows = self.restore()
+        self.assertEqual(1, rc)
+        self.assertEqual(2, len(rows))
+        self.assertTrue(all(r['outcome'].startswith('failed: ')
+                            for r in rows), rows)
+
+
+class DryRunTestCase(test_clean.RepairTestCase):
+    """``restore --dry-run`` says what the real run would do."""
+
+    def outcomes(self, rows):
+        return [(r['consumer'], r['resource_provider'], r['outcome'])
+                for r in rows]
+
+    def test_judged_against_what_newer_restores_leave(self):
+        """Two runs changed the same consumer: the older entry only
+        matches once the newer one is undone, and the dry run sees that.
+        """
+        host3 = self.add_node('host3')
+        vm = self.nova.add_instance('cell1', host='host3', node='host3')
+        self.allocate(vm, self.host1, self.host2, host3)
+        self.nova.add_migration('cell1', vm, migration_type='evacuation',
+                                status='done', source_compute='host1',
+                                source_node='host1', dest_compute='host3',
+                                dest_node='host3')
+        self.assertEqual(4, self.clean('--host', 'host1')[0])
+        self.assertEqual(4, self.clean('--host', 'host2')[0])
+        after = self.placement.dump_state()
+        writes = len(self.writes())
+        rc, rows = self.restore('--dry-run')
+        self.assertEqual(3, rc)
+        self.assertEqual([(vm, self.host2, 'skipped: dry run'),
+                          (vm, self.host1, 'skipped: dry run')],
+                         self.outcomes(rows))
+        self.assertEqual(after, self.placement.dump_state())
+        self.assertEqual(writes, len(self.writes()))
+        rc, rows = self.restore()
+        self.assertEqual((4, [(vm, self.host2, 'done'),
+                              (vm, self.host1, 'done')]),
+                         (rc, self.outcomes(rows)))
+
+    def test_refusals_are_reported_as_the_real_run_reports_them(self):
+        vm, bw = self.evacuated()
+        gone = self.gone('host1', self.host1)
+        self.assertEqual(4, self.clean()[0])
+        self.allocate(vm, {self.host2: BIGGER})
+        changed = self.placement.dump_state()
+        writes = len(self.writes())
+        rc, rows = self.restore('--dry-run')
+        refused = ('failed: refused: consumer %s changed since the repair' %
+                   vm)
+        self.assertEqual(1, rc)
+        self.assertEqual(sorted([(vm, self.host1, refused),
+                                 (vm, bw, refused),
+                                 (gone, self.host1, 'skipped: dry run')]),
+                         sorted(self.outcomes(rows)))
+        self.assertEqual(changed, self.placement.dump_state())
+        self.assertEqual(writes, len(self.writes()))
+        rc, real = self.restore()
+        self.assertEqual(1, rc)
+        self.assertEqual(
+            [(c, rp, o.replace('skipped: dry run', 'done'))
+             for c, rp, o in self.outcomes(rows)], self.outcomes(real))
+
+
+class RefusedBatchTestCase(test_clean.RepairTestCase):
+    """A refused request is one journal line, however many consumers it
+    carried: two runs meeting on the same consumers stay proportionate.
+    """
+
+    def test_one_mark_per_refused_request(self):
+        rp = self.add_node('host3', inventory={
+            'VCPU': 64, 'MEMORY_MB': 65536, 'DISK_GB': 100})
+        vms = [self.gone('host3', rp) for _n in range(10)]
+        initial = self.placement.dump_state()
+        # Another writer gets to one of them between the read and the
+        # POST: the whole request is refused.
+        self.proxy.inject('POST', '/allocations', before=lambda:
+                          self.allocate(vms[0], rp, resources=BIGGER))
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        with open(self.journal) as f:
+            marks = [json.loads(line) for line in f
+                     if '"not_applied"' in line]
+        mark, = marks
+        entries = self.entries()
+        self.assertEqual([e['id'] for e in entries[:10]],
+                         mark['not_applied'])
+        self.assertEqual('consumer generation conflict', mark['reason'])
+        self.assertEqual([False] * 10, [e['applied'] for e in entries[:10]])
+        rc, rows = self.restore()
+        self.assertEqual(4, rc)
+        # What the other writer left, and the clean then removed (the
+        # instance is still deleted), comes back: emptied and written
+        # again, the consumer starts again at generation 1.
+        self.assertEqual(dict(initial, **{vms[0]: held({rp: BIGGER})}),
+                         self.placement.dump_state())
