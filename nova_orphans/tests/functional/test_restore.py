@@ -555,3 +555,80 @@ class RefusedBatchTestCase(test_clean.RepairTestCase):
         # again, the consumer starts again at generation 1.
         self.assertEqual(dict(initial, **{vms[0]: held({rp: BIGGER})}),
                          self.placement.dump_state())
+
+
+class BatchedRestoreTestCase(test_clean.RepairTestCase):
+    """Many entries: their consumers read together, written in one
+    generation-checked POST /allocations.
+    """
+
+    COUNT = 10
+
+    def setUp(self):
+        super().setUp()
+        self.rp = self.add_node('host3', inventory={
+            'VCPU': 64, 'MEMORY_MB': 65536, 'DISK_GB': 100})
+        self.vms = [self.gone('host3', self.rp) for _n in range(self.COUNT)]
+        self.initial = self.placement.dump_state()
+        self.assertEqual(4, self.clean()[0])
+        self.assertEqual({}, self.placement.dump_state())
+        self.before = len(self.writes())
+
+    def test_one_post(self):
+        rc, rows = self.restore()
+        self.assertEqual((4, ['done'] * self.COUNT),
+                         (rc, [r['outcome'] for r in rows]))
+        self.assertEqual([('POST', '/allocations')],
+                         self.writes()[self.before:])
+        post = self.proxy.requests('POST')[-1]
+        self.assertEqual(
+            {vm: {'allocations': {self.rp: {'resources': FLAVOR}},
+                  'consumer_generation': None,
+                  'project_id': base.PROJECT, 'user_id': base.USER}
+             for vm in self.vms}, post.body)
+        self.assertEqual(self.initial, self.placement.dump_state())
+
+    def test_refused_batch_is_restored_entry_by_entry(self):
+        """Someone allocates for one of the consumers between the reads
+        and the POST: placement refuses it whole, and each entry is read
+        and judged again on its own; that one is refused, the rest
+        restored.
+        """
+        taken = self.vms[3]
+        self.proxy.inject('POST', '/allocations', before=lambda:
+                          self.allocate(taken, self.rp, resources=BIGGER))
+        rc, rows = self.restore()
+        self.assertEqual(1, rc)
+        self.assertEqual(
+            sorted([(vm, 'done') for vm in self.vms if vm != taken] + [
+                (taken, 'failed: refused: consumer %s changed since the '
+                        'repair' % taken)]),
+            sorted((r['consumer'], r['outcome']) for r in rows))
+        self.assertEqual([409], [p.result for p in
+                                 self.proxy.requests('POST')[-1:]])
+        self.assertEqual(
+            [('POST', '/allocations')] + sorted(
+                ('PUT', '/allocations/' + vm)
+                for vm in self.vms if vm != taken),
+            self.writes()[self.before:self.before + 1] +
+            sorted(self.writes()[self.before + 1:]))
+        self.assertEqual(
+            dict(self.initial, **{taken: held({self.rp: BIGGER})}),
+            self.placement.dump_state())
+
+    def test_server_error_fails_the_batch_and_a_rerun_finishes(self):
+        self.proxy.inject('POST', '/allocations', status=500)
+        rc, rows = self.restore()
+        self.assertEqual(1, rc)
+        self.assertEqual(
+            {'failed: Placement request POST /allocations failed: 500 '
+             'injected by the test proxy'}, {r['outcome'] for r in rows})
+        self.assertEqual({}, self.placement.dump_state())
+        self.assertEqual(4, self.restore()[0])
+        self.assertEqual(self.initial, self.placement.dump_state())
+
+    def test_dry_run_writes_nothing(self):
+        rc, rows = self.restore('--dry-run')
+        self.assertEqual((3, ['skipped: dry run'] * self.COUNT),
+                         (rc, [r['outcome'] for r in rows]))
+        self.assertEqual([], self.writes()[self.before:])
