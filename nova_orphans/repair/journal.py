@@ -180,6 +180,11 @@ class Journal:
                     data = data[os.write(self._fd, data):]
                 os.fsync(self._fd)
             except OSError as e:
+                # Part of it may be on disk (a full file system): the
+                # next write starts as a run of its own would, on a
+                # fresh line after a cut mark.
+                os.close(self._fd)
+                self._fd = None
                 raise exception.JournalError(path=self.path,
                                              reason=e.strerror)
             self._prefix = b''

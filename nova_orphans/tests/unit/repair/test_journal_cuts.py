@@ -17,6 +17,7 @@ it was writing truncated at a multiple of 4 KiB: these tests make
 exactly that, from journals the real writer wrote.
 """
 
+import errno
 import json
 import os
 import signal
@@ -212,6 +213,38 @@ class CutTestCase(base.BaseTestCase):
              'only sent once its whole entry is on disk); the entry glued '
              'after it is read.' % (self.path, cut_line)],
             contents.warnings)
+
+    def test_write_failing_halfway_then_the_next_batch(self):
+        """A full file system: part of a batch reached the file, the
+        batch failed (its change is never sent), and the run goes on
+        with the next one on a fresh line.
+        """
+        j = journal.Journal(self.path, placement=ENDPOINT)
+        j.record(entry('a', pad=0))
+        real = os.write
+
+        def full(fd, data):
+            if len(data) > PAGE:
+                real(fd, data[:PAGE])
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real(fd, data)
+        with fixtures.MonkeyPatch('nova_orphans.repair.journal.os.write',
+                                  full):
+            e = self.assertRaises(exception.JournalError, j.record_many,
+                                  [entry('b%02d' % n) for n in range(20)])
+        self.assertIn('No space left on device', str(e))
+        j.record(entry('c', pad=0))
+        j.close()
+        contents = journal.load(self.path)
+        # The batch's lines that reached the file whole are read (their
+        # change was never sent: restore finds them as before).
+        with open(self.path, 'rb') as f:
+            written = f.read()
+        cut = written[:written.index(b'"cut"')].count(b'\n')
+        self.assertEqual(['a'] + ['b%02d' % n for n in range(cut - 3)] +
+                         ['c'], consumers(contents.entries))
+        self.assertEqual(1, len(contents.warnings))
+        self.assertIn('line %d: cut short' % cut, contents.warnings[0])
 
     def test_whole_line_missing_only_its_newline(self):
         self.run_(['a', 'b'], pad=0)
