@@ -222,7 +222,8 @@ class CleanOrphan(_Audited):
             journal_ = None
             if findings and not parsed_args.dry_run:
                 journal_ = journal.Journal(
-                    parsed_args.journal or journal.default_path(state_path()))
+                    parsed_args.journal or journal.default_path(state_path()),
+                    placement=self.placement.endpoint)
             repairer = actions.Repairer(
                 self.placement, self.nova, self.snapshot, journal=journal_,
                 dry_run=parsed_args.dry_run, max_count=parsed_args.max_count,
@@ -267,10 +268,12 @@ class RestoreOrphan(command.Lister):
 
     def take_action(self, parsed_args):
         with one_line_errors():
-            entries = journal.read(parsed_args.journal)
-            results = restore_mod.restore(
-                self.app.client_manager.nova_orphans.placement, entries,
-                dry_run=parsed_args.dry_run)
+            placement = self.app.client_manager.nova_orphans.placement
+            entries = restore_mod.load(
+                placement, parsed_args.journal,
+                warn=lambda warning: self.app.stderr.write(warning + '\n'))
+            results = restore_mod.restore(placement, entries,
+                                          dry_run=parsed_args.dry_run)
         self.outcomes = [o for _f, o in results]
         return columns_mod.listing(parsed_args, [f for f, _o in results],
                                    self.outcomes)
