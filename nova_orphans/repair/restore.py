@@ -27,18 +27,32 @@ from nova_orphans.repair import actions
 from nova_orphans.repair import documents
 
 
-def restore(client, entries, dry_run=False):
-    """Returns [(finding, outcome)] for every finding of every entry."""
+def restore(client, entries, dry_run=False, progress=None, stop=None):
+    """Returns [(finding, outcome)] for every finding of every entry.
+
+    ``progress`` counts the entries; once ``stop`` (see
+    nova_orphans.interrupt) is set no other write is sent, and the
+    entries not put back say so.
+    """
     reader = placement_api.PlacementAPIReader(client)
     results = []
+    if progress:
+        progress.stage(_('journal entries restored'), len(entries))
     for entry in reversed(entries):
-        outcome = _restore_entry(client, reader, entry, dry_run)
+        if stop is not None and stop.is_set():
+            outcome = actions.interrupted()
+        else:
+            outcome = _restore_entry(client, reader, entry, dry_run, stop)
         results.extend((model.Finding.from_dict(row), outcome)
                        for row in entry.get('findings', ()))
+        if progress:
+            progress()
+    if progress:
+        progress.finish()
     return results
 
 
-def _restore_entry(client, reader, entry, dry_run):
+def _restore_entry(client, reader, entry, dry_run, stop=None):
     if entry.get('applied') is False:
         return actions.skipped(_('never applied (%(reason)s)') %
                                {'reason': entry.get('reason')})
@@ -66,6 +80,8 @@ def _restore_entry(client, reader, entry, dry_run):
                 before = dict(before, project_id=current[c]['project_id'],
                               user_id=current[c]['user_id'])
             targets[c] = (before, current[c]['consumer_generation'])
+        if stop is not None and stop.is_set():
+            return actions.interrupted()
         actions.write(client, targets)
     except actions._Retry:
         return actions.failed(_('changed concurrently; run restore again'))
