@@ -33,11 +33,12 @@ import threading
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class Interrupted(BaseException):
+class Interrupted(KeyboardInterrupt):
     """A signal stopped a run that had changed nothing.
 
-    A BaseException, as KeyboardInterrupt is: no ``except Exception``
-    on the way up turns it into a failed row.
+    A KeyboardInterrupt: no ``except Exception`` on the way up turns it
+    into a failed row, and cliff ends an ``openstack`` command with it
+    quietly, exit code 130.
     """
 
     def __init__(self, signum):

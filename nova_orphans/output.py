@@ -32,6 +32,10 @@ from nova_orphans.i18n import _
 
 TABLE_COLUMNS = ('consumer', 'consumer_type', 'resource_provider_name',
                  'host', 'reason', 'action', 'resources')
+# Short headers: cliff narrows a column to fit, never its header.
+HEADERS = {'consumer_type': 'Type', 'resource_provider': 'Provider UUID',
+           'resource_provider_name': 'Provider', 'root_provider': 'Root',
+           'project_id': 'Project', 'user_id': 'User'}
 
 
 # Standard classes first, in the order nova's flavors name them.
@@ -131,7 +135,7 @@ def render_table(rows, stream, verbose=False, max_width=None,
              else ('' if row[c] is None else row[c])
              for c in columns] for row in rows]
     cliff_table.TableFormatter().emit_list(
-        [c.replace('_', ' ').capitalize() for c in columns], data, stream,
+        [HEADERS.get(c, c.capitalize()) for c in columns], data, stream,
         width_options(max_width, fit_width))
 
 
