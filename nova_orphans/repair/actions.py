@@ -357,8 +357,10 @@ class Repairer:
 
     @staticmethod
     def _failed(consumer, planned, error):
-        LOG.warning('Repair of consumer %(consumer)s failed: %(error)s',
-                    {'consumer': consumer, 'error': error})
+        # Debug: placement down fails every consumer alike, and the front
+        # ends print each cause once (output.group_failures).
+        LOG.debug('Repair of consumer %(consumer)s failed: %(error)s',
+                  {'consumer': consumer, 'error': error})
         return [failed(str(error))] * len(planned)
 
     def _attempt(self, consumer, planned, docs, fresh):

@@ -236,3 +236,54 @@ class InterruptTestCase(test_clean.RepairTestCase):
                                     'changed.']), (rc, out, err))
         # It did not wait for the request it was stopped in.
         self.assertLess(time.monotonic() - start, 20)
+
+
+class OutputTestCase(test_clean.RepairTestCase):
+    """What a person reads: the summary, and one line per failure."""
+
+    def table(self, *argv, conf_file=None):
+        rc, out, err = self.manage('allocations', *argv, '--max-width', '0',
+                                   conf_file=conf_file)
+        self.assertNotIn('Traceback', err)
+        return rc, out, err
+
+    def test_nothing_found_is_one_line(self):
+        self.boot('host1', self.host1)
+        self.assertEqual((0, 'No orphaned allocations found.\n'),
+                         self.table('list')[:2])
+        self.assertEqual((0, 'No orphaned allocations found.\n'),
+                         self.table('clean')[:2])
+
+    def test_list_ends_with_a_summary(self):
+        self.gone('host1', self.host1)
+        self.stranger(self.host1)
+        rc, out, err = self.table('list', '--host', 'host1')
+        self.assertEqual(3, rc, err)
+        self.assertEqual([
+            '2 orphaned allocation(s) of 2 consumer(s) on 1 resource '
+            'provider(s) hold VCPU=2, MEMORY_MB=1024, DISK_GB=2.',
+            'Next: nova-orphans-manage --config-file %s allocations clean '
+            '--dry-run --host host1' % self.conf_file],
+            out.splitlines()[-2:])
+        self.assertEqual(
+            '| Consumer                             | Type     | Provider '
+            '| Host  | Reason           | Action          | Resources       '
+            '                 |', out.splitlines()[1])
+
+    def test_placement_down_during_restore_is_one_line(self):
+        gones = [self.gone('host1', self.host1) for _n in range(3)]
+        self.assertEqual(4, self.clean()[0])
+        self.proxy.inject('PUT', '/allocations/.*', count=None, status=500)
+        rc, out, err = self.table('restore', '--journal', self.journal)
+        self.assertEqual(1, rc, err)
+        rows = [line for line in out.splitlines()
+                if any(c in line for c in gones)]
+        self.assertEqual(['failed: error 1'] * 3,
+                         [r.split('|')[-2].strip() for r in rows])
+        self.assertEqual('Outcomes: 3 failed.', out.splitlines()[-1])
+        errors = [line for line in err.splitlines()
+                  if line.startswith('Error ')]
+        self.assertEqual(1, len(errors), err)
+        self.assertTrue(errors[0].startswith(
+            'Error 1 (3 row(s)): Placement request PUT /allocations/'),
+            errors[0])
