@@ -421,7 +421,7 @@ class AllocationCommands:
             print(_('To undo: %(command)s') % {
                 'command': self._command('restore', '--journal',
                                          journal_.path)}, file=sys.stderr)
-        if self._stop.signum:
+        if _stopped_short(self._stop, outcomes):
             return self._interrupted(outcomes, _('repair(s)'))
         return _repair_code(outcomes)
 
@@ -454,7 +454,7 @@ class AllocationCommands:
         outcomes = [o for _f, o in results]
         self._finish_repairs(rows, outcomes,
                              _('The journal holds no change to restore.'))
-        if self._stop.signum:
+        if _stopped_short(self._stop, outcomes):
             code = self._interrupted(outcomes, _('restore(s)'))
             print(_('To restore the rest: %(command)s') % {
                 'command': self._command('restore', '--journal',
@@ -486,6 +486,13 @@ class _OnFirstUse:
         if self._obj is None:
             self._obj = self._factory()
         return getattr(self._obj, name)
+
+
+def _stopped_short(stop, outcomes):
+    """Whether a signal left rows undone: one that came while the last
+    writes were in flight stopped nothing, and the run's code stands.
+    """
+    return stop.signum is not None and actions.interrupted() in outcomes
 
 
 def _repair_code(outcomes, restoring=False):

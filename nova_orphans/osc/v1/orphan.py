@@ -219,7 +219,9 @@ class _Repairing:
         shown, causes = output.group_failures(outcomes)
         for line in output.failure_lines(causes):
             self.app.stderr.write(line + '\n')
-        if self.stop.signum:
+        self.stopped_short = (self.stop.signum is not None and
+                              actions.interrupted() in outcomes)
+        if self.stopped_short:
             self.app.stderr.write(_(
                 'Interrupted by %(signal)s: %(done)d done; %(left)d not '
                 'attempted (skipped: interrupted).\n') % {
@@ -235,8 +237,9 @@ class _Repairing:
     def run(self, parsed_args):
         self.outcomes = []
         self.stop = interrupt.Stop()
+        self.stopped_short = False
         result = super().run(parsed_args)
-        if self.stop.signum:
+        if self.stopped_short:
             return interrupt.exit_code(self.stop.signum)
         columns_mod.raise_if_failed(self.outcomes)
         return result
