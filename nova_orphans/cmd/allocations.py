@@ -273,9 +273,9 @@ class AllocationCommands:
         """List orphaned allocations with their reason and repair action.
 
         Reads the nova API database, every cell database and placement;
-        changes nothing. Returns 3 when orphans are listed, 0 when none.
-        A table ends with what the orphans hold and the command to run
-        next.
+        changes nothing. Returns 3 when orphans are listed, 0 when none,
+        130/143 when stopped by SIGINT/SIGTERM. A table ends with what
+        the orphans hold and the command to run next.
         """
         if self.cmd.format == 'prometheus':
             return self._metrics()

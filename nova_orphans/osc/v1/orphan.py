@@ -213,7 +213,7 @@ class _Repairing:
     130/143 if a signal stopped it, else in an error if a change failed.
     """
 
-    def report(self, outcomes, journal_path=None):
+    def report(self, outcomes):
         """The rows' outcomes as shown: one line per cause of failure."""
         self.outcomes = outcomes
         shown, causes = output.group_failures(outcomes)
