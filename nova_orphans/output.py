@@ -13,17 +13,39 @@
 
 JSON is the contract: a list of objects with exactly
 ``model.FINDING_KEYS`` (plus ``outcome`` for repairs), nothing else on
-stdout. Tables are for people.
+stdout. Tables are for people: drawn by cliff's table formatter, as the
+osc plugin's are, so both front ends fit a terminal the same way, and
+closed by a summary.
 """
 
+import argparse
+import collections
 import json
+import os
+import re
 
-import prettytable
+from cliff.formatters import table as cliff_table
 
 from nova_orphans.engine import model
+from nova_orphans.engine import reasons
+from nova_orphans.i18n import _
 
 TABLE_COLUMNS = ('consumer', 'consumer_type', 'resource_provider_name',
                  'host', 'reason', 'action', 'resources')
+# Short headers: cliff narrows a column to fit, never its header.
+HEADERS = {'consumer_type': 'Type', 'resource_provider': 'Provider UUID',
+           'resource_provider_name': 'Provider', 'root_provider': 'Root',
+           'project_id': 'Project', 'user_id': 'User'}
+
+
+# Standard classes first, in the order nova's flavors name them.
+STANDARD_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB')
+# A failure text longer than this is shown as its error number.
+SHORT_FAILURE = 80
+FAILED = 'failed: '
+_UUID = re.compile(r'[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?'
+                   r'[0-9a-f]{12}', re.I)
+_ADDRESS = re.compile(r' at 0x[0-9a-f]+', re.I)
 
 
 def format_resources(resources):
@@ -89,15 +111,120 @@ def _json(value, indent):
     return json.dumps(value, indent=2).replace('\n', '\n' + indent)
 
 
-def render_table(rows, stream, verbose=False):
+def width_options(max_width=None, fit_width=None):
+    """``--max-width``/``--fit-width`` with cliff's defaults, read now.
+
+    As openstackclient: the options win over ``CLIFF_MAX_TERM_WIDTH`` and
+    ``CLIFF_FIT_WIDTH``; a table on a terminal is fitted to it anyway.
+    """
+    if max_width is None:
+        max_width = int(os.environ.get('CLIFF_MAX_TERM_WIDTH') or 0)
+    if not fit_width:
+        fit_width = bool(int(os.environ.get('CLIFF_FIT_WIDTH') or 0))
+    return argparse.Namespace(max_width=max_width, fit_width=fit_width,
+                              print_empty=False)
+
+
+def render_table(rows, stream, verbose=False, max_width=None,
+                 fit_width=None):
+    """Rows as cliff draws a table, fitted as ``openstack`` fits its own."""
     columns = list(model.FINDING_KEYS if verbose else TABLE_COLUMNS)
     if rows and 'outcome' in rows[0]:
         columns.append('outcome')
-    table = prettytable.PrettyTable([c.replace('_', ' ').capitalize()
-                                     for c in columns])
-    table.align = 'l'
+    data = [[format_resources(row[c]) if c == 'resources'
+             else ('' if row[c] is None else row[c])
+             for c in columns] for row in rows]
+    cliff_table.TableFormatter().emit_list(
+        [HEADERS.get(c, c.capitalize()) for c in columns], data, stream,
+        width_options(max_width, fit_width))
+
+
+def capacity(rows):
+    """{resource class: amount} the rows' allocations hold, VCPU first."""
+    total = collections.Counter()
     for row in rows:
-        table.add_row([format_resources(row[c]) if c == 'resources'
-                       else ('' if row[c] is None else row[c])
-                       for c in columns])
-    stream.write(table.get_string() + '\n')
+        total.update(row['resources'])
+    order = [rc for rc in STANDARD_CLASSES if rc in total]
+    order += sorted(rc for rc in total if rc not in STANDARD_CLASSES)
+    return ', '.join('%s=%d' % (rc, total[rc]) for rc in order)
+
+
+def list_summary(rows, unreadable_cells=(), next_command=None):
+    """The lines that close a human ``list``: what the orphans hold,
+    what could not be read, and what to run next.
+    """
+    orphans = [r for r in rows if r['action'] not in (reasons.NONE,
+                                                      reasons.HEAL)]
+    heal = [r for r in rows if r['action'] == reasons.HEAL]
+    lines = []
+    if orphans:
+        lines.append(_(
+            '%(orphans)d orphaned allocation(s) of %(consumers)d '
+            'consumer(s) on %(providers)d resource provider(s) hold '
+            '%(capacity)s.') % {
+                'orphans': len(orphans),
+                'consumers': len({r['consumer'] for r in orphans}),
+                'providers': len({r['resource_provider'] for r in orphans}),
+                'capacity': capacity(orphans)})
+    if heal:
+        lines.append(_('%(count)d live instance(s) hold no allocations '
+                       '(missing_allocations); "clean --heal" creates '
+                       'them.') % {'count': len({r['consumer']
+                                                 for r in heal})})
+    if not orphans and not heal:
+        lines.append(_('No orphaned allocations found.'))
+    if unreadable_cells:
+        lines.append(_('Cells not read: %(cells)s; their consumers are '
+                       'unverifiable, never orphans.') % {
+            'cells': ', '.join(unreadable_cells)})
+    if (orphans or heal) and next_command:
+        lines.append(_('Next: %(command)s') % {'command': next_command})
+    return lines
+
+
+def outcome_summary(outcomes):
+    """One line counting the outcomes of a clean or restore, by kind."""
+    counts = collections.Counter(
+        o if not o.startswith(FAILED) else FAILED.rstrip(': ')
+        for o in outcomes)
+    return _('Outcomes: %s.') % ', '.join(
+        '%d %s' % (n, o) for o, n in sorted(
+            counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def group_failures(outcomes):
+    """(outcomes, causes): one cause per way the rows failed.
+
+    Placement down fails every row alike with a long message, each
+    naming its own consumer's URL: those rows are one cause, ``failed:
+    error N``, and ``causes`` holds (N, how many rows, the first such
+    row's full text), to be printed once. A short reason (``failed:
+    changed concurrently; run restore again``) is its own id and stays
+    on its row.
+    """
+    causes = collections.OrderedDict()
+    keys = []
+    for outcome in outcomes:
+        if not outcome.startswith(FAILED):
+            keys.append(None)
+            continue
+        text = outcome[len(FAILED):]
+        key = _ADDRESS.sub('', _UUID.sub('{uuid}', text))
+        keys.append(key)
+        if key not in causes:
+            causes[key] = [None, 0, text]
+        causes[key][1] += 1
+    numbered = [c for c in causes.values() if len(c[2]) > SHORT_FAILURE]
+    for number, cause in enumerate(numbered, 1):
+        cause[0] = number
+    short = [o if k is None or not causes[k][0] else
+             FAILED + _('error %d') % causes[k][0]
+             for o, k in zip(outcomes, keys)]
+    return short, [tuple(c) for c in numbered]
+
+
+def failure_lines(causes):
+    """One line per numbered cause of failure, with its count."""
+    return [_('Error %(number)d (%(count)d row(s)): %(text)s') % {
+        'number': number, 'count': count, 'text': text}
+        for number, count, text in causes]

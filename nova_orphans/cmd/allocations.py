@@ -12,7 +12,10 @@
 """``nova-orphans-manage allocations ...``: list, clean, restore."""
 
 import contextlib
+import functools
 import gc
+import os
+import shlex
 import sys
 import time
 
@@ -21,6 +24,7 @@ from nova_orphans.engine import reasons
 from nova_orphans.engine import site_rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import interrupt
 from nova_orphans import metrics
 from nova_orphans import output
 from nova_orphans import progress as progress_mod
@@ -60,6 +64,79 @@ def with_filters(func):
     return func
 
 
+def with_progress(what):
+    """``--progress`` and ``--no-progress``: by default progress is shown
+    on a terminal, for table output, once a run lasts a few seconds.
+    """
+    def decorator(func):
+        func = args('--no-progress', action='store_false', dest='progress',
+                    default=None,
+                    help=_('Never report progress.'))(func)
+        return args('--progress', action='store_true', dest='progress',
+                    default=None,
+                    help=_('Report progress on stderr (%(what)s), also when '
+                           'stderr is not a terminal or the output is not '
+                           'a table. Default: on a terminal, for tables, '
+                           'once the run has lasted a few seconds.') %
+                    {'what': what})(func)
+    return decorator
+
+
+def with_table_width(func):
+    """cliff's table options, so both front ends fit a terminal alike."""
+    func = args('--fit-width', action='store_true', dest='fit_width',
+                default=None,
+                help=_('Fit the table to the terminal\'s width (the default '
+                       'when stdout is a terminal); CLIFF_FIT_WIDTH=1 '
+                       'does the same.'))(func)
+    return args('--max-width', metavar='N', type=int, dest='max_width',
+                default=None,
+                help=_('Fit the table to N columns (less than 1: do not '
+                       'fit); takes precedence over CLIFF_MAX_TERM_WIDTH.')
+                )(func)
+
+
+def interruptible(func):
+    """SIGINT and SIGTERM end the action with 130 or 143, never a
+    traceback (see nova_orphans.interrupt).
+
+    An action that is stopped while it only reads says so in one line;
+    one that writes calls ``self._stop.start_writing()`` first, and
+    reports what it did itself.
+    """
+    @functools.wraps(func)
+    def wrapper(self):
+        self._stop = interrupt.Stop(
+            exit_now=_exit_now if self.console else None)
+        try:
+            with self._stop.handled():
+                return func(self)
+        except interrupt.Interrupted as e:
+            if self._progress_:
+                self._progress_.abandon()
+            print(_nothing_changed(e.signum), file=sys.stderr)
+            return interrupt.exit_code(e.signum)
+    return wrapper
+
+
+def _nothing_changed(signum):
+    return _('Interrupted by %(signal)s; nothing was changed.') % {
+        'signal': interrupt.signal_name(signum)}
+
+
+def _exit_now(signum):
+    """The console script, stopped before any write: one line and out
+    at once (see interrupt.Stop), the request in flight abandoned.
+    """
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    interrupt.say(('\n' if progress_mod.is_terminal(sys.stderr) else '') +
+                  _nothing_changed(signum))
+    os._exit(interrupt.exit_code(signum))
+
+
 class AllocationCommands:
     """Placement allocations that no live nova object owns."""
 
@@ -71,6 +148,7 @@ class AllocationCommands:
         self._nova = None
         self._placement_db = None
         self._progress_ = None
+        self._stop = interrupt.Stop()
 
     def close(self):
         """Let go of the database connections the command kept."""
@@ -131,11 +209,20 @@ class AllocationCommands:
                 gc.freeze()
 
     def _progress(self):
-        if getattr(self.cmd, 'progress', False):
-            if self._progress_ is None:
-                self._progress_ = progress_mod.Progress(sys.stderr)
-            return self._progress_
-        return None
+        """The run's Progress, or None: see with_progress."""
+        if self._progress_ is None:
+            forced = getattr(self.cmd, 'progress', None)
+            terminal = progress_mod.is_terminal(sys.stderr)
+            if forced:
+                self._progress_ = progress_mod.Progress(sys.stderr,
+                                                        tty=terminal)
+            elif (forced is None and terminal and
+                    getattr(self.cmd, 'format', 'table') == 'table'):
+                self._progress_ = progress_mod.Progress(
+                    sys.stderr, tty=True, delay=progress_mod.AUTO_DELAY)
+            else:
+                self._progress_ = False
+        return self._progress_ or None
 
     def _findings(self, show_all=False, everything=False):
         # Bad input is refused before anything is contacted.
@@ -147,6 +234,8 @@ class AllocationCommands:
                              shown=None if everything else
                              self._shown(show_all))
         self._snapshot = audit.snapshot
+        self._unreadable = [c.label for c in
+                            audit.snapshot.nova.unreadable_cells]
         for cell in audit.snapshot.nova.unreadable_cells:
             print(_('WARNING: cell %(cell)s could not be read (%(error)s); '
                     'its consumers are reported as unverifiable, never as '
@@ -176,15 +265,17 @@ class AllocationCommands:
                  'node_exporter textfile-collector metrics for every '
                  'reason, ignoring --reason and --all.'))
     @args('--verbose', action='store_true',
-          help=_('Show every column in tables, and a summary.'))
-    @args('--progress', action='store_true',
-          help=_('Report progress on stderr (providers read, consumers '
-                 'checked).'))
+          help=_('Show every column in tables.'))
+    @with_progress(_('providers read, consumers checked'))
+    @with_table_width
+    @interruptible
     def list(self):
         """List orphaned allocations with their reason and repair action.
 
         Reads the nova API database, every cell database and placement;
-        changes nothing. Returns 3 when orphans are listed, 0 when none.
+        changes nothing. Returns 3 when orphans are listed, 0 when none,
+        130/143 when stopped by SIGINT/SIGTERM. A table ends with what
+        the orphans hold and the command to run next.
         """
         if self.cmd.format == 'prometheus':
             return self._metrics()
@@ -192,13 +283,15 @@ class AllocationCommands:
         # collector passes over it.
         with self._collector_paused():
             findings = self._findings(self.cmd.show_all)
-            self._render(output.rows_as_dicts(findings))
-        if self.cmd.format != 'json' and self.cmd.verbose:
-            orphans = [f for f in findings if f.is_orphan]
-            print(_('%(orphans)d orphaned allocation(s) of %(consumers)d '
-                    'consumer(s).') % {
-                'orphans': len(orphans),
-                'consumers': len({f.consumer for f in orphans})})
+            rows = output.rows_as_dicts(findings)
+            if self.cmd.format == 'json':
+                self._render(rows)
+            else:
+                if rows:
+                    self._render(rows)
+                self._say(output.list_summary(
+                    rows, self._unreadable,
+                    self._command('clean', '--dry-run', *self._filters())))
         return 3 if any(f.is_orphan for f in findings) else 0
 
     def _metrics(self):
@@ -215,7 +308,59 @@ class AllocationCommands:
             output.render_json(rows, sys.stdout)
         else:
             output.render_table(rows, sys.stdout,
-                                verbose=getattr(self.cmd, 'verbose', False))
+                                verbose=getattr(self.cmd, 'verbose', False),
+                                max_width=self.cmd.max_width,
+                                fit_width=self.cmd.fit_width)
+
+    def _say(self, lines, stream=None):
+        for line in lines:
+            print(line, file=stream or sys.stdout)
+
+    def _command(self, action, *argv):
+        """The nova-orphans-manage command line that runs ``action``
+        with the configuration this run read, ready to paste.
+        """
+        words = ['nova-orphans-manage']
+        files = list(self.conf.config_file or ())
+        if files != list(self.conf.default_config_files or ()):
+            for path in files:
+                words += ['--config-file', path]
+        if self.conf.config_dir:
+            words += ['--config-dir', self.conf.config_dir]
+        words += ['allocations', action] + list(argv)
+        return ' '.join(shlex.quote(w) for w in words)
+
+    def _filters(self):
+        argv = []
+        if self.cmd.resource_provider:
+            argv += ['--resource-provider', self.cmd.resource_provider]
+        if self.cmd.host:
+            argv += ['--host', self.cmd.host]
+        for reason in self.cmd.reasons or ():
+            argv += ['--reason', reason]
+        return argv
+
+    def _finish_repairs(self, rows, outcomes, nothing):
+        """Print the rows of a clean or restore, what failed once per
+        cause, and the summary.
+        """
+        shown, causes = output.group_failures(outcomes)
+        if self.cmd.format == 'json' or rows:
+            self._render(output.rows_as_dicts(rows, shown))
+        if self.cmd.format != 'json':
+            self._say([output.outcome_summary(outcomes)] if outcomes
+                      else [nothing])
+        self._say(output.failure_lines(causes), sys.stderr)
+
+    def _interrupted(self, outcomes, what):
+        signum = self._stop.signum
+        print(_('Interrupted by %(signal)s: %(done)d %(what)s done; '
+                '%(left)d not attempted (skipped: interrupted).') % {
+            'signal': interrupt.signal_name(signum),
+            'done': sum(1 for o in outcomes if o == actions.DONE),
+            'left': sum(1 for o in outcomes if o == actions.interrupted()),
+            'what': what}, file=sys.stderr)
+        return interrupt.exit_code(signum)
 
     @with_filters
     @args('--dry-run', action='store_true', dest='dry_run',
@@ -230,9 +375,10 @@ class AllocationCommands:
                  'none (missing_allocations), from their flavor.'))
     @args('--format', choices=('table', 'json'), default='table',
           dest='format', help=_('Output format (default: table).'))
-    @args('--progress', action='store_true',
-          help=_('Report progress on stderr (providers read, consumers '
-                 'checked, consumers repaired).'))
+    @with_progress(_('providers read, consumers checked, consumers '
+                     'repaired'))
+    @with_table_width
+    @interruptible
     def clean(self):
         """Repair orphaned allocations, journaled and generation-checked.
 
@@ -240,7 +386,8 @@ class AllocationCommands:
         before its write; the journal (written before every change)
         lets "restore" undo the run. Returns 0 nothing to do, 3 found
         but nothing changed (--dry-run, or every finding skipped), 4
-        repaired, 1 a repair failed (the others were still done).
+        repaired, 1 a repair failed (the others were still done),
+        130/143 stopped by SIGINT/SIGTERM (what was done is printed).
         """
         if self.cmd.max_count is not None and self.cmd.max_count < 1:
             raise exception.InvalidInput(
@@ -260,16 +407,23 @@ class AllocationCommands:
             heal=self.cmd.heal,
             concurrency=self.conf.nova_orphans.placement_concurrency,
             progress=self._progress(), rules=self._rules,
-            placement_db=self._placement_db)
+            placement_db=self._placement_db, stop=self._stop)
+        self._stop.start_writing(_STOPPING)
         try:
             rows, outcomes = repairer.clean(findings)
         finally:
             if journal_ is not None:
                 journal_.close()
-        self._render(output.rows_as_dicts(rows, outcomes))
+        self._finish_repairs(rows, outcomes,
+                             _('No orphaned allocations found.'))
         if journal_ is not None and journal_.entries:
             print(_('Journal: %(path)s') % {'path': journal_.path},
                   file=sys.stderr)
+            print(_('To undo: %(command)s') % {
+                'command': self._command('restore', '--journal',
+                                         journal_.path)}, file=sys.stderr)
+        if _stopped_short(self._stop, outcomes):
+            return self._interrupted(outcomes, _('repair(s)'))
         return _repair_code(outcomes)
 
     @args('--journal', metavar='PATH', required=True,
@@ -278,23 +432,43 @@ class AllocationCommands:
           help=_('Show what would be restored; change nothing.'))
     @args('--format', choices=('table', 'json'), default='table',
           dest='format', help=_('Output format (default: table).'))
+    @with_progress(_('journal entries restored'))
+    @with_table_width
+    @interruptible
     def restore(self):
         """Put back what a "clean" run changed, newest change first.
 
         A consumer that changed since the repair is refused and
         reported, never overwritten. Returns 0 nothing to do, 3 would
         restore (--dry-run), 4 all restored, 1 something refused or
-        failed.
+        failed, 130/143 stopped by SIGINT/SIGTERM (run it again for
+        the rest).
         """
+        client = self._client()
         entries = restore_mod.load(
-            self._client(), self.cmd.journal,
+            client, self.cmd.journal,
             warn=lambda warning: print(warning, file=sys.stderr))
-        results = restore_mod.restore(self._client(), entries,
-                                      dry_run=self.cmd.dry_run)
+        self._stop.start_writing(_STOPPING)
+        results = restore_mod.restore(client, entries,
+                                      dry_run=self.cmd.dry_run,
+                                      progress=self._progress(),
+                                      stop=self._stop)
         rows = [f for f, _o in results]
         outcomes = [o for _f, o in results]
-        self._render(output.rows_as_dicts(rows, outcomes))
+        self._finish_repairs(rows, outcomes,
+                             _('The journal holds no change to restore.'))
+        if _stopped_short(self._stop, outcomes):
+            code = self._interrupted(outcomes, _('restore(s)'))
+            print(_('To restore the rest: %(command)s') % {
+                'command': self._command('restore', '--journal',
+                                         self.cmd.journal)},
+                  file=sys.stderr)
+            return code
         return _repair_code(outcomes, restoring=True)
+
+
+_STOPPING = _('%(signal)s: stopping; the requests in flight finish, then '
+              'what was done is printed.')
 
 
 class _OnFirstUse:
@@ -315,6 +489,13 @@ class _OnFirstUse:
         if self._obj is None:
             self._obj = self._factory()
         return getattr(self._obj, name)
+
+
+def _stopped_short(stop, outcomes):
+    """Whether a signal left rows undone: one that came while the last
+    writes were in flight stopped nothing, and the run's code stands.
+    """
+    return stop.signum is not None and actions.interrupted() in outcomes
 
 
 def _repair_code(outcomes, restoring=False):

@@ -23,6 +23,8 @@ CATEGORY ACTION [options]``, reading nova.conf. Return codes (also in
 6    unsupported or damaged nova schema: a table or column it reads is
      missing (nothing was written)
 127  invalid input: bad uuid, unknown host, unreadable config
+130  interrupted by SIGINT (what was done is printed first)
+143  interrupted by SIGTERM (what was done is printed first)
 255  unexpected error
 ===  ==========================================================
 
@@ -60,6 +62,8 @@ ORPHANS_FOUND = 3
 REPAIRED = 4
 UNSUPPORTED_SCHEMA = 6
 INVALID_INPUT = 127
+INTERRUPTED = 130
+TERMINATED = 143
 UNEXPECTED = 255
 
 DESCRIPTION = _(

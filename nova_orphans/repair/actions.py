@@ -73,6 +73,11 @@ def failed(why):
     return 'failed: %s' % why
 
 
+def interrupted():
+    """The outcome of a row a signal stopped before its write was sent."""
+    return skipped(_('interrupted'))
+
+
 class _Retry(Exception):
     """The consumer changed under us; evaluate it again."""
 
@@ -82,7 +87,7 @@ class Repairer:
     def __init__(self, client, nova_reader, audit_snapshot, journal=None,
                  dry_run=False, max_count=None, heal=False, concurrency=8,
                  progress=None, rules=rules_mod.DEFAULT_RULES,
-                 placement_db=None):
+                 placement_db=None, stop=None):
         self.client = client
         self.reader = placement_api.PlacementAPIReader(client)
         # Fast mode: a PlacementDBReader for the batches' documents.
@@ -96,6 +101,9 @@ class Repairer:
         self.concurrency = concurrency
         self.progress = progress
         self.rules = rules
+        # Set by a signal (see nova_orphans.interrupt): asked before each
+        # batch and each write, so only the writes in flight finish.
+        self.stop = stop
         # See _reclassify.
         self._cloud = None
         self._cloud_lock = threading.Lock()
@@ -138,6 +146,8 @@ class Repairer:
         def repair(stream):
             results = {}
             for start in range(0, len(stream), BATCH):
+                if self._stopped():
+                    break
                 batch = stream[start:start + BATCH]
                 planned = {c: [rows[i] for i in plan[c]] for c in batch}
                 with concurrent.futures.ThreadPoolExecutor(threads) as pool:
@@ -152,9 +162,14 @@ class Repairer:
                 for consumer, result in results.items():
                     for i, outcome in zip(plan[consumer], result):
                         outcomes[i] = outcome
+        # The batches a signal stopped before they were read.
+        outcomes = [interrupted() if o is None else o for o in outcomes]
         if self.progress:
             self.progress.finish()
         return rows, outcomes
+
+    def _stopped(self):
+        return self.stop is not None and self.stop.is_set()
 
     def _streams(self, consumers, count):
         """Split the consumers into up to ``count`` lists, in order, that
@@ -262,6 +277,8 @@ class Repairer:
         one (a 4xx, a generation conflict among them), every consumer of
         it goes the one-by-one way, read again and re-evaluated once.
         """
+        if self._stopped():
+            return {p.consumer: _interrupted(p.outcomes) for p in group}
         try:
             self._commit(group)
         except (_Retry, exception.PlacementError) as e:
@@ -340,8 +357,10 @@ class Repairer:
 
     @staticmethod
     def _failed(consumer, planned, error):
-        LOG.warning('Repair of consumer %(consumer)s failed: %(error)s',
-                    {'consumer': consumer, 'error': error})
+        # Debug: placement down fails every consumer alike, and the front
+        # ends print each cause once (output.group_failures).
+        LOG.debug('Repair of consumer %(consumer)s failed: %(error)s',
+                  {'consumer': consumer, 'error': error})
         return [failed(str(error))] * len(planned)
 
     def _attempt(self, consumer, planned, docs, fresh):
@@ -349,6 +368,8 @@ class Repairer:
         prepared = self._prepare(consumer, planned, docs, fresh)
         if isinstance(prepared, list):
             return prepared
+        if self._stopped():
+            return _interrupted(prepared.outcomes)
         self._commit([prepared])
         return prepared.outcomes
 
@@ -536,6 +557,13 @@ def write(client, targets):
                            version=version, expected=(204,))
     except exception.GenerationConflict:
         raise _Retry()
+
+
+def _interrupted(outcomes):
+    """A verified change a signal stopped before it was journaled: its
+    rows that were to be done were not; the others keep their reason.
+    """
+    return [interrupted() if o == DONE else o for o in outcomes]
 
 
 def _empty():

@@ -100,7 +100,8 @@ def _providers(entries):
             for rp in doc.get('allocations') or {}}
 
 
-def restore(client, entries, dry_run=False, concurrency=8):
+def restore(client, entries, dry_run=False, concurrency=8, progress=None,
+            stop=None):
     """Returns [(finding, outcome)] for every finding of every entry.
 
     Entries are undone newest first, in batches of entries that share no
@@ -109,15 +110,29 @@ def restore(client, entries, dry_run=False, concurrency=8):
     generation-checked ``POST /allocations``. Placement applies all of
     it or nothing; after it refuses one (a 4xx, one consumer changed),
     each entry of it is read, judged and written again on its own.
+
+    ``progress`` counts the entries; once ``stop`` (see
+    nova_orphans.interrupt) is set no other write is sent, and the
+    entries not put back say so.
     """
     state = _Placement(placement_api.PlacementAPIReader(client), dry_run)
     results = []
+    if progress:
+        progress.stage(_('journal entries restored'), len(entries))
     with concurrent.futures.ThreadPoolExecutor(max(1, concurrency)) as pool:
         for batch in _batches(list(reversed(entries))):
-            outcomes = _restore_batch(client, state, batch, dry_run, pool)
+            if stop is not None and stop.is_set():
+                outcomes = [actions.interrupted()] * len(batch)
+            else:
+                outcomes = _restore_batch(client, state, batch, dry_run,
+                                          pool, stop)
             for entry, outcome in zip(batch, outcomes):
                 results.extend((model.Finding.from_dict(row), outcome)
                                for row in entry.get('findings', ()))
+            if progress:
+                progress(len(batch))
+    if progress:
+        progress.finish()
     return results
 
 
@@ -161,7 +176,7 @@ class _Placement:
             self.written[consumer] = doc
 
 
-def _restore_batch(client, state, batch, dry_run, pool):
+def _restore_batch(client, state, batch, dry_run, pool, stop=None):
     """The outcome of each entry of one batch, in order."""
     wanted = sorted({c for entry in batch if entry.get('applied') is not False
                      for c in entry['consumers']})
@@ -183,9 +198,13 @@ def _restore_batch(client, state, batch, dry_run, pool):
                 [doc for doc, _gen in verdict.values()])
             ready[version].append((i, verdict))
     for group in ready.values():
+        if stop is not None and stop.is_set():
+            for i, _targets in group:
+                outcomes[i] = actions.interrupted()
+            continue
         if len(group) < actions.BATCH_MIN:
             for i, targets in group:
-                outcomes[i] = _write(client, targets)
+                outcomes[i] = _write(client, targets, stop)
             continue
         targets = {}
         for _i, part in group:
@@ -202,7 +221,7 @@ def _restore_batch(client, state, batch, dry_run, pool):
                 # Nothing of it was applied: each entry on its own.
                 for i, _targets in group:
                     outcomes[i] = _restore_entry(client, state, batch[i],
-                                                 dry_run)
+                                                 dry_run, stop)
                 continue
         except exception.NovaOrphansException as e:
             outcome = actions.failed(str(e))
@@ -211,7 +230,7 @@ def _restore_batch(client, state, batch, dry_run, pool):
     return outcomes
 
 
-def _restore_entry(client, state, entry, dry_run):
+def _restore_entry(client, state, entry, dry_run, stop=None):
     """Read, judge and write one entry on its own."""
     try:
         verdict = _judge(entry, {c: state.consumer(c)
@@ -223,7 +242,7 @@ def _restore_entry(client, state, entry, dry_run):
         return verdict
     if dry_run:
         return _simulate(state, verdict)
-    return _write(client, verdict)
+    return _write(client, verdict, stop)
 
 
 def _judge(entry, current):
@@ -265,7 +284,9 @@ def _simulate(state, targets):
     return actions.skipped(_('dry run'))
 
 
-def _write(client, targets):
+def _write(client, targets, stop=None):
+    if stop is not None and stop.is_set():
+        return actions.interrupted()
     try:
         actions.write(client, targets)
     except actions._Retry:

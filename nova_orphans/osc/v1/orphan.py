@@ -21,6 +21,8 @@ either is read by the same tooling.
 
 import contextlib
 import os
+import shlex
+import sys
 import time
 
 from cliff.formatters import base as cliff_base
@@ -33,8 +35,10 @@ from nova_orphans import db_utils
 from nova_orphans.engine import reasons
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import interrupt
 from nova_orphans import metrics
 from nova_orphans.osc.v1 import columns as columns_mod
+from nova_orphans import output
 from nova_orphans.readers import compute_api
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import snapshot as snapshot_mod
@@ -53,6 +57,23 @@ def one_line_errors():
         yield
     except exception.NovaOrphansException as e:
         raise exceptions.CommandError(db_utils.safe_error(e)) from e
+
+
+@contextlib.contextmanager
+def interruptible(command):
+    """SIGINT/SIGTERM: see nova_orphans.interrupt. Stopped before any
+    write, one line, and cliff's exit code for an interrupt (130); a
+    command that writes reports what it did (see _Repairing.run).
+    """
+    command.stop = interrupt.Stop()
+    try:
+        with command.stop.handled():
+            yield command.stop
+    except interrupt.Interrupted as e:
+        command.app.stderr.write(_(
+            'Interrupted by %(signal)s; nothing was changed.\n') % {
+            'signal': interrupt.signal_name(e.signum)})
+        raise
 
 
 def state_path():
@@ -154,6 +175,10 @@ class ListOrphan(_Audited):
             list(manager) + [prometheus], namespace=manager.namespace)
 
     def take_action(self, parsed_args):
+        with interruptible(self):
+            return self._take_action(parsed_args)
+
+    def _take_action(self, parsed_args):
         if parsed_args.formatter == 'prometheus':
             start = time.monotonic()
             with one_line_errors():
@@ -183,7 +208,44 @@ class PrometheusFormatter(cliff_base.ListFormatter):
         stdout.write(self.text)
 
 
-class CleanOrphan(_Audited):
+class _Repairing:
+    """clean and restore: every row is printed first; then the run ends
+    130/143 if a signal stopped it, else in an error if a change failed.
+    """
+
+    def report(self, outcomes):
+        """The rows' outcomes as shown: one line per cause of failure."""
+        self.outcomes = outcomes
+        shown, causes = output.group_failures(outcomes)
+        for line in output.failure_lines(causes):
+            self.app.stderr.write(line + '\n')
+        self.stopped_short = (self.stop.signum is not None and
+                              actions.interrupted() in outcomes)
+        if self.stopped_short:
+            self.app.stderr.write(_(
+                'Interrupted by %(signal)s: %(done)d done; %(left)d not '
+                'attempted (skipped: interrupted).\n') % {
+                'signal': interrupt.signal_name(self.stop.signum),
+                'done': outcomes.count(actions.DONE),
+                'left': outcomes.count(actions.interrupted())})
+        return shown
+
+    def _notice(self):
+        """What a signal prints at once, if the app's stderr is ours."""
+        return _STOPPING if self.app.stderr is sys.stderr else None
+
+    def run(self, parsed_args):
+        self.outcomes = []
+        self.stop = interrupt.Stop()
+        self.stopped_short = False
+        result = super().run(parsed_args)
+        if self.stopped_short:
+            return interrupt.exit_code(self.stop.signum)
+        columns_mod.raise_if_failed(self.outcomes)
+        return result
+
+
+class CleanOrphan(_Repairing, _Audited):
     """Repair orphaned allocations, journaled and generation-checked.
 
     Each consumer is read again from nova and placement right before its
@@ -217,6 +279,10 @@ class CleanOrphan(_Audited):
     def take_action(self, parsed_args):
         if parsed_args.max_count is not None and parsed_args.max_count < 1:
             raise exceptions.CommandError(_('--max-count must be at least 1'))
+        with interruptible(self):
+            return self._take_action(parsed_args)
+
+    def _take_action(self, parsed_args):
         with one_line_errors():
             findings = [f for f in self.audit(parsed_args) if f.is_orphan]
             journal_ = None
@@ -227,7 +293,9 @@ class CleanOrphan(_Audited):
             repairer = actions.Repairer(
                 self.placement, self.nova, self.snapshot, journal=journal_,
                 dry_run=parsed_args.dry_run, max_count=parsed_args.max_count,
-                heal=parsed_args.heal, concurrency=CONCURRENCY)
+                heal=parsed_args.heal, concurrency=CONCURRENCY,
+                stop=self.stop)
+            self.stop.start_writing(self._notice())
             try:
                 rows, outcomes = repairer.clean(findings)
             finally:
@@ -236,18 +304,14 @@ class CleanOrphan(_Audited):
         if journal_ is not None and journal_.entries:
             self.app.stderr.write(_('Journal: %(path)s\n') %
                                   {'path': journal_.path})
-        self.outcomes = outcomes
-        return columns_mod.listing(parsed_args, rows, outcomes)
-
-    def run(self, parsed_args):
-        """Print every row first; then fail if any repair failed."""
-        self.outcomes = []
-        result = super().run(parsed_args)
-        columns_mod.raise_if_failed(self.outcomes)
-        return result
+            self.app.stderr.write(_(
+                'To undo: openstack allocation orphan restore --journal '
+                '%(path)s\n') % {'path': shlex.quote(journal_.path)})
+        return columns_mod.listing(parsed_args, rows,
+                                   self.report(outcomes))
 
 
-class RestoreOrphan(command.Lister):
+class RestoreOrphan(_Repairing, command.Lister):
     """Put back what a "clean" run changed, newest change first.
 
     A consumer that changed since the repair is refused and reported,
@@ -267,19 +331,21 @@ class RestoreOrphan(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        with one_line_errors():
-            placement = self.app.client_manager.nova_orphans.placement
-            entries = restore_mod.load(
-                placement, parsed_args.journal,
-                warn=lambda warning: self.app.stderr.write(warning + '\n'))
-            results = restore_mod.restore(placement, entries,
-                                          dry_run=parsed_args.dry_run)
-        self.outcomes = [o for _f, o in results]
-        return columns_mod.listing(parsed_args, [f for f, _o in results],
-                                   self.outcomes)
+        with interruptible(self):
+            with one_line_errors():
+                client = self.app.client_manager.nova_orphans.placement
+                entries = restore_mod.load(
+                    client, parsed_args.journal,
+                    warn=lambda warning: self.app.stderr.write(
+                        warning + '\n'))
+                self.stop.start_writing(self._notice())
+                results = restore_mod.restore(
+                    client, entries, dry_run=parsed_args.dry_run,
+                    stop=self.stop)
+        return columns_mod.listing(
+            parsed_args, [f for f, _o in results],
+            self.report([o for _f, o in results]))
 
-    def run(self, parsed_args):
-        self.outcomes = []
-        result = super().run(parsed_args)
-        columns_mod.raise_if_failed(self.outcomes)
-        return result
+
+_STOPPING = _('%(signal)s: stopping; the requests in flight finish, then '
+              'what was done is printed.')

@@ -73,6 +73,7 @@ class RepairTestCase(base.FunctionalTestCase):
     def _run(self, action, argv, conf_file):
         rc, out, err = self.manage('allocations', action, '--format', 'json',
                                    *argv, conf_file=conf_file)
+        self.stderr = err
         self.assertNotIn('Traceback', err)
         self.assertIn(rc, (0, 1, 3, 4), err)
         return rc, json.loads(out)
@@ -874,9 +875,11 @@ class FaultsTestCase(RepairTestCase):
         self.proxy.inject('PUT', '/allocations/' + self.vm, status=500)
         rc, rows = self.clean()
         self.assertEqual(1, rc)
-        self.assertRows(self.rows(
-            'failed: Placement request PUT /allocations/%s failed: 500 '
-            'injected by the test proxy' % self.vm), rows)
+        # A long reason is printed once, the row names it.
+        self.assertRows(self.rows('failed: error 1'), rows)
+        self.assertIn(
+            'Error 1 (1 row(s)): Placement request PUT /allocations/%s '
+            'failed: 500 injected by the test proxy\n' % self.vm, self.stderr)
         self.assertEqual({self.vm: self.initial[self.vm]},
                          self.placement.dump_state())
         # The journal entry was written before the write that failed.
@@ -896,12 +899,10 @@ class FaultsTestCase(RepairTestCase):
         self.proxy.inject('PUT', '/allocations/' + self.vm, drop=True)
         rc, rows = self.clean()
         self.assertEqual(1, rc)
-        outcome = rows[[r['consumer'] for r in rows].index(self.vm)][
-            'outcome']
-        self.assertTrue(outcome.startswith(
-            'failed: Placement request PUT /allocations/%s failed: ' %
-            self.vm), outcome)
-        self.assertRows(self.rows(outcome), rows)
+        self.assertRows(self.rows('failed: error 1'), rows)
+        self.assertIn(
+            'Error 1 (1 row(s)): Placement request PUT /allocations/%s '
+            'failed: ' % self.vm, self.stderr)
         self.assertEqual({self.vm: self.initial[self.vm]},
                          self.placement.dump_state())
         self.assertEqual(4, self.clean()[0])
@@ -936,7 +937,10 @@ class FaultsTestCase(RepairTestCase):
         rc, rows = self.clean(conf_file=conf)
         self.assertEqual(1, rc)
         vm_row, = [r for r in rows if r['consumer'] == self.vm]
-        self.assertIn('timed out', vm_row['outcome'])
+        self.assertEqual('failed: error 1', vm_row['outcome'])
+        error, = [line for line in self.stderr.splitlines()
+                  if line.startswith('Error 1 (1 row(s)): ')]
+        self.assertIn('timed out', error)
         self.proxy.wait_idle()
         self.assertEqual({}, self.placement.dump_state())
         self.assertEqual((0, []), self.clean())
@@ -952,9 +956,10 @@ class FaultsTestCase(RepairTestCase):
         self.proxy.inject('GET', '/allocations/' + self.vm, status=503)
         rc, rows = self.clean()
         self.assertEqual(1, rc)
-        self.assertRows(self.rows(
-            'failed: Placement request GET /allocations/%s failed: 503 '
-            'injected by the test proxy' % self.vm), rows)
+        self.assertRows(self.rows('failed: error 1'), rows)
+        self.assertIn(
+            'Error 1 (1 row(s)): Placement request GET /allocations/%s '
+            'failed: 503 injected by the test proxy\n' % self.vm, self.stderr)
         self.assertEqual({self.vm: self.initial[self.vm]},
                          self.placement.dump_state())
         self.assertEqual(sorted([self.other, self.stranger_]),

@@ -247,10 +247,11 @@ class RestoreTestCase(test_clean.RepairTestCase):
         rc, rows = self.restore()
         self.assertEqual(1, rc)
         self.assertEqual(sorted([
-            (gone, self.host1, 'failed: Placement request PUT '
-             '/allocations/%s failed: 500 injected by the test proxy' %
-             gone),
+            (gone, self.host1, 'failed: error 1'),
             (stranger, self.host2, 'done')]), sorted(self.outcomes(rows)))
+        self.assertIn(
+            'Error 1 (1 row(s)): Placement request PUT /allocations/%s '
+            'failed: 500 injected by the test proxy\n' % gone, self.stderr)
         self.assertEqual({stranger: before[stranger]},
                          self.placement.dump_state())
         rc, rows = self.restore()

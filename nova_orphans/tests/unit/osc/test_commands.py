@@ -12,6 +12,7 @@
 import io
 import json
 import os
+import signal
 import types
 from unittest import mock
 
@@ -38,8 +39,12 @@ class FailingPlacement(fakes.FakePlacement):
     """Refuses writes to the consumers in ``fail``."""
 
     fail = ()
+    # Called before the request is answered, e.g. to send a signal.
+    before = None
 
     def handle(self, method, path, params, body):
+        if self.before is not None:
+            self.before(method, path)
         if method == 'PUT' and path.rsplit('/', 1)[-1] in self.fail:
             return fakes.Response(500, {'errors': [{'detail': 'boom'}]})
         return super().handle(method, path, params, body)
@@ -251,6 +256,43 @@ class CleanOrphanTestCase(CommandTestCase):
         self.assertOneLineError(
             'Journal %s: No such file or directory' % path,
             orphan.RestoreOrphan, '--journal', path)
+
+
+class InterruptTestCase(CommandTestCase):
+
+    def kill_at(self, method, signum):
+        def before(m, path):
+            if m == method:
+                self.placement.before = None
+                os.kill(os.getpid(), signum)
+        self.placement.before = before
+
+    def test_restore_stops_after_the_write_in_flight(self):
+        path = os.path.join(self.tmp, 'j.jsonl')
+        self.run_cmd(orphan.CleanOrphan, '--journal', path)
+        self.kill_at('PUT', signal.SIGTERM)
+        self.app.stderr = io.StringIO()
+        cmd = orphan.RestoreOrphan(self.app, None)
+        parsed = cmd.get_parser('openstack').parse_args(
+            ['--journal', path, '-f', 'json'])
+        self.app.stdout = io.StringIO()
+        self.assertEqual(143, cmd.run(parsed))
+        self.assertEqual(
+            ['done', 'skipped: interrupted'],
+            [r['outcome'] for r in json.loads(self.app.stdout.getvalue())])
+        self.assertEqual(
+            'Interrupted by SIGTERM: 1 done; 1 not attempted (skipped: '
+            'interrupted).\n', self.app.stderr.getvalue())
+        # Handlers are put back.
+        self.assertIs(signal.default_int_handler,
+                      signal.getsignal(signal.SIGINT))
+
+    def test_list_stopped_while_reading_is_one_line(self):
+        self.kill_at('GET', signal.SIGINT)
+        self.assertRaises(KeyboardInterrupt, self.run_cmd,
+                          orphan.ListOrphan)
+        self.assertEqual('Interrupted by SIGINT; nothing was changed.\n',
+                         self.app.stderr.getvalue())
 
 
 class PluginTestCase(base.BaseTestCase):

@@ -9,6 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
+import signal
 from unittest import mock
 
 from oslotest import base
@@ -16,6 +17,7 @@ from oslotest import base
 from nova_orphans.engine import index
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
+from nova_orphans import interrupt
 from nova_orphans.repair import actions
 from nova_orphans.tests.unit import cloud as cloud_mod
 
@@ -106,3 +108,55 @@ class StreamsTestCase(base.BaseTestCase):
 
     def test_no_fast_mode_without_a_placement_database(self):
         self.assertIsNone(self._repairer([]).placement_db)
+
+
+class StopTestCase(base.BaseTestCase):
+    """A signal's flag stops the streams before their next batch."""
+
+    def test_no_batch_after_the_stop(self):
+        consumers = ['c%03d' % n for n in range(250)]
+        audit = mock.Mock()
+        audit.placement.allocations = [
+            model.Allocation(consumer=c, provider='rp', resources={'VCPU': 1})
+            for c in consumers]
+        audit.nova.migrations = {}
+        stop = interrupt.Stop()
+        r = actions.Repairer(mock.Mock(), mock.Mock(spec=[]), audit,
+                             concurrency=1, stop=stop)
+        batches = []
+
+        def repair_batch(pool, batch, planned):
+            batches.append(batch)
+            stop.set(signal.SIGINT)
+            return {c: [actions.DONE] for c in batch}
+        r._repair_batch = repair_batch
+        rows, outcomes = r.clean([
+            mock.Mock(is_orphan=True, consumer=c,
+                      action=reasons.DELETE_CONSUMER) for c in consumers])
+        self.assertEqual([consumers[:actions.BATCH]], batches)
+        self.assertEqual([actions.DONE] * actions.BATCH +
+                         ['skipped: interrupted'] * 150, outcomes)
+
+    def test_no_write_after_the_stop(self):
+        """A verified change is neither journaled nor sent once stopped;
+        its rows that were to be done say so, the others keep their why.
+        """
+        stop = interrupt.Stop()
+        stop.set(signal.SIGTERM)
+        journal = mock.Mock()
+        client = mock.Mock()
+        r = actions.Repairer(client, mock.Mock(spec=[]), mock.Mock(),
+                             journal=journal, stop=stop)
+        prepared = actions._Prepared(
+            'c1', ['f1', 'f2'], {}, ['f1'], {'c1': {}},
+            [actions.DONE, 'skipped: the allocation is gone'])
+        self.assertEqual(
+            {'c1': ['skipped: interrupted',
+                    'skipped: the allocation is gone']},
+            r._write_batch(None, [prepared]))
+        with mock.patch.object(r, '_prepare', return_value=prepared):
+            self.assertEqual(
+                ['skipped: interrupted', 'skipped: the allocation is gone'],
+                r._attempt('c1', ['f1', 'f2'], {}, None))
+        self.assertEqual([], journal.mock_calls)
+        self.assertEqual([], client.mock_calls)

@@ -1,0 +1,190 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+import io
+
+import fixtures
+from oslotest import base
+
+from nova_orphans import output
+
+VM = '11111111-1111-1111-1111-111111111111'
+VM2 = '22222222-2222-2222-2222-222222222222'
+RP = 'aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa'
+RP2 = 'bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb'
+
+
+def row(consumer=VM, rp=RP, action='delete_consumer',
+        resources=None, **kw):
+    r = {'consumer': consumer, 'consumer_type': 'instance',
+         'instance': consumer, 'resource_provider': rp,
+         'resource_provider_name': 'compute-1', 'root_provider': rp,
+         'host': 'compute-1', 'cell': 'cell1', 'reason': 'deleted_instance',
+         'action': action,
+         'resources': resources or {'VCPU': 2, 'MEMORY_MB': 2048,
+                                    'DISK_GB': 20},
+         'project_id': 'p', 'user_id': 'u', 'details': 'Deleted.'}
+    r.update(kw)
+    return r
+
+
+class TableTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        for name in ('CLIFF_MAX_TERM_WIDTH', 'CLIFF_FIT_WIDTH'):
+            self.useFixture(fixtures.EnvironmentVariable(name))
+        # No terminal, whatever runs the tests.
+        self.terminal = self.useFixture(fixtures.MockPatch(
+            'cliff.utils.terminal_width', return_value=None)).mock
+
+    def render(self, rows, **kw):
+        out = io.StringIO()
+        output.render_table(rows, out, **kw)
+        return out.getvalue()
+
+    def test_not_fitted_when_not_a_terminal(self):
+        self.assertEqual(
+            '+--------------------------------------+----------+-------'
+            '----+-----------+------------------+-----------------+----'
+            '--------------------------------+\n'
+            '| Consumer                             | Type     | Provid'
+            'er  | Host      | Reason           | Action          | Res'
+            'ources                          |\n'
+            '+--------------------------------------+----------+-------'
+            '----+-----------+------------------+-----------------+----'
+            '--------------------------------+\n'
+            '| 11111111-1111-1111-1111-111111111111 | instance | comput'
+            'e-1 | compute-1 | deleted_instance | delete_consumer | DIS'
+            'K_GB=20, MEMORY_MB=2048, VCPU=2 |\n'
+            '+--------------------------------------+----------+-------'
+            '----+-----------+------------------+-----------------+----'
+            '--------------------------------+\n',
+            self.render([row()]))
+
+    def test_max_width(self):
+        expected = (
+            '+---------------+----------+-----------+-----------+------'
+            '---------+---------------+---------------+\n'
+            '| Consumer      | Type     | Provider  | Host      | Reaso'
+            'n        | Action        | Resources     |\n'
+            '+---------------+----------+-----------+-----------+------'
+            '---------+---------------+---------------+\n'
+            '| 11111111-     | instance | compute-1 | compute-1 | delet'
+            'ed_insta | delete_consum | DISK_GB=20, M |\n'
+            '| 1111-1111-    |          |           |           | nce  '
+            '         | er            | EMORY_MB=2048 |\n'
+            '| 1111-         |          |           |           |      '
+            '         |               | , VCPU=2      |\n'
+            '| 111111111111  |          |           |           |      '
+            '         |               |               |\n'
+            '+---------------+----------+-----------+-----------+------'
+            '---------+---------------+---------------+\n')
+        self.assertEqual(100, max(len(line) for line in
+                                  expected.splitlines()))
+        self.assertEqual(expected, self.render([row()], max_width=100))
+        wide = self.render([row()])
+        self.useFixture(fixtures.EnvironmentVariable(
+            'CLIFF_MAX_TERM_WIDTH', '100'))
+        self.assertEqual(expected, self.render([row()]))
+        # The option wins over the variable; less than 1: not fitted.
+        self.assertEqual(wide, self.render([row()], max_width=0))
+
+    def test_fit_width(self):
+        wide = self.render([row()])
+        # As cliff: the terminal's width is the limit; there is none.
+        self.assertEqual(wide, self.render([row()], fit_width=True))
+        self.terminal.return_value = 100
+        self.assertEqual(self.render([row()], max_width=100),
+                         self.render([row()], fit_width=True))
+        self.useFixture(fixtures.EnvironmentVariable('CLIFF_FIT_WIDTH', '1'))
+        self.assertEqual(self.render([row()], max_width=100),
+                         self.render([row()]))
+
+    def test_outcome_column(self):
+        lines = self.render([dict(row(), outcome='done')],
+                            max_width=0).splitlines()
+        self.assertTrue(lines[1].endswith('| Outcome |'), lines[1])
+        self.assertTrue(lines[3].endswith('| done    |'), lines[3])
+
+
+class SummaryTestCase(base.BaseTestCase):
+
+    NEXT = 'nova-orphans-manage allocations clean --dry-run'
+
+    def test_orphans_capacity_and_next_command(self):
+        self.assertEqual([
+            '3 orphaned allocation(s) of 2 consumer(s) on 2 resource '
+            'provider(s) hold VCPU=5, MEMORY_MB=4096, DISK_GB=40, '
+            'CUSTOM_GPU=1, NET_BW_EGR_KILOBIT_PER_SEC=1000.',
+            'Next: ' + self.NEXT],
+            output.list_summary([
+                row(),
+                row(rp=RP2, resources={'VCPU': 1, 'CUSTOM_GPU': 1}),
+                row(VM2, resources={'VCPU': 2, 'MEMORY_MB': 2048,
+                                    'DISK_GB': 20,
+                                    'NET_BW_EGR_KILOBIT_PER_SEC': 1000}),
+                row(VM2, rp=RP2, action='none'),
+            ], (), self.NEXT))
+
+    def test_nothing_found_and_unreadable_cells(self):
+        self.assertEqual(['No orphaned allocations found.'],
+                         output.list_summary([], (), self.NEXT))
+        self.assertEqual([
+            'No orphaned allocations found.',
+            'Cells not read: cell2, cell3; their consumers are '
+            'unverifiable, never orphans.'],
+            output.list_summary([row(action='none')], ('cell2', 'cell3'),
+                                self.NEXT))
+
+    def test_instances_to_heal(self):
+        self.assertEqual([
+            '1 live instance(s) hold no allocations (missing_allocations); '
+            '"clean --heal" creates them.',
+            'Next: ' + self.NEXT],
+            output.list_summary([row(action='heal')], (), self.NEXT))
+
+    def test_outcomes(self):
+        self.assertEqual(
+            'Outcomes: 2 done, 2 failed, 1 skipped: interrupted.',
+            output.outcome_summary([
+                'done', 'failed: error 1', 'skipped: interrupted',
+                'failed: changed concurrently; run restore again', 'done']))
+
+
+class FailuresTestCase(base.BaseTestCase):
+
+    def test_placement_down_is_one_cause(self):
+        """Each row's message names its consumer and a connection object:
+        one cause all the same, printed once with its count.
+        """
+        down = ('Placement request GET /allocations/%s failed: Unable to '
+                'establish connection to http://placement/allocations/%s: '
+                "NewConnectionError('<HTTPConnection object at 0x%s>: "
+                "Failed to establish a new connection: [Errno 111] "
+                "Connection refused')")
+        outcomes = ['failed: ' + down % (VM, VM, '7f0a1b2c'),
+                    'done',
+                    'failed: ' + down % (VM2, VM2, '7f0a1d3e'),
+                    'failed: changed concurrently; run restore again',
+                    'failed: 500 ' + 'x' * 100]
+        shown, causes = output.group_failures(outcomes)
+        self.assertEqual([
+            'failed: error 1', 'done', 'failed: error 1',
+            'failed: changed concurrently; run restore again',
+            'failed: error 2'], shown)
+        self.assertEqual([
+            'Error 1 (2 row(s)): ' + down % (VM, VM, '7f0a1b2c'),
+            'Error 2 (1 row(s)): 500 ' + 'x' * 100],
+            output.failure_lines(causes))
+
+    def test_nothing_failed(self):
+        self.assertEqual((['done'], []), output.group_failures(['done']))
