@@ -36,11 +36,13 @@ import threading
 import urllib.parse
 import uuid as uuidlib
 
+import fixtures
+
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 
 # Holds give up after this long, so a test that forgot one never hangs.
-HOLD_TIMEOUT = 60
+HOLD_TIMEOUT = 120
 BIG = {'VCPU': 100000, 'MEMORY_MB': 100000000, 'DISK_GB': 1000000}
 
 
@@ -299,3 +301,38 @@ class Cloud:
             if mig in consumers:
                 del state[vm]
         return state
+
+
+_SERVE = '''
+import sys
+from nova_orphans.tests.functional.fixtures import placement
+server = placement.PlacementServer()
+server.setUp()
+print(server.endpoint, flush=True)
+sys.stdin.read()
+server.cleanUp()
+'''
+
+
+class OtherPlacement(fixtures.Fixture):
+    """A second, unrelated placement, served by a process of its own:
+    placement's database context is global, so one process serves one.
+    """
+
+    def _setUp(self):
+        self._proc = subprocess.Popen(
+            [sys.executable, '-c', _SERVE], env=environment(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True)
+        self.addCleanup(self._stop)
+        self.endpoint = self._proc.stdout.readline().strip()
+        if not self.endpoint:
+            raise RuntimeError('the other placement did not start')
+
+    def _stop(self):
+        self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()

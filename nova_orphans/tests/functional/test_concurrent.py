@@ -20,6 +20,7 @@ the run that lost a race says so once, as a skip, not a failure.
 
 import json
 import os
+import re
 
 from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
@@ -28,6 +29,9 @@ from nova_orphans.tests.functional import processes
 DONE = 'done'
 OTHER_WRITER = 'skipped: changed by another writer'
 GONE = 'skipped: the allocation is gone'
+# Read again after a refused batch, and refused again: the other run
+# wrote it in between.
+TWICE = 'skipped: changed concurrently twice; run again'
 
 
 class ConcurrentTestCase(base.FunctionalTestCase):
@@ -68,15 +72,27 @@ class ConcurrentTestCase(base.FunctionalTestCase):
         return {(r['consumer'], r['resource_provider']): r['outcome']
                 for r in rows}
 
-    def assertSaidOnce(self, err, conflicts):
-        """The race is summed up in one line, never one per consumer."""
+    def assertSaidOnce(self, err, conflicts, exactly=True):
+        """The race is summed up in one line, never one per consumer.
+
+        Without ``exactly``, ``conflicts`` is the least the line counts:
+        a consumer read again after a refused batch may still be this
+        run's to repair.
+        """
         self.assertEqual([], [line for line in err
                               if 'changed concurrently' in line])
         said = [line for line in err if 'changed by another writer' in line]
+        if not exactly and not conflicts:
+            self.assertLessEqual(len(said), 1, err)
+            return
         self.assertEqual(1 if conflicts else 0, len(said), err)
         if conflicts:
-            self.assertIn('%d consumer(s) were changed by another writer'
-                          % conflicts, said[0])
+            count = int(re.search(r'(\d+) consumer\(s\) were changed by '
+                                  r'another writer', said[0]).group(1))
+            if exactly:
+                self.assertEqual(conflicts, count)
+            else:
+                self.assertGreaterEqual(count, conflicts)
 
     def test_two_cleans_at_once(self):
         """Free-running: whichever wins each consumer, every orphan is
@@ -98,11 +114,12 @@ class ConcurrentTestCase(base.FunctionalTestCase):
             self.assertEqual([DONE], [o for o in (out1[key], out2[key])
                                       if o == DONE], key)
             self.assertIn({out1[key], out2[key]} - {DONE},
-                          ({OTHER_WRITER}, {GONE}), key)
+                          ({OTHER_WRITER}, {GONE}, {TWICE}), key)
         for rc, out in ((rc1, out1), (rc2, out2)):
             self.assertEqual(4 if DONE in out.values() else 3, rc)
         for out, err in ((out1, err1), (out2, err2)):
-            self.assertSaidOnce(err, list(out.values()).count(OTHER_WRITER))
+            self.assertSaidOnce(err, list(out.values()).count(OTHER_WRITER),
+                                exactly=False)
 
         # The first run's journal alone undoes the first run only.
         mine = {c for (c, _rp), o in out1.items() if o == DONE}
