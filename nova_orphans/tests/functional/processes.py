@@ -50,9 +50,8 @@ def console_script():
     """The installed ``nova-orphans-manage``, next to this interpreter
     when not on PATH (a virtualenv that is not activated).
     """
-    found = shutil.which('nova-orphans-manage') or os.path.join(
+    return shutil.which('nova-orphans-manage') or os.path.join(
         os.path.dirname(sys.executable), 'nova-orphans-manage')
-    return found
 
 
 def environment():
@@ -106,6 +105,8 @@ class Hold:
         self.skip = skip
         self.match = match
         self.request = None
+        # Placement's status, for a request held after it answered.
+        self.result = None
         self.arrived = threading.Event()
         self._released = threading.Event()
         self._forward = True
@@ -201,10 +202,11 @@ def batch(min_size):
 
 
 class Cloud:
-    """A cloud with well over a hundred orphans of every batched kind.
+    """Orphans of both batched actions and a move, among live instances.
 
     Built with as few requests as possible (one POST /allocations for
-    all consumers), so that each test can afford a fresh one.
+    all consumers), so that each test can afford a fresh one; with
+    ``strangers`` over 100 the tool writes batches of 100.
     """
 
     def __init__(self, test, deleted=3, strangers=104, evacuated=6,

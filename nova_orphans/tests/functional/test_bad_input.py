@@ -207,7 +207,8 @@ class BadInputTestCase(base.FunctionalTestCase):
             f.write(line[:len(line) // 2])
         self.assertEqual(1, len(journal_mod.read(self.journal)))
         code, out, err = self.run_manage('allocations', 'restore',
-                                         '--journal', self.journal)
+                                         '--format', 'json', '--journal',
+                                         self.journal)
         self.assertEqual(4, code, err)
         self.assertEqual(['done'], [r['outcome'] for r in json.loads(out)])
         self.assertEqual(self.before, self.placement.dump_state())

@@ -149,12 +149,13 @@ class CrashTestCase(_CrashTestCase):
 
     def test_uninterrupted(self):
         """The reference every recovery must reach."""
-        rows = self.run_to_end('clean', self.killed)
+        journal = self.journal('run')
+        rows = self.run_to_end('clean', journal)
         self.assertEqual(sorted(self.orphans()),
                          sorted({r['consumer'] for r in rows}))
         self.assertEqual({'done'}, {r['outcome'] for r in rows})
         self.assertEqual(self.repaired, self.cloud.state())
-        self.run_to_end('restore', self.killed)
+        self.run_to_end('restore', journal)
         self.assertEqual(self.before, self.cloud.state())
 
     def test_killed_after_journal_before_write(self):
