@@ -74,9 +74,9 @@ def gone():
 
 
 def other_writer():
-    """A repair placement refused because the consumer had changed,
-    and that is no longer needed: another writer (another run of this
-    tool, an operator, nova) did it or made it moot.
+    """Placement refused the write (the consumer had changed), and the
+    consumer read again no longer needs it: another writer (another run
+    of this tool, an operator, nova) did the repair or made it moot.
     """
     return skipped(_('changed by another writer'))
 
@@ -111,7 +111,8 @@ class Repairer:
         # See _reclassify.
         self._cloud = None
         self._cloud_lock = threading.Lock()
-        # Consumers whose write met another writer's (see _reevaluate).
+        # Consumers whose write met another writer's (see _reevaluate),
+        # counted under _cloud_lock.
         self.conflicts = 0
 
     def clean(self, findings):

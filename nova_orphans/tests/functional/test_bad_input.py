@@ -123,7 +123,8 @@ class BadInputTestCase(base.FunctionalTestCase):
 
     def test_bad_uuid(self):
         self.assertRefused(('allocations', 'clean', '--resource-provider',
-                            'host1'), 'host1')
+                            'host1'), 'Invalid input: Resource provider '
+                           'host1 is not a valid UUID')
 
     # Databases and placement ------------------------------------------
 
@@ -133,14 +134,21 @@ class BadInputTestCase(base.FunctionalTestCase):
         """
         conf = self.conf(api_database={'connection': MYSQL % 'nova_api'},
                          database={'connection': MYSQL % 'nova'})
-        self.assertRefused(('allocations', 'clean'), '', rc=UNEXPECTED,
-                           conf_file=conf)
+        line = self.assertRefused(('allocations', 'clean'),
+                                  'ERROR: The nova API database '
+                                  'mysql+pymysql://nova:***@127.0.0.1:1/'
+                                  'nova_api could not be read: ',
+                                  rc=UNEXPECTED, conf_file=conf)
+        self.assertTrue(line.startswith('ERROR: '), line)
 
     def test_placement_database_password_never_shown(self):
         conf = self.conf(placement_database={
             'connection': MYSQL % 'placement'})
-        self.assertRefused(('allocations', 'clean'), '', rc=UNEXPECTED,
-                           conf_file=conf)
+        self.assertRefused(('allocations', 'clean'),
+                           'ERROR: The placement database '
+                           'mysql+pymysql://nova:***@127.0.0.1:1/placement '
+                           'could not be read: ',
+                           rc=UNEXPECTED, conf_file=conf)
 
     def test_placement_unreachable(self):
         conf = self.conf(placement={'endpoint': 'http://127.0.0.1:1'})
