@@ -208,6 +208,12 @@ def _parse(conf, argv):
         print(_('Invalid configuration: %(error)s') % {
             'error': db_utils.safe_error(e)}, file=sys.stderr)
         return INVALID_INPUT
+    except OSError as e:
+        # oslo.config finds a file it then cannot read (a directory, no
+        # permission) and lets the OSError through.
+        print(_('Invalid configuration: cannot read %(file)s: %(error)s') %
+              {'file': e.filename, 'error': e.strerror}, file=sys.stderr)
+        return INVALID_INPUT
     return None
 
 

@@ -69,6 +69,18 @@ def skipped(why):
     return 'skipped: %s' % why
 
 
+def gone():
+    return skipped(_('the allocation is gone'))
+
+
+def other_writer():
+    """Placement refused the write (the consumer had changed), and the
+    consumer read again no longer needs it: another writer (another run
+    of this tool, an operator, nova) did the repair or made it moot.
+    """
+    return skipped(_('changed by another writer'))
+
+
 def failed(why):
     return 'failed: %s' % why
 
@@ -107,6 +119,9 @@ class Repairer:
         # See _reclassify.
         self._cloud = None
         self._cloud_lock = threading.Lock()
+        # Consumers whose write met another writer's (see _reevaluate),
+        # counted under _cloud_lock.
+        self.conflicts = 0
 
     def clean(self, findings):
         """Repair the orphans among ``findings``; returns their outcomes.
@@ -166,6 +181,14 @@ class Repairer:
         outcomes = [interrupted() if o is None else o for o in outcomes]
         if self.progress:
             self.progress.finish()
+        if self.conflicts:
+            # Once per run: a second clean running beside this one makes
+            # every write of it meet a conflict.
+            LOG.info('%(count)d consumer(s) were changed by another '
+                     'writer between this run\'s read and its write; each '
+                     'was read again, and left as it was where it no '
+                     'longer needed this repair',
+                     {'count': self.conflicts})
         return rows, outcomes
 
     def _stopped(self):
@@ -285,9 +308,9 @@ class Repairer:
             status = getattr(e, 'status_code', None) or 0
             if len(group) == 1 or not 400 <= status < 500:
                 return self._after_single(group, e)
-            LOG.info('Placement refused a batch of %(count)d consumers '
-                     '(%(status)s); writing them one by one',
-                     {'count': len(group), 'status': status})
+            LOG.debug('Placement refused a batch of %(count)d consumers '
+                      '(%(status)s); writing them one by one',
+                      {'count': len(group), 'status': status})
             results = pool.map(
                 lambda p: self._guarded(
                     p.consumer, p.planned,
@@ -338,16 +361,23 @@ class Repairer:
         return self._guarded(consumer, planned, attempt)
 
     def _reevaluate(self, consumer, planned):
-        """The consumer changed under us: read it again, try once more."""
-        LOG.info('Consumer %s changed concurrently; re-evaluating',
-                 consumer)
+        """The consumer changed under us: read it again, try once more.
+
+        An allocation gone by then was removed by the writer we met, so
+        it is that writer's repair, not a failure of ours.
+        """
+        LOG.debug('Consumer %s changed concurrently; re-evaluating',
+                  consumer)
+        with self._cloud_lock:
+            self.conflicts += 1
         docs = self._read_docs(consumer)
         fresh = self.nova.read_consumers(self.audit.nova, [consumer])
         try:
-            return self._attempt(consumer, planned, docs, fresh)
+            outcomes = self._attempt(consumer, planned, docs, fresh)
         except _Retry:
             return [skipped(_('changed concurrently twice; run '
                               'again'))] * len(planned)
+        return [other_writer() if o == gone() else o for o in outcomes]
 
     def _guarded(self, consumer, planned, work):
         try:
@@ -469,7 +499,7 @@ class Repairer:
         now = [f for (rp, _action), f in current.items()
                if rp == finding.resource_provider]
         if not now:
-            return skipped(_('the allocation is gone'))
+            return gone()
         # Same reason, other action: the action is what changed.
         return skipped(_('no longer %(action)s: now %(reason)s') % {
             'action': finding.action,

@@ -1,0 +1,340 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The console script as a process, and a proxy that can stop it mid-write.
+
+The crash and concurrency tests run ``nova-orphans-manage`` exactly as an
+operator does, as a process of its own (the console script found on
+PATH, importing the tree under test through PYTHONPATH), so that it can
+be killed with SIGKILL or run twice at once. They stop it at an exact
+step of a repair by holding one of its requests in the fault proxy:
+
+* held before it is forwarded, the request's journal entries are on
+  disk and placement has not seen it; the test kills the process and
+  then either drops the request (it was never sent) or forwards it
+  (placement applies it after the tool died: it was on its way);
+* held after placement answered, the change is applied and the tool
+  has not heard so.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import urllib.parse
+import uuid as uuidlib
+
+import fixtures
+
+from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional.fixtures import faults
+
+# Holds give up after this long, so a test that forgot one never hangs.
+HOLD_TIMEOUT = 120
+BIG = {'VCPU': 100000, 'MEMORY_MB': 100000000, 'DISK_GB': 1000000}
+
+
+def console_script():
+    """The installed ``nova-orphans-manage``, next to this interpreter
+    when not on PATH (a virtualenv that is not activated).
+    """
+    return shutil.which('nova-orphans-manage') or os.path.join(
+        os.path.dirname(sys.executable), 'nova-orphans-manage')
+
+
+def environment():
+    """The test's environment, importing this very tree first."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__)))))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith('OS_') or k in base.RUNNER_VARIABLES}
+    env['PYTHONPATH'] = os.pathsep.join(
+        [root] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
+                  if p])
+    return env
+
+
+def start(*argv):
+    """A running ``nova-orphans-manage ARGV``; stdout/stderr piped."""
+    return subprocess.Popen(
+        [console_script()] + list(argv), env=environment(),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+
+
+def run(*argv, timeout=120):
+    """(return code, stdout, stderr) of one run to its end."""
+    proc = start(*argv)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError('nova-orphans-manage %s did not end in %ss:\n%s'
+                             % (' '.join(argv), timeout, err))
+    return proc.returncode, out, err
+
+
+def kill(proc):
+    """SIGKILL, as the OOM killer or ``kill -9`` do; returns stderr."""
+    proc.send_signal(signal.SIGKILL)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, proc.returncode
+    return err
+
+
+class Hold:
+    """One request stopped at the proxy until the test releases it."""
+
+    def __init__(self, method, path, when, skip, match):
+        self.method = method
+        self.path = re.compile(path)
+        self.when = when
+        self.skip = skip
+        self.match = match
+        self.request = None
+        # Placement's status, for a request held after it answered.
+        self.result = None
+        self.arrived = threading.Event()
+        self._released = threading.Event()
+        self._forward = True
+
+    def wait(self, proc=None, timeout=HOLD_TIMEOUT):
+        """Wait until the request is held; fails if ``proc`` ends first."""
+        step = 0.05
+        waited = 0.0
+        while not self.arrived.wait(step):
+            waited += step
+            if proc is not None and proc.poll() is not None:
+                out, err = proc.communicate()
+                raise AssertionError(
+                    'the command ended (%s) before %s %s was held:\n%s\n%s'
+                    % (proc.returncode, self.method, self.path.pattern,
+                       out, err))
+            if waited > timeout:
+                raise AssertionError('%s %s never arrived' % (
+                    self.method, self.path.pattern))
+        return self.request
+
+    def release(self, forward=True):
+        """Let the request go on: a held-before request is forwarded to
+        placement, or with ``forward=False`` never sent at all.
+        """
+        self._forward = forward
+        self._released.set()
+
+
+class HoldingProxy(faults.FaultProxy):
+    """The fault proxy, able to hold a request before or after placement
+    handles it.
+    """
+
+    def _setUp(self):
+        super()._setUp()
+        self._holds = []
+        # Runs before the proxy's own cleanups (wait_idle): a held
+        # request must not keep the proxy busy forever.
+        self.addCleanup(self.release_all)
+
+    def hold(self, method, path, when='before', skip=0, match=None):
+        """Hold the first matching request (after ``skip`` others);
+        ``match(body)`` further narrows which requests count.
+        """
+        hold = Hold(method, path, when, skip, match)
+        with self._lock:
+            self._holds.append(hold)
+        return hold
+
+    def release_all(self):
+        for hold in list(self._holds):
+            hold.release(forward=False)
+
+    def _held(self, method, path, body):
+        path = urllib.parse.urlsplit(path).path
+        with self._lock:
+            for hold in self._holds:
+                if (hold.arrived.is_set() or hold.method != method or
+                        not hold.path.fullmatch(path)):
+                    continue
+                parsed = json.loads(body) if body else None
+                if hold.match is not None and not hold.match(parsed):
+                    continue
+                if hold.skip:
+                    hold.skip -= 1
+                    continue
+                hold.request = parsed
+                return hold
+        return None
+
+    def _forward(self, method, path, headers, body):
+        hold = self._held(method, path, body)
+        if hold is not None and hold.when == 'before':
+            hold.arrived.set()
+            hold._released.wait(HOLD_TIMEOUT)
+            if not hold._forward:
+                # Never sent; nobody is left to read the answer.
+                return 503, [], b'{}'
+        answer = super()._forward(method, path, headers, body)
+        if hold is not None and hold.when == 'after':
+            hold.result = answer[0]
+            hold.arrived.set()
+            hold._released.wait(HOLD_TIMEOUT)
+        return answer
+
+
+def batch(min_size):
+    """A ``match`` for POST /allocations bodies of at least ``min_size``
+    consumers (a batch, not a move between two consumers).
+    """
+    return lambda body: isinstance(body, dict) and len(body) >= min_size
+
+
+class Cloud:
+    """Orphans of both batched actions and a move, among live instances.
+
+    Built with as few requests as possible (one POST /allocations for
+    all consumers), so that each test can afford a fresh one; with
+    ``strangers`` over 100 the tool writes batches of 100.
+    """
+
+    def __init__(self, test, deleted=3, strangers=104, evacuated=6,
+                 returned=1, live=2):
+        self.test = test
+        nova, placement = test.nova, test.placement
+        self.host1 = test.add_node('host1', inventory=BIG)
+        self.host2 = test.add_node('host2', inventory=BIG)
+        self.host3 = test.add_node('host3', inventory=BIG)
+        flavor = base.FLAVOR
+        allocations = {}
+        # Instances forced to deleted in SQL, and consumers nova never
+        # knew: emptied (delete_consumer), many to a request.
+        self.deleted = []
+        for _n in range(deleted):
+            vm = nova.add_instance('cell1', host='host1', node='host1',
+                                   vm_state='error')
+            nova.force_delete_instance('cell1', vm)
+            self.deleted.append(vm)
+            allocations[vm] = {self.host1: flavor}
+        self.strangers = [str(uuidlib.uuid4()) for _n in range(strangers)]
+        for consumer in self.strangers:
+            allocations[consumer] = {self.host1: flavor}
+        # Evacuated from host2 to host3: host2's part is removed
+        # (remove_provider), many to a request.
+        self.evacuated = []
+        for _n in range(evacuated):
+            vm = nova.add_instance('cell1', host='host3', node='host3')
+            nova.add_migration('cell1', vm, migration_type='evacuation',
+                               status='done', source_compute='host2',
+                               source_node='host2', dest_compute='host3',
+                               dest_node='host3')
+            self.evacuated.append(vm)
+            allocations[vm] = {self.host2: flavor, self.host3: flavor}
+        # Failed cold migrations: the migration's allocation moves back
+        # to its instance (return_to_instance), one move per request.
+        self.returned = []
+        for _n in range(returned):
+            vm = nova.add_instance('cell1', host='host1', node='host1')
+            mig = nova.add_migration(
+                'cell1', vm, migration_type='migration', status='error',
+                source_compute='host1', source_node='host1',
+                dest_compute='host2', dest_node='host2')
+            self.returned.append((vm, mig))
+            allocations[mig] = {self.host1: flavor}
+        # Live instances on every host: never touched.
+        self.live = []
+        for host, rp in (('host1', self.host1), ('host2', self.host2),
+                         ('host3', self.host3)):
+            for _n in range(live):
+                vm = nova.add_instance('cell1', host=host, node=host)
+                self.live.append(vm)
+                allocations[vm] = {rp: flavor}
+        body = {c: {'allocations': {rp: {'resources': dict(res)}
+                                    for rp, res in allocs.items()},
+                    'project_id': base.PROJECT, 'user_id': base.USER,
+                    'consumer_generation': None}
+                for c, allocs in allocations.items()}
+        # 1.37: untyped consumers, as nova 34 writes them.
+        resp = placement.request('POST', '/allocations', json=body,
+                                 version='1.37')
+        assert resp.status_code == 204, resp.text
+        self.orphans = (len(self.deleted) + len(self.strangers) +
+                        len(self.evacuated) + len(self.returned))
+
+    def state(self):
+        """Placement's allocations, consumer generations aside: a
+        restore re-creates emptied consumers, and no client can set a
+        generation.
+        """
+        return self.test.placement.dump_state(generations=False)
+
+    def repaired(self, before):
+        """What a complete, uninterrupted ``clean`` leaves, from the
+        state ``before`` it.
+        """
+        after = {c: dict(doc, allocations=dict(doc['allocations']))
+                 for c, doc in before.items()
+                 if c not in self.deleted and c not in self.strangers}
+        for vm in self.evacuated:
+            del after[vm]['allocations'][self.host2]
+        for vm, mig in self.returned:
+            after[vm] = dict(after.pop(mig))
+        return after
+
+    def undone(self, before, consumers):
+        """The repaired state with the repairs of ``consumers`` (as the
+        rows of a run name them) undone.
+        """
+        state = self.repaired(before)
+        for consumer in consumers:
+            state[consumer] = before[consumer]
+        for vm, mig in self.returned:
+            if mig in consumers:
+                del state[vm]
+        return state
+
+
+_SERVE = '''
+import sys
+from nova_orphans.tests.functional.fixtures import placement
+server = placement.PlacementServer()
+server.setUp()
+print(server.endpoint, flush=True)
+sys.stdin.read()
+server.cleanUp()
+'''
+
+
+class OtherPlacement(fixtures.Fixture):
+    """A second, unrelated placement, served by a process of its own:
+    placement's database context is global, so one process serves one.
+    """
+
+    def _setUp(self):
+        self._proc = subprocess.Popen(
+            [sys.executable, '-c', _SERVE], env=environment(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True)
+        self.addCleanup(self._stop)
+        self.endpoint = self._proc.stdout.readline().strip()
+        if not self.endpoint:
+            raise RuntimeError('the other placement did not start')
+
+    def _stop(self):
+        self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()

@@ -1,0 +1,303 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Bad input and errors, as an operator meets them at the console.
+
+Each case runs the console script as a process and checks what the
+operator sees: the documented exit code, one line on stderr and no
+traceback, no database password anywhere, and placement left exactly
+as it was (the cloud has an orphan, so any write would show).
+"""
+
+import configparser
+import json
+import os
+import uuid as uuidlib
+
+from nova_orphans import exception
+from nova_orphans.repair import journal as journal_mod
+from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional.fixtures import faults
+from nova_orphans.tests.functional import processes
+
+INVALID_INPUT = 127
+UNEXPECTED = 255
+REPAIR_FAILED = 1
+PASSWORD = 's3cr3t-Pa55w0rd'
+# Nothing listens on port 1 of the loopback interface.
+MYSQL = 'mysql+pymysql://nova:%s@127.0.0.1:1/%%s' % PASSWORD
+
+
+class BadInputTestCase(base.FunctionalTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.host1 = self.add_node('host1')
+        self.gone = self.nova.add_instance('cell1', host='host1',
+                                           node='host1', vm_state='error')
+        self.allocate(self.gone, self.host1)
+        self.nova.force_delete_instance('cell1', self.gone)
+        self.live = self.boot('host1', self.host1)
+        self.before = self.placement.dump_state()
+        self.journal = os.path.join(self.tmp, 'journal.jsonl')
+
+    def conf(self, name='nova.conf', **sections):
+        """A copy of the test's nova.conf with ``sections`` changed."""
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read(self.conf_file)
+        for section, values in sections.items():
+            if not parser.has_section(section):
+                parser.add_section(section)
+            for key, value in values.items():
+                parser[section][key] = value
+        path = os.path.join(self.tmp, name)
+        with open(path, 'w') as f:
+            parser.write(f)
+        return path
+
+    def run_manage(self, *argv, conf_file=None):
+        return processes.run('--config-file', conf_file or self.conf_file,
+                             *argv)
+
+    def assertRefused(self, argv, message, rc=INVALID_INPUT,
+                      conf_file=None):
+        """The documented code, one line naming the problem, nothing on
+        stdout, no password and no change in placement.
+        """
+        code, out, err = self.run_manage(*argv, conf_file=conf_file)
+        self.assertEqual(rc, code, err)
+        self.assertEqual('', out)
+        line, = err.splitlines() or [None]
+        self.assertIn(message, line)
+        self.assertNotIn(PASSWORD, err)
+        self.assertEqual(self.before, self.placement.dump_state())
+        return line
+
+    # Configuration ------------------------------------------------------
+
+    def test_missing_config(self):
+        missing = os.path.join(self.tmp, 'missing.conf')
+        self.assertRefused(
+            ('allocations', 'list'),
+            'Invalid configuration: Failed to find some config files: %s'
+            % missing, conf_file=missing)
+
+    def test_unparsable_config(self):
+        path = os.path.join(self.tmp, 'broken.conf')
+        with open(path, 'w') as f:
+            f.write('[placement\nendpoint = http://127.0.0.1:1\n')
+        self.assertRefused(
+            ('allocations', 'clean'),
+            'Invalid configuration: Failed to parse %s: at %s:1, Invalid '
+            'section (must end with ]): \'[placement\'' % (path, path),
+            conf_file=path)
+
+    def test_unreadable_config(self):
+        """A directory given as the config file: no traceback."""
+        self.assertRefused(
+            ('allocations', 'clean'),
+            'Invalid configuration: cannot read %s: Is a directory'
+            % self.tmp, conf_file=self.tmp)
+
+    def test_config_without_permission(self):
+        if os.geteuid() == 0:
+            self.skipTest('root reads files whatever their mode')
+        path = self.conf('private.conf')
+        os.chmod(path, 0)
+        self.assertRefused(('allocations', 'clean'),
+                           'Invalid configuration: Failed to open some '
+                           'config files: %s' % path, conf_file=path)
+
+    def test_bad_option(self):
+        self.assertRefused(('allocations', 'clean', '--max-count', 'many'),
+                           "argument --max-count: invalid int value: "
+                           "'many'")
+
+    def test_bad_uuid(self):
+        self.assertRefused(('allocations', 'clean', '--resource-provider',
+                            'host1'), 'Invalid input: Resource provider '
+                           'host1 is not a valid UUID')
+
+    # Databases and placement ------------------------------------------
+
+    def test_database_password_never_shown(self):
+        """The API database is a MySQL server that does not listen (or
+        whose driver is not installed): one line, without the password.
+        """
+        conf = self.conf(api_database={'connection': MYSQL % 'nova_api'},
+                         database={'connection': MYSQL % 'nova'})
+        line = self.assertRefused(('allocations', 'clean'),
+                                  'ERROR: The nova API database '
+                                  'mysql+pymysql://nova:***@127.0.0.1:1/'
+                                  'nova_api could not be read: ',
+                                  rc=UNEXPECTED, conf_file=conf)
+        self.assertTrue(line.startswith('ERROR: '), line)
+
+    def test_placement_database_password_never_shown(self):
+        conf = self.conf(placement_database={
+            'connection': MYSQL % 'placement'})
+        self.assertRefused(('allocations', 'clean'),
+                           'ERROR: The placement database '
+                           'mysql+pymysql://nova:***@127.0.0.1:1/placement '
+                           'could not be read: ',
+                           rc=UNEXPECTED, conf_file=conf)
+
+    def test_placement_unreachable(self):
+        conf = self.conf(placement={'endpoint': 'http://127.0.0.1:1'})
+        self.assertRefused(('allocations', 'clean'),
+                           'ERROR: Placement request GET / failed: Unable '
+                           'to establish connection to http://127.0.0.1:1/',
+                           rc=UNEXPECTED, conf_file=conf)
+
+    # Journals ---------------------------------------------------------
+
+    def test_journal_not_json(self):
+        with open(self.journal, 'w') as f:
+            f.write('[DEFAULT]\ndebug = true\n')
+        self.assertRefused(('allocations', 'restore', '--journal',
+                            self.journal),
+                           'Journal %s: line 1: Expecting value'
+                           % self.journal)
+
+    def test_journal_missing(self):
+        self.assertRefused(('allocations', 'restore', '--journal',
+                            self.journal),
+                           'Journal %s: No such file or directory'
+                           % self.journal)
+
+    def test_journal_in_missing_directory(self):
+        path = os.path.join(self.tmp, 'nowhere', 'journal.jsonl')
+        self.assertRefused(('allocations', 'clean', '--journal', path),
+                           'Journal %s: directory %s does not exist'
+                           % (path, os.path.dirname(path)))
+
+    def test_state_path_cannot_be_created(self):
+        """No --journal, and [nova_orphans] state_path cannot be made."""
+        blocker = os.path.join(self.tmp, 'file')
+        open(blocker, 'w').close()
+        state = os.path.join(blocker, 'state')
+        conf = self.conf(nova_orphans={'state_path': state})
+        self.assertRefused(('allocations', 'clean'),
+                           'Journal %s: cannot create the state directory'
+                           % state, conf_file=conf)
+
+    def test_journal_in_read_only_directory(self):
+        if os.geteuid() == 0:
+            self.skipTest('root writes to read-only directories')
+        ro = os.path.join(self.tmp, 'ro')
+        os.mkdir(ro, 0o500)
+        path = os.path.join(ro, 'journal.jsonl')
+        self.assertRefused(('allocations', 'clean', '--journal', path),
+                           'Journal %s: not writable' % path)
+
+    def test_journal_is_a_directory(self):
+        self.assertRefused(('allocations', 'clean', '--journal', self.tmp),
+                           'Journal %s: is a directory' % self.tmp)
+
+    def test_truncated_journal(self):
+        """The last entry cut short: the others are restored, and the
+        cut line is reported by its number, never silently dropped.
+        """
+        code, out, err = self.run_manage('allocations', 'clean',
+                                         '--journal', self.journal)
+        self.assertEqual(4, code, err)
+        with open(self.journal) as f:
+            line = f.read()
+        with open(self.journal, 'a') as f:
+            f.write(line[:len(line) // 2])
+        self.assertEqual(1, len(journal_mod.read(self.journal)))
+        code, out, err = self.run_manage('allocations', 'restore',
+                                         '--format', 'json', '--journal',
+                                         self.journal)
+        self.assertEqual(4, code, err)
+        self.assertEqual(['done'], [r['outcome'] for r in json.loads(out)])
+        self.assertEqual(self.before, self.placement.dump_state())
+        # needs h2a-journal: the cut line is reported.
+        if not _reports_cut_lines(self.tmp):
+            self.skipTest('needs h2a-journal: a cut last line is not '
+                          'reported yet')
+        self.assertEqual(1, len(err.splitlines()), err)
+        self.assertIn('line 2', err)
+
+    def test_journal_from_another_cloud(self):
+        """A journal written against another placement is refused whole,
+        before anything is written to this one.
+        """
+        # needs h2a-journal: journals know their cloud. Without that,
+        # this restore tries to put back allocations on providers this
+        # placement does not have, and fails per consumer (exit code 1).
+        self.skipTest('needs h2a-journal: journals do not record their '
+                      'cloud yet')
+        other = self.useFixture(processes.OtherPlacement())
+        node = self.nova.add_compute_node('cell1', 'elsewhere')
+        stranger = str(uuidlib.uuid4())
+        for method, path, body in (
+                ('POST', '/resource_providers',
+                 {'name': 'elsewhere', 'uuid': node}),
+                ('PUT', '/resource_providers/%s/inventories' % node,
+                 {'resource_provider_generation': 0,
+                  'inventories': {'VCPU': {'total': 8}}}),
+                ('PUT', '/allocations/' + stranger,
+                 {'allocations': {node: {'resources': {'VCPU': 1}}},
+                  'project_id': base.PROJECT, 'user_id': base.USER,
+                  'consumer_generation': None})):
+            resp = self.placement._http.request(
+                method, other.endpoint + path, json=body,
+                headers={'X-Auth-Token': 'admin',
+                         'OpenStack-API-Version': 'placement 1.37'})
+            self.assertLess(resp.status_code, 300, resp.text)
+        there = self.conf('other.conf', placement={
+            'endpoint': other.endpoint})
+        code, out, err = self.run_manage(
+            'allocations', 'clean', '--reason', 'unknown_consumer',
+            '--journal', self.journal, conf_file=there)
+        self.assertEqual(4, code, err)
+        self.assertRefused(('allocations', 'restore', '--journal',
+                            self.journal), 'another cloud')
+
+    # Errors -------------------------------------------------------------
+
+    def test_failed_repair(self):
+        """Placement fails the write: exit code 1, the row says why, and
+        stderr has the failure and where the journal is, no traceback.
+        """
+        proxy = self.useFixture(faults.FaultProxy(self.placement.endpoint))
+        proxy.inject('PUT', '/allocations/' + self.gone, status=500)
+        conf = self.conf(placement={'endpoint': proxy.endpoint})
+        code, out, err = self.run_manage(
+            'allocations', 'clean', '--format', 'json', '--journal',
+            self.journal, conf_file=conf)
+        self.assertEqual(REPAIR_FAILED, code, err)
+        failure = ('failed: Placement request PUT /allocations/%s failed: '
+                   '500 injected by the test proxy' % self.gone)
+        self.assertEqual([failure], [r['outcome'] for r in json.loads(out)])
+        warning, journal = err.splitlines()
+        self.assertIn('Repair of consumer %s failed' % self.gone, warning)
+        self.assertEqual('Journal: %s' % self.journal, journal)
+        self.assertEqual(self.before, self.placement.dump_state())
+
+
+def _reports_cut_lines(tmp):
+    """Whether journal.read reads past a cut line (h2a-journal)."""
+    path = os.path.join(tmp, 'probe.jsonl')
+    journal = journal_mod.Journal(path)
+    journal.record({'action': 'delete_consumer', 'findings': [],
+                    'consumers': {}})
+    journal.close()
+    with open(path) as f:
+        line = f.read()
+    with open(path, 'w') as f:
+        f.write(line + line[:len(line) // 2] + '\n' + line)
+    try:
+        journal_mod.read(path)
+    except exception.JournalError:
+        return False
+    return True

@@ -1,0 +1,280 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``clean`` and ``restore`` killed with SIGKILL at each step of a repair.
+
+The console script runs as a process of its own and is killed while the
+fault proxy holds one of its requests (see processes.py), so each kill
+lands on the same step every time:
+
+* after a batch's journal entries are on disk, before its POST is sent
+  (the held request is then dropped);
+* while a batch's POST is on its way (the held request is forwarded
+  after the kill: placement applies it, the tool never hears);
+* after placement applied a batch, before the tool heard (and so before
+  any outcome was shown);
+* in the middle of a restore, on both sides of one of its writes;
+* inside the journal's write(2) itself, at a page boundary.
+
+After every kill an operator's recovery is checked: ``clean`` run again
+ends where an uninterrupted run does, repairing exactly what the killed
+run had not; restoring the rerun's journal and then the killed run's
+puts placement back exactly as it was before the first run (consumer
+generations aside); the killed run's journal reads.
+
+The runs use ``placement_concurrency = 2``: one stream of batches, so
+the held batch is always the same one and every batch before it is
+done.
+"""
+
+import json
+import os
+
+from nova_orphans import exception
+from nova_orphans.repair import journal as journal_mod
+from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional import processes
+
+# The size of a memory page: where a write(2) cut short by SIGKILL stops.
+PAGE = 4096
+ALREADY = 'skipped: already as before'
+
+
+class _CrashTestCase(base.FunctionalTestCase):
+
+    # Orphans beyond a batch of 100 only where the batch size matters:
+    # placement on sqlite takes seconds per hundred consumers.
+    STRANGERS = 16
+
+    def setUp(self):
+        super().setUp()
+        self.proxy = self.useFixture(
+            processes.HoldingProxy(self.placement.endpoint))
+        self.conf_file = self.nova.write_nova_conf(
+            os.path.join(self.tmp, 'proxied.conf'), self.proxy.endpoint,
+            extra={'nova_orphans': {'state_path': self.state_path,
+                                    'cell_timeout': '20',
+                                    'placement_concurrency': '2'},
+                   'placement': {'timeout': '30'}})
+        self.cloud = processes.Cloud(self, strangers=self.STRANGERS)
+        self.before = self.cloud.state()
+        self.repaired = self.cloud.repaired(self.before)
+        self.killed = self.journal('killed')
+        self.rerun = self.journal('rerun')
+
+    def journal(self, name):
+        return os.path.join(self.tmp, name + '.jsonl')
+
+    def argv(self, action, journal, *extra):
+        return ('--config-file', self.conf_file, 'allocations', action,
+                '--format', 'json', '--journal', journal) + extra
+
+    def run_to_end(self, action, journal, rc=4):
+        code, out, err = processes.run(*self.argv(action, journal))
+        self.assertNotIn('Traceback', err)
+        self.assertEqual(rc, code, err)
+        return json.loads(out)
+
+    def start(self, action, journal):
+        return processes.start(*self.argv(action, journal))
+
+    def orphans(self):
+        """Every consumer a complete clean changes."""
+        return {c for c in self.before
+                if self.before[c] != self.repaired.get(c)}
+
+    def journaled(self, path):
+        return {c for e in journal_mod.read(path) for c in e['consumers']}
+
+    def kill_clean(self, hold, forward=True):
+        """Start clean, kill it at ``hold``, let the held request go on
+        (``forward``) and return the consumers it carried.
+        """
+        proc = self.start('clean', self.killed)
+        held = set(hold.wait(proc))
+        if hold.when == 'before':
+            # The whole batch is on disk before its request is sent.
+            self.assertLessEqual(held, self.journaled(self.killed))
+        err = processes.kill(proc)
+        self.assertNotIn('Traceback', err)
+        hold.release(forward)
+        self.proxy.wait_idle()
+        return held
+
+    def assertRecovers(self, held, applied):
+        """The operator's recovery after a killed clean."""
+        state = self.cloud.state()
+        for consumer in held:
+            self.assertEqual(
+                (self.repaired if applied else self.before).get(consumer),
+                state.get(consumer), consumer)
+        done_before = {c for c in self.orphans()
+                       if state.get(c) == self.repaired.get(c)}
+        # The killed run's journal reads, and holds everything it did.
+        self.assertLessEqual(done_before, self.journaled(self.killed))
+
+        # Run again: the same end as an uninterrupted run, each orphan
+        # repaired by exactly one of the two runs.
+        left = self.orphans() - done_before
+        rows = self.run_to_end('clean', self.rerun, rc=4 if left else 0)
+        self.assertEqual(['done'] * len(rows), [r['outcome'] for r in rows])
+        self.assertEqual(sorted(left), sorted({r['consumer'] for r in rows}))
+        self.assertEqual(self.repaired, self.cloud.state())
+
+        # Undo both, newest first: exactly the state before the first.
+        if left:
+            rows = self.run_to_end('restore', self.rerun)
+            self.assertEqual({'done'}, {r['outcome'] for r in rows})
+        rows = self.run_to_end('restore', self.killed,
+                               rc=4 if done_before else 0)
+        outcomes = {r['consumer']: r['outcome'] for r in rows}
+        self.assertEqual(
+            {c: 'done' if c in done_before else ALREADY for c in outcomes},
+            outcomes)
+        self.assertLessEqual(done_before, set(outcomes))
+        self.assertEqual(self.before, self.cloud.state())
+
+
+class CrashTestCase(_CrashTestCase):
+
+    # Clean ------------------------------------------------------------
+
+    def test_uninterrupted(self):
+        """The reference every recovery must reach."""
+        journal = self.journal('run')
+        rows = self.run_to_end('clean', journal)
+        self.assertEqual(sorted(self.orphans()),
+                         sorted({r['consumer'] for r in rows}))
+        self.assertEqual({'done'}, {r['outcome'] for r in rows})
+        self.assertEqual(self.repaired, self.cloud.state())
+        self.run_to_end('restore', journal)
+        self.assertEqual(self.before, self.cloud.state())
+
+    def test_killed_after_journal_before_write(self):
+        hold = self.proxy.hold('POST', '/allocations',
+                               match=processes.batch(8))
+        held = self.kill_clean(hold, forward=False)
+        self.assertRecovers(held, applied=False)
+
+    def test_killed_after_placement_applied_before_outcome(self):
+        hold = self.proxy.hold('POST', '/allocations', when='after',
+                               match=processes.batch(8))
+        held = self.kill_clean(hold)
+        self.assertEqual(204, hold.result)
+        # The batch held every orphan but the move (a request of its
+        # own): the rerun has only that left, if the kill came first.
+        self.assertEqual(self.orphans() - {m for _vm, m in
+                                           self.cloud.returned}, held)
+        self.assertRecovers(held, applied=True)
+
+    def test_killed_inside_journal_write(self):
+        """SIGKILL inside the write(2) of a batch's entries leaves a
+        cut last line, at a page boundary: byte for byte what the
+        kernel leaves when the copy stops there. The operator then runs
+        clean again on the same journal and restores it.
+        """
+        try:
+            self._probe_cut_lines()
+        except exception.JournalError:
+            # needs h2a-journal: reading a journal with a cut line that
+            # is not the last one.
+            self.skipTest('needs h2a-journal: journal.read cannot yet '
+                          'read past a cut line')
+        hold = self.proxy.hold('POST', '/allocations',
+                               match=processes.batch(8))
+        proc = self.start('clean', self.killed)
+        held = hold.wait(proc)
+        processes.kill(proc)
+        hold.release(forward=False)
+        self.proxy.wait_idle()
+        with open(self.killed, 'rb') as f:
+            data = f.read()
+        # The batch's entries were written at once: cut at the first
+        # page boundary inside them.
+        start = min(data.index(c.encode()) for c in held)
+        start = data.rindex(b'\n', 0, start) + 1
+        cut = (start // PAGE + 1) * PAGE
+        self.assertLess(cut, len(data) - 1, 'the batch fits in a page')
+        with open(self.killed, 'r+b') as f:
+            f.truncate(cut)
+        cut_line = data[:cut].count(b'\n') + 1
+
+        # needs h2a-journal: the cut line is read past and reported,
+        # the rerun on the same path starts on a fresh line.
+        self.run_to_end('clean', self.killed)
+        self.assertEqual(self.repaired, self.cloud.state())
+        code, out, err = processes.run(*self.argv('restore', self.killed))
+        self.assertEqual(4, code, err)
+        self.assertIn('line %d' % cut_line, err)
+        self.assertEqual(self.before, self.cloud.state())
+
+    def _probe_cut_lines(self):
+        path = self.journal('probe')
+        whole = journal_mod.Journal(path)
+        whole.record({'action': 'delete_consumer', 'findings': [],
+                      'consumers': {}})
+        whole.close()
+        with open(path) as f:
+            line = f.read()
+        with open(path, 'w') as f:
+            f.write(line + line[:len(line) // 2] + '\n' + line)
+        journal_mod.read(path)
+
+    # Restore ----------------------------------------------------------
+
+    def test_restore_killed_on_both_sides_of_a_write(self):
+        """Killed before a write was sent, then again after one was
+        applied: a third restore finishes, and nothing is done twice.
+        """
+        self.run_to_end('clean', self.killed)
+        for when in ('before', 'after'):
+            hold = self.proxy.hold('PUT', '/allocations/[-0-9a-f]+',
+                                   when=when, skip=3)
+            proc = self.start('restore', self.killed)
+            hold.wait(proc)
+            processes.kill(proc)
+            hold.release(forward=False)
+            self.proxy.wait_idle()
+        # Each write is one entry's, whole: nothing half restored.
+        state = self.cloud.state()
+        undone = set()
+        for consumer in self.orphans():
+            self.assertIn(state.get(consumer),
+                          (self.before[consumer],
+                           self.repaired.get(consumer)), consumer)
+            if state.get(consumer) == self.before[consumer]:
+                undone.add(consumer)
+        # Three writes before the first kill, four (the held one
+        # applied) before the second; a move is one more write.
+        self.assertIn(len(undone), (7, 8))
+        rows = self.run_to_end('restore', self.killed)
+        # Newest first: the killed runs undid the newest entries.
+        self.assertEqual(
+            [ALREADY] * len(undone) + ['done'] * (len(rows) - len(undone)),
+            [r['outcome'] for r in rows])
+        self.assertEqual(undone, {r['consumer'] for r in rows
+                                  if r['outcome'] == ALREADY})
+        self.assertEqual(self.before, self.cloud.state())
+
+
+class BigBatchCrashTestCase(_CrashTestCase):
+    """A hundred consumers and more: batches of 100 are POSTed."""
+
+    STRANGERS = 104
+
+    def test_killed_while_batch_on_its_way(self):
+        hold = self.proxy.hold('POST', '/allocations',
+                               match=processes.batch(90))
+        held = self.kill_clean(hold, forward=True)
+        # The first hundred consumers, but the move among them (written
+        # on its own) if there is one.
+        self.assertIn(len(held), (99, 100))
+        self.assertRecovers(held, applied=True)
