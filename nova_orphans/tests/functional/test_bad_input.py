@@ -22,7 +22,6 @@ import json
 import os
 import uuid as uuidlib
 
-from nova_orphans import exception
 from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
@@ -220,10 +219,7 @@ class BadInputTestCase(base.FunctionalTestCase):
         self.assertEqual(4, code, err)
         self.assertEqual(['done'], [r['outcome'] for r in json.loads(out)])
         self.assertEqual(self.before, self.placement.dump_state())
-        # needs h2a-journal: the cut line is reported.
-        if not _reports_cut_lines(self.tmp):
-            self.skipTest('needs h2a-journal: a cut last line is not '
-                          'reported yet')
+        # The cut line is reported.
         self.assertEqual(1, len(err.splitlines()), err)
         self.assertIn('line 2', err)
 
@@ -231,11 +227,6 @@ class BadInputTestCase(base.FunctionalTestCase):
         """A journal written against another placement is refused whole,
         before anything is written to this one.
         """
-        # needs h2a-journal: journals know their cloud. Without that,
-        # this restore tries to put back allocations on providers this
-        # placement does not have, and fails per consumer (exit code 1).
-        self.skipTest('needs h2a-journal: journals do not record their '
-                      'cloud yet')
         other = self.useFixture(processes.OtherPlacement())
         node = self.nova.add_compute_node('cell1', 'elsewhere')
         stranger = str(uuidlib.uuid4())
@@ -283,21 +274,3 @@ class BadInputTestCase(base.FunctionalTestCase):
         self.assertIn('Repair of consumer %s failed' % self.gone, warning)
         self.assertEqual('Journal: %s' % self.journal, journal)
         self.assertEqual(self.before, self.placement.dump_state())
-
-
-def _reports_cut_lines(tmp):
-    """Whether journal.read reads past a cut line (h2a-journal)."""
-    path = os.path.join(tmp, 'probe.jsonl')
-    journal = journal_mod.Journal(path)
-    journal.record({'action': 'delete_consumer', 'findings': [],
-                    'consumers': {}})
-    journal.close()
-    with open(path) as f:
-        line = f.read()
-    with open(path, 'w') as f:
-        f.write(line + line[:len(line) // 2] + '\n' + line)
-    try:
-        journal_mod.read(path)
-    except exception.JournalError:
-        return False
-    return True
