@@ -39,6 +39,7 @@ import os
 import fixtures
 
 from nova.tests.fixtures import NeutronFixture
+from nova.tests.functional.api import client
 
 from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.scenario import cycle
@@ -210,17 +211,20 @@ class WindowTestBase(cycle.CycleTestCase):
         self.runs += 1
         return os.path.join(self.tmp, 'journal-%d.jsonl' % self.runs)
 
-    def run_clean(self):
-        """clean through both front ends: [(front, rc, rows, journal)]."""
+    def run_clean(self, fronts=('manage', 'osc')):
+        """clean through each front end: [(front, rc, rows, journal)]."""
         runs = []
-        path = self.journal()
-        rc, out = self.run_manage('allocations', 'clean', '--format', 'json',
-                                  '--journal', path)
-        runs.append(('manage', rc, json.loads(out), path))
-        path = self.journal()
-        rc, out, err = self.openstack('allocation', 'orphan', 'clean',
-                                      '--journal', path, '-f', 'json')
-        runs.append(('osc', rc, json.loads(out) if out else err, path))
+        for front in fronts:
+            path = self.journal()
+            if front == 'manage':
+                rc, out = self.run_manage('allocations', 'clean', '--format',
+                                          'json', '--journal', path)
+            else:
+                rc, out, err = self.openstack(
+                    'allocation', 'orphan', 'clean', '--journal', path,
+                    '-f', 'json')
+                out = out or json.dumps(err)
+            runs.append((front, rc, json.loads(out), path))
         return runs
 
     def applied(self, path):
@@ -344,8 +348,8 @@ class ConfirmSourceDownTest(WindowTestBase):
     def test_confirm_source_down(self):
         source = self.force_down('host1')
         ex = self.assertRaises(
-            Exception, self.api.post_server_action, self.server['id'],
-            {'confirmResize': None})
+            client.OpenStackApiException, self.api.post_server_action,
+            self.server['id'], {'confirmResize': None})
         self.assertEqual(409, ex.response.status_code)
         self.assertEqual('finished', self.migration_status())
         self.assertCleanChangesNothing({
@@ -362,7 +366,7 @@ class ConfirmSourceDownTest(WindowTestBase):
 
 
 class UnguardedTest(WindowTestBase):
-    """Without the guard, the same runs break nova.
+    """Without the guard, the same runs break nova, with either front end.
 
     These show what the guard protects against; each would pass on a
     tool that ignores nova's unsettled moves.
@@ -370,39 +374,35 @@ class UnguardedTest(WindowTestBase):
 
     UNGUARDED = True
 
-    def test_confirm_fails(self):
-        """The tool deletes the migration consumer; nova's PUT gets 409."""
-        gate = self.start_confirm()
-        runs = self.run_clean()
+    def clean_alone(self, front):
+        """One front end's clean: it deletes the migration consumer."""
+        (front, rc, rows, path), = self.run_clean(fronts=(front,))
         self.assertEqual(
-            [('manage', 4, [(self.mig, self.src, 'finished_migration',
-                             'delete_consumer', 'done')]),
-             ('osc', 0, [])],
-            [(front, rc, [(r['consumer'], r['resource_provider'],
-                           r['reason'], r['action'], r['outcome'])
-                          for r in rows])
-             for front, rc, rows, path in runs])
+            (4 if front == 'manage' else 0,
+             [(self.mig, self.src, 'finished_migration', 'delete_consumer',
+               'done')]),
+            (rc, [(r['consumer'], r['resource_provider'], r['reason'],
+                   r['action'], r['outcome']) for r in rows]))
+        self.assertEqual(1, len(self.applied(path)))
+
+    def check_confirm_fails(self, front):
+        """nova's PUT of the empty allocations gets a 409: server ERROR."""
+        gate = self.start_confirm()
+        self.clean_alone(front)
         gate.release()
         self.wait_confirmed()
         server = self._wait_for_state_change(self.server, 'ERROR')
         self.assertIn('Failed to delete allocations for consumer %s'
                       % self.mig, server['fault']['message'])
 
-    def test_revert_loses_the_source(self):
-        """The tool deletes the migration consumer; nova has nothing to
-        move back. The server ends ACTIVE on the source holding nothing
-        there, only the new flavor on the destination it left.
+    def check_revert_loses_the_source(self, front):
+        """nova has nothing to move back.
+
+        The server ends ACTIVE on the source holding nothing there, only
+        the new flavor on the destination it left.
         """
         gate = self.start_revert()
-        runs = self.run_clean()
-        self.assertEqual(
-            [('manage', 4, [(self.mig, self.src, 'finished_migration',
-                             'delete_consumer', 'done')]),
-             ('osc', 0, [])],
-            [(front, rc, [(r['consumer'], r['resource_provider'],
-                           r['reason'], r['action'], r['outcome'])
-                          for r in rows])
-             for front, rc, rows, path in runs])
+        self.clean_alone(front)
         gate.release()
         self.wait_reverted()
         server = self._wait_for_state_change(self.server, 'ACTIVE')
@@ -411,3 +411,15 @@ class UnguardedTest(WindowTestBase):
                                      'DISK_GB': 2}},
                          self.get_allocations(self.server['id']))
         self.assertEqual({}, self.get_allocations(self.mig))
+
+    def test_confirm_fails_manage(self):
+        self.check_confirm_fails('manage')
+
+    def test_confirm_fails_osc(self):
+        self.check_confirm_fails('osc')
+
+    def test_revert_loses_the_source_manage(self):
+        self.check_revert_loses_the_source('manage')
+
+    def test_revert_loses_the_source_osc(self):
+        self.check_revert_loses_the_source('osc')
