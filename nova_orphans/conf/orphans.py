@@ -23,6 +23,9 @@ orphans_group = cfg.OptGroup(
     'nova_orphans', title='nova-orphans',
     help='Options of nova-orphans itself.')
 
+# Also the openstack plugin's default, which reads no configuration file.
+DEFAULT_GRACE_PERIOD = 300
+
 ORPHANS_OPTS = [
     cfg.IntOpt('cell_timeout', default=60, min=1,
                help='Seconds to wait for one cell database to be read. A '
@@ -40,6 +43,18 @@ ORPHANS_OPTS = [
                     'writes in streams of batches on disjoint providers, '
                     'half this many, each with an equal share of these '
                     'requests.'),
+    cfg.IntOpt('grace_period', default=DEFAULT_GRACE_PERIOD, min=0,
+               help='Seconds after nova last changed a live instance, one '
+                    'of its migrations or its latest instance action, '
+                    'during which none of its allocations is repaired '
+                    '(they are listed as "in_progress"). nova changes its '
+                    'database and placement in separate steps: a move '
+                    'whose status says it is over may still have its '
+                    'allocations moved or deleted by nova a moment later. '
+                    'Leftovers last until someone removes them, so waiting '
+                    'costs nothing. 0 turns the time limit off; task '
+                    'states and unfinished instance action events still '
+                    'protect an instance.'),
     cfg.ListOpt('site_rules', default=[],
                 help='Site classification rules to run, by entry point name '
                      'in the nova_orphans.rules namespace, in this order. '

@@ -67,9 +67,61 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None,
         if finding is not None:
             findings.append(finding)
     findings.extend(f for f in _missing(index) if shown is None or shown(f))
-    findings.sort(key=lambda f: (f.host or '', f.resource_provider_name or '',
-                                 f.resource_provider or '', f.consumer))
+    findings.sort(key=order)
     return findings
+
+
+def order(finding):
+    """classify's order: by host, provider name, provider and consumer."""
+    return (finding.host or '', finding.resource_provider_name or '',
+            finding.resource_provider or '', finding.consumer)
+
+
+def unsettled_candidates(snapshot, findings):
+    """The live instances whose activity could change these findings.
+
+    Only an orphan held by a live instance or one of its migrations can
+    turn out to be in progress (rules.unsettled), and reading activity
+    costs queries per instance: so it is read for these only, after a
+    first classification, and their consumers classified again
+    (with_activity).
+    """
+    nova = snapshot.nova
+    candidates = set()
+    for f in findings:
+        if f.is_orphan and f.instance is not None and (
+                f.instance not in nova.activity):
+            inst = nova.instances.get(f.instance)
+            if inst is not None and not (inst.deleted or inst.archived):
+                candidates.add(f.instance)
+    return candidates
+
+
+def with_activity(snapshot, findings, instances, rules, shown=None,
+                  cloud=None):
+    """The findings, with those of these instances' consumers (their own
+    and their migrations') classified again now that their activity has
+    been read.
+
+    Nothing but a consumer's own allocations, its instance's and nova's
+    rows decide its findings, so the rest are kept as they are.
+    """
+    nova, placement = snapshot.nova, snapshot.placement
+    affected = set(instances) | {m.uuid for m in nova.migrations.values()
+                                 if m.instance_uuid in instances}
+    part = model.PlacementSnapshot(
+        providers=placement.providers,
+        allocations=[a for a in placement.allocations
+                     if a.consumer in affected],
+        consumers=placement.consumers, scope=placement.scope,
+        # Only these instances may be missing allocations here.
+        consumers_elsewhere=(frozenset(nova.instances).difference(instances)
+                             | placement.consumers_elsewhere))
+    again = classify(model.Snapshot(placement=part, nova=nova), rules,
+                     shown=shown, cloud=cloud)
+    kept = [f for f in findings if f.consumer not in affected]
+    return sorted(kept + [f for f in again if f.consumer in affected],
+                  key=order)
 
 
 def _classify_allocation(index, alloc, rules, shown=None):

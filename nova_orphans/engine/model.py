@@ -20,6 +20,7 @@ create, and a fast-mode run creates several hundred thousand of them.
 """
 
 import dataclasses
+import datetime
 import typing
 
 from nova_orphans.engine import reasons
@@ -151,6 +152,26 @@ class Migration:
 
 
 @dataclasses.dataclass(slots=True)
+class Activity:
+    """When nova last worked on an instance, and what it is still doing.
+
+    nova writes its database and then placement (or the other way
+    round) in separate steps: right after a move's status says it is
+    over, nova may not have touched the move's allocations yet. So the
+    rules never repair what a live instance holds while nova may still
+    be on it (see rules.unsettled).
+    """
+
+    # The latest change nova recorded to the instance, any of its
+    # migrations, its latest instance action or that action's events.
+    changed_at: typing.Optional[datetime.datetime] = None
+    # An event of the instance's latest action that has not finished
+    # (e.g. compute_confirm_resize), and when it started.
+    pending_event: typing.Optional[str] = None
+    pending_since: typing.Optional[datetime.datetime] = None
+
+
+@dataclasses.dataclass(slots=True)
 class InstanceMapping:
     instance_uuid: str
     # None while the instance is being scheduled (no cell yet).
@@ -173,6 +194,17 @@ class NovaSnapshot:
     mappings: typing.Dict[str, InstanceMapping] = dataclasses.field(
         default_factory=dict)
     build_requests: typing.FrozenSet[str] = frozenset()
+    # {instance uuid: Activity}, read only for the live instances whose
+    # allocations the rules would otherwise repair (Audit reads them
+    # after a first classification; a repair's fresh read has them for
+    # every instance involved). An instance without one is judged by
+    # its vm_state and task_state alone.
+    activity: typing.Dict[str, Activity] = dataclasses.field(
+        default_factory=dict)
+    # Changes nova recorded at or after this instant (UTC, naive as nova
+    # stores them) are too recent to act on: the time of the read minus
+    # [nova_orphans] grace_period. None: no time limit.
+    recent_since: typing.Optional[datetime.datetime] = None
 
     @property
     def unreadable_cells(self):

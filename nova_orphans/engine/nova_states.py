@@ -29,6 +29,8 @@ EVACUATION = 'evacuation'
 BUILDING = 'building'
 SOFT_DELETED = 'soft-delete'
 SHELVED_OFFLOADED = 'shelved_offloaded'
+# A resize or cold migration awaiting confirmation, or being confirmed.
+RESIZED = 'resized'
 
 # task_state of an instance (or build request) not placed yet.
 SCHEDULING = 'scheduling'

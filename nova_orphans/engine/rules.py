@@ -22,6 +22,13 @@ A foreign provider protects everything on it but what nova's own ended
 consumers hold there and nowhere on nova's nodes (see
 ``unmanaged_provider``).
 
+Every rule that repairs what a live instance or one of its migrations
+holds (finished_migration, shelved_offloaded, evacuated_source,
+stale_provider) first asks :func:`unsettled`: nova changes its database
+and placement in separate steps, so a move whose status says it is over
+may still be having its allocations moved or deleted by nova. Each such
+rule's docstring says which of nova's steps it relies on.
+
 A rule is any callable ``rule(ctx) -> Verdict or None``; sites can add
 their own through the ``nova_orphans.rules`` entry point namespace.
 """
@@ -129,12 +136,83 @@ def unmanaged_provider(ctx):
     return None
 
 
+def unsettled(ctx):
+    """nova may still be working on the consumer's live instance.
+
+    nova records a move's end in its database before it deals with the
+    move's allocations: confirming, ``drop_move_claim_at_source`` sets
+    the migration ``confirmed`` (and the instance ACTIVE) and only then
+    is the migration's allocation on the source deleted; reverting,
+    ``drop_move_claim_at_dest`` sets it ``reverted`` while the instance
+    is already back on its source host in task state
+    ``resize_reverting``, and only then does the source move the
+    migration's allocation back to the instance. What the rules would
+    repair in that window is exactly what nova is about to write,
+    under a consumer generation it has already read: repairing it makes
+    nova's write fail and can leave the server with no allocation at
+    all. A re-read does not help, it shows the same state.
+
+    So nothing a live instance or its migrations hold is repaired while
+    the instance has a task state, is ``resized``, has an event of its
+    latest instance action still running, or nova recorded a change to
+    it, its migrations or that action within the grace period. Deleted
+    and archived instances are not asked: whatever nova still does for
+    them removes the same allocations a repair removes.
+    """
+    inst = ctx.instance
+    if inst is None or inst.deleted or inst.archived:
+        return None
+    return instance_unsettled(inst, ctx.index.snapshot.nova)
+
+
+def instance_unsettled(inst, nova):
+    """unsettled's verdict for a live instance, or None if it is settled."""
+    if inst.task_state is not None:
+        why = _('The instance has task_state %(task)s: nova is not done '
+                'with it.') % {'task': inst.task_state}
+    elif inst.vm_state == nova_states.RESIZED:
+        why = _('The instance is resized: its move is being confirmed or '
+                'awaits confirmation.')
+    else:
+        activity = nova.activity.get(inst.uuid)
+        if activity is None:
+            return None
+        if activity.pending_event is not None:
+            why = _('nova has not finished %(event)s on the instance '
+                    '(started %(since)s UTC).') % {
+                'event': activity.pending_event,
+                'since': _time(activity.pending_since)}
+        elif (nova.recent_since is not None and
+                activity.changed_at is not None and
+                activity.changed_at >= nova.recent_since):
+            why = _('nova changed the instance, one of its migrations or '
+                    'its latest action at %(time)s UTC, within '
+                    '[nova_orphans] grace_period of this run.') % {
+                'time': _time(activity.changed_at)}
+        else:
+            return None
+    return Verdict(reasons.IN_PROGRESS, reasons.NONE,
+                   why + ' ' + _('Run again once it settles.'))
+
+
+def _time(when):
+    return when.isoformat(sep=' ', timespec='seconds') if when else '?'
+
+
 def finished_migration(ctx):
-    """A migration consumer outlives its migration only by mistake."""
+    """A migration consumer outlives its migration only by mistake.
+
+    Relies on nova dealing with a move's allocations once the move's
+    instance is settled (see unsettled): until then the migration's
+    status alone does not say nova is done with them.
+    """
     mig = ctx.migration
     if mig is None or (nova_states.migration_in_progress(mig) and
                        not (mig.deleted or mig.archived)):
         return None
+    verdict = unsettled(ctx)
+    if verdict is not None:
+        return verdict
     details = _('Migration %(migration)s (%(type)s) of instance '
                 '%(instance)s ended with status %(status)s.') % {
         'migration': mig.uuid, 'type': mig.migration_type,
@@ -158,7 +236,14 @@ def finished_migration(ctx):
 
 
 def deleted_instance(ctx):
-    """Deleted, archived or vanished instances own nothing."""
+    """Deleted, archived or vanished instances own nothing.
+
+    Needs no grace period: nova deletes an instance's row first and its
+    allocations after (``_delete_instance`` then ``_complete_deletion``,
+    or the API's local delete), and whichever of nova and the repair
+    comes second finds nothing left to delete (nova's delete of a
+    consumer that is gone is a no-op).
+    """
     inst = ctx.instance
     if inst is None:
         if ctx.migration is None:
@@ -236,11 +321,20 @@ def active_migration(ctx):
 
 
 def shelved_offloaded(ctx):
-    """Offloading frees the host; only an unshelve may allocate again."""
+    """Offloading frees the host; only an unshelve may allocate again.
+
+    nova deletes the allocations before it sets ``shelved_offloaded``
+    (``_shelve_offload_instance``), and an unshelve sets its task state
+    before the scheduler allocates; a failed unshelve's clean-up is
+    covered by unsettled.
+    """
     inst = ctx.instance
     if (inst is not None and
             inst.vm_state == nova_states.SHELVED_OFFLOADED and
             inst.task_state not in nova_states.UNSHELVE_TASK_STATES):
+        verdict = unsettled(ctx)
+        if verdict is not None:
+            return verdict
         return Verdict(reasons.SHELVED_OFFLOADED, reasons.DELETE_CONSUMER,
                        _('The instance is shelved and offloaded; it holds no '
                          'host.'))
@@ -297,7 +391,13 @@ def plainly_runs_here(inst, node):
 
 
 def evacuated_source(ctx):
-    """The guide's case: evacuated away, allocation left on the source."""
+    """The guide's case: evacuated away, allocation left on the source.
+
+    nova removes the source's allocation only when the source compute
+    starts again (``_destroy_evacuated_instances``), with a
+    generation-checked write of the same result; the evacuation itself
+    is over once its migration is done and the instance settled.
+    """
     inst = ctx.instance
     if inst is None or ctx.node is None:
         return None
@@ -306,6 +406,9 @@ def evacuated_source(ctx):
                 (ctx.node.host, ctx.node.hypervisor_hostname) and
                 (inst.host, inst.node) != (mig.source_compute,
                                            mig.source_node)):
+            verdict = unsettled(ctx)
+            if verdict is not None:
+                return verdict
             return Verdict(reasons.EVACUATED_SOURCE, reasons.REMOVE_PROVIDER,
                            _('Evacuated from %(source)s to %(dest)s by '
                              'migration %(migration)s (%(status)s); the '
@@ -318,10 +421,19 @@ def evacuated_source(ctx):
 
 
 def stale_provider(ctx):
-    """A live instance holding resources on a node it is not on."""
+    """A live instance holding resources on a node it is not on.
+
+    During a revert the instance is back on its source host while it
+    still holds the destination, until the source moves the migration's
+    allocation back to it; unsettled keeps that window (and any other
+    move's) from looking stale.
+    """
     inst = ctx.instance
     if inst is None:
         return None
+    verdict = unsettled(ctx)
+    if verdict is not None:
+        return verdict
     return Verdict(reasons.STALE_PROVIDER, reasons.REMOVE_PROVIDER,
                    _('The instance runs on %(host)s (%(node)s), not on this '
                      'node, and no move is in progress.') %
@@ -372,10 +484,11 @@ def missing_allocations(index):
                 inst.uuid in held_by_migration):
             continue
         if (inst.deleted or inst.archived or not inst.host or
-                not inst.node or inst.task_state is not None or
+                not inst.node or
                 inst.vm_state in (nova_states.BUILDING,
                                   nova_states.SOFT_DELETED,
-                                  nova_states.SHELVED_OFFLOADED)):
+                                  nova_states.SHELVED_OFFLOADED) or
+                instance_unsettled(inst, index.snapshot.nova)):
             continue
         node = (index.nodes_by_uuid.get(inst.compute_node) or
                 index.node_for_host_node(inst.host, inst.node))

@@ -41,6 +41,7 @@ started after the first listing must not look like an orphan.
 """
 
 import concurrent.futures
+import datetime
 
 from oslo_log import log as logging
 
@@ -128,11 +129,25 @@ def flavor(embedded):
     }
 
 
+def when(text):
+    """A compute API timestamp as a naive UTC datetime (as nova stores it).
+
+    nova writes them with or without an offset (``Z``, ``+00:00``).
+    """
+    if not text:
+        return None
+    value = datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))
+    if value.tzinfo is not None:
+        value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return value
+
+
 class ComputeAPIReader:
 
-    def __init__(self, client, concurrency=8):
+    def __init__(self, client, concurrency=8, grace_period=300):
         self.client = client
         self.concurrency = concurrency
+        self.grace_period = datetime.timedelta(seconds=grace_period)
 
     # Phase one: bulk listings ---------------------------------------------
 
@@ -254,6 +269,12 @@ class ComputeAPIReader:
         snapshot = model.NovaSnapshot(
             cells=dict(base.cells), compute_nodes=base.compute_nodes,
             services=base.services)
+        self._read_fresh(snapshot, base, consumers)
+        return self.read_activity(snapshot, [
+            uuid for uuid, inst in snapshot.instances.items()
+            if not (inst.deleted or inst.archived)])
+
+    def _read_fresh(self, snapshot, base, consumers):
         todo = set()
         for consumer in consumers:
             mig = base.migrations.get(consumer)
@@ -278,6 +299,58 @@ class ComputeAPIReader:
 
     def _fresh(self, uuid):
         return self._one(uuid, listed_deleted=False)
+
+    # When nova last worked on an instance ----------------------------------
+
+    def read_activity(self, snapshot, instance_uuids):
+        """model.Activity of these live instances: the server's and its
+        migrations' times, its latest instance action and that action's
+        events (2.58+ shows actions' updated_at; 2.51+ events to admins).
+        """
+        snapshot.recent_since = self._recent_since()
+        for uuid, activity in self._map(self._activity,
+                                        sorted(instance_uuids)):
+            if activity is not None:
+                snapshot.activity[uuid] = activity
+        return snapshot
+
+    def _recent_since(self):
+        now = datetime.datetime.now(datetime.timezone.utc).replace(
+            tzinfo=None)
+        return now - self.grace_period if self.grace_period else None
+
+    def _activity(self, uuid):
+        times = []
+        server = self.client.get_or_none('/servers/%s' % uuid)
+        if server is not None:
+            times += [server['server'].get('created'),
+                      server['server'].get('updated')]
+        for mig in self._migrations({'instance_uuid': uuid}):
+            times += [mig.get('created_at'), mig.get('updated_at')]
+        pending = since = None
+        actions = self.client.get_or_none(
+            '/servers/%s/os-instance-actions' % uuid)
+        actions = (actions or {}).get('instanceActions') or []
+        if actions:
+            # nova lists them newest first.
+            latest = actions[0]
+            times += [latest.get('start_time'), latest.get('updated_at')]
+            detail = self.client.get_or_none(
+                '/servers/%s/os-instance-actions/%s' %
+                (uuid, latest['request_id']))
+            for event in ((detail or {}).get('instanceAction') or {}).get(
+                    'events') or ():
+                times += [event.get('start_time'), event.get('finish_time')]
+                if not event.get('finish_time'):
+                    pending, since = event.get('event'), when(
+                        event.get('start_time'))
+        changed = max((t for t in map(when, times) if t is not None),
+                      default=None)
+        if changed is None and pending is None:
+            return uuid, None
+        return uuid, model.Activity(changed_at=changed,
+                                    pending_event=pending,
+                                    pending_since=since)
 
     # Heal -----------------------------------------------------------------
 

@@ -22,6 +22,7 @@ that cannot be read within ``[nova_orphans] cell_timeout`` is reported,
 not fatal.
 """
 
+import datetime
 import threading
 
 from oslo_log import log as logging
@@ -68,6 +69,15 @@ BLOCK_DEVICES = _table('block_device_mapping', 'instance_uuid', 'boot_index',
                        'destination_type', 'deleted')
 INFO_CACHES = _table('instance_info_caches', 'instance_uuid', 'network_info',
                      'deleted')
+# When nova last worked on an instance (see model.Activity).
+INSTANCE_TIMES = _table('instances', 'uuid', 'created_at', 'updated_at')
+MIGRATION_TIMES = _table('migrations', 'instance_uuid', 'created_at',
+                         'updated_at')
+ACTIONS = _table('instance_actions', 'id', 'instance_uuid', 'created_at',
+                 'updated_at', 'start_time')
+ACTION_EVENTS = _table('instance_actions_events', 'action_id', 'event',
+                       'start_time', 'finish_time', 'created_at',
+                       'updated_at')
 
 
 class CellConnection:
@@ -92,6 +102,7 @@ class NovaDBReader:
             max_retries=opts.db_max_retries,
             retry_interval=opts.db_retry_interval)
         self.cell_timeout = opts.cell_timeout
+        self.grace_period = datetime.timedelta(seconds=opts.grace_period)
         # From read(): {cell_mappings.id: cell uuid} and
         # {cell uuid: {compute_nodes.id: uuid}}.
         self._cell_ids = {}
@@ -202,20 +213,52 @@ class NovaDBReader:
         self._merge_results(snapshot, readable, results)
         return snapshot
 
+    def read_activity(self, snapshot, instance_uuids):
+        """When nova last worked on these live instances (model.Activity).
+
+        A cell that cannot be read now is marked unreadable, which keeps
+        everything it might own from being repaired.
+        """
+        snapshot.recent_since = self._recent_since()
+        by_cell = {}
+        for uuid in instance_uuids:
+            inst = snapshot.instances.get(uuid)
+            if inst is not None:
+                by_cell.setdefault(inst.cell, set()).add(uuid)
+        conns = [c for c in self._connections if c.uuid in by_cell and
+                 snapshot.cells[c.uuid].readable]
+        results = self._in_cells(
+            conns, lambda read: read.read_activity(by_cell[read.cell]))
+        for conn in conns:
+            found, error = results[conn.uuid]
+            if error is not None:
+                snapshot.cells[conn.uuid] = model.Cell(
+                    uuid=conn.uuid, name=conn.name, readable=False,
+                    error=error)
+            else:
+                snapshot.activity.update(found.activity)
+        return snapshot
+
+    def _recent_since(self):
+        # Naive UTC, as nova stores its timestamps.
+        now = datetime.datetime.now(datetime.timezone.utc).replace(
+            tzinfo=None)
+        return now - self.grace_period if self.grace_period else None
+
     def read_consumers(self, base, consumers):
         """Fresh nova rows for a few consumers, to re-verify before a write.
 
         Cells, compute nodes and services come from ``base`` (the audit's
         snapshot); instances, migrations (including every migration of
         the instances involved), mappings and build requests are read
-        again now.
+        again now, and the activity of every live instance involved.
         """
         consumers = set(consumers)
         mappings, builds = self._api_rows(consumers)
         snapshot = model.NovaSnapshot(
             cells=dict(base.cells), compute_nodes=base.compute_nodes,
             services=base.services, mappings=mappings,
-            build_requests=builds)
+            build_requests=builds, recent_since=self._recent_since())
         readable = [c for c in self._connections
                     if snapshot.cells[c.uuid].readable]
         results = self._in_cells(readable,
@@ -310,6 +353,7 @@ class _CellRead:
         self.migrations = {}
         # uuids whose only row here is a hidden cross-cell copy.
         self.hidden = set()
+        self.activity = {}
         # {compute_nodes.id: uuid}, to turn instances.compute_id around:
         # read by live(), which every later read of the cell follows.
         self.node_ids = node_ids if node_ids is not None else {}
@@ -357,7 +401,9 @@ class _CellRead:
         return self
 
     def consumers(self, consumers):
-        """Every row that decides these consumers' fate, deleted or not."""
+        """Every row that decides these consumers' fate, deleted or not,
+        and the activity of the live instances among them.
+        """
         for chunk in db_utils.chunks(consumers):
             self._migrations(MIGRATIONS, MIGRATIONS.c.uuid.in_(chunk))
         instance_uuids = set(consumers) | {
@@ -366,7 +412,60 @@ class _CellRead:
             self._instances(INSTANCES, INSTANCES.c.uuid.in_(chunk))
             self._migrations(MIGRATIONS,
                              MIGRATIONS.c.instance_uuid.in_(chunk))
-        return self.lookup(set(consumers), instance_uuids)
+        self.lookup(set(consumers), instance_uuids)
+        return self.read_activity({
+            uuid for uuid, inst in self.instances.items()
+            if not (inst.deleted or inst.archived)})
+
+    def read_activity(self, instance_uuids):
+        """model.Activity of these instances, from their rows, their
+        migrations, their latest instance action and its events.
+
+        Four look-ups per call: the instances asked about are the few
+        whose allocations would otherwise be repaired.
+        """
+        changed, pending = {}, {}
+
+        def seen(uuid, *times):
+            for when in times:
+                when = _when(when)
+                if when is not None and (uuid not in changed or
+                                         when > changed[uuid]):
+                    changed[uuid] = when
+
+        for chunk in db_utils.chunks(instance_uuids):
+            for uuid, created, updated in self.db.execute(sa.select(
+                    INSTANCE_TIMES).where(INSTANCE_TIMES.c.uuid.in_(chunk))):
+                seen(uuid, created, updated)
+            for uuid, created, updated in self.db.execute(sa.select(
+                    MIGRATION_TIMES).where(
+                        MIGRATION_TIMES.c.instance_uuid.in_(chunk))):
+                seen(uuid, created, updated)
+            # nova's "latest action" (action_get_by_request_id's
+            # counterpart): the newest row, ids only grow.
+            latest = sa.select(sa.func.max(ACTIONS.c.id)).where(
+                ACTIONS.c.instance_uuid.in_(chunk)).group_by(
+                    ACTIONS.c.instance_uuid)
+            actions = {}
+            for action_id, uuid, created, updated, start in self.db.execute(
+                    sa.select(ACTIONS).where(ACTIONS.c.id.in_(latest))):
+                actions[action_id] = uuid
+                seen(uuid, created, updated, start)
+            for chunk_ids in db_utils.chunks(actions):
+                for (action_id, event, start, finish, created,
+                     updated) in self.db.execute(sa.select(
+                         ACTION_EVENTS).where(
+                             ACTION_EVENTS.c.action_id.in_(chunk_ids))):
+                    uuid = actions[action_id]
+                    seen(uuid, start, finish, created, updated)
+                    if finish is None:
+                        pending[uuid] = (event, _when(start))
+        for uuid in set(changed) | set(pending):
+            event, since = pending.get(uuid, (None, None))
+            self.activity[uuid] = model.Activity(
+                changed_at=changed.get(uuid), pending_event=event,
+                pending_since=since)
+        return self
 
     def heal_data(self, instance_uuids):
         found = {}
@@ -447,6 +546,16 @@ class _CellRead:
                 deleted=bool(deleted), archived=archived)
 
 
+def _when(value):
+    """A timestamp column's value as a naive UTC datetime.
+
+    MySQL's driver returns datetimes; sqlite's returns nova's text.
+    """
+    if value is None or isinstance(value, datetime.datetime):
+        return value
+    return datetime.datetime.fromisoformat(value)
+
+
 def _flavor(serialized):
     """The current flavor from instance_extra.flavor, as a plain dict."""
     data = jsonutils.loads(serialized or '{}').get('cur') or {}
@@ -460,6 +569,7 @@ def _rank(record, hidden):
 
 def _merge(snapshot, cell_read, hidden):
     snapshot.compute_nodes.update(cell_read.nodes)
+    snapshot.activity.update(cell_read.activity)
     snapshot.services.extend(cell_read.services)
     for mine, theirs in ((cell_read.instances, snapshot.instances),
                          (cell_read.migrations, snapshot.migrations)):

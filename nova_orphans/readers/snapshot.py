@@ -167,7 +167,7 @@ class Audit:
             # "No allocations at all" must look beyond the scope.
             placement.consumers_elsewhere = self._held_elsewhere(
                 snapshot, consumers)
-        findings = classify.classify(snapshot, self.rules, shown=shown)
+        findings = self._classify(snapshot, shown)
         if shown_records is not None:
             records = shown_records(
                 {f.consumer for f in findings if f.consumer in consumers} -
@@ -188,6 +188,32 @@ class Audit:
             placement.consumers.update(records)
             findings = self._reclassify(snapshot, findings, records, shown)
         self.snapshot = snapshot
+        return findings
+
+    def _classify(self, snapshot, shown):
+        """Classify; then, for the orphans held by live instances, read
+        when nova last worked on those instances and classify their
+        consumers again (see rules.unsettled).
+
+        The first pass keeps every orphan, shown or not: one may turn out
+        to be ``in_progress``, which ``shown`` may want.
+        """
+        first = None if shown is None else (
+            lambda verdict: verdict.is_orphan or shown(verdict))
+        findings = classify.classify(snapshot, self.rules, shown=first)
+        candidates = classify.unsettled_candidates(snapshot, findings)
+        if candidates:
+            before = len(snapshot.nova.unreadable_cells)
+            self.nova.read_activity(snapshot.nova, candidates)
+            if len(snapshot.nova.unreadable_cells) != before:
+                # A cell failed meanwhile: it protects all it may own.
+                findings = classify.classify(snapshot, self.rules,
+                                             shown=first)
+            else:
+                findings = classify.with_activity(
+                    snapshot, findings, candidates, self.rules, shown=first)
+        if shown is not None:
+            findings = [f for f in findings if shown(f)]
         return findings
 
     def _reclassify(self, snapshot, findings, records, shown):

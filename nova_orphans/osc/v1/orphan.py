@@ -28,6 +28,7 @@ from osc_lib.command import command
 from osc_lib import exceptions
 import stevedore
 
+from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans import db_utils
 from nova_orphans.engine import reasons
 from nova_orphans import exception
@@ -79,6 +80,14 @@ class _Audited(command.Lister):
             choices=reasons.REASONS, dest='reasons',
             help=_('Only findings with this reason; repeatable. Choices: '
                    '%s.') % ', '.join(reasons.REASONS))
+        parser.add_argument(
+            '--grace-period', metavar='<seconds>', type=int,
+            default=orphans_conf.DEFAULT_GRACE_PERIOD,
+            help=_('Leave alone what a live server or its migrations hold '
+                   'if nova changed the server, a migration or its latest '
+                   'action less than this many seconds ago (default: '
+                   '%(default)s; as [nova_orphans] grace_period): nova may '
+                   'still be moving or deleting those allocations.'))
         columns_mod.add_long_argument(parser)
         return parser
 
@@ -88,8 +97,12 @@ class _Audited(command.Lister):
                                    _('Resource provider'))
         clients = self.app.client_manager.nova_orphans
         self.placement = clients.placement
-        self.nova = compute_api.ComputeAPIReader(clients.compute,
-                                                 CONCURRENCY)
+        if parsed_args.grace_period < 0:
+            raise exceptions.CommandError(
+                _('--grace-period must not be negative'))
+        self.nova = compute_api.ComputeAPIReader(
+            clients.compute, CONCURRENCY,
+            grace_period=parsed_args.grace_period)
         audit = snapshot_mod.Audit(
             placement_api.PlacementAPIReader(clients.placement, CONCURRENCY),
             self.nova)

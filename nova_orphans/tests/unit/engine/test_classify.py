@@ -11,8 +11,11 @@
 #    under the License.
 """Every reason, and every look-alike that must not be an orphan."""
 
+import datetime
+
 from oslotest import base
 
+from nova_orphans.engine import classify
 from nova_orphans.engine import reasons as r
 from nova_orphans.engine import rules
 from nova_orphans.tests.unit import cloud as cloud_mod
@@ -286,6 +289,161 @@ class MigrationRulesTestCase(ClassifyTestCase):
         self.cloud.alloc(mig, self.host1)
         self.assertVerdicts({
             (mig, self.host1): (r.DELETED_INSTANCE, r.DELETE_CONSUMER)})
+
+
+NOW = datetime.datetime(2026, 11, 23, 12, 0, 0)
+GRACE = datetime.timedelta(seconds=300)
+
+
+class UnsettledTestCase(ClassifyTestCase):
+    """nova between its database write and its placement write (#14).
+
+    The run's clock is NOW, its grace period GRACE: changes at or after
+    NOW - GRACE are recent.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.cloud.nova.recent_since = NOW - GRACE
+
+    def active(self, inst, changed=None, event=None):
+        self.cloud.nova.activity[inst] = cloud_mod.model.Activity(
+            changed_at=changed, pending_event=event,
+            pending_since=NOW - datetime.timedelta(seconds=2)
+            if event else None)
+
+    def confirmed(self, **instance):
+        vm = self.cloud.instance('host2', **instance)
+        mig = self.cloud.migration(vm, 'confirmed', 'resize', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        return vm, mig
+
+    def test_confirm_window_event_running(self):
+        # drop_move_claim_at_source set 'confirmed' and the instance
+        # ACTIVE; compute_confirm_resize has not deleted the source yet.
+        vm, mig = self.confirmed()
+        self.active(vm, changed=NOW - GRACE - GRACE,
+                    event='compute_confirm_resize')
+        self.assertVerdicts({
+            (mig, self.host1): (r.IN_PROGRESS, FINE),
+            (vm, self.host2): (r.ACTIVE_INSTANCE, FINE)})
+        details = {f.consumer: f.details for f in self.cloud.findings()}
+        self.assertIn('compute_confirm_resize', details[mig])
+
+    def test_confirm_window_still_resized(self):
+        vm, mig = self.confirmed(vm_state='resized')
+        self.assertVerdicts({
+            (mig, self.host1): (r.IN_PROGRESS, FINE),
+            (vm, self.host2): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_changed_within_grace_period(self):
+        vm, mig = self.confirmed()
+        self.active(vm, changed=NOW - GRACE)
+        self.assertEqual((r.IN_PROGRESS, FINE),
+                         self.cloud.verdicts()[(mig, self.host1)])
+
+    def test_changed_before_grace_period_is_repaired(self):
+        vm, mig = self.confirmed()
+        self.active(vm, changed=NOW - GRACE - datetime.timedelta(
+            microseconds=1))
+        self.assertEqual((r.FINISHED_MIGRATION, r.DELETE_CONSUMER),
+                         self.cloud.verdicts()[(mig, self.host1)])
+
+    def test_no_time_limit_without_grace_period(self):
+        vm, mig = self.confirmed()
+        self.active(vm, changed=NOW)
+        self.cloud.nova.recent_since = None
+        self.assertEqual((r.FINISHED_MIGRATION, r.DELETE_CONSUMER),
+                         self.cloud.verdicts()[(mig, self.host1)])
+
+    def test_revert_window(self):
+        # drop_move_claim_at_dest set 'reverted' and the instance back on
+        # host1; the source has not moved the migration's allocation back.
+        vm = self.cloud.instance('host1', task_state='resize_reverting')
+        mig = self.cloud.migration(vm, 'reverted', 'resize', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        self.assertVerdicts({
+            (mig, self.host1): (r.IN_PROGRESS, FINE),
+            (vm, self.host2): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_failed_migration_not_returned_while_unsettled(self):
+        vm = self.cloud.instance('host1')
+        mig = self.cloud.migration(vm, 'error', 'migration', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.active(vm, changed=NOW)
+        self.assertVerdicts({(mig, self.host1): (r.IN_PROGRESS, FINE)})
+
+    def test_stale_provider_while_unsettled(self):
+        vm = self.cloud.instance('host1')
+        self.cloud.alloc(vm, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        self.active(vm, changed=NOW)
+        self.assertVerdicts({
+            (vm, self.host1): (r.ACTIVE_INSTANCE, FINE),
+            (vm, self.host2): (r.IN_PROGRESS, FINE)})
+
+    def test_evacuated_source_while_unsettled(self):
+        vm = self.cloud.instance('host2')
+        self.cloud.migration(vm, 'done', 'evacuation', 'host1', 'host2')
+        self.cloud.alloc(vm, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        self.active(vm, event='compute_rebuild_instance')
+        self.assertVerdicts({
+            (vm, self.host1): (r.IN_PROGRESS, FINE),
+            (vm, self.host2): (r.ACTIVE_INSTANCE, FINE)})
+
+    def test_shelved_offloaded_while_unsettled(self):
+        vm = self.cloud.instance(vm_state='shelved_offloaded')
+        self.cloud.alloc(vm, self.host1)
+        self.active(vm, changed=NOW)
+        self.assertVerdicts({(vm, self.host1): (r.IN_PROGRESS, FINE)})
+
+    def test_not_missing_allocations_while_unsettled(self):
+        vm = self.cloud.instance('host1')
+        self.active(vm, changed=NOW)
+        self.assertVerdicts({})
+
+    def test_deleted_instance_needs_no_grace(self):
+        vm = self.cloud.instance('host2', deleted=True)
+        mig = self.cloud.migration(vm, 'confirmed', 'resize', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        self.active(vm, changed=NOW, event='compute_terminate_instance')
+        self.assertVerdicts({
+            (mig, self.host1): (r.FINISHED_MIGRATION, r.DELETE_CONSUMER),
+            (vm, self.host2): (r.DELETED_INSTANCE, r.DELETE_CONSUMER)})
+
+    def test_candidates_are_live_instances_of_orphans(self):
+        vm, mig = self.confirmed()
+        gone = self.cloud.instance('host1', deleted=True)
+        self.cloud.alloc(gone, self.host1)
+        settled = self.cloud.instance('host1')
+        self.cloud.alloc(settled, self.host1)
+        findings = self.cloud.findings()
+        self.assertEqual({vm}, classify.unsettled_candidates(
+            self.cloud.snapshot(), findings))
+        self.active(vm, event='compute_confirm_resize')
+        self.assertEqual(set(), classify.unsettled_candidates(
+            self.cloud.snapshot(), findings))
+
+    def test_with_activity_changes_only_that_instances_consumers(self):
+        vm, mig = self.confirmed()
+        other, other_mig = self.confirmed()
+        findings = self.cloud.findings()
+        self.active(vm, event='compute_confirm_resize')
+        again = classify.with_activity(self.cloud.snapshot(), findings, {vm},
+                                       rules.DEFAULT_RULES)
+        self.assertEqual(self.cloud.findings(), again)
+        self.assertEqual(
+            {mig: r.IN_PROGRESS, other_mig: r.FINISHED_MIGRATION},
+            {f.consumer: f.reason for f in again if f.is_orphan or
+             f.reason == r.IN_PROGRESS})
 
 
 class ProviderRulesTestCase(ClassifyTestCase):

@@ -296,7 +296,9 @@ class ComputeAPIReaderTestCase(base.BaseTestCase):
             {'/servers/%s' % VM1, '/servers/%s' % VM2,
              '/servers/detail?all_tenants=1&deleted=1&uuid=%s' % VM1,
              '/os-migrations?instance_uuid=%s&limit=1000' % VM1,
-             '/os-migrations?instance_uuid=%s&limit=1000' % VM2},
+             '/os-migrations?instance_uuid=%s&limit=1000' % VM2,
+             # The live one's activity (rules.unsettled).
+             '/servers/%s/os-instance-actions' % VM2},
             set(self.api.urls()))
 
     def test_read_consumers_finds_new_migration_and_its_instance(self):
