@@ -151,8 +151,10 @@ class WindowTestBase(cycle.CycleTestCase):
                          server['OS-EXT-SRV-ATTR:host'])
         self.assertAllocation(flavor, rp)
         self.assertEqual({}, self.get_allocations(self.mig))
-        self.assertFlavorMatchesUsage(
-            rp, flavor)
+        usage = dict(self._resources_from_flavor(flavor))
+        if self.QOS_PORT:
+            usage.update(self.port['resource_request']['resources'])
+        self.assertRequestMatchesUsage(usage, rp)
         for other in set(self.rp_uuids.values()) - {rp}:
             self.assertEqual(
                 {'VCPU': 0, 'MEMORY_MB': 0, 'DISK_GB': 0},
