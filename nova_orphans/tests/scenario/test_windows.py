@@ -56,8 +56,15 @@ def disable_guard(test):
     """
     test.useFixture(fixtures.MonkeyPatch(
         'nova_orphans.engine.rules.unsettled', lambda ctx: None))
+    no_grace_period(test)
+
+
+def no_grace_period(test):
+    """``grace_period = 0`` for both front ends: only nova's states count.
+    """
     test.conf_file = test.write_nova_conf(
         extra={'nova_orphans': {'grace_period': 0}})
+    test.osc_args = ('--grace-period', '0')
 
 
 class WindowTestBase(cycle.CycleTestCase):
@@ -72,11 +79,14 @@ class WindowTestBase(cycle.CycleTestCase):
     QOS_PORT = False
     #: Run with the guard disabled (see ``disable_guard``).
     UNGUARDED = False
+    #: Run with ``grace_period = 0`` (see ``no_grace_period``).
+    NO_GRACE_PERIOD = False
 
     def setUp(self):
         super().setUp()
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.runs = 0
+        self.osc_args = ()
         self.big = self.api.get_flavor(self._create_flavor(
             vcpu=2, memory_mb=1024, disk=2, ephemeral=0))
         self.src = self.rp_uuids['host1']
@@ -117,6 +127,8 @@ class WindowTestBase(cycle.CycleTestCase):
         self.assertAllocation(self.new_flavor, self.dst)
         if self.UNGUARDED:
             disable_guard(self)
+        elif self.NO_GRACE_PERIOD:
+            no_grace_period(self)
 
     # -- nova's expectations -------------------------------------------------
 
@@ -224,7 +236,7 @@ class WindowTestBase(cycle.CycleTestCase):
             else:
                 rc, out, err = self.openstack(
                     'allocation', 'orphan', 'clean', '--journal', path,
-                    '-f', 'json')
+                    '-f', 'json', *self.osc_args)
                 out = out or json.dumps(err)
             runs.append((front, rc, json.loads(out), path))
         return runs
@@ -238,9 +250,10 @@ class WindowTestBase(cycle.CycleTestCase):
     def listed(self):
         """{front: {(consumer, rp): reason}} of list --all, this server's."""
         mine = {self.server['id'], self.mig}
-        rows = {
+        rows = self.rows = {
             'manage': self.list_allocations('--all'),
-            'osc': self.osc_json('allocation', 'orphan', 'list', '--all'),
+            'osc': self.osc_json('allocation', 'orphan', 'list', '--all',
+                                 *self.osc_args),
         }
         return {front: {(r['consumer'], r['resource_provider']):
                         (r['reason'], r['action'])
@@ -261,6 +274,14 @@ class WindowTestBase(cycle.CycleTestCase):
         expected = {key: (reason, 'none') for key, reason in expected.items()}
         self.assertEqual({'manage': expected, 'osc': expected},
                          self.listed())
+
+    def assertWhy(self, text):
+        """Both front ends say ``text`` about the migration's row."""
+        for front, rows in self.rows.items():
+            details = [r['details'] for r in rows if r['consumer'] == self.mig]
+            self.assertTrue(details)
+            for why in details:
+                self.assertIn(text, why, front)
 
     def window_rows(self, confirm):
         """What list must say about the server inside the window."""
@@ -284,9 +305,14 @@ class WindowTestBase(cycle.CycleTestCase):
 class WindowTests:
     """The two windows, for every kind of move a subclass sets up."""
 
+    #: What list says about the migration in each window, if not null.
+    WHY_CONFIRM = WHY_REVERT = None
+
     def test_confirm(self):
         gate = self.start_confirm()
         self.assertCleanChangesNothing(self.window_rows(confirm=True))
+        if self.WHY_CONFIRM:
+            self.assertWhy(self.WHY_CONFIRM)
         gate.release()
         self.wait_confirmed()
         self.assertSettled('confirmed', self.new_flavor, self.dst)
@@ -294,6 +320,8 @@ class WindowTests:
     def test_revert(self):
         gate = self.start_revert()
         self.assertCleanChangesNothing(self.window_rows(confirm=False))
+        if self.WHY_REVERT:
+            self.assertWhy(self.WHY_REVERT)
         gate.release()
         self.wait_reverted()
         self.assertSettled('reverted', self.flavor, self.src)
@@ -334,6 +362,19 @@ class ResizeWithQoSPortTest(WindowTests, WindowTestBase):
     """The port's bandwidth moves with the server, on nested providers."""
 
     QOS_PORT = True
+
+
+class NoGracePeriodTest(WindowTests, WindowTestBase):
+    """``grace_period = 0``: nova's states alone close both windows.
+
+    Confirming, the instance is ACTIVE with no task, but its
+    ``compute_confirm_resize`` event has not finished; reverting, it is
+    in task ``resize_reverting``.
+    """
+
+    NO_GRACE_PERIOD = True
+    WHY_CONFIRM = 'nova has not finished compute_confirm_resize'
+    WHY_REVERT = 'task_state resize_reverting'
 
 
 class ConfirmSourceDownTest(WindowTestBase):
