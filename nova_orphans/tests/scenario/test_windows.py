@@ -328,7 +328,29 @@ class WindowTests:
 
 
 class ResizeCrossHostTest(WindowTests, WindowTestBase):
-    pass
+
+    def test_revert_before_the_source(self):
+        """The revert's first half: the destination is done, the source
+        not started (``finish_revert_resize`` not yet run there).
+
+        The migration is ``reverted`` and the instance, in task
+        ``resize_reverting``, still on the destination.
+        """
+        gate = self.pause(MANAGER + '.finish_revert_resize')
+        self.api.post_server_action(self.server['id'],
+                                    {'revertResize': None})
+        gate.entered()
+        self.assertEqual('reverted', self.migration_status())
+        server = self.api.get_server(self.server['id'])
+        self.assertEqual(('host2', 'resize_reverting'),
+                         (server['OS-EXT-SRV-ATTR:host'],
+                          server['OS-EXT-STS:task_state']))
+        self.assertCleanChangesNothing({
+            (self.mig, self.src): 'in_progress',
+            (self.server['id'], self.dst): 'active_instance'})
+        gate.release()
+        self.wait_reverted()
+        self.assertSettled('reverted', self.flavor, self.src)
 
 
 class ResizeSameHostTest(WindowTests, WindowTestBase):
