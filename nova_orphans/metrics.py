@@ -22,7 +22,10 @@ import time
 from nova_orphans.engine import reasons
 
 PREFIX = 'nova_orphans_'
-COUNTED_REASONS = reasons.ORPHAN_REASONS + (reasons.UNVERIFIABLE,)
+# Orphans, what could not be checked, and what nova is still working on
+# (in_progress: above zero for hours, a compute died in an operation).
+COUNTED_REASONS = reasons.ORPHAN_REASONS + (reasons.UNVERIFIABLE,
+                                            reasons.IN_PROGRESS)
 
 
 def _labels(**labels):

@@ -18,7 +18,9 @@ the built-in rules, and is enabled by naming it in ``[nova_orphans]
 site_rules``. Site rules run after the rules that protect unreadable
 cells and other services' providers, and before every other rule, so
 they can keep an allocation out of the orphans (or call one an orphan)
-but can never make nova-orphans write where it cannot verify.
+but can never make nova-orphans write where it cannot verify, nor
+repair what a live instance holds while nova is still working on it
+(an orphan verdict of a site rule still gives way to rules.unsettled).
 """
 
 from oslo_log import log as logging
@@ -53,10 +55,23 @@ def chain(conf):
         NAMESPACE, names=names, name_order=True, invoke_on_load=True,
         invoke_args=(conf,), on_missing_entrypoints_callback=missing,
         propagate_map_exceptions=True)
-    site = tuple(ext.obj for ext in manager)
+    site = tuple(waiting_for_nova(ext.obj) for ext in manager)
     LOG.debug('Site rules: %s', names)
     rest = tuple(r for r in rules.DEFAULT_RULES if r not in PROTECTIVE)
     return PROTECTIVE + site + rest
+
+
+def waiting_for_nova(rule):
+    """The site rule, whose orphans wait while nova works on their
+    instance as the built-in rules' do (see rules.unsettled).
+    """
+    def guarded(ctx):
+        verdict = rule(ctx)
+        if verdict is not None and verdict.is_orphan:
+            return rules.unsettled(ctx) or verdict
+        return verdict
+    guarded.__name__ = getattr(rule, '__name__', 'site_rule')
+    return guarded
 
 
 def ignore_consumers(conf):

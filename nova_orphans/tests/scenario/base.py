@@ -30,6 +30,7 @@ import sys
 
 import fixtures
 from oslo_utils.fixture import uuidsentinel as uuids
+import sqlalchemy as sa
 
 from nova.cmd import manage as nova_manage
 from nova.db.api import api as api_db_api
@@ -276,6 +277,37 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
             rc = nova_manage.PlacementCommands().audit(
                 verbose=verbose, delete=delete, provider_uuid=provider_uuid)
         return rc, out.getvalue()
+
+    # -- time ----------------------------------------------------------------
+
+    #: Timestamp columns nova's activity is read from (rules.unsettled).
+    ACTIVITY_COLUMNS = {
+        'instances': ('created_at', 'updated_at'),
+        'migrations': ('created_at', 'updated_at'),
+        'instance_actions': ('created_at', 'updated_at', 'start_time',
+                             'finish_time'),
+        'instance_actions_events': ('created_at', 'updated_at',
+                                    'start_time', 'finish_time'),
+    }
+
+    def age_nova(self, hours=1):
+        """Move nova's record of its work on every instance back in time.
+
+        A scenario's leftovers are judged as an operator finds them, long
+        after nova made them, past any grace period; what the scenario
+        left unfinished (task states, running events, moves in progress)
+        stays unfinished. nova never acts on these times in the harness
+        (its timeouts based on them are off by default).
+        """
+        for url in self.cell_urls.values():
+            engine = sa.create_engine(url)
+            self.addCleanup(engine.dispose)
+            with engine.begin() as conn:
+                for table, columns in self.ACTIVITY_COLUMNS.items():
+                    moved = ', '.join("%s = datetime(%s, '-%d hours')" %
+                                      (c, c, hours) for c in columns)
+                    conn.execute(sa.text('UPDATE %s SET %s' % (table,
+                                                               moved)))
 
     # -- nova operations used by several scenarios -------------------------
 

@@ -198,6 +198,7 @@ class CycleTestCase(osc.OpenStackClientMixin, base.ScenarioTestCase):
         Returns {'before': state, 'cleaned': state after clean}.
         """
         comparison.scenario_of(self, key)
+        self.age_nova()
         self._providers = self.providers()
         names = {rp: p['name'] for rp, p in self._providers.items()}
 

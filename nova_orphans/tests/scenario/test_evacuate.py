@@ -55,6 +55,17 @@ class EvacuateFromDownHostTest(cycle.CycleTestCase):
              'Processed 1 allocation.'],
             out.splitlines())
 
+        # Right after the evacuation nova may still be at it: the source
+        # allocation waits for the grace period (rules.unsettled).
+        self.assertEqual(
+            {self.src: ('in_progress', 'none'),
+             self.dst: ('active_instance', 'none')},
+            {row['resource_provider']: (row['reason'], row['action'])
+             for row in self.list_allocations('--all')})
+        self.assertEqual([], self.list_allocations())
+
+        # As an operator finds it later.
+        self.age_nova()
         rows = {row['resource_provider']: row
                 for row in self.list_allocations('--all')}
         self.assertEqual({self.src, self.dst}, set(rows))
@@ -74,6 +85,7 @@ class EvacuateFromDownHostTest(cycle.CycleTestCase):
     def test_templated_cell_mapping(self):
         """Same verdict when cell1's mapping is a template."""
         self.template_cell('cell1')
+        self.age_nova()
         self.assertEqual(
             [(self.src, 'evacuated_source')],
             [(row['resource_provider'], row['reason'])

@@ -18,6 +18,7 @@ from oslotest import base
 from nova_orphans.engine import classify
 from nova_orphans.engine import reasons as r
 from nova_orphans.engine import rules
+from nova_orphans.engine import site_rules
 from nova_orphans.tests.unit import cloud as cloud_mod
 
 FINE = r.NONE
@@ -643,6 +644,22 @@ class RuleChainTestCase(ClassifyTestCase):
         chain = (ignore,) + rules.DEFAULT_RULES
         self.assertVerdicts(
             {(stranger, self.host1): (r.UNMANAGED_PROVIDER, FINE)},
+            rules=chain)
+
+    def test_site_rule_orphans_wait_for_nova(self):
+        vm = self.cloud.instance('host1', task_state='resize_reverting')
+        self.cloud.alloc(vm, self.host2)
+
+        def greedy(ctx):
+            return rules.Verdict(r.STALE_PROVIDER, r.REMOVE_PROVIDER, 'mine')
+
+        chain = site_rules.PROTECTIVE + (site_rules.waiting_for_nova(
+            greedy),) + rules.DEFAULT_RULES
+        self.assertVerdicts({(vm, self.host2): (r.IN_PROGRESS, FINE)},
+                            rules=chain)
+        self.cloud.update_instance(vm, task_state=None)
+        self.assertVerdicts(
+            {(vm, self.host2): (r.STALE_PROVIDER, r.REMOVE_PROVIDER)},
             rules=chain)
 
     def test_chain_without_catch_all_never_deletes(self):
