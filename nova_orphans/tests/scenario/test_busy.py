@@ -49,12 +49,14 @@ UNGUARDED = os.environ.get('NOVA_ORPHANS_TEST_UNGUARDED') == '1'
 DELETE_LOST = mock.patch('nova.scheduler.client.report.SchedulerReportClient.'
                          'delete_allocation_for_instance')
 
-# nova's tables with timestamps of an instance's life, and their columns.
-_AGED = {
-    'instances': ('uuid', ('created_at', 'updated_at', 'launched_at')),
-    'migrations': ('instance_uuid', ('created_at', 'updated_at')),
-    'instance_actions': ('instance_uuid', ('created_at', 'updated_at',
-                                           'start_time', 'finish_time')),
+# How each table of base.ScenarioTestCase.ACTIVITY_COLUMNS names its
+# instance.
+_INSTANCE_OF = {
+    'instances': 'uuid = :u',
+    'migrations': 'instance_uuid = :u',
+    'instance_actions': 'instance_uuid = :u',
+    'instance_actions_events': 'action_id IN (SELECT id FROM '
+                               'instance_actions WHERE instance_uuid = :u)',
 }
 
 
@@ -254,23 +256,13 @@ class BusyNovaTest(cycle.CycleTestCase):
         return d, mig
 
     def age(self, server_id, hours=1):
-        """Move nova's timestamps of one instance back by ``hours``."""
+        """age_nova, for one instance only: the others stay recent."""
         with self.cell_db().begin() as conn:
-            for table, (key, columns) in _AGED.items():
-                for column in columns:
-                    conn.execute(sa.text(
-                        'UPDATE %(t)s SET %(c)s = datetime(%(c)s, :delta) '
-                        'WHERE %(k)s = :u AND %(c)s IS NOT NULL' %
-                        {'t': table, 'c': column, 'k': key}),
-                        {'u': server_id, 'delta': '-%d hours' % hours})
-            for column in ('created_at', 'updated_at', 'start_time',
-                           'finish_time'):
-                conn.execute(sa.text(
-                    'UPDATE instance_actions_events SET %(c)s = '
-                    'datetime(%(c)s, :delta) WHERE %(c)s IS NOT NULL AND '
-                    'action_id IN (SELECT id FROM instance_actions WHERE '
-                    'instance_uuid = :u)' % {'c': column}),
-                    {'u': server_id, 'delta': '-%d hours' % hours})
+            for table, columns in self.ACTIVITY_COLUMNS.items():
+                conn.execute(sa.text('UPDATE %s SET %s WHERE %s' % (
+                    table, ', '.join("%s = datetime(%s, '-%d hours')" %
+                                     (c, c, hours) for c in columns),
+                    _INSTANCE_OF[table])), {'u': server_id})
 
     def wait_repaired(self, consumer, timeout=120):
         deadline = time.monotonic() + timeout
