@@ -51,6 +51,18 @@ class ComputeVersionTooOld(InvalidInput):
                 'to %(max_version)s; nova-orphans needs %(min_version)s.')
 
 
+class WrongEndpoint(InvalidInput):
+    """An endpoint answered, but not as the service would (exit 127)."""
+
+    msg_fmt = _('%(service)s at %(url)s answered %(answer)s, not '
+                '%(expected)s: %(hint)s')
+
+
+class EndpointUnavailable(NovaOrphansException):
+    msg_fmt = _('%(service)s at %(url)s answered %(answer)s, not '
+                '%(expected)s: %(hint)s')
+
+
 class GenerationConflict(NovaOrphansException):
     """Another writer changed the consumer between our read and our write."""
 
@@ -63,3 +75,11 @@ class CellUnreachable(NovaOrphansException):
 
 class JournalError(InvalidInput):
     msg_fmt = _('Journal %(path)s: %(reason)s')
+
+
+class UnsupportedSchema(NovaOrphansException):
+    """A nova database lacks what the readers select (exit code 6)."""
+
+    msg_fmt = _('%(database)s has no %(missing)s: nova-orphans reads the '
+                'databases of nova %(oldest)s to %(newest)s, each upgraded '
+                'by its own nova-manage (api_db sync, db sync).')

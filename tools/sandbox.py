@@ -20,10 +20,18 @@ against it, as an operator would on a controller.
 
     tools/sandbox                 # seed, list, stop
     tools/sandbox --keep          # ... and keep serving; try commands
+
+With ``--keep`` it serves until SIGINT (Ctrl-C) or SIGTERM, with or
+without a terminal (``tools/sandbox --keep &``), and then removes its
+temporary directories.
 """
 
 import argparse
+import contextlib
 import os
+import shlex
+import shutil
+import signal
 import subprocess
 import sys
 import uuid
@@ -111,9 +119,22 @@ def seed(rp_api, nova):
     return made
 
 
+def _console_script(name):
+    """The absolute path of one of this environment's console scripts.
+
+    Next to the running interpreter (the virtualenv's bin), else on
+    PATH; absolute either way, so the hint works from any shell.
+    """
+    path = os.path.join(os.path.dirname(sys.executable), name)
+    if os.access(path, os.X_OK):
+        return path
+    return shutil.which(name) or name
+
+
 def _capture(outdir, name, conf, argv, note=None):
     """Run one command for real and keep what an operator would see."""
-    command = ['nova-orphans-manage', '--config-file', conf] + argv
+    command = [_console_script('nova-orphans-manage'), '--config-file',
+               conf] + argv
     result = subprocess.run(command, capture_output=True, text=True)
     shown = ' '.join(['nova-orphans-manage', '--config-file',
                       '/etc/nova/nova.conf'] + argv)
@@ -174,17 +195,49 @@ def walkthrough(outdir, conf, rp_api, nodes):
     return failures
 
 
+class Stopped(BaseException):
+    """SIGINT or SIGTERM: unwinds the fixtures, which remove their dirs."""
+
+    def __init__(self, signum, kept=False):
+        super().__init__(signum)
+        self.signum = signum
+        self.kept = kept
+
+
+def _stop(signum, frame):
+    raise Stopped(signum)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--keep', action='store_true',
-                        help='keep the sandbox running until interrupted')
+                        help='keep the sandbox running until SIGINT '
+                             '(Ctrl-C) or SIGTERM')
     parser.add_argument('--format', choices=('table', 'json'),
                         default='table')
     parser.add_argument('--walkthrough', metavar='DIR',
                         help='run the admin guide\'s session and save each '
                              'command\'s output in DIR')
     args = parser.parse_args()
+    # Handlers for both, even when the shell started this with SIGINT
+    # ignored ("&" without job control): either stops the sandbox at any
+    # point, and the with-blocks below remove its directories.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _stop)
+    try:
+        return sandbox(args)
+    except Stopped as e:
+        name = signal.Signals(e.signum).name
+        if e.kept:
+            print('Sandbox stopped (%s); its directories are removed.' %
+                  name, flush=True)
+            return 0
+        print('Interrupted (%s); the sandbox is removed.' % name,
+              file=sys.stderr, flush=True)
+        return 128 + e.signum
 
+
+def sandbox(args):
     with placement.PlacementServer() as rp_api, \
             nova_db.NovaDatabases(cells=('cell1',)) as nova:
         conf = os.path.join(nova.dir, 'nova.conf')
@@ -201,22 +254,126 @@ def main():
             for failure in failures:
                 print('UNEXPECTED: %s' % failure, file=sys.stderr)
             return 1 if failures else 0
-        command = ['nova-orphans-manage', '--config-file', conf,
-                   'allocations', 'list', '--format', args.format]
-        print('\n$ ' + ' '.join(command), flush=True)
+        command = [_console_script('nova-orphans-manage'), '--config-file',
+                   conf, 'allocations', 'list', '--format', args.format]
+        print('\n$ ' + ' '.join(map(shlex.quote, command)), flush=True)
         rc = subprocess.call(command)
         print('(exit code %d: %s)' % (rc, {0: 'nothing found',
                                            3: 'orphans found'}.get(rc, '?')))
         if args.keep:
-            print('\nThe sandbox is up. Try, in another shell:\n'
-                  '  nova-orphans-manage --config-file %s allocations '
-                  'clean --dry-run\nPress Ctrl-C to stop.' % conf, flush=True)
-            try:
-                while True:
-                    input()
-            except (KeyboardInterrupt, EOFError):
-                pass
+            print(keep_hint(conf), flush=True)
+            with compute_api(nova, rp_api) as clouds:
+                print(osc_hint(clouds), flush=True)
+                print('\nStop it with Ctrl-C, or: kill -TERM %d' %
+                      os.getpid(), flush=True)
+                wait_for_stop()
     return 0 if rc == 3 else 1
+
+
+CLOUDS_YAML = """clouds:
+  sandbox:
+    auth_type: admin_token
+    auth:
+      endpoint: %(placement)s
+      token: admin
+    compute_endpoint_override: %(compute)s
+"""
+
+
+@contextlib.contextmanager
+def compute_api(nova, rp_api):
+    """nova's compute API over the sandbox's databases; yields clouds.yaml.
+
+    Served by tools/sandbox_compute.py in a session of its own (nova's
+    global state stays out of this process; Ctrl-C on the terminal
+    reaches only the sandbox, which stops it). None if it cannot start.
+    """
+    conf = nova_db.write_ini(os.path.join(nova.dir, 'compute.conf'), {
+        'DEFAULT': {'host': 'sandbox-api', 'transport_url': 'fake://'},
+        'api_database': {'connection': nova.api_url},
+        'database': {'connection': nova.cell_urls[nova.local_cell]},
+    })
+    log_file = os.path.join(nova.dir, 'compute-api.log')
+    with open(log_file, 'a') as log:
+        proc = subprocess.Popen(
+            [sys.executable, os.path.join(os.path.dirname(
+                os.path.abspath(__file__)), 'sandbox_compute.py'),
+             conf, log_file],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+            text=True, start_new_session=True,
+            env=dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING='True'))
+    try:
+        endpoint = proc.stdout.readline().strip()
+        clouds = None
+        if endpoint:
+            clouds = os.path.join(nova.dir, 'clouds.yaml')
+            with open(clouds, 'w') as f:
+                f.write(CLOUDS_YAML % {'placement': rp_api.endpoint,
+                                       'compute': endpoint})
+        else:
+            print('The compute API did not start; see %s' % log_file,
+                  file=sys.stderr, flush=True)
+        yield clouds
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+
+
+def osc_hint(clouds):
+    """How to point openstack at the sandbox, if it can be."""
+    if clouds is None:
+        return ''
+    lines = ['', 'nova\'s compute API serves the same cloud, for the '
+             'openstack client. Its clouds.yaml (%s):' % clouds, '']
+    with open(clouds) as f:
+        lines.extend('  ' + line for line in f.read().splitlines())
+    openstack = _console_script('openstack')
+    if not os.path.isabs(openstack):
+        lines.extend(['', 'Install python-openstackclient to use it.'])
+        return '\n'.join(lines)
+    lines.extend(['', 'Try, in another shell (after the "." line above):',
+                  '  export OS_CLIENT_CONFIG_FILE=%s' % shlex.quote(clouds)])
+    for argv in ('list', 'clean --dry-run', 'clean',
+                 'restore --journal PATH'):
+        lines.append('  openstack --os-cloud sandbox allocation orphan %s' %
+                     argv)
+    return '\n'.join(lines)
+
+
+def keep_hint(conf):
+    """Commands to paste into another shell, whatever its directory."""
+    manage = _console_script('nova-orphans-manage')
+    activate = os.path.join(os.path.dirname(manage), 'activate')
+    lines = ['', 'The sandbox is up. Try, in another shell:']
+    if os.path.exists(activate):
+        lines.append('  . %s' % shlex.quote(activate))
+        manage = 'nova-orphans-manage'
+    for argv in (['list', '--all'], ['clean', '--dry-run'], ['clean'],
+                 ['restore', '--journal', 'PATH']):
+        lines.append('  %s --config-file %s allocations %s' % (
+            manage, shlex.quote(conf), ' '.join(argv)))
+    lines.append('("clean" prints its journal\'s path for "restore".)')
+    return '\n'.join(lines)
+
+
+def wait_for_stop():
+    """Serve until SIGINT or SIGTERM, which then raise Stopped(kept).
+
+    Reads nothing from stdin: a sandbox started with "&" has none, or
+    would be stopped by the terminal for reading it.
+    """
+    def stop(signum, frame):
+        raise Stopped(signum, kept=True)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
+    while True:
+        signal.pause()
 
 
 if __name__ == '__main__':

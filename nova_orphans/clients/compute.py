@@ -23,6 +23,7 @@ from urllib import parse
 
 from keystoneauth1 import exceptions as ks_exc
 
+from nova_orphans.clients import diagnose
 from nova_orphans import exception
 from nova_orphans.i18n import _
 
@@ -64,18 +65,16 @@ class ComputeClient:
         with self._lock:
             if self._checked:
                 return
-            try:
-                doc = self._request('GET', '', version=None).json()
-            except ValueError:
-                doc = {}
-            versions = [v for v in doc.get('versions') or [doc.get('version')]
-                        if v and str(v.get('id', '')).startswith('v2')]
-            if not versions:
-                # e.g. admin_token auth without compute_endpoint_override:
-                # the token's endpoint (placement) answered.
-                raise ComputeError(
-                    method='GET', url=self.endpoint,
-                    reason=_('not a compute API version document'))
+            # Not redirected (see PlacementClient._negotiate). A version
+            # document that is not nova's is typically placement's:
+            # admin_token auth without compute_endpoint_override sends
+            # every service to the token's endpoint.
+            resp = self._send('GET', '', version=None, redirect=False)
+            doc = diagnose.version_document(
+                resp, _('The compute API'), self.endpoint,
+                _('the compute API\'s version document'), _v2_versions,
+                mistaken=_placement_document)
+            versions = _v2_versions(doc)
             max_version = max(_parse(v.get('version')) for v in versions)
             if max_version < VERSION:
                 raise exception.ComputeVersionTooOld(
@@ -83,14 +82,21 @@ class ComputeClient:
                     min_version=_fmt(VERSION))
             self._checked = True
 
-    def _request(self, method, url, version=VERSION, expected=(200,)):
-        kwargs = {'raise_exc': False}
+    def _send(self, method, url, version, **kwargs):
+        kwargs['raise_exc'] = False
         if version is not None:
             kwargs['microversion'] = _fmt(version)
         try:
-            resp = self._adapter.request(url, method, **kwargs)
+            return self._adapter.request(url, method, **kwargs)
+        except ks_exc.ConnectFailure as e:
+            raise ComputeError(
+                method=method, url=url,
+                reason=diagnose.connection_error(e, self.endpoint))
         except ks_exc.ClientException as e:
             raise ComputeError(method=method, url=url, reason=e)
+
+    def _request(self, method, url, version=VERSION, expected=(200,)):
+        resp = self._send(method, url, version)
         if resp.status_code not in expected:
             raise ComputeError(method=method, url=url, reason='%s %s' % (
                 resp.status_code, _fault(resp)))
@@ -127,6 +133,25 @@ class ComputeClient:
             params['marker'] = marker
 
 
+def _v2_versions(doc):
+    """The v2 entries of a compute version document (none: not one)."""
+    versions = doc.get('versions') or [doc.get('version')]
+    if not isinstance(versions, list):
+        return []
+    return [v for v in versions
+            if isinstance(v, dict) and str(v.get('id', '')).startswith('v2')]
+
+
+def _placement_document(doc):
+    versions = doc.get('versions') or [doc.get('version')]
+    if isinstance(versions, list) and any(
+            isinstance(v, dict) and v.get('max_version') and
+            str(v.get('id', '')).startswith('v1') for v in versions):
+        return _('it is placement\'s; with admin_token auth, set '
+                 'compute_endpoint_override')
+    return None
+
+
 def _marker(page):
     """The last item nova can resume after (not a down-cell stand-in)."""
     for item in reversed(page):
@@ -147,10 +172,9 @@ def _fault(resp):
 
     Only its first line: the error must fit on one.
     """
-    try:
-        body = resp.json()
-    except ValueError:
-        body = None
+    body = diagnose.json_body(resp)
+    if body is None:
+        return diagnose.body_summary(resp)
     text = resp.text
     for value in (body if isinstance(body, dict) else {}).values():
         if isinstance(value, dict) and value.get('message'):

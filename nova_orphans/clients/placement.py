@@ -33,6 +33,7 @@ from oslo_log import log as logging
 import requests
 import urllib3
 
+from nova_orphans.clients import diagnose
 from nova_orphans.conf import placement as placement_conf
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -93,11 +94,17 @@ class PlacementClient:
         return self.version >= CONSUMER_TYPES_VERSION
 
     def _negotiate(self):
-        resp = self._send('GET', '/', version=None)
-        doc = resp.json()
-        versions = doc.get('versions') or [doc.get('version', {})]
-        max_version = max(_parse(v.get('max_version') or '1.0')
-                          for v in versions)
+        # Not redirected: keystoneauth would follow a redirect here, but
+        # the kept-alive reads (LeanGets) would not, and a write must not
+        # be sent on to wherever a redirect points.
+        resp = self._send('GET', '/', version=None, redirect=False)
+        doc = diagnose.version_document(
+            resp, _('Placement'), self.endpoint,
+            _('placement\'s version document'),
+            _is_version_document)
+        versions = doc.get('versions') or [doc.get('version')]
+        max_version = max(_parse(v['max_version'])
+                          for v in versions if _has_max_version(v))
         if max_version < MIN_VERSION:
             raise exception.PlacementVersionTooOld(
                 endpoint=self.endpoint, max_version=_fmt(max_version),
@@ -111,14 +118,18 @@ class PlacementClient:
         except ks_exc.ClientException:
             return '(placement)'
 
-    def _send(self, method, url, version, json=None):
-        kwargs = {'raise_exc': False}
+    def _send(self, method, url, version, json=None, **kwargs):
+        kwargs['raise_exc'] = False
         if version is not None:
             kwargs['microversion'] = _fmt(version)
         if json is not None:
             kwargs['json'] = json
         try:
             return self._adapter.request(url, method, **kwargs)
+        except ks_exc.ConnectFailure as e:
+            raise exception.PlacementError(
+                method=method, url=url,
+                reason=diagnose.connection_error(e, self.endpoint))
         except ks_exc.ClientException as e:
             raise exception.PlacementError(method=method, url=url, reason=e)
 
@@ -155,6 +166,17 @@ class PlacementClient:
             lean.close()
 
 
+def _has_max_version(version):
+    return isinstance(version, dict) and bool(version.get('max_version'))
+
+
+def _is_version_document(doc):
+    """Placement's root document: {"versions": [{"max_version": ...}]}."""
+    versions = doc.get('versions') or [doc.get('version')]
+    return isinstance(versions, list) and any(
+        _has_max_version(v) for v in versions)
+
+
 def _check(method, url, resp, expected):
     """The response if its status is expected; else the typed error."""
     if resp.status_code in expected:
@@ -171,14 +193,20 @@ def _check(method, url, resp, expected):
 
 
 def _errors(resp):
-    """Placement's error codes and a short text for a failed response."""
-    try:
-        errors = resp.json().get('errors') or []
-    except ValueError:
-        return set(), resp.text[:200]
+    """Placement's error codes and a one-line text for a failed response.
+
+    A body that is not placement's JSON (a proxy's HTML page) is named,
+    not printed.
+    """
+    doc = diagnose.json_body(resp)
+    errors = doc.get('errors') if isinstance(doc, dict) else None
+    if not isinstance(errors, list) or not errors:
+        return set(), diagnose.body_summary(resp)
+    errors = [e for e in errors if isinstance(e, dict)]
     return ({e.get('code') for e in errors},
-            '; '.join(e.get('detail') or e.get('title', '')
-                      for e in errors) or resp.text[:200])
+            ' '.join('; '.join(e.get('detail') or e.get('title', '')
+                               for e in errors).split()) or
+            diagnose.body_summary(resp))
 
 
 class LeanTarget:

@@ -252,7 +252,8 @@ class AllocationCommands:
         if findings and not self.cmd.dry_run:
             journal_ = journal.Journal(
                 self.cmd.journal or
-                journal.default_path(self.conf.nova_orphans.state_path))
+                journal.default_path(self.conf.nova_orphans.state_path),
+                placement=self._client().endpoint)
         repairer = actions.Repairer(
             self._client(), self._nova, self._snapshot, journal=journal_,
             dry_run=self.cmd.dry_run, max_count=self.cmd.max_count,
@@ -285,7 +286,9 @@ class AllocationCommands:
         restore (--dry-run), 4 all restored, 1 something refused or
         failed.
         """
-        entries = journal.read(self.cmd.journal)
+        entries = restore_mod.load(
+            self._client(), self.cmd.journal,
+            warn=lambda warning: print(warning, file=sys.stderr))
         results = restore_mod.restore(self._client(), entries,
                                       dry_run=self.cmd.dry_run)
         rows = [f for f, _o in results]

@@ -32,9 +32,15 @@ ORPHANS_OPTS = [
                     'cell that takes longer is reported as unreadable and '
                     'its consumers as unverifiable; the run goes on.'),
     cfg.IntOpt('db_max_retries', default=1, min=1,
-               help='Connection attempts per cell database (oslo.db\'s own '
-                    'default, 10 attempts 10 s apart, is meant for '
-                    'services).'),
+               help='Connection attempts when the tool opens a database '
+                    '(nova\'s API and cell databases, and placement\'s in '
+                    'fast mode), passed to oslo.db as max_retries. Only '
+                    'connection errors are retried. Every failed attempt, '
+                    'the last one included, is followed by a '
+                    'db_retry_interval wait, after which the tool gives '
+                    'up on that database. oslo.db\'s default for '
+                    'services, 10 attempts 10 s apart, would hold a run '
+                    'for over 100 s per unreachable database.'),
     cfg.IntOpt('db_retry_interval', default=1, min=0,
                help='Seconds between connection attempts.'),
     cfg.IntOpt('placement_concurrency', default=8, min=1, max=64,

@@ -39,15 +39,35 @@ LOG = logging.getLogger(__name__)
 CELL0_UUID = '00000000-0000-0000-0000-000000000000'
 
 
-def _table(name, *columns):
+# The releases whose schemas the readers know (see check_schema).
+OLDEST_RELEASE = '27 (2023.1)'
+NEWEST_RELEASE = '34 (2026.2)'
+
+# {'api' or 'cell': {table: {column, ...}}}: every column a reader here
+# selects, gathered from the declarations below as they are made, so a
+# column added to one is checked without further ado.
+_NEEDED = {'api': {}, 'cell': {}}
+
+# Columns some supported releases lack, read as NULL where they do:
+# {(table, column): the nova release that added it}. Where nova has them
+# but left them NULL (rows written before the upgrade), the readers fall
+# back the same way (instances.compute_id: to host and node).
+OPTIONAL = {
+    ('instances', 'compute_id'): '28 (2023.2)',
+    ('shadow_instances', 'compute_id'): '28 (2023.2)',
+}
+
+
+def _table(name, *columns, database='cell'):
+    _NEEDED[database].setdefault(name, set()).update(columns)
     return sa.table(name, *(sa.column(c) for c in columns))
 
 
 CELL_MAPPINGS = _table('cell_mappings', 'id', 'uuid', 'name',
-                       'database_connection')
+                       'database_connection', database='api')
 INSTANCE_MAPPINGS = _table('instance_mappings', 'instance_uuid', 'cell_id',
-                           'queued_for_delete')
-BUILD_REQUESTS = _table('build_requests', 'instance_uuid')
+                           'queued_for_delete', database='api')
+BUILD_REQUESTS = _table('build_requests', 'instance_uuid', database='api')
 COMPUTE_NODES = _table('compute_nodes', 'id', 'uuid', 'host',
                        'hypervisor_hostname', 'hypervisor_type', 'deleted')
 SERVICES = _table('services', 'host', 'binary', 'disabled', 'forced_down',
@@ -80,6 +100,86 @@ ACTION_EVENTS = _table('instance_actions_events', 'action_id', 'event',
                        'updated_at')
 
 
+def _columns(conn, tables):
+    """{table: {column, ...}} of those of ``tables`` the database has.
+
+    One statement, from the catalogue, where the dialect has one to
+    query; the inspector's one per table elsewhere.
+    """
+    if conn.dialect.name == 'sqlite':
+        query = sa.text(
+            "SELECT m.name, p.name FROM sqlite_master AS m "
+            "JOIN pragma_table_info(m.name) AS p "
+            "WHERE m.type = 'table' AND m.name IN :names")
+    elif conn.dialect.name == 'mysql':
+        query = sa.text(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = DATABASE() AND table_name IN :names")
+    else:
+        inspector = sa.inspect(conn)
+        return {table: {c['name'] for c in inspector.get_columns(table)}
+                for table in tables if inspector.has_table(table)}
+    found = {}
+    query = query.bindparams(sa.bindparam('names', expanding=True))
+    for table, column in conn.execute(query, {'names': sorted(tables)}):
+        found.setdefault(table, set()).add(column)
+    return found
+
+
+class Schema:
+    """What one database offers of the columns the readers select.
+
+    Decided once per database and run (see check_schema), so that the
+    queries fit the schema from the start: trying a query and falling
+    back when it fails would cost a failed statement on every read, and
+    mean telling a missing column from any other error by its message.
+    """
+
+    def __init__(self, absent=frozenset()):
+        # The OPTIONAL (table, column) pairs this database lacks.
+        self.absent = absent
+
+    def select(self, table):
+        """SELECT of the table's declared columns, NULL for absent ones."""
+        absent = self.absent
+        return sa.select(*(
+            sa.null().label(c.name) if (table.name, c.name) in absent else c
+            for c in table.c))
+
+
+def check_schema(conn, database, label):
+    """The Schema of ``conn``, an 'api' or 'cell' database.
+
+    Raises UnsupportedSchema, naming every missing table and column,
+    when it lacks anything the readers select but the OPTIONAL columns:
+    an older release than the readers know, or an upgrade that did not
+    finish. Reading such a database as "unreadable" would hide it.
+    """
+    needed = _NEEDED[database]
+    found = _columns(conn, needed)
+    missing, absent = [], set()
+    for table, columns in sorted(needed.items()):
+        if table not in found:
+            missing.append(table)
+            continue
+        for column in sorted(columns - found[table]):
+            if (table, column) in OPTIONAL:
+                absent.add((table, column))
+            else:
+                missing.append('%s.%s' % (table, column))
+    if missing:
+        raise exception.UnsupportedSchema(
+            database=label, missing=', '.join(missing),
+            oldest=OLDEST_RELEASE, newest=NEWEST_RELEASE)
+    if absent:
+        LOG.debug('%(database)s has no %(columns)s (a nova release older '
+                  'than %(release)s): read as NULL',
+                  {'database': label,
+                   'columns': ', '.join('%s.%s' % c for c in sorted(absent)),
+                   'release': max(OPTIONAL[c] for c in absent)})
+    return Schema(frozenset(absent))
+
+
 class CellConnection:
     """What the API database says about one cell."""
 
@@ -103,6 +203,10 @@ class NovaDBReader:
             retry_interval=opts.db_retry_interval)
         self.cell_timeout = opts.cell_timeout
         self.grace_period = datetime.timedelta(seconds=opts.grace_period)
+        # What each database offers (see check_schema): checked on its
+        # first read of the run.
+        self._api_checked = False
+        self._schemas = {}
         # From read(): {cell_mappings.id: cell uuid} and
         # {cell uuid: {compute_nodes.id: uuid}}.
         self._cell_ids = {}
@@ -117,7 +221,14 @@ class NovaDBReader:
         """``work(connection)`` on the API database; one clear error."""
         try:
             with self._engines.connect(self.api_url) as conn:
+                if not self._api_checked:
+                    check_schema(conn, 'api', _(
+                        'The nova API database %(url)s') % {
+                            'url': db_utils.safe_url(self.api_url)})
+                    self._api_checked = True
                 return work(conn)
+        except exception.UnsupportedSchema:
+            raise
         except Exception as e:
             raise exception.NovaOrphansException(
                 _('The nova API database %(url)s could not be read: '
@@ -324,14 +435,29 @@ class NovaDBReader:
                     'not read within %(seconds)s seconds') %
                     {'seconds': self.cell_timeout}))
         # A late thread must not change what was already reported.
-        return dict(results)
+        results = dict(results)
+        for _result, error in results.values():
+            if isinstance(error, exception.UnsupportedSchema):
+                raise error
+        return results
 
     def _run_in_cell(self, conn, work, results):
         try:
             with self._engines.connect(conn.url) as db:
+                schema = self._schemas.get(conn.uuid)
+                if schema is None:
+                    schema = self._schemas[conn.uuid] = check_schema(
+                        db, 'cell', _('The database of nova cell %(cell)s '
+                                      '(%(url)s)') % {
+                            'cell': conn.name or conn.uuid,
+                            'url': db_utils.safe_url(conn.url)})
                 result = work(_CellRead(db, conn.uuid,
-                                        self._node_ids.get(conn.uuid)))
+                                        self._node_ids.get(conn.uuid),
+                                        schema))
             results.setdefault(conn.uuid, (result, None))
+        except exception.UnsupportedSchema as e:
+            # Not an unreadable cell: the run ends (see _in_cells).
+            results.setdefault(conn.uuid, (None, e))
         except Exception as e:
             error = db_utils.safe_error(e, conn.url)
             LOG.warning('Cell %(cell)s (%(url)s) could not be read: '
@@ -344,9 +470,10 @@ class NovaDBReader:
 class _CellRead:
     """The queries against one cell database, in one connection."""
 
-    def __init__(self, db, cell_uuid, node_ids=None):
+    def __init__(self, db, cell_uuid, node_ids=None, schema=None):
         self.db = db
         self.cell = cell_uuid
+        self.schema = schema or Schema()
         self.nodes = {}
         self.services = []
         self.instances = {}
@@ -504,7 +631,7 @@ class _CellRead:
         override another; the rows are read unsorted, through the driver
         (see db_utils.driver_rows).
         """
-        query = sa.select(table).where(where)
+        query = self.schema.select(table).where(where)
         if bulk:
             return db_utils.driver_rows(self.db, query)
         return self.db.execute(query.order_by(table.c.hidden.desc()))

@@ -19,6 +19,7 @@ and the classification are the same for both.
 import contextlib
 import gc
 import threading
+import uuid as uuidlib
 
 from oslo_utils import uuidutils
 
@@ -31,10 +32,18 @@ from nova_orphans.i18n import _
 
 
 def validate_uuid(value, what):
-    if value is not None and not uuidutils.is_uuid_like(value):
+    """``value`` in the form placement and nova store (or None).
+
+    Upper case, no dashes, braces or a ``urn:uuid:`` prefix write the
+    same uuid; compared as given, it would match no provider.
+    """
+    if value is None:
+        return None
+    if not uuidutils.is_uuid_like(value):
         raise exception.InvalidInput(
             reason=_('%(what)s %(value)s is not a valid UUID') %
             {'what': what, 'value': value})
+    return str(uuidlib.UUID(value))
 
 
 def subtree(providers, root_uuid):
@@ -112,7 +121,8 @@ class Audit:
         read from placement. ``shown=None`` returns every finding and
         reads no record (metrics need none).
         """
-        validate_uuid(resource_provider, _('Resource provider'))
+        resource_provider = validate_uuid(resource_provider,
+                                          _('Resource provider'))
         with gc_paused():
             return self._run(resource_provider, host, shown)
 

@@ -16,21 +16,48 @@ describes, in a file only its owner can read. Each entry holds the full
 allocation documents of every consumer the write touches, before and as
 intended after, so ``restore`` can put back exactly what was there and
 can tell whether anyone changed the consumer since. When placement
-refuses a write outright (a generation conflict, any 4xx), a second
-line says that entry was never applied; after a 5xx, a timeout or a
-dropped connection nobody knows, and ``restore`` compares instead.
+refuses a request outright (a generation conflict, any 4xx), one line
+lists the entries it carried as never applied; after a 5xx, a timeout
+or a dropped connection nobody knows, and ``restore`` compares instead.
+
+Each run's writes begin, on a line of their own, with a run header
+naming the placement endpoint it changed, so that ``restore`` can
+recognise a journal from another cloud. A run killed inside a
+``write(2)`` leaves its last line cut short (the kernel stops copying
+at a page boundary); the next run to open the journal starts on a fresh
+line and first records that cut. A cut line describes nothing that was
+sent: a change only follows its whole, fsync'd batch of entries.
 """
 
+import collections
 import datetime
 import json
 import os
+import re
+import socket
 import threading
 import uuid
+
+from oslo_log import log as logging
 
 from nova_orphans import exception
 from nova_orphans.i18n import _
 
-VERSION = 1
+LOG = logging.getLogger(__name__)
+
+# Written by this release: run headers, cut marks, and one "not applied"
+# line per refused request. Version 1 journals (no header, one "not
+# applied" line per entry) are still read.
+VERSION = 2
+READABLE = (1, 2)
+# How far back a reopening run looks for the start of the last line.
+_TAIL_LIMIT = 16 * 1024 * 1024
+# Where a whole entry may start inside a line (json.dumps with
+# sort_keys): an entry a run of an older release glued onto a cut line.
+_GLUED = re.compile(rb'\{"action": ')
+# The end of a number cut short, as json reports it.
+_NUMBER = re.compile(r'-?[0-9]*\.?[0-9]*([eE][-+]?[0-9]*)?')
+_NUMBER_TAIL = re.compile(r'\.|[eE][-+]?')
 
 
 def default_path(state_path):
@@ -66,31 +93,54 @@ def check_path(path):
 
 
 class Journal:
-    """Append-only; safe to share between repair threads."""
+    """Append-only; safe to share between repair threads.
 
-    def __init__(self, path):
+    ``placement`` is the endpoint the run writes to, recorded in the run
+    header (see :func:`nova_orphans.repair.restore.check_cloud`).
+    """
+
+    def __init__(self, path, placement=None, command='clean'):
         self.path = path
         self._lock = threading.Lock()
         self._fd = None
+        # Written before the run's first line; kept until it is on disk.
+        self._prefix = b''
+        self.header = {'run': str(uuid.uuid4()), 'command': command,
+                       'placement': placement,
+                       'host': socket.gethostname(), 'pid': os.getpid()}
         self.entries = 0
 
     def _open(self):
+        created = True
         try:
-            self._fd = os.open(self.path,
-                               os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL |
+                             os.O_APPEND, 0o600)
+            except FileExistsError:
+                created = False
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
         except OSError as e:
             raise exception.JournalError(path=self.path, reason=e.strerror)
+        try:
+            if created:
+                # The new name must survive a crash as well as its lines.
+                _fsync_directory(os.path.dirname(os.path.abspath(
+                    self.path)))
+                prefix = b''
+            else:
+                prefix = _reopen_prefix(fd)
+        except OSError as e:
+            os.close(fd)
+            raise exception.JournalError(path=self.path, reason=e.strerror)
+        self._fd = fd
+        self._prefix = prefix + _line(self.header)
 
     def record(self, entry):
         """Write one entry durably; the change may only follow after.
 
         Returns the entry's id, for :meth:`not_applied`.
         """
-        entry_id = str(uuid.uuid4())
-        self._write(dict(entry, id=entry_id))
-        with self._lock:
-            self.entries += 1
-        return entry_id
+        return self.record_many([entry])[0]
 
     def record_many(self, entries):
         """Write several entries durably with one fsync, for one request.
@@ -110,22 +160,34 @@ class Journal:
         self.not_applied_many([entry_id], reason)
 
     def not_applied_many(self, entry_ids, reason):
-        """Placement refused the request carrying these entries."""
-        self._write(*[{'not_applied': entry_id, 'reason': reason}
-                      for entry_id in entry_ids])
+        """Placement refused the request carrying these entries.
+
+        One line per request, however many consumers it carried: two
+        runs meeting on the same consumers must not fill the journal.
+        """
+        self._write({'not_applied': list(entry_ids), 'reason': reason})
 
     def _write(self, *entries):
-        now = _now()
-        data = ''.join(json.dumps(dict(entry, version=VERSION, time=now),
-                                  sort_keys=True) + '\n'
-                       for entry in entries).encode('utf-8')
+        data = b''.join(_line(entry) for entry in entries)
         with self._lock:
             if self._fd is None:
                 self._open()
-            while data:
-                # A regular file takes it all at once; loop all the same.
-                data = data[os.write(self._fd, data):]
-            os.fsync(self._fd)
+            data = self._prefix + data
+            try:
+                while data:
+                    # A regular file takes it all at once; loop all the
+                    # same.
+                    data = data[os.write(self._fd, data):]
+                os.fsync(self._fd)
+            except OSError as e:
+                # Part of it may be on disk (a full file system): the
+                # next write starts as a run of its own would, on a
+                # fresh line after a cut mark.
+                os.close(self._fd)
+                self._fd = None
+                raise exception.JournalError(path=self.path,
+                                             reason=e.strerror)
+            self._prefix = b''
 
     def close(self):
         with self._lock:
@@ -134,49 +196,259 @@ class Journal:
                 self._fd = None
 
 
+def _line(entry):
+    return (json.dumps(dict(entry, version=VERSION, time=_now()),
+                       sort_keys=True) + '\n').encode('utf-8')
+
+
+def _fsync_directory(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _reopen_prefix(fd):
+    """What a run appending to an existing journal writes first.
+
+    A fresh line, always; and if the last line is cut short (an earlier
+    run was killed inside its write), a mark saying so, with the offset
+    where the cut line ends.
+    """
+    size = os.fstat(fd).st_size
+    if not size:
+        return b''
+    end = size
+    if os.pread(fd, 1, size - 1) == b'\n':
+        end -= 1
+    start = end
+    while start > max(0, end - _TAIL_LIMIT):
+        chunk = os.pread(fd, min(65536, start), max(0, start - 65536))
+        cut = chunk.rfind(b'\n')
+        if cut >= 0:
+            start -= len(chunk) - cut - 1
+            break
+        start -= len(chunk)
+    last = os.pread(fd, end - start, start)
+    prefix = b'' if end < size else b'\n'
+    try:
+        _parse(last)
+    except ValueError:
+        if last.strip():
+            prefix += _line({'cut': end})
+    return prefix
+
+
+# What load() returns. ``runs``: [Run], oldest first; ``warnings``: one
+# line per line of the file that was cut short.
+Contents = collections.namedtuple('Contents', 'entries warnings runs')
+
+
+class Run:
+    """The entries one run wrote, and its header (None before version 2
+    or after a cut without one).
+    """
+
+    def __init__(self, header=None):
+        self.header = header or {}
+        self.entries = []
+
+    @property
+    def placement(self):
+        return self.header.get('placement')
+
+
 def read(path):
     """All entries of a journal, oldest first; refuses a damaged file.
 
+    See :func:`load`; its warnings are logged here.
+    """
+    contents = load(path)
+    for warning in contents.warnings:
+        LOG.warning('%s', warning)
+    return contents.entries
+
+
+def load(path):
+    """A journal's entries, runs and warnings; refuses a damaged file.
+
     An entry placement refused has ``applied`` False (and ``reason``).
-    A last line cut short (the tool died while writing it) is ignored:
-    its change was never sent, since a change only follows a whole,
-    fsync'd line.
+    A line cut short is tolerated, and reported, only where a killed run
+    leaves one: as the last line of the file, or followed by a new run
+    (its header or cut mark, or another such line), or with an entry of
+    a run of an older release glued onto it. Anywhere else a line that
+    is not a journal entry is damage, and the journal is refused.
     """
     try:
-        with open(path, encoding='utf-8') as f:
-            lines = f.readlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise exception.JournalError(
-            path=path, reason=getattr(e, 'strerror', None) or str(e))
-    entries, by_id = [], {}
-    for number, line in enumerate(lines, 1):
+        with open(path, 'rb') as f:
+            data = f.read()
+    except OSError as e:
+        raise exception.JournalError(path=path, reason=e.strerror)
+    raw = data.split(b'\n')
+    if raw[-1] == b'':
+        raw.pop()
+    lines = []
+    for number, line in enumerate(raw, 1):
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
-            if not isinstance(entry, dict) or entry.get(
-                    'version') != VERSION:
-                raise ValueError('not a nova-orphans journal entry')
-            if 'not_applied' in entry:
-                refused = by_id.get(entry['not_applied'])
-                if refused is None:
-                    raise ValueError('refers to no earlier entry')
-                refused['applied'] = False
-                refused['reason'] = entry.get('reason')
-                continue
-            if not isinstance(entry.get('consumers'), dict):
-                raise ValueError('not a nova-orphans journal entry')
+            lines.append((number, _parse(line), None))
+            continue
         except ValueError as e:
-            if entries and number == len(lines) and not line.endswith(
-                    '\n'):
-                break
-            raise exception.JournalError(
-                path=path, reason=_('line %(line)d: %(error)s') %
-                {'line': number, 'error': e})
+            error = e
+        glued = _unglue(line)
+        if glued is not None:
+            start, entry = glued
+            try:
+                # Whole, and only its newline missing.
+                lines.append((number, _parse(line[:start]), None))
+            except ValueError as e:
+                lines.append((number, None if _cut_short(line[:start])
+                              else False, e))
+            lines.append((number, entry, None))
+        else:
+            # None: cut short, where a killed run may have left it;
+            # False: damaged wherever it is.
+            lines.append((number, None if _cut_short(line) else False,
+                          error))
+    # A line is cut short where a run stopped: what follows it begins
+    # another run, or is another such line.
+    cut = [False] * len(lines)
+    follows_a_run = True
+    for i in range(len(lines) - 1, -1, -1):
+        number, entry, error = lines[i]
+        if entry is False:
+            follows_a_run = False
+        elif entry is None:
+            cut[i] = follows_a_run or (
+                i + 1 < len(lines) and lines[i + 1][0] == number)
+            follows_a_run = cut[i]
+        else:
+            follows_a_run = ('run' in entry or 'cut' in entry or
+                             (i > 0 and lines[i - 1][0] == number))
+    warnings, runs = [], [Run()]
+    entries, by_id = [], {}
+    for i, (number, entry, error) in enumerate(lines):
+        if not entry:
+            if entry is False:
+                raise exception.JournalError(path=path, reason=_(
+                    'line %(line)d is not a nova-orphans journal entry '
+                    '(%(error)s)') % {'line': number, 'error': error})
+            if not cut[i]:
+                raise exception.JournalError(path=path, reason=_(
+                    'line %(line)d is cut short, yet the run that wrote '
+                    'it went on after it: the journal is damaged') %
+                    {'line': number})
+            if i + 1 < len(lines) and lines[i + 1][0] == number:
+                warnings.append(_(
+                    'WARNING: journal %(path)s, line %(line)d: starts with '
+                    'an entry cut short when the run writing it was killed '
+                    '(skipped: a change is only sent once its whole entry '
+                    'is on disk); the entry glued after it is read.') %
+                    {'path': path, 'line': number})
+            else:
+                warnings.append(_(
+                    'WARNING: journal %(path)s, line %(line)d: cut short '
+                    'when the run writing it was killed; skipped (a change '
+                    'is only sent once its whole entry is on disk).') %
+                    {'path': path, 'line': number})
+            runs.append(Run())
+            continue
+        if 'run' in entry:
+            runs.append(Run(entry))
+            continue
+        if 'cut' in entry:
+            continue
+        if 'not_applied' in entry:
+            refused = entry['not_applied']
+            for entry_id in ([refused] if isinstance(refused, str)
+                             else refused):
+                target = by_id.get(entry_id)
+                if target is None:
+                    raise exception.JournalError(
+                        path=path, reason=_(
+                            'line %(line)d: refers to no earlier entry') %
+                        {'line': number})
+                target['applied'] = False
+                target['reason'] = entry.get('reason')
+            continue
         if entry.get('id'):
             by_id[entry['id']] = entry
         entries.append(entry)
-    return entries
+        runs[-1].entries.append(entry)
+    return Contents(entries, warnings, [r for r in runs if r.entries])
+
+
+def _parse(line):
+    """One line of a journal, as a dict; ValueError (why) if it is not
+    one.
+    """
+    try:
+        entry = json.loads(line.decode('utf-8'))
+    except UnicodeDecodeError:
+        raise ValueError(_('not UTF-8'))
+    if not isinstance(entry, dict):
+        raise ValueError(_('not a JSON object'))
+    version = entry.get('version')
+    if version not in READABLE:
+        raise ValueError(_('version %(version)s; this release reads '
+                           'versions %(readable)s') % {
+            'version': version,
+            'readable': ', '.join(str(v) for v in READABLE)})
+    if 'not_applied' in entry:
+        refused = entry['not_applied']
+        if not (isinstance(refused, str) or isinstance(refused, list) and
+                all(isinstance(r, str) for r in refused)):
+            raise ValueError(_('a malformed "not applied" mark'))
+    elif 'run' in entry or 'cut' in entry:
+        if version < 2:
+            raise ValueError(_('a run header in a version 1 line'))
+    elif not isinstance(entry.get('consumers'), dict):
+        raise ValueError(_('no consumers'))
+    return entry
+
+
+def _cut_short(line):
+    """Whether the line is the start of a JSON object, cut short.
+
+    Only such a line can be what a killed ``write(2)`` left (after a
+    power loss, maybe followed by zeros); anything else is damage.
+    """
+    doc = line.rstrip(b'\0')
+    if not doc.startswith(b'{'):
+        return False
+    try:
+        doc = doc.decode('utf-8')
+        json.loads(doc)
+    except UnicodeDecodeError:
+        return False
+    except json.JSONDecodeError as e:
+        rest = doc[e.pos:]
+        return (e.pos == len(doc) or
+                e.msg.startswith('Unterminated string') or
+                bool(_NUMBER_TAIL.fullmatch(rest)) or
+                e.msg == 'Expecting value' and (
+                    bool(_NUMBER.fullmatch(rest)) or
+                    any(w.startswith(rest) for w in ('true', 'false',
+                                                     'null'))))
+    return False
+
+
+def _unglue(line):
+    """The whole entry at the end of a line that starts cut short.
+
+    Earlier releases appended a new run's first entry to the cut last
+    line of a killed one. Returns (where it starts, the entry), or None.
+    """
+    for match in _GLUED.finditer(line, 1):
+        try:
+            entry = _parse(line[match.start():])
+        except ValueError:
+            continue
+        if 'consumers' in entry:
+            return match.start(), entry
+    return None
 
 
 def _now():

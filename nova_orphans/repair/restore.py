@@ -17,7 +17,14 @@ the instance, someone else wrote) is refused and reported, never
 overwritten. An entry whose consumers already hold their "before"
 allocations (the repair never reached placement, or was undone) is
 skipped, as is one placement is known to have refused.
+
+A dry run judges each entry as the real run would: against placement
+as the newer entries' restores would leave it, without writing.
 """
+
+import collections
+import concurrent.futures
+import urllib.parse
 
 from nova_orphans.engine import model
 from nova_orphans import exception
@@ -25,47 +32,241 @@ from nova_orphans.i18n import _
 from nova_orphans.readers import placement_api
 from nova_orphans.repair import actions
 from nova_orphans.repair import documents
+from nova_orphans.repair import journal
 
 
-def restore(client, entries, dry_run=False):
-    """Returns [(finding, outcome)] for every finding of every entry."""
-    reader = placement_api.PlacementAPIReader(client)
+def load(client, path, warn=None):
+    """The entries to restore from the journal at ``path``.
+
+    Refuses, before anything is written, a damaged journal and one from
+    another cloud (see :func:`check_cloud`); then hands ``warn`` one
+    line per line of the journal that was cut short.
+    """
+    contents = journal.load(path)
+    check_cloud(client, path, contents.runs)
+    for warning in contents.warnings:
+        if warn is not None:
+            warn(warning)
+    return contents.entries
+
+
+def check_cloud(client, path, runs):
+    """Refuse a journal written against another cloud.
+
+    Each run records the placement endpoint it wrote to. The same cloud
+    can be reached by another URL (an internal and a public endpoint, a
+    proxy), so a different endpoint alone proves nothing: a run is
+    refused only when, in addition, none of the resource providers its
+    entries touched exist in the placement reached now. Journals
+    written before runs had headers are not checked.
+    """
+    here = _endpoint(client.endpoint)
+    others = [run for run in runs
+              if run.placement and _endpoint(run.placement) != here]
+    if not others:
+        return
+    existing = {rp['uuid'] for rp in client.get(
+        '/resource_providers')['resource_providers']}
+    for run in others:
+        providers = _providers(run.entries)
+        if providers and not providers & existing:
+            reason = _(
+                'written against placement at %(theirs)s, and none of the '
+                '%(count)d resource providers it changed exist in '
+                'placement at %(here)s: refusing to restore it into '
+                'another cloud') % {'theirs': run.placement,
+                                    'count': len(providers),
+                                    'here': client.endpoint}
+            raise exception.JournalError(path=path, reason=reason)
+
+
+def _endpoint(url):
+    """A URL as compared: scheme and host in lower case, no default
+    port, no trailing slash.
+    """
+    parts = urllib.parse.urlsplit(url or '')
+    port = parts.port
+    if (parts.scheme, port) in (('http', 80), ('https', 443)):
+        port = None
+    host = (parts.hostname or '') + (':%d' % port if port else '')
+    return (parts.scheme.lower(), host, parts.path.rstrip('/'))
+
+
+def _providers(entries):
+    return {rp for entry in entries
+            for spec in entry['consumers'].values()
+            for doc in (spec.get('before') or {}, {
+                'allocations': spec.get('after') or {}})
+            for rp in doc.get('allocations') or {}}
+
+
+def restore(client, entries, dry_run=False, concurrency=8):
+    """Returns [(finding, outcome)] for every finding of every entry.
+
+    Entries are undone newest first, in batches of entries that share no
+    consumer (so undoing them together is undoing them in turn): their
+    consumers are read together, and their writes go in one
+    generation-checked ``POST /allocations``. Placement applies all of
+    it or nothing; after it refuses one (a 4xx, one consumer changed),
+    each entry of it is read, judged and written again on its own.
+    """
+    state = _Placement(placement_api.PlacementAPIReader(client), dry_run)
     results = []
-    for entry in reversed(entries):
-        outcome = _restore_entry(client, reader, entry, dry_run)
-        results.extend((model.Finding.from_dict(row), outcome)
-                       for row in entry.get('findings', ()))
+    with concurrent.futures.ThreadPoolExecutor(max(1, concurrency)) as pool:
+        for batch in _batches(list(reversed(entries))):
+            outcomes = _restore_batch(client, state, batch, dry_run, pool)
+            for entry, outcome in zip(batch, outcomes):
+                results.extend((model.Finding.from_dict(row), outcome)
+                               for row in entry.get('findings', ()))
     return results
 
 
-def _restore_entry(client, reader, entry, dry_run):
+def _batches(entries):
+    batch, seen = [], set()
+    for entry in entries:
+        consumers = set(entry['consumers'])
+        if len(batch) == actions.BATCH or consumers & seen:
+            yield batch
+            batch, seen = [], set()
+        batch.append(entry)
+        seen |= consumers
+    if batch:
+        yield batch
+
+
+class _Placement:
+    """Consumers as placement has them; in a dry run, as the restores
+    judged so far would have left them.
+    """
+
+    def __init__(self, reader, simulate):
+        self.reader = reader
+        self.simulate = simulate
+        self.written = {}
+
+    def consumer(self, consumer):
+        if consumer in self.written:
+            return self.written[consumer]
+        return documents.normalize(self.reader.consumer(consumer))
+
+    def read(self, consumer):
+        """The consumer's document, or the error reading it."""
+        try:
+            return self.consumer(consumer)
+        except exception.NovaOrphansException as e:
+            return e
+
+    def restored(self, consumer, doc):
+        if self.simulate:
+            self.written[consumer] = doc
+
+
+def _restore_batch(client, state, batch, dry_run, pool):
+    """The outcome of each entry of one batch, in order."""
+    wanted = sorted({c for entry in batch if entry.get('applied') is not False
+                     for c in entry['consumers']})
+    docs = dict(zip(wanted, pool.map(state.read, wanted)))
+    outcomes, ready = [None] * len(batch), collections.defaultdict(list)
+    for i, entry in enumerate(batch):
+        try:
+            verdict = _judge(entry, docs)
+        except exception.NovaOrphansException as e:
+            outcomes[i] = actions.failed(str(e))
+            continue
+        if isinstance(verdict, str):
+            outcomes[i] = verdict
+        elif dry_run:
+            outcomes[i] = _simulate(state, verdict)
+        else:
+            # One request per write microversion, as clean does.
+            version = documents.docs_write_version(
+                [doc for doc, _gen in verdict.values()])
+            ready[version].append((i, verdict))
+    for group in ready.values():
+        if len(group) < actions.BATCH_MIN:
+            for i, targets in group:
+                outcomes[i] = _write(client, targets)
+            continue
+        targets = {}
+        for _i, part in group:
+            targets.update(part)
+        try:
+            actions.write(client, targets)
+            outcome = actions.DONE
+        except (actions._Retry, exception.PlacementError) as e:
+            status = (409 if isinstance(e, actions._Retry)
+                      else getattr(e, 'status_code', None) or 0)
+            if not 400 <= status < 500:
+                outcome = actions.failed(str(e))
+            else:
+                # Nothing of it was applied: each entry on its own.
+                for i, _targets in group:
+                    outcomes[i] = _restore_entry(client, state, batch[i],
+                                                 dry_run)
+                continue
+        except exception.NovaOrphansException as e:
+            outcome = actions.failed(str(e))
+        for i, _targets in group:
+            outcomes[i] = outcome
+    return outcomes
+
+
+def _restore_entry(client, state, entry, dry_run):
+    """Read, judge and write one entry on its own."""
+    try:
+        verdict = _judge(entry, {c: state.consumer(c)
+                                 for c in entry['consumers']
+                                 if entry.get('applied') is not False})
+    except exception.NovaOrphansException as e:
+        return actions.failed(str(e))
+    if isinstance(verdict, str):
+        return verdict
+    if dry_run:
+        return _simulate(state, verdict)
+    return _write(client, verdict)
+
+
+def _judge(entry, current):
+    """What restoring the entry means, given its consumers' documents
+    (an error instead of one is raised): its outcome if there is nothing
+    to write, else the write ({consumer: (document, generation)}).
+    """
     if entry.get('applied') is False:
         return actions.skipped(_('never applied (%(reason)s)') %
                                {'reason': entry.get('reason')})
     consumers = entry['consumers']
+    for c in consumers:
+        if isinstance(current[c], Exception):
+            raise current[c]
+    if all(documents.same_allocations(current[c], spec['before'])
+           for c, spec in consumers.items()):
+        return actions.skipped(_('already as before'))
+    changed = [c for c, spec in consumers.items()
+               if current[c]['allocations'] != spec['after']]
+    if changed:
+        return actions.failed(
+            _('refused: consumer %(consumers)s changed since the '
+              'repair') % {'consumers': ', '.join(sorted(changed))})
+    targets = {}
+    for c, spec in consumers.items():
+        before = spec['before']
+        if before['project_id'] is None:
+            # The consumer did not exist before (heal, or a return to
+            # an instance without one): empty it under its owner now.
+            before = dict(before, project_id=current[c]['project_id'],
+                          user_id=current[c]['user_id'])
+        targets[c] = (before, current[c]['consumer_generation'])
+    return targets
+
+
+def _simulate(state, targets):
+    for c, (before, _generation) in targets.items():
+        state.restored(c, documents.normalize(before))
+    return actions.skipped(_('dry run'))
+
+
+def _write(client, targets):
     try:
-        current = {c: documents.normalize(reader.consumer(c))
-                   for c in consumers}
-        if all(documents.same_allocations(current[c], spec['before'])
-               for c, spec in consumers.items()):
-            return actions.skipped(_('already as before'))
-        changed = [c for c, spec in consumers.items()
-                   if current[c]['allocations'] != spec['after']]
-        if changed:
-            return actions.failed(
-                _('refused: consumer %(consumers)s changed since the '
-                  'repair') % {'consumers': ', '.join(sorted(changed))})
-        if dry_run:
-            return actions.skipped(_('dry run'))
-        targets = {}
-        for c, spec in consumers.items():
-            before = spec['before']
-            if before['project_id'] is None:
-                # The consumer did not exist before (heal, or a return to
-                # an instance without one): empty it under its owner now.
-                before = dict(before, project_id=current[c]['project_id'],
-                              user_id=current[c]['user_id'])
-            targets[c] = (before, current[c]['consumer_generation'])
         actions.write(client, targets)
     except actions._Retry:
         return actions.failed(_('changed concurrently; run restore again'))

@@ -131,7 +131,7 @@ class ListOrphan(_Audited):
     services, servers (deleted ones too) and migrations; changes
     nothing. Each row is one consumer's allocation on one resource
     provider, with the reason it is an orphan and the repair action
-    ``clean`` would take.
+    "clean" would take.
     """
 
     def get_parser(self, prog_name):
@@ -170,8 +170,8 @@ class ListOrphan(_Audited):
 class PrometheusFormatter(cliff_base.ListFormatter):
     """node_exporter textfile-collector metrics of the whole scan.
 
-    The same metrics as ``nova-orphans-manage allocations list --format
-    prometheus``; the rows of the listing are not used.
+    The same metrics as "nova-orphans-manage allocations list --format
+    prometheus"; the rows of the listing are not used.
     """
 
     text = ''
@@ -189,7 +189,7 @@ class CleanOrphan(_Audited):
     Each consumer is read again from nova and placement right before its
     write and repaired only if it is still an orphan with the same
     action; the write carries the consumer generation just read. The
-    journal, written before every change, lets ``restore`` undo the
+    journal, written before every change, lets "restore" undo the
     run. Repairs that fail are reported in the outcome column after the
     others are done, and the command then exits 1.
     """
@@ -222,7 +222,8 @@ class CleanOrphan(_Audited):
             journal_ = None
             if findings and not parsed_args.dry_run:
                 journal_ = journal.Journal(
-                    parsed_args.journal or journal.default_path(state_path()))
+                    parsed_args.journal or journal.default_path(state_path()),
+                    placement=self.placement.endpoint)
             repairer = actions.Repairer(
                 self.placement, self.nova, self.snapshot, journal=journal_,
                 dry_run=parsed_args.dry_run, max_count=parsed_args.max_count,
@@ -247,7 +248,7 @@ class CleanOrphan(_Audited):
 
 
 class RestoreOrphan(command.Lister):
-    """Put back what a ``clean`` run changed, newest change first.
+    """Put back what a "clean" run changed, newest change first.
 
     A consumer that changed since the repair is refused and reported,
     never overwritten; the command then exits 1 after restoring the
@@ -267,10 +268,12 @@ class RestoreOrphan(command.Lister):
 
     def take_action(self, parsed_args):
         with one_line_errors():
-            entries = journal.read(parsed_args.journal)
-            results = restore_mod.restore(
-                self.app.client_manager.nova_orphans.placement, entries,
-                dry_run=parsed_args.dry_run)
+            placement = self.app.client_manager.nova_orphans.placement
+            entries = restore_mod.load(
+                placement, parsed_args.journal,
+                warn=lambda warning: self.app.stderr.write(warning + '\n'))
+            results = restore_mod.restore(placement, entries,
+                                          dry_run=parsed_args.dry_run)
         self.outcomes = [o for _f, o in results]
         return columns_mod.listing(parsed_args, [f for f, _o in results],
                                    self.outcomes)

@@ -21,7 +21,12 @@ it did when nova first wrote it.
 """
 
 import copy
+import json
+import os
 
+import fixtures
+
+from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional import test_clean
 
@@ -29,6 +34,7 @@ FLAVOR = test_clean.FLAVOR
 BIGGER = test_clean.BIGGER
 BW = test_clean.BW
 held = test_clean.held
+PAGE = 4096
 
 
 class RestoreTestCase(test_clean.RepairTestCase):
@@ -281,3 +287,348 @@ class RestoreTestCase(test_clean.RepairTestCase):
         self.assertTrue(line.rstrip(' |').endswith('done'), line)
         self.assertEqual(base.PROJECT,
                          self.placement.get_allocations(gone)['project_id'])
+
+
+class KilledRunTestCase(test_clean.RepairTestCase):
+    """A clean killed inside its journal write, then run again with the
+    same --journal: both runs restore exactly.
+
+    A SIGKILL inside ``write(2)`` stops the copy at a page boundary, and
+    a batch's change is only sent after its whole write and fsync. So
+    the killed run leaves placement with the batches before it applied
+    and this batch not sent, and the journal cut at a multiple of 4 KiB
+    inside this batch's lines. That is made here byte for byte: the
+    second batch's POST is answered 500 by the proxy (never forwarded,
+    nothing marked), and the journal is cut at the first page boundary
+    inside that batch's lines, losing nothing that was written after
+    it, since the run stops there (--max-count).
+    """
+
+    ORPHANS = 20
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_orphans.repair.actions.BATCH', 8))
+        self.big = self.add_node('host3', inventory={
+            'VCPU': 64, 'MEMORY_MB': 65536, 'DISK_GB': 100})
+        self.vms = [self.gone('host3', self.big)
+                    for _n in range(self.ORPHANS)]
+        self.initial = self.placement.dump_state()
+
+    def killed_run(self):
+        """Returns the number of the cut line."""
+        self.proxy.inject('POST', '/allocations', skip=1, status=500)
+        rc, rows = self.clean('--max-count', '16')
+        self.assertEqual(1, rc)
+        self.assertEqual(8, [r['outcome'] for r in rows].count('done'))
+        with open(self.journal, 'rb') as f:
+            data = f.read()
+        lines = data.split(b'\n')
+        # Header, 8 entries, then the second batch's 8.
+        self.assertEqual(18, len(lines))
+        batch2 = len(b'\n'.join(lines[:9])) + 1
+        offset = -(-batch2 // PAGE) * PAGE
+        self.assertLess(offset, len(data))
+        self.assertNotEqual(b'\n', data[offset - 1:offset])
+        with open(self.journal, 'r+b') as f:
+            f.truncate(offset)
+        # The first batch applied, the second never sent.
+        done = {r['consumer'] for r in rows if r['outcome'] == 'done'}
+        self.assertEqual(
+            {c: doc for c, doc in self.initial.items() if c not in done},
+            self.placement.dump_state())
+        return data[:offset].count(b'\n') + 1
+
+    def restore_both(self, expected_warning):
+        rc, out, err = self.manage('allocations', 'restore', '--format',
+                                   'json', '--journal', self.journal)
+        self.assertEqual(4, rc, err)
+        self.assertEqual([expected_warning], err.splitlines())
+        outcomes = sorted(r['outcome'] for r in json.loads(out))
+        self.assertEqual(self.initial, self.placement.dump_state())
+        return outcomes
+
+    def test_killed_then_rerun_on_the_same_journal(self):
+        cut = self.killed_run()
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        self.assertEqual(['done'] * 12, [r['outcome'] for r in rows])
+        self.assertEqual({}, self.placement.dump_state())
+        whole = cut - 10
+        outcomes = self.restore_both(
+            'WARNING: journal %s, line %d: cut short when the run writing '
+            'it was killed; skipped (a change is only sent once its whole '
+            'entry is on disk).' % (self.journal, cut))
+        # The second run's 12 and the first batch's 8 are undone; the
+        # killed batch's whole entries were never sent.
+        self.assertEqual(['done'] * 20 +
+                         ['skipped: already as before'] * whole, outcomes)
+
+    def test_glued_by_an_earlier_release(self):
+        """What the previous release wrote: the re-run's first entry
+        glued onto the cut line (no header, no fresh line).
+        """
+        cut = self.killed_run()
+        other = os.path.join(self.tmp, 'rerun.jsonl')
+        rc, rows = self._run('clean', ('--journal', other), None)
+        self.assertEqual(4, rc)
+        with open(other, 'rb') as f:
+            header, rest = f.read().split(b'\n', 1)
+        self.assertIn(b'"run"', header)
+        with open(self.journal, 'ab') as f:
+            f.write(rest)
+        outcomes = self.restore_both(
+            'WARNING: journal %s, line %d: starts with an entry cut short '
+            'when the run writing it was killed (skipped: a change is only '
+            'sent once its whole entry is on disk); the entry glued after '
+            'it is read.' % (self.journal, cut))
+        self.assertEqual(['done'] * 20 +
+                         ['skipped: already as before'] * (cut - 10),
+                         outcomes)
+
+    def test_damaged_journal_is_refused_before_any_write(self):
+        self.assertEqual(4, self.clean()[0])
+        with open(self.journal, 'rb') as f:
+            lines = f.read().split(b'\n')
+        lines[3] = lines[3][:50]
+        with open(self.journal, 'wb') as f:
+            f.write(b'\n'.join(lines))
+        after = self.placement.dump_state()
+        writes = len(self.writes())
+        rc, out, err = self.manage('allocations', 'restore', '--journal',
+                                   self.journal)
+        self.assertEqual((127, ''), (rc, out))
+        self.assertEqual(
+            ['Journal %s: line 4 is cut short, yet the run that wrote it '
+             'went on after it: the journal is damaged' % self.journal],
+            err.splitlines())
+        self.assertEqual(after, self.placement.dump_state())
+        self.assertEqual(writes, len(self.writes()))
+
+
+class CloudTestCase(test_clean.RepairTestCase):
+    """A journal names the placement it changed; restore refuses one from
+    another cloud, and takes one from the same cloud reached by another
+    URL.
+    """
+
+    def setUp(self):
+        super().setUp()
+        # Straight to placement, not through the proxy clean went by.
+        self.direct_conf = os.path.join(self.tmp, 'nova.conf')
+
+    def test_header_names_the_endpoint(self):
+        self.gone('host1', self.host1)
+        self.assertEqual(4, self.clean()[0])
+        run, = journal_mod.load(self.journal).runs
+        self.assertEqual(self.proxy.endpoint, run.placement)
+
+    def test_same_cloud_by_another_url(self):
+        gone = self.gone('host1', self.host1)
+        before = self.placement.dump_state()
+        self.assertEqual(4, self.clean()[0])
+        rc, out, err = self.manage('allocations', 'restore', '--format',
+                                   'json', '--journal', self.journal,
+                                   conf_file=self.direct_conf)
+        self.assertEqual((4, ''), (rc, err))
+        self.assertEqual([(gone, 'done')], [(r['consumer'], r['outcome'])
+                                            for r in json.loads(out)])
+        self.assertEqual(before, self.placement.dump_state())
+
+    def test_another_cloud_is_refused_before_any_write(self):
+        """None of the journal's providers exist where its endpoint is
+        not the one it was written against: another cloud.
+        """
+        self.gone('host1', self.host1)
+        self.gone('host1', self.host1)
+        self.assertEqual(4, self.clean()[0])
+        self.assertEqual(
+            204, self.placement.delete_provider(self.host1).status_code)
+        after = self.placement.dump_state()
+        rc, out, err = self.manage('allocations', 'restore', '--journal',
+                                   self.journal, conf_file=self.direct_conf)
+        self.assertEqual((127, ''), (rc, out))
+        self.assertEqual(
+            ['Journal %s: written against placement at %s, and none of the '
+             '1 resource providers it changed exist in placement at %s: '
+             'refusing to restore it into another cloud' % (
+                 self.journal, self.proxy.endpoint,
+                 self.placement.endpoint)], err.splitlines())
+        self.assertEqual(after, self.placement.dump_state())
+        # Through the URL it was written against, it is this cloud: each
+        # entry is tried, and fails on the missing provider.
+        rc, rows = self.restore()
+        self.assertEqual(1, rc)
+        self.assertEqual(2, len(rows))
+        self.assertTrue(all(r['outcome'].startswith('failed: ')
+                            for r in rows), rows)
+
+
+class DryRunTestCase(test_clean.RepairTestCase):
+    """``restore --dry-run`` says what the real run would do."""
+
+    def outcomes(self, rows):
+        return [(r['consumer'], r['resource_provider'], r['outcome'])
+                for r in rows]
+
+    def test_judged_against_what_newer_restores_leave(self):
+        """Two runs changed the same consumer: the older entry only
+        matches once the newer one is undone, and the dry run sees that.
+        """
+        host3 = self.add_node('host3')
+        vm = self.nova.add_instance('cell1', host='host3', node='host3')
+        self.allocate(vm, self.host1, self.host2, host3)
+        self.nova.add_migration('cell1', vm, migration_type='evacuation',
+                                status='done', source_compute='host1',
+                                source_node='host1', dest_compute='host3',
+                                dest_node='host3')
+        self.assertEqual(4, self.clean('--host', 'host1')[0])
+        self.assertEqual(4, self.clean('--host', 'host2')[0])
+        after = self.placement.dump_state()
+        writes = len(self.writes())
+        rc, rows = self.restore('--dry-run')
+        self.assertEqual(3, rc)
+        self.assertEqual([(vm, self.host2, 'skipped: dry run'),
+                          (vm, self.host1, 'skipped: dry run')],
+                         self.outcomes(rows))
+        self.assertEqual(after, self.placement.dump_state())
+        self.assertEqual(writes, len(self.writes()))
+        rc, rows = self.restore()
+        self.assertEqual((4, [(vm, self.host2, 'done'),
+                              (vm, self.host1, 'done')]),
+                         (rc, self.outcomes(rows)))
+
+    def test_refusals_are_reported_as_the_real_run_reports_them(self):
+        vm, bw = self.evacuated()
+        gone = self.gone('host1', self.host1)
+        self.assertEqual(4, self.clean()[0])
+        self.allocate(vm, {self.host2: BIGGER})
+        changed = self.placement.dump_state()
+        writes = len(self.writes())
+        rc, rows = self.restore('--dry-run')
+        refused = ('failed: refused: consumer %s changed since the repair' %
+                   vm)
+        self.assertEqual(1, rc)
+        self.assertEqual(sorted([(vm, self.host1, refused),
+                                 (vm, bw, refused),
+                                 (gone, self.host1, 'skipped: dry run')]),
+                         sorted(self.outcomes(rows)))
+        self.assertEqual(changed, self.placement.dump_state())
+        self.assertEqual(writes, len(self.writes()))
+        rc, real = self.restore()
+        self.assertEqual(1, rc)
+        self.assertEqual(
+            [(c, rp, o.replace('skipped: dry run', 'done'))
+             for c, rp, o in self.outcomes(rows)], self.outcomes(real))
+
+
+class RefusedBatchTestCase(test_clean.RepairTestCase):
+    """A refused request is one journal line, however many consumers it
+    carried: two runs meeting on the same consumers stay proportionate.
+    """
+
+    def test_one_mark_per_refused_request(self):
+        rp = self.add_node('host3', inventory={
+            'VCPU': 64, 'MEMORY_MB': 65536, 'DISK_GB': 100})
+        vms = [self.gone('host3', rp) for _n in range(10)]
+        initial = self.placement.dump_state()
+        # Another writer gets to one of them between the read and the
+        # POST: the whole request is refused.
+        self.proxy.inject('POST', '/allocations', before=lambda:
+                          self.allocate(vms[0], rp, resources=BIGGER))
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        with open(self.journal) as f:
+            marks = [json.loads(line) for line in f
+                     if '"not_applied"' in line]
+        mark, = marks
+        entries = self.entries()
+        self.assertEqual([e['id'] for e in entries[:10]],
+                         mark['not_applied'])
+        self.assertEqual('consumer generation conflict', mark['reason'])
+        self.assertEqual([False] * 10, [e['applied'] for e in entries[:10]])
+        rc, rows = self.restore()
+        self.assertEqual(4, rc)
+        # What the other writer left, and the clean then removed (the
+        # instance is still deleted), comes back: emptied and written
+        # again, the consumer starts again at generation 1.
+        self.assertEqual(dict(initial, **{vms[0]: held({rp: BIGGER})}),
+                         self.placement.dump_state())
+
+
+class BatchedRestoreTestCase(test_clean.RepairTestCase):
+    """Many entries: their consumers read together, written in one
+    generation-checked POST /allocations.
+    """
+
+    COUNT = 10
+
+    def setUp(self):
+        super().setUp()
+        self.rp = self.add_node('host3', inventory={
+            'VCPU': 64, 'MEMORY_MB': 65536, 'DISK_GB': 100})
+        self.vms = [self.gone('host3', self.rp) for _n in range(self.COUNT)]
+        self.initial = self.placement.dump_state()
+        self.assertEqual(4, self.clean()[0])
+        self.assertEqual({}, self.placement.dump_state())
+        self.before = len(self.writes())
+
+    def test_one_post(self):
+        rc, rows = self.restore()
+        self.assertEqual((4, ['done'] * self.COUNT),
+                         (rc, [r['outcome'] for r in rows]))
+        self.assertEqual([('POST', '/allocations')],
+                         self.writes()[self.before:])
+        post = self.proxy.requests('POST')[-1]
+        self.assertEqual(
+            {vm: {'allocations': {self.rp: {'resources': FLAVOR}},
+                  'consumer_generation': None,
+                  'project_id': base.PROJECT, 'user_id': base.USER}
+             for vm in self.vms}, post.body)
+        self.assertEqual(self.initial, self.placement.dump_state())
+
+    def test_refused_batch_is_restored_entry_by_entry(self):
+        """Someone allocates for one of the consumers between the reads
+        and the POST: placement refuses it whole, and each entry is read
+        and judged again on its own; that one is refused, the rest
+        restored.
+        """
+        taken = self.vms[3]
+        self.proxy.inject('POST', '/allocations', before=lambda:
+                          self.allocate(taken, self.rp, resources=BIGGER))
+        rc, rows = self.restore()
+        self.assertEqual(1, rc)
+        self.assertEqual(
+            sorted([(vm, 'done') for vm in self.vms if vm != taken] + [
+                (taken, 'failed: refused: consumer %s changed since the '
+                        'repair' % taken)]),
+            sorted((r['consumer'], r['outcome']) for r in rows))
+        self.assertEqual([409], [p.result for p in
+                                 self.proxy.requests('POST')[-1:]])
+        self.assertEqual(
+            [('POST', '/allocations')] + sorted(
+                ('PUT', '/allocations/' + vm)
+                for vm in self.vms if vm != taken),
+            self.writes()[self.before:self.before + 1] +
+            sorted(self.writes()[self.before + 1:]))
+        self.assertEqual(
+            dict(self.initial, **{taken: held({self.rp: BIGGER})}),
+            self.placement.dump_state())
+
+    def test_server_error_fails_the_batch_and_a_rerun_finishes(self):
+        self.proxy.inject('POST', '/allocations', status=500)
+        rc, rows = self.restore()
+        self.assertEqual(1, rc)
+        self.assertEqual(
+            {'failed: Placement request POST /allocations failed: 500 '
+             'injected by the test proxy'}, {r['outcome'] for r in rows})
+        self.assertEqual({}, self.placement.dump_state())
+        self.assertEqual(4, self.restore()[0])
+        self.assertEqual(self.initial, self.placement.dump_state())
+
+    def test_dry_run_writes_nothing(self):
+        rc, rows = self.restore('--dry-run')
+        self.assertEqual((3, ['skipped: dry run'] * self.COUNT),
+                         (rc, [r['outcome'] for r in rows]))
+        self.assertEqual([], self.writes()[self.before:])

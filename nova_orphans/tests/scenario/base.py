@@ -24,6 +24,7 @@ import contextlib
 import importlib.metadata
 import io
 import json
+import logging
 import os
 import sqlite3
 import sys
@@ -107,6 +108,13 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
         # swap in ours to keep a handle on it.
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.CellDatabases', self._make_cell_databases))
+        # nova's thread pools log their shutdown in cleanups that run after
+        # its StandardLogging capture is gone, onto the stdout handler
+        # nova.test installs at import: capture that too (shown only when
+        # the test fails). Used before super().setUp(), so removed last.
+        self.useFixture(fixtures.FakeLogger(
+            format='%(asctime)s %(levelname)s [%(name)s] %(message)s',
+            level=logging.INFO))
         super().setUp()
         self._publish_cell_urls()
 

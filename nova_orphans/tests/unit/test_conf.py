@@ -99,28 +99,56 @@ class PlacementOptsTestCase(base.BaseTestCase):
 
 
 class ConsoleLoggingTestCase(base.BaseTestCase):
+    """As the console script: stdout stays the output, stderr one line."""
 
-    def test_logs_go_to_stderr_not_to_the_output(self):
-        """As the console script, with no log file: stdout stays JSON."""
-        path = self.useFixture(fixtures.TempDir()).path
-        conf_file = os.path.join(path, 'nova.conf')
-        with open(conf_file, 'w') as f:
-            f.write(NOVA_CONF)
-        code = '''
+    CODE = '''
 import logging, sys
 from nova_orphans.cmd import allocations, manage
 
 def findings(self, show_all=False):
     logging.getLogger('nova_orphans').warning('a warning')
+    logging.getLogger('oslo_db.sqlalchemy.engines').warning('a retry')
     return []
 
 allocations.AllocationCommands._findings = findings
-sys.argv = ['nova-orphans-manage', '--config-file', sys.argv[1],
-            'allocations', 'list', '--format', 'json']
+sys.argv = ['nova-orphans-manage', '--config-file'] + sys.argv[1:] + [
+    'allocations', 'list', '--format', 'json']
 sys.exit(manage.main())
 '''
-        done = subprocess.run([sys.executable, '-c', code, conf_file],
-                              capture_output=True, text=True)
+
+    def setUp(self):
+        super().setUp()
+        self.path = self.useFixture(fixtures.TempDir()).path
+        self.conf_file = os.path.join(self.path, 'nova.conf')
+        with open(self.conf_file, 'w') as f:
+            f.write(NOVA_CONF)
+
+    def run_list(self, *argv):
+        done = subprocess.run(
+            [sys.executable, '-c', self.CODE, self.conf_file] + list(argv),
+            capture_output=True, text=True)
         self.assertEqual((0, '[]\n'), (done.returncode, done.stdout),
                          done.stderr)
-        self.assertIn('a warning', done.stderr)
+        return done.stderr
+
+    def test_no_log_records_on_stderr_by_default(self):
+        self.assertEqual('', self.run_list())
+
+    def test_debug_in_nova_conf_is_not_asked_on_the_command_line(self):
+        with open(self.conf_file, 'a') as f:
+            f.write('[DEFAULT]\ndebug = True\n')
+        self.assertEqual('', self.run_list())
+
+    def test_debug_shows_them_on_stderr(self):
+        err = self.run_list('--debug')
+        self.assertIn('WARNING nova_orphans [-] a warning', err)
+        self.assertIn('WARNING oslo_db.sqlalchemy.engines [-] a retry', err)
+
+    def test_log_file_gets_them(self):
+        log_file = os.path.join(self.path, 'orphans.log')
+        self.assertEqual('', self.run_list('--log-file', log_file))
+        with open(log_file) as f:
+            logged = f.read()
+        self.assertIn('WARNING nova_orphans [-] a warning', logged)
+        self.assertIn('WARNING oslo_db.sqlalchemy.engines [-] a retry',
+                      logged)

@@ -45,7 +45,7 @@ class FakeAdapter:
         return self.endpoint
 
     def request(self, url, method, raise_exc=True, microversion=None,
-                json=None):
+                json=None, redirect=None):
         self.requests.append((method, url, microversion))
         path, _sep, query = url.partition('?')
         params = dict(parse.parse_qsl(query))

@@ -115,9 +115,12 @@ class ComputeAPIReaderTestCase(base.BaseTestCase):
     def test_placement_answering_for_compute_is_refused(self):
         self.api.handle = lambda *a: fakes.FakePlacement().handle(
             'GET', '/', {}, None)
-        e = self.assertRaises(compute.ComputeError, self.reader.read)
-        self.assertEqual('Compute request GET http://compute/v2.1 failed: '
-                         'not a compute API version document', str(e))
+        e = self.assertRaises(exception.WrongEndpoint, self.reader.read)
+        self.assertEqual(
+            'The compute API at http://compute/v2.1 answered 200 OK with '
+            'other JSON, not the compute API\'s version document: it is '
+            'placement\'s; with admin_token auth, set '
+            'compute_endpoint_override', str(e))
 
     def test_unversioned_endpoint_document(self):
         self.api.handle = lambda *a: fakes.Response(200, {'versions': [
@@ -128,11 +131,13 @@ class ComputeAPIReaderTestCase(base.BaseTestCase):
 
     def test_api_errors_are_one_line(self):
         self.api.services = None
-        self.api.handle = lambda *a: fakes.Response(
+        handle = self.api.handle
+        self.api.handle = lambda method, path, *a: handle(
+            method, path, *a) if path == '' else fakes.Response(
             503, {'serviceUnavailable': {'message': 'cells are down'}})
         e = self.assertRaises(compute.ComputeError, self.reader.read)
-        self.assertEqual('Compute request GET  failed: 503 cells are down',
-                         str(e))
+        self.assertEqual('Compute request GET /os-services failed: 503 cells '
+                         'are down', str(e))
 
     def test_resolve_only_when_something_is_unknown(self):
         snap = self.reader.read()

@@ -117,9 +117,10 @@ class RecordManyTestCase(base.BaseTestCase):
             {'action': 'delete_consumer', 'consumers': {c: {
                 'before': {'allocations': {}}, 'after': {}}}}
             for c in ('c0', 'c1', 'c2')])
-        self.assertEqual(1, fsync.call_count)
-        j.not_applied_many(ids[1:], 'conflict')
+        # The new file's directory, then the file.
         self.assertEqual(2, fsync.call_count)
+        j.not_applied_many(ids[1:], 'conflict')
+        self.assertEqual(3, fsync.call_count)
         self.assertEqual(3, j.entries)
         j.close()
         entries = journal.read(path)

@@ -1,0 +1,130 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The console script as an operator runs it: what reaches the terminal.
+
+oslo.db and keystoneauth log their retries; on stderr those timestamped
+lines used to come before the command's own one-line error. They now
+go to the log file, or to stderr with --debug.
+"""
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+
+from nova_orphans.tests.functional import base
+
+PASSWORD = 'Sup3rS3cret'
+MANAGE = os.path.join(os.path.dirname(sys.executable), 'nova-orphans-manage')
+
+
+def _free_port():
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+class ConsoleTestCase(base.FunctionalTestCase):
+
+    CELLS = ('cell1', 'cell2')
+
+    def setUp(self):
+        super().setUp()
+        host1 = self.add_node('host1')
+        self.boot('host1', host1)
+        self.mysql = 'mysql+pymysql://nova:%s@127.0.0.1:%d/nova' % (
+            PASSWORD, _free_port())
+
+    def run_manage(self, *argv, conf_file=None, ok=None):
+        done = subprocess.run(
+            [MANAGE, '--config-file', conf_file or self.conf_file] +
+            list(argv), capture_output=True, text=True,
+            stdin=subprocess.DEVNULL)
+        if ok is not None:
+            self.assertEqual(ok, done.returncode, done.stderr)
+        self.assertNotIn(PASSWORD, done.stdout + done.stderr)
+        if '--debug' not in argv:
+            self.assertNotIn('Traceback', done.stderr)
+        return done
+
+    def conf(self, name, **sections):
+        return self.nova.write_nova_conf(
+            os.path.join(self.tmp, name), self.placement.endpoint,
+            extra=dict({'nova_orphans': {'state_path': self.state_path}},
+                       **sections))
+
+    def requires_pymysql(self):
+        if importlib.util.find_spec('pymysql') is None:
+            self.skipTest('PyMySQL is not installed')
+
+    def test_unreachable_api_database_is_one_line(self):
+        self.requires_pymysql()
+        conf = self.conf('mysql.conf',
+                         api_database={'connection': self.mysql + '_api'})
+        done = self.run_manage('allocations', 'list', conf_file=conf,
+                               ok=255)
+        self.assertEqual('', done.stdout)
+        lines = done.stderr.splitlines()
+        self.assertEqual(1, len(lines), done.stderr)
+        self.assertTrue(lines[0].startswith(
+            'ERROR: The nova API database mysql+pymysql://nova:***@'
+            '127.0.0.1:'), lines[0])
+
+    def test_unreachable_cell_is_its_warning_alone(self):
+        self.requires_pymysql()
+        self.nova.set_cell_url('cell2', self.mysql)
+        done = self.run_manage('allocations', 'list', ok=0)
+        lines = done.stderr.splitlines()
+        self.assertEqual(1, len(lines), done.stderr)
+        self.assertTrue(lines[0].startswith(
+            'WARNING: cell cell2 could not be read ('), lines[0])
+
+    def test_unreadable_sqlite_cell_is_its_warning_alone(self):
+        self.nova.break_cell('cell2')
+        done = self.run_manage('allocations', 'list', ok=0)
+        lines = done.stderr.splitlines()
+        self.assertEqual(1, len(lines), done.stderr)
+        self.assertTrue(lines[0].startswith(
+            'WARNING: cell cell2 could not be read ('), lines[0])
+
+    def test_placement_refusing_connections_is_one_line(self):
+        url = 'http://127.0.0.1:%d/' % _free_port()
+        conf = self.conf('refused.conf', placement={
+            'endpoint': url, 'connect_retries': '1',
+            'connect_retry_delay': '0.1'})
+        done = self.run_manage('allocations', 'list', conf_file=conf,
+                               ok=255)
+        self.assertEqual(
+            ('', 'ERROR: Placement request GET / failed: cannot connect to '
+                 '%s ([Errno 111] Connection refused)\n' % url),
+            (done.stdout, done.stderr))
+
+    def test_debug_and_log_file_keep_the_detail(self):
+        url = 'http://127.0.0.1:%d/' % _free_port()
+        conf = self.conf('refused.conf', placement={
+            'endpoint': url, 'connect_retries': '1',
+            'connect_retry_delay': '0.1'})
+        log_file = os.path.join(self.tmp, 'orphans.log')
+        done = self.run_manage('--log-file', log_file, 'allocations', 'list',
+                               conf_file=conf, ok=255)
+        self.assertEqual(1, len(done.stderr.splitlines()), done.stderr)
+        with open(log_file) as f:
+            self.assertIn('WARNING keystoneauth.session', f.read())
+        done = self.run_manage('--debug', 'allocations', 'list',
+                               conf_file=conf, ok=255)
+        self.assertIn('WARNING keystoneauth.session', done.stderr)
+        self.assertIn(
+            '\nERROR: Placement request GET / failed: cannot connect to '
+            '%s ([Errno 111] Connection refused)\n' % url, done.stderr)

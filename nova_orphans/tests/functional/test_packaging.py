@@ -1,0 +1,89 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""What an installed tool needs, run as the operator runs it.
+
+The console script is run in a subprocess from the environment the tests
+run in, which tools/venv.sh and tox build from requirements.txt: whatever
+it needs must be a declared requirement, not something a test requirement
+happens to pull in.
+"""
+
+import os
+import subprocess
+import sys
+
+from nova_orphans.tests.functional import base
+
+
+def console_script(name):
+    return os.path.join(os.path.dirname(sys.executable), name)
+
+
+def environment():
+    """This environment without a developer's cloud credentials."""
+    return {k: v for k, v in os.environ.items() if not k.startswith('OS_')}
+
+
+class MySQLDriverTestCase(base.FunctionalTestCase):
+
+    CELLS = ('cell1', 'cell2')
+
+    def test_mysql_cell_is_reached_through_the_driver(self):
+        # Production nova runs on MySQL or MariaDB: a cell there must fail
+        # (nothing listens on port 9) because it is down, not because the
+        # driver is missing.
+        host1 = self.add_node('host1')
+        self.boot('host1', host1)
+        self.nova.set_cell_url(
+            'cell2', 'mysql+pymysql://nova:Sup3rS3cret@127.0.0.1:9/nova')
+        proc = subprocess.run(
+            [console_script('nova-orphans-manage'), '--config-file',
+             self.conf_file, 'allocations', 'list', '--format', 'json'],
+            capture_output=True, text=True, env=environment(),
+            timeout=120)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertEqual('[]', proc.stdout.strip())
+        self.assertIn('WARNING: cell cell2 could not be read', proc.stderr)
+        self.assertIn("Can't connect to MySQL server on '127.0.0.1'",
+                      proc.stderr)
+        self.assertNotIn('No module named', proc.stderr)
+        self.assertNotIn('Sup3rS3cret', proc.stdout + proc.stderr)
+
+
+class OpenStackClientPluginTestCase(base.base.BaseTestCase):
+    """The plugin as ``pip install nova-orphans[osc]`` installs it.
+
+    Nothing listens on the endpoint: these errors come before any request.
+    """
+
+    def openstack(self, *argv):
+        return subprocess.run(
+            [console_script('openstack'), '--os-auth-type', 'admin_token',
+             '--os-endpoint', 'http://127.0.0.1:9', '--os-token', 'admin'] +
+            list(argv), capture_output=True, text=True, env=environment(),
+            timeout=120)
+
+    def test_usage_error_exits_2(self):
+        proc = self.openstack('allocation', 'orphan', 'restore')
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        self.assertEqual('', proc.stdout)
+        self.assertIn('openstack allocation orphan restore: error: the '
+                      'following arguments are required: --journal',
+                      proc.stderr)
+
+    def test_invalid_input_exits_1(self):
+        proc = self.openstack('allocation', 'orphan', 'list',
+                              '--resource-provider', 'xyz')
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        self.assertEqual('', proc.stdout)
+        self.assertEqual(1, len(proc.stderr.splitlines()), proc.stderr)
+        self.assertIn('xyz', proc.stderr)

@@ -1,0 +1,107 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""--help of both console scripts, as an operator reads it."""
+
+import os
+import re
+import subprocess
+import sys
+
+import fixtures
+from oslotest import base
+
+BIN = os.path.dirname(sys.executable)
+# What Sphinx would render, and a terminal shows verbatim.
+RST = re.compile(r'``|:(mod|doc|ref|class|func|meth|option|program):`')
+
+
+def _run(*argv):
+    done = subprocess.run([os.path.join(BIN, argv[0])] + list(argv[1:]),
+                          capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL,
+                          env=dict(os.environ, COLUMNS='80'))
+    return done
+
+
+def _return_codes(text):
+    """The codes of the "Return codes:" block of a --help."""
+    block = text.split('Return codes:\n', 1)[1].split('\n\n', 1)[0]
+    return [int(m.group(1)) for m in
+            re.finditer(r'^  (\d+) ', block, re.M)]
+
+
+class ManageHelpTestCase(base.BaseTestCase):
+
+    def help(self, *argv):
+        done = _run('nova-orphans-manage', *(argv + ('--help',)))
+        self.assertEqual((0, ''), (done.returncode, done.stderr))
+        return done.stdout
+
+    def test_top_level_has_a_description(self):
+        out = self.help()
+        self.assertIn('\n\nFind and repair placement allocations that no '
+                      'live nova object owns, reading\n', out)
+        self.assertIn('"allocations restore" undoes a clean.', out)
+
+    def test_top_level_tells_both_journals_apart(self):
+        out = ' '.join(self.help().split())
+        self.assertIn('to journald with --use-journal', out)
+        self.assertIn('--use-journal is about logging; the repair journal '
+                      'that "restore" reads is the --journal PATH option of '
+                      '"allocations clean" and "allocations restore".', out)
+        self.assertIn('to stderr only with --debug', out)
+
+    def test_each_action_lists_only_its_return_codes(self):
+        for action, codes in (
+                ('list', [0, 2, 3, 5, 6, 127, 130, 143, 255]),
+                ('clean', [0, 1, 2, 3, 4, 5, 6, 127, 130, 143, 255]),
+                ('restore', [0, 1, 3, 4, 127, 130, 143, 255])):
+            self.assertEqual(codes, _return_codes(
+                self.help('allocations', action)), action)
+        self.assertEqual([0, 1, 2, 3, 4, 5, 6, 127, 130, 143, 255],
+                         _return_codes(self.help('allocations')))
+
+    def test_restore_codes_say_what_they_mean_for_restore(self):
+        out = self.help('allocations', 'restore')
+        self.assertIn('  0    nothing to restore (every entry was already '
+                      'undone)\n', out)
+        self.assertIn('  3    entries would be restored (--dry-run)\n', out)
+        self.assertIn('  4    everything restored\n', out)
+
+    def test_repair_journal_explained_where_it_is_an_option(self):
+        for action in ('clean', 'restore'):
+            out = ' '.join(self.help('allocations', action).split())
+            self.assertIn('--journal PATH is the repair journal', out)
+            self.assertIn("It is not oslo.log's --use-journal (given before "
+                          "the category), which sends log records to "
+                          "journald.", out)
+        self.assertNotIn('repair journal', self.help('allocations', 'list'))
+
+
+class OpenStackHelpTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        for name in [k for k in os.environ if k.startswith('OS_') and
+                     not k.endswith('_CAPTURE') and k != 'OS_TEST_TIMEOUT']:
+            self.useFixture(fixtures.EnvironmentVariable(name))
+
+    def test_no_rst_markup(self):
+        for action in ('list', 'clean', 'restore'):
+            done = _run('openstack', 'allocation', 'orphan', action, '--help')
+            self.assertEqual(0, done.returncode, done.stderr)
+            self.assertIn('usage: openstack allocation orphan %s' % action,
+                          done.stdout)
+            self.assertIsNone(RST.search(done.stdout), done.stdout)
+        self.assertIn('the repair action "clean" would take', ' '.join(
+            _run('openstack', 'allocation', 'orphan', 'list',
+                 '--help').stdout.split()))
