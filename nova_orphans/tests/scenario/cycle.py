@@ -341,14 +341,15 @@ class CycleTestCase(osc.OpenStackClientMixin, base.ScenarioTestCase):
 
     # -- nova-side helpers ----------------------------------------------------
 
-    def pause(self, target, timeout=60):
+    def pause(self, target, timeout=60, when=None):
         """Make ``target`` (a fake driver method) wait until released.
 
         Returns a gate: ``entered()`` waits until nova called it (the
         operation is now paused there), ``release()`` lets it go on.
-        Released at cleanup in any case.
+        Released at cleanup in any case. ``when(*args, **kwargs)``, if
+        given, picks the calls to pause (the others run at once).
         """
-        gate = _Gate(target, timeout)
+        gate = _Gate(target, timeout, when)
         self.useFixture(fixtures.MonkeyPatch(target, gate.wrap(
             _resolve(target))))
         self.addCleanup(gate.release)
@@ -443,14 +444,17 @@ def _resolve(target):
 
 class _Gate:
 
-    def __init__(self, target, timeout):
+    def __init__(self, target, timeout, when=None):
         self.target = target
         self.timeout = timeout
+        self.when = when
         self._entered = threading.Event()
         self._release = threading.Event()
 
     def wrap(self, original):
         def paused(*args, **kwargs):
+            if self.when is not None and not self.when(*args, **kwargs):
+                return original(*args, **kwargs)
             self._entered.set()
             if not self._release.wait(self.timeout):
                 raise RuntimeError('%s was never released' % self.target)
