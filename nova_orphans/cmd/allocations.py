@@ -184,7 +184,8 @@ class AllocationCommands:
         """List orphaned allocations with their reason and repair action.
 
         Reads the nova API database, every cell database and placement;
-        changes nothing. Returns 3 when orphans are listed, 0 when none.
+        changes nothing. Returns 3 when orphans are listed, 0 when none;
+        5 and 2 instead when a cell could not be read.
         """
         if self.cmd.format == 'prometheus':
             return self._metrics()
@@ -199,7 +200,8 @@ class AllocationCommands:
                     'consumer(s).') % {
                 'orphans': len(orphans),
                 'consumers': len({f.consumer for f in orphans})})
-        return 3 if any(f.is_orphan for f in findings) else 0
+        return self._complete_or(3 if any(f.is_orphan for f in findings)
+                                 else 0)
 
     def _metrics(self):
         start = time.monotonic()
@@ -208,7 +210,21 @@ class AllocationCommands:
             sys.stdout.write(metrics.render(
                 findings, time.monotonic() - start,
                 unreadable_cells=len(self._snapshot.nova.unreadable_cells)))
-        return 3 if any(f.is_orphan for f in findings) else 0
+        return self._complete_or(3 if any(f.is_orphan for f in findings)
+                                 else 0)
+
+    def _complete_or(self, code):
+        """``code``, unless part of the cloud could not be read.
+
+        A run that could not read a cell has not shown that the cell's
+        consumers are fine: it must not exit 0, which a cron job or an
+        alert reads as "no orphans". 2 when the part read had no orphan,
+        5 when it had (listed or repaired); 1, a failed repair, still
+        wins. See manage's return codes.
+        """
+        if code == 1 or not self._snapshot.nova.unreadable_cells:
+            return code
+        return 5 if code in (3, 4) else 2
 
     def _render(self, rows):
         if self.cmd.format == 'json':
@@ -240,7 +256,8 @@ class AllocationCommands:
         before its write; the journal (written before every change)
         lets "restore" undo the run. Returns 0 nothing to do, 3 found
         but nothing changed (--dry-run, or every finding skipped), 4
-        repaired, 1 a repair failed (the others were still done).
+        repaired, 1 a repair failed (the others were still done); 5 and
+        2 instead of 3 or 4 and 0 when a cell could not be read.
         """
         if self.cmd.max_count is not None and self.cmd.max_count < 1:
             raise exception.InvalidInput(
@@ -269,7 +286,7 @@ class AllocationCommands:
         if journal_ is not None and journal_.entries:
             print(_('Journal: %(path)s') % {'path': journal_.path},
                   file=sys.stderr)
-        return _repair_code(outcomes)
+        return self._complete_or(_repair_code(outcomes))
 
     @args('--journal', metavar='PATH', required=True,
           help=_('The journal written by "clean".'))

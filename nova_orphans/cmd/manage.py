@@ -16,13 +16,19 @@ CATEGORY ACTION [options]``, reading nova.conf. Return codes (also in
 ``--help`` and the docs):
 
 ===  ==========================================================
-0    nothing found, nothing to do
+0    nothing found, nothing to do (the whole cloud was read)
 1    at least one repair failed (the others were still done)
+2    incomplete: a cell, or placement's database in fast mode, could
+     not be read, and the part that was read has no orphan
 3    orphans found and nothing changed (list, clean --dry-run)
 4    orphans found and all repaired
+5    incomplete (as 2), and orphans found in the part that was read
+     (listed or repaired)
 127  invalid input: bad uuid, unknown host, unreadable config
 255  unexpected error
 ===  ==========================================================
+
+When several apply, the first of 1, 5, 2, 4, 3, 0 wins.
 
 ``main(argv)`` may be called many times in one process (nova's
 functional harness, other tooling): it builds its own ConfigOpts each
@@ -48,14 +54,20 @@ LOG = logging.getLogger(__name__)
 
 SUCCESS = 0
 REPAIR_FAILED = 1
+INCOMPLETE = 2
 ORPHANS_FOUND = 3
 REPAIRED = 4
+INCOMPLETE_WITH_ORPHANS = 5
 INVALID_INPUT = 127
 UNEXPECTED = 255
 
-EPILOG = _('Return codes: 0 nothing found; 1 a repair failed; 3 orphans '
-           'found, nothing changed; 4 all orphans repaired; 127 invalid '
-           'input; 255 unexpected error.')
+EPILOG = _('Return codes: 0 nothing found (the whole cloud was read); 1 a '
+           'repair failed; 2 incomplete: a cell (or placement\'s database '
+           'in fast mode) could not be read, no orphan in the rest; 3 '
+           'orphans found, nothing changed; 4 all orphans repaired; 5 '
+           'incomplete, and orphans found (listed or repaired) in the '
+           'rest; 127 invalid input; 255 unexpected error. When several '
+           'apply, the first of 1, 5, 2, 4, 3, 0 wins.')
 
 CATEGORIES = {
     'allocations': allocations.AllocationCommands,
@@ -128,6 +140,11 @@ def main(argv=None):
     except exception.InvalidInput as e:
         print(db_utils.safe_error(e), file=sys.stderr)
         return INVALID_INPUT
+    except exception.PlacementDatabaseUnreadable as e:
+        # Nothing could be checked: not "nothing found", not a crash.
+        print(_('ERROR: %(error)s') % {'error': db_utils.safe_error(e)},
+              file=sys.stderr)
+        return INCOMPLETE
     except exception.NovaOrphansException as e:
         print(_('ERROR: %(error)s') % {'error': db_utils.safe_error(e)},
               file=sys.stderr)

@@ -153,6 +153,13 @@ class ListOrphan(_Audited):
             findings = self.audit(parsed_args, show_all=parsed_args.show_all)
         return columns_mod.listing(parsed_args, findings)
 
+    def run(self, parsed_args):
+        """Print every row (or metric) first; then fail if incomplete."""
+        self.snapshot = None
+        result = super().run(parsed_args)
+        columns_mod.raise_if_incomplete(self.snapshot)
+        return result
+
 
 class PrometheusFormatter(cliff_base.ListFormatter):
     """node_exporter textfile-collector metrics of the whole scan.
@@ -226,10 +233,14 @@ class CleanOrphan(_Audited):
         return columns_mod.listing(parsed_args, rows, outcomes)
 
     def run(self, parsed_args):
-        """Print every row first; then fail if any repair failed."""
+        """Print every row first; then fail if a repair failed, or if a
+        cell could not be read.
+        """
         self.outcomes = []
+        self.snapshot = None
         result = super().run(parsed_args)
         columns_mod.raise_if_failed(self.outcomes)
+        columns_mod.raise_if_incomplete(self.snapshot)
         return result
 
 

@@ -18,6 +18,7 @@ import uuid as uuidlib
 
 from sqlalchemy.engine import url as sa_url
 
+from nova_orphans.cmd import manage
 from nova_orphans.tests.functional import base
 
 ORPHANS_FOUND = 3
@@ -333,7 +334,7 @@ class DownCellTestCase(base.FunctionalTestCase):
         self.allocate(stranger, host1)
         self.nova.break_cell('cell2')
         rc, rows = self.list_json('--all')
-        self.assertEqual(ORPHANS_FOUND, rc)
+        self.assertEqual(manage.INCOMPLETE_WITH_ORPHANS, rc)
         self.assertRows([
             self.row(gone, host1, 'deleted_instance', 'delete_consumer',
                      host='host1'),
@@ -343,7 +344,35 @@ class DownCellTestCase(base.FunctionalTestCase):
                      cell='cell2'),
         ], rows)
         rc, out, err = self.manage('allocations', 'list')
+        self.assertEqual(manage.INCOMPLETE_WITH_ORPHANS, rc)
         self.assertIn('WARNING: cell cell2 could not be read', err)
+
+    def test_cell_that_cannot_be_read_is_never_nothing_found(self):
+        """No orphan in the cells read is not "no orphans": exit 2."""
+        host1 = self.add_node('host1')
+        host2 = self.add_node('host2', cell='cell2')
+        here = self.boot('host1', host1)
+        elsewhere = self.boot('host2', host2, cell='cell2')
+        self.nova.break_cell('cell2')
+        for fmt in ('json', 'table'):
+            rc, out, err = self.manage('allocations', 'list', '--format',
+                                       fmt)
+            self.assertEqual(manage.INCOMPLETE, rc, err)
+            self.assertEqual(1, len(err.strip().splitlines()), err)
+            self.assertIn('WARNING: cell cell2 could not be read', err)
+        self.assertEqual('[]\n', self.manage(
+            'allocations', 'list', '--format', 'json')[1])
+        rc, rows = self.list_json('--all')
+        self.assertEqual(manage.INCOMPLETE, rc)
+        self.assertRows([
+            self.row(here, host1, 'active_instance', 'none', host='host1'),
+            self.row(elsewhere, host2, 'unverifiable', 'none', name='host2',
+                     cell='cell2'),
+        ], rows)
+        rc, out, err = self.manage('allocations', 'list', '--format',
+                                   'prometheus')
+        self.assertEqual(manage.INCOMPLETE, rc, err)
+        self.assertIn('\nnova_orphans_unreadable_cells 1\n', out)
 
     def test_slow_cell_bounded_by_cell_timeout(self):
         host1 = self.add_node('host1')
@@ -363,7 +392,7 @@ class DownCellTestCase(base.FunctionalTestCase):
         self.addCleanup(locker.execute, 'ROLLBACK')
         rc, out, err = self.manage('allocations', 'list', '--all',
                                    '--format', 'json', conf_file=conf_file)
-        self.assertEqual(0, rc, err)
+        self.assertEqual(manage.INCOMPLETE, rc, err)
         self.assertIn('WARNING: cell cell2 could not be read (not read '
                       'within 1 seconds)', err)
         self.assertRows([
@@ -379,7 +408,7 @@ class DownCellTestCase(base.FunctionalTestCase):
             'cell2', 'mysql+pymysql://nova:Sup3rS3cret@127.0.0.1:9/nova')
         rc, out, err = self.manage('allocations', 'list', '--all',
                                    '--verbose')
-        self.assertEqual(0, rc, err)
+        self.assertEqual(manage.INCOMPLETE, rc, err)
         self.assertIn('WARNING: cell cell2 could not be read', err)
         self.assertNotIn('Sup3rS3cret', out + err)
 
@@ -416,3 +445,20 @@ class RepeatedCallsTestCase(base.FunctionalTestCase):
                          [(r['reason'], r['consumer'])
                           for r in base.json.loads(out)])
         self.assertEqual(ORPHANS_FOUND, self.list_json()[0])
+
+
+# The same classifications with nova's databases and placement's on
+# MariaDB, as production runs them.
+ListMariaDBTestCase = base.on_mariadb(
+    ListTestCase, 'test_instance_forced_to_deleted_in_sql',
+    'test_archived_instance', 'test_unknown_consumer',
+    'test_evacuated_source_including_child_provider',
+    'test_failed_cold_migration_leaves_target_allocation',
+    'test_resize_awaiting_confirm_is_not_an_orphan',
+    'test_building_and_soft_deleted_are_not_orphans',
+    'test_missing_allocations')
+DownCellMariaDBTestCase = base.on_mariadb(
+    DownCellTestCase,
+    'test_cell_that_cannot_be_read_makes_consumers_unverifiable',
+    'test_cell_that_cannot_be_read_is_never_nothing_found',
+    'test_password_of_unreachable_cell_never_shown')
