@@ -1117,3 +1117,23 @@ class BadInputTestCase(RepairTestCase):
             self.assert_invalid(['restore', '--journal', path], text)
         self.assert_invalid(['restore'], 'the following arguments are '
                                          'required: --journal')
+
+
+# Repairs, their re-verification and their races with nova's databases
+# and placement's on MariaDB, as production runs them.
+ActionsMariaDBTestCase = base.on_mariadb(
+    ActionsTestCase, 'test_delete_consumer_of_instance_forced_to_deleted',
+    'test_remove_provider_of_evacuated_source_with_child',
+    'test_return_to_instance_in_one_post',
+    'test_nothing_to_do_is_0_and_writes_no_journal')
+SafetyMariaDBTestCase = base.on_mariadb(
+    SafetyTestCase, 'test_concurrent_write_is_reevaluated_and_preserved',
+    'test_concurrent_claim_turns_orphan_into_live_allocation',
+    'test_return_to_instance_meets_nova_writing_the_instance')
+BatchMariaDBTestCase = base.on_mariadb(
+    BatchTestCase, 'test_many_consumers_in_one_post_journaled_before',
+    'test_fast_mode_reads_the_documents_from_the_database',
+    'test_fast_mode_reads_every_batch_on_the_same_engines')
+DownCellMariaDBTestCase = base.on_mariadb(
+    DownCellTestCase, 'test_unverifiable_consumers_are_never_written',
+    'test_exit_codes_with_an_unreadable_cell')

@@ -232,3 +232,7 @@ class FastModeTestCase(base.FunctionalTestCase):
         strip = (lambda docs: {c: {rp: a['resources'] for rp, a in d.items()}
                                for c, d in docs.items()})
         self.assertEqual(strip(allocs), strip(fast_allocs))
+
+
+# Placement's database, read in bulk, on MariaDB as production runs it.
+FastModeMariaDBTestCase = base.on_mariadb(FastModeTestCase)

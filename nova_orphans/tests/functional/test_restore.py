@@ -281,3 +281,9 @@ class RestoreTestCase(test_clean.RepairTestCase):
         self.assertTrue(line.rstrip(' |').endswith('done'), line)
         self.assertEqual(base.PROJECT,
                          self.placement.get_allocations(gone)['project_id'])
+
+
+RestoreMariaDBTestCase = base.on_mariadb(
+    RestoreTestCase, 'test_clean_then_restore_is_identical',
+    'test_restore_refuses_consumers_changed_since',
+    'test_concurrent_write_during_restore_is_kept')
