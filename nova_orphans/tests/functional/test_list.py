@@ -462,3 +462,87 @@ DownCellMariaDBTestCase = base.on_mariadb(
     'test_cell_that_cannot_be_read_makes_consumers_unverifiable',
     'test_cell_that_cannot_be_read_is_never_nothing_found',
     'test_password_of_unreachable_cell_never_shown')
+
+
+class MariaDBReadsTestCase(base.FunctionalTestCase):
+    """What the tool sends MariaDB: read-only, one transaction per cell."""
+
+    CELLS = ('cell1', 'cell2')
+    MARIADB = True
+
+    def statements(self, *argv):
+        """{connection id: [(database, command, argument)]} of one run.
+
+        From the server's general query log, on only while the command
+        runs: every connection to nova's databases then is the tool's.
+        """
+        server = self.nova.mariadb
+        server.execute("SET GLOBAL log_output = 'TABLE'")
+        server.execute('TRUNCATE TABLE mysql.general_log')
+        server.execute('SET GLOBAL general_log = 1')
+        try:
+            rc, out, err = self.manage('allocations', 'list', *argv)
+        finally:
+            server.execute('SET GLOBAL general_log = 0')
+        self.assertEqual(manage.ORPHANS_FOUND, rc, err)
+        by_thread = {}
+        for thread, command, argument in server.execute(
+                'SELECT thread_id, command_type, CONVERT(argument USING '
+                'utf8) FROM mysql.general_log'):
+            by_thread.setdefault(thread, []).append((command, argument))
+        return {t: s for t, s in by_thread.items()
+                if any(c == 'Connect' and ' on nova_' in a for c, a in s)}
+
+    def test_each_cell_is_read_in_one_read_only_transaction(self):
+        host1 = self.add_node('host1')
+        host2 = self.add_node('host2', cell='cell2')
+        self.boot('host1', host1)
+        gone = self.boot('host2', host2, cell='cell2')
+        self.nova.force_delete_instance('cell2', gone)
+        connections = self.statements('--all')
+        cells = {}
+        for thread, statements in connections.items():
+            connect = [a for c, a in statements if c == 'Connect']
+            database = connect[0].split(' on ')[1].split()[0]
+            cells.setdefault(database, []).append(statements)
+            queries = [a.strip().upper() for c, a in statements
+                       if c == 'Query']
+            # Read-only before the first read of a table.
+            first_read = min(i for i, q in enumerate(queries)
+                             if '\nFROM ' in q)
+            self.assertIn('SET SESSION TRANSACTION READ ONLY',
+                          queries[:first_read], (database, queries))
+            self.assertEqual([], [q for q in queries if q.split()[0] in (
+                'INSERT', 'UPDATE', 'DELETE', 'REPLACE', 'LOCK', 'CREATE',
+                'DROP', 'ALTER') or 'FOR UPDATE' in q or
+                'LOCK IN SHARE MODE' in q], database)
+        self.assertEqual({'nova_api', 'nova_cell0', 'nova_cell1',
+                          'nova_cell2'}, set(cells))
+        for cell in ('nova_cell1', 'nova_cell2'):
+            # The live read of a cell: every table in one transaction
+            # (one snapshot), ended before the connection is returned.
+            transactions = []
+            for statements in cells[cell]:
+                current = []
+                for command, argument in statements:
+                    if command != 'Query':
+                        continue
+                    if argument.strip().upper() in ('COMMIT', 'ROLLBACK'):
+                        transactions.append(current)
+                        current = []
+                    else:
+                        current.append(argument)
+                self.assertEqual([], [q for q in current
+                                      if 'FROM' in q.upper()], cell)
+            # (Later look-ups of single consumers are reads of their own.)
+            live = [t for t in transactions if any(
+                'FROM instances \nWHERE instances.deleted = 0' in q
+                for q in t)]
+            self.assertEqual(1, len(live), (cell, transactions))
+            for table in ('compute_nodes', 'services', 'instances',
+                          'migrations'):
+                self.assertTrue(any('FROM %s' % table in q
+                                    for q in live[0]), (cell, table, live))
+        # Nothing left open on the server.
+        self.assertEqual((), self.nova.mariadb.execute(
+            'SELECT trx_id FROM information_schema.innodb_trx'))
