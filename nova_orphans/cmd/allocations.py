@@ -71,6 +71,7 @@ class AllocationCommands:
         self._nova = None
         self._placement_db = None
         self._progress_ = None
+        self._snapshot = None
 
     def close(self):
         """Let go of the database connections the command kept."""
@@ -222,7 +223,8 @@ class AllocationCommands:
         5 when it had (listed or repaired); 1, a failed repair, still
         wins. See manage's return codes.
         """
-        if code == 1 or not self._snapshot.nova.unreadable_cells:
+        if code == 1 or self._snapshot is None or (
+                not self._snapshot.nova.unreadable_cells):
             return code
         return 5 if code in (3, 4) else 2
 
