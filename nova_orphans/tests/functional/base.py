@@ -54,7 +54,7 @@ class FunctionalTestCase(base.BaseTestCase):
     CELLS = ('cell1',)
     TEMPLATED = False
     # nova's and placement's databases on this process's MariaDB server
-    # rather than in sqlite files (see MariaDBMixin).
+    # rather than in sqlite files (see on_mariadb).
     MARIADB = False
 
     def setUp(self):
