@@ -114,11 +114,16 @@ def create_reader_engine(url, max_retries=1, retry_interval=1,
         parsed, max_retries=max_retries, retry_interval=retry_interval,
         connection_parameters=params, thread_checkin=False)
     if engine.dialect.name == 'mysql':
-        @sa.event.listens_for(engine, 'connect')
-        def _read_only(dbapi_conn, record):
-            cursor = dbapi_conn.cursor()
-            cursor.execute('SET SESSION TRANSACTION READ ONLY')
-            cursor.close()
+        # On checkout, once per connection, not on connect: oslo.db has
+        # already opened (and pooled) a first connection, to test it,
+        # and the first read would get that one as it was.
+        @sa.event.listens_for(engine, 'checkout')
+        def _read_only(dbapi_conn, record, proxy):
+            if not record.info.get('read_only'):
+                cursor = dbapi_conn.cursor()
+                cursor.execute('SET SESSION TRANSACTION READ ONLY')
+                cursor.close()
+                record.info['read_only'] = True
     return engine
 
 

@@ -69,6 +69,16 @@ class GenerationConflict(NovaOrphansException):
     msg_fmt = _('Consumer %(consumer)s was changed concurrently.')
 
 
+class PlacementDatabaseUnreadable(NovaOrphansException):
+    """Fast mode could not read placement's database: nothing was checked.
+
+    (exit code 2, incomplete)
+    """
+
+    msg_fmt = _('The placement database %(url)s could not be read: '
+                '%(error)s')
+
+
 class CellUnreachable(NovaOrphansException):
     msg_fmt = _('Cell %(cell)s database could not be read: %(reason)s')
 

@@ -149,6 +149,7 @@ class AllocationCommands:
         self._placement_db = None
         self._progress_ = None
         self._stop = interrupt.Stop()
+        self._snapshot = None
 
     def close(self):
         """Let go of the database connections the command kept."""
@@ -273,9 +274,10 @@ class AllocationCommands:
         """List orphaned allocations with their reason and repair action.
 
         Reads the nova API database, every cell database and placement;
-        changes nothing. Returns 3 when orphans are listed, 0 when none,
-        130/143 when stopped by SIGINT/SIGTERM. A table ends with what
-        the orphans hold and the command to run next.
+        changes nothing. Returns 3 when orphans are listed, 0 when none;
+        5 and 2 instead when a cell could not be read; 130/143 when
+        stopped by SIGINT/SIGTERM. A table ends with what the orphans
+        hold and the command to run next.
         """
         if self.cmd.format == 'prometheus':
             return self._metrics()
@@ -292,7 +294,8 @@ class AllocationCommands:
                 self._say(output.list_summary(
                     rows, self._unreadable,
                     self._command('clean', '--dry-run', *self._filters())))
-        return 3 if any(f.is_orphan for f in findings) else 0
+        return self._complete_or(3 if any(f.is_orphan for f in findings)
+                                 else 0)
 
     def _metrics(self):
         start = time.monotonic()
@@ -301,7 +304,22 @@ class AllocationCommands:
             sys.stdout.write(metrics.render(
                 findings, time.monotonic() - start,
                 unreadable_cells=len(self._snapshot.nova.unreadable_cells)))
-        return 3 if any(f.is_orphan for f in findings) else 0
+        return self._complete_or(3 if any(f.is_orphan for f in findings)
+                                 else 0)
+
+    def _complete_or(self, code):
+        """``code``, unless part of the cloud could not be read.
+
+        A run that could not read a cell has not shown that the cell's
+        consumers are fine: it must not exit 0, which a cron job or an
+        alert reads as "no orphans". 2 when the part read had no orphan,
+        5 when it had (listed or repaired); 1, a failed repair, still
+        wins. See manage's return codes.
+        """
+        if code == 1 or self._snapshot is None or (
+                not self._snapshot.nova.unreadable_cells):
+            return code
+        return 5 if code in (3, 4) else 2
 
     def _render(self, rows):
         if self.cmd.format == 'json':
@@ -386,8 +404,9 @@ class AllocationCommands:
         before its write; the journal (written before every change)
         lets "restore" undo the run. Returns 0 nothing to do, 3 found
         but nothing changed (--dry-run, or every finding skipped), 4
-        repaired, 1 a repair failed (the others were still done),
-        130/143 stopped by SIGINT/SIGTERM (what was done is printed).
+        repaired, 1 a repair failed (the others were still done); 5 and
+        2 instead of 3 or 4 and 0 when a cell could not be read; 130/143
+        stopped by SIGINT/SIGTERM (what was done is printed).
         """
         if self.cmd.max_count is not None and self.cmd.max_count < 1:
             raise exception.InvalidInput(
@@ -424,7 +443,7 @@ class AllocationCommands:
                                          journal_.path)}, file=sys.stderr)
         if _stopped_short(self._stop, outcomes):
             return self._interrupted(outcomes, _('repair(s)'))
-        return _repair_code(outcomes)
+        return self._complete_or(_repair_code(outcomes))
 
     @args('--journal', metavar='PATH', required=True,
           help=_('The journal written by "clean".'))

@@ -16,10 +16,14 @@ CATEGORY ACTION [options]``, reading nova.conf. Return codes (also in
 ``--help`` and the docs):
 
 ===  ==========================================================
-0    nothing found, nothing to do
+0    nothing found, nothing to do (the whole cloud was read)
 1    at least one repair failed (the others were still done)
+2    incomplete: a cell, or placement's database in fast mode, could
+     not be read, and the part that was read has no orphan
 3    orphans found and nothing changed (list, clean --dry-run)
 4    orphans found and all repaired
+5    incomplete (as 2), and orphans found in the part that was read
+     (listed or repaired)
 6    unsupported or damaged nova schema: a table or column it reads is
      missing (nothing was written)
 127  invalid input: bad uuid, unknown host, unreadable config
@@ -27,6 +31,8 @@ CATEGORY ACTION [options]``, reading nova.conf. Return codes (also in
 143  interrupted by SIGTERM (what was done is printed first)
 255  unexpected error
 ===  ==========================================================
+
+When several apply, the first of 130/143, 1, 5, 2, 4, 3, 0 wins.
 
 ``main(argv)`` may be called many times in one process (nova's
 functional harness, other tooling): it builds its own ConfigOpts each
@@ -58,8 +64,10 @@ LOG = logging.getLogger(__name__)
 
 SUCCESS = 0
 REPAIR_FAILED = 1
+INCOMPLETE = 2
 ORPHANS_FOUND = 3
 REPAIRED = 4
+INCOMPLETE_WITH_ORPHANS = 5
 UNSUPPORTED_SCHEMA = 6
 INVALID_INPUT = 127
 INTERRUPTED = 130
@@ -268,6 +276,11 @@ def main(argv=None):
     except exception.InvalidInput as e:
         print(db_utils.safe_error(e), file=sys.stderr)
         return INVALID_INPUT
+    except exception.PlacementDatabaseUnreadable as e:
+        # Nothing could be checked: not "nothing found", not a crash.
+        print(_('ERROR: %(error)s') % {'error': db_utils.safe_error(e)},
+              file=sys.stderr)
+        return INCOMPLETE
     except exception.UnsupportedSchema as e:
         print(_('ERROR: %(error)s') % {'error': db_utils.safe_error(e)},
               file=sys.stderr)

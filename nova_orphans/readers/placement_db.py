@@ -98,10 +98,9 @@ class PlacementDBReader:
         except exception.NovaOrphansException:
             raise
         except Exception as e:
-            raise exception.NovaOrphansException(
-                _('The placement database %(url)s could not be read: '
-                  '%(error)s') % {'url': db_utils.safe_url(self.url),
-                                  'error': db_utils.safe_error(e, self.url)})
+            raise exception.PlacementDatabaseUnreadable(
+                url=db_utils.safe_url(self.url),
+                error=db_utils.safe_error(e, self.url))
 
     # The reader interface -----------------------------------------------
 

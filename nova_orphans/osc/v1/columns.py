@@ -66,3 +66,19 @@ def raise_if_failed(outcomes):
         raise exceptions.CommandError(
             _('%(failed)d of %(total)d repairs failed; see the outcome '
               'column.') % {'failed': len(failed), 'total': len(outcomes)})
+
+
+def raise_if_incomplete(snapshot):
+    """After every row is printed: exit 1 if a cell could not be read.
+
+    The rows cover only what was read; exiting 0 would tell a script
+    that the unreadable cells' consumers are fine.
+    """
+    cells = snapshot.nova.unreadable_cells if snapshot is not None else []
+    if cells:
+        raise exceptions.CommandError(
+            _('Incomplete: %(count)d cell(s) could not be read (%(cells)s); '
+              'their consumers were not checked, and are neither listed '
+              'nor repaired as orphans.') % {
+                'count': len(cells),
+                'cells': ', '.join(sorted(c.label for c in cells))})

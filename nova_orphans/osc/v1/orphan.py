@@ -191,6 +191,13 @@ class ListOrphan(_Audited):
             findings = self.audit(parsed_args, show_all=parsed_args.show_all)
         return columns_mod.listing(parsed_args, findings)
 
+    def run(self, parsed_args):
+        """Print every row (or metric) first; then fail if incomplete."""
+        self.snapshot = None
+        result = super().run(parsed_args)
+        columns_mod.raise_if_incomplete(self.snapshot)
+        return result
+
 
 class PrometheusFormatter(cliff_base.ListFormatter):
     """node_exporter textfile-collector metrics of the whole scan.
@@ -309,6 +316,16 @@ class CleanOrphan(_Repairing, _Audited):
                 '%(path)s\n') % {'path': shlex.quote(journal_.path)})
         return columns_mod.listing(parsed_args, rows,
                                    self.report(outcomes))
+
+    def run(self, parsed_args):
+        """Every row first; then a signal, a failed repair, or a cell that
+        could not be read ends the run (see _Repairing).
+        """
+        self.snapshot = None
+        result = super().run(parsed_args)
+        if not self.stopped_short:
+            columns_mod.raise_if_incomplete(self.snapshot)
+        return result
 
 
 class RestoreOrphan(_Repairing, command.Lister):

@@ -27,6 +27,7 @@ import uuid as uuidlib
 
 import fixtures
 
+from nova_orphans.cmd import manage
 from nova_orphans import db_utils
 from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
@@ -75,7 +76,7 @@ class RepairTestCase(base.FunctionalTestCase):
                                    *argv, conf_file=conf_file)
         self.stderr = err
         self.assertNotIn('Traceback', err)
-        self.assertIn(rc, (0, 1, 3, 4), err)
+        self.assertIn(rc, (0, 1, 2, 3, 4, 5), err)
         return rc, json.loads(out)
 
     def clean(self, *argv, conf_file=None):
@@ -804,7 +805,7 @@ class DownCellTestCase(RepairTestCase):
         gone_there = self.gone('host3', self.host3, cell='cell2')
         self.nova.break_cell('cell2')
         rc, rows = self.clean()
-        self.assertEqual(4, rc)
+        self.assertEqual(manage.INCOMPLETE_WITH_ORPHANS, rc)
         self.assertRows([self.done(self.row(
             vm, self.host1, 'deleted_instance', 'delete_consumer',
             host='host1'))], rows)
@@ -813,6 +814,44 @@ class DownCellTestCase(RepairTestCase):
                           gone_there: held({self.host3: FLAVOR})},
                          self.placement.dump_state())
         self.assertEqual([('PUT', '/allocations/' + vm)], self.writes())
+
+    def test_exit_codes_with_an_unreadable_cell(self):
+        """Never 0 (nothing found) nor 3/4 when a cell was not read."""
+        here = self.boot('host1', self.host1)
+        gone_there = self.gone('host3', self.host3, cell='cell2')
+        self.nova.break_cell('cell2')
+        before = self.placement.dump_state()
+        # Nothing orphaned in the cell read: 2, dry run or not.
+        for argv in (('--dry-run',), ()):
+            rc, out, err = self.manage('allocations', 'clean', '--journal',
+                                       self.journal, *argv)
+            self.assertEqual(manage.INCOMPLETE, rc, err)
+            self.assertIn('WARNING: cell cell2 could not be read', err)
+        self.assertEqual(before, self.placement.dump_state())
+        self.assertEqual([], self.writes())
+        # An orphan in the cell read: 5 whether listed or repaired.
+        vm = self.gone('host1', self.host1)
+        rc, rows = self.clean('--dry-run')
+        self.assertEqual(manage.INCOMPLETE_WITH_ORPHANS, rc)
+        row = self.row(vm, self.host1, 'deleted_instance', 'delete_consumer',
+                       host='host1')
+        self.assertRows([self.done(row, 'skipped: dry run')], rows)
+        self.assertEqual([], self.writes())
+        rc, rows = self.clean()
+        self.assertEqual(manage.INCOMPLETE_WITH_ORPHANS, rc)
+        self.assertRows([self.done(row)], rows)
+        self.assertEqual({here: held({self.host1: FLAVOR}),
+                          gone_there: held({self.host3: FLAVOR})},
+                         self.placement.dump_state())
+
+    def test_failed_repair_wins_over_an_unreadable_cell(self):
+        vm = self.gone('host1', self.host1)
+        self.nova.break_cell('cell2')
+        self.proxy.inject('PUT', '/allocations/' + vm, status=500,
+                          count=None)
+        rc, rows = self.clean()
+        self.assertEqual(manage.REPAIR_FAILED, rc)
+        self.assertEqual(['failed'], [r['outcome'][:6] for r in rows])
 
     def test_cell_lost_after_the_audit_is_never_written(self):
         """The cell holding the consumer becomes unreadable between the
@@ -1083,3 +1122,23 @@ class BadInputTestCase(RepairTestCase):
             self.assert_invalid(['restore', '--journal', path], text)
         self.assert_invalid(['restore'], 'the following arguments are '
                                          'required: --journal')
+
+
+# Repairs, their re-verification and their races with nova's databases
+# and placement's on MariaDB, as production runs them.
+ActionsMariaDBTestCase = base.on_mariadb(
+    ActionsTestCase, 'test_delete_consumer_of_instance_forced_to_deleted',
+    'test_remove_provider_of_evacuated_source_with_child',
+    'test_return_to_instance_in_one_post',
+    'test_nothing_to_do_is_0_and_writes_no_journal')
+SafetyMariaDBTestCase = base.on_mariadb(
+    SafetyTestCase, 'test_concurrent_write_is_reevaluated_and_preserved',
+    'test_concurrent_claim_turns_orphan_into_live_allocation',
+    'test_return_to_instance_meets_nova_writing_the_instance')
+BatchMariaDBTestCase = base.on_mariadb(
+    BatchTestCase, 'test_many_consumers_in_one_post_journaled_before',
+    'test_fast_mode_reads_the_documents_from_the_database',
+    'test_fast_mode_reads_every_batch_on_the_same_engines')
+DownCellMariaDBTestCase = base.on_mariadb(
+    DownCellTestCase, 'test_unverifiable_consumers_are_never_written',
+    'test_exit_codes_with_an_unreadable_cell')

@@ -184,6 +184,27 @@ class FastModeTestCase(base.FunctionalTestCase):
         self.assertIn(rc, (0, 3), err)
         self.assertEqual(self.list_json('--all'), (rc, json.loads(out)))
 
+    def test_placement_database_that_cannot_be_read_is_incomplete(self):
+        if self.nova.mariadb is not None:
+            url = self.nova.mariadb.url('no_such_placement')
+        else:
+            url = 'sqlite:///' + os.path.join(self.tmp, 'no-such-dir',
+                                              'placement.sqlite')
+        conf = self.nova.write_nova_conf(
+            os.path.join(self.tmp, 'broken.conf'), self.placement.endpoint,
+            extra={'nova_orphans': {'state_path': self.state_path},
+                   'placement_database': {'connection': url}})
+        before = self.placement.dump_state()
+        for argv in (('list',), ('list', '--format', 'prometheus'),
+                     ('clean', '--dry-run'), ('clean',)):
+            rc, out, err = self.manage('allocations', *argv, conf_file=conf)
+            self.assertEqual(2, rc, (argv, err))
+            self.assertEqual('', out, argv)
+            self.assertEqual(1, len(err.strip().splitlines()), err)
+            self.assertIn('ERROR: The placement database ', err)
+            self.assertIn(' could not be read: ', err)
+        self.assertEqual(before, self.placement.dump_state())
+
     def test_reader_matches_api_reader(self):
         conf = cfg.ConfigOpts()
         orphans_conf.register_opts(conf)
@@ -211,3 +232,7 @@ class FastModeTestCase(base.FunctionalTestCase):
         strip = (lambda docs: {c: {rp: a['resources'] for rp, a in d.items()}
                                for c, d in docs.items()})
         self.assertEqual(strip(allocs), strip(fast_allocs))
+
+
+# Placement's database, read in bulk, on MariaDB as production runs it.
+FastModeMariaDBTestCase = base.on_mariadb(FastModeTestCase)

@@ -18,6 +18,7 @@ import uuid as uuidlib
 
 from sqlalchemy.engine import url as sa_url
 
+from nova_orphans.cmd import manage
 from nova_orphans.tests.functional import base
 
 ORPHANS_FOUND = 3
@@ -333,7 +334,7 @@ class DownCellTestCase(base.FunctionalTestCase):
         self.allocate(stranger, host1)
         self.nova.break_cell('cell2')
         rc, rows = self.list_json('--all')
-        self.assertEqual(ORPHANS_FOUND, rc)
+        self.assertEqual(manage.INCOMPLETE_WITH_ORPHANS, rc)
         self.assertRows([
             self.row(gone, host1, 'deleted_instance', 'delete_consumer',
                      host='host1'),
@@ -343,7 +344,35 @@ class DownCellTestCase(base.FunctionalTestCase):
                      cell='cell2'),
         ], rows)
         rc, out, err = self.manage('allocations', 'list')
+        self.assertEqual(manage.INCOMPLETE_WITH_ORPHANS, rc)
         self.assertIn('WARNING: cell cell2 could not be read', err)
+
+    def test_cell_that_cannot_be_read_is_never_nothing_found(self):
+        """No orphan in the cells read is not "no orphans": exit 2."""
+        host1 = self.add_node('host1')
+        host2 = self.add_node('host2', cell='cell2')
+        here = self.boot('host1', host1)
+        elsewhere = self.boot('host2', host2, cell='cell2')
+        self.nova.break_cell('cell2')
+        for fmt in ('json', 'table'):
+            rc, out, err = self.manage('allocations', 'list', '--format',
+                                       fmt)
+            self.assertEqual(manage.INCOMPLETE, rc, err)
+            self.assertEqual(1, len(err.strip().splitlines()), err)
+            self.assertIn('WARNING: cell cell2 could not be read', err)
+        self.assertEqual('[]\n', self.manage(
+            'allocations', 'list', '--format', 'json')[1])
+        rc, rows = self.list_json('--all')
+        self.assertEqual(manage.INCOMPLETE, rc)
+        self.assertRows([
+            self.row(here, host1, 'active_instance', 'none', host='host1'),
+            self.row(elsewhere, host2, 'unverifiable', 'none', name='host2',
+                     cell='cell2'),
+        ], rows)
+        rc, out, err = self.manage('allocations', 'list', '--format',
+                                   'prometheus')
+        self.assertEqual(manage.INCOMPLETE, rc, err)
+        self.assertIn('\nnova_orphans_unreadable_cells 1\n', out)
 
     def test_slow_cell_bounded_by_cell_timeout(self):
         host1 = self.add_node('host1')
@@ -363,7 +392,7 @@ class DownCellTestCase(base.FunctionalTestCase):
         self.addCleanup(locker.execute, 'ROLLBACK')
         rc, out, err = self.manage('allocations', 'list', '--all',
                                    '--format', 'json', conf_file=conf_file)
-        self.assertEqual(0, rc, err)
+        self.assertEqual(manage.INCOMPLETE, rc, err)
         self.assertIn('WARNING: cell cell2 could not be read (not read '
                       'within 1 seconds)', err)
         self.assertRows([
@@ -379,7 +408,7 @@ class DownCellTestCase(base.FunctionalTestCase):
             'cell2', 'mysql+pymysql://nova:Sup3rS3cret@127.0.0.1:9/nova')
         rc, out, err = self.manage('allocations', 'list', '--all',
                                    '--verbose')
-        self.assertEqual(0, rc, err)
+        self.assertEqual(manage.INCOMPLETE, rc, err)
         self.assertIn('WARNING: cell cell2 could not be read', err)
         self.assertNotIn('Sup3rS3cret', out + err)
 
@@ -416,3 +445,104 @@ class RepeatedCallsTestCase(base.FunctionalTestCase):
                          [(r['reason'], r['consumer'])
                           for r in base.json.loads(out)])
         self.assertEqual(ORPHANS_FOUND, self.list_json()[0])
+
+
+# The same classifications with nova's databases and placement's on
+# MariaDB, as production runs them.
+ListMariaDBTestCase = base.on_mariadb(
+    ListTestCase, 'test_instance_forced_to_deleted_in_sql',
+    'test_archived_instance', 'test_unknown_consumer',
+    'test_evacuated_source_including_child_provider',
+    'test_failed_cold_migration_leaves_target_allocation',
+    'test_resize_awaiting_confirm_is_not_an_orphan',
+    'test_building_and_soft_deleted_are_not_orphans',
+    'test_missing_allocations')
+DownCellMariaDBTestCase = base.on_mariadb(
+    DownCellTestCase,
+    'test_cell_that_cannot_be_read_makes_consumers_unverifiable',
+    'test_cell_that_cannot_be_read_is_never_nothing_found',
+    'test_password_of_unreachable_cell_never_shown')
+
+
+class MariaDBReadsTestCase(base.FunctionalTestCase):
+    """What the tool sends MariaDB: read-only, one transaction per cell."""
+
+    CELLS = ('cell1', 'cell2')
+    MARIADB = True
+
+    def statements(self, *argv):
+        """{connection id: [(database, command, argument)]} of one run.
+
+        From the server's general query log, on only while the command
+        runs: every connection to nova's databases then is the tool's.
+        """
+        server = self.nova.mariadb
+        server.execute("SET GLOBAL log_output = 'TABLE'")
+        server.execute('TRUNCATE TABLE mysql.general_log')
+        server.execute('SET GLOBAL general_log = 1')
+        try:
+            rc, out, err = self.manage('allocations', 'list', *argv)
+        finally:
+            server.execute('SET GLOBAL general_log = 0')
+        self.assertEqual(manage.ORPHANS_FOUND, rc, err)
+        by_thread = {}
+        for thread, command, argument in server.execute(
+                'SELECT thread_id, command_type, CONVERT(argument USING '
+                'utf8) FROM mysql.general_log'):
+            by_thread.setdefault(thread, []).append((command, argument))
+        return {t: s for t, s in by_thread.items()
+                if any(c == 'Connect' and ' on nova_' in a for c, a in s)}
+
+    def test_each_cell_is_read_in_one_read_only_transaction(self):
+        host1 = self.add_node('host1')
+        host2 = self.add_node('host2', cell='cell2')
+        self.boot('host1', host1)
+        gone = self.boot('host2', host2, cell='cell2')
+        self.nova.force_delete_instance('cell2', gone)
+        connections = self.statements('--all')
+        cells = {}
+        for thread, statements in connections.items():
+            connect = [a for c, a in statements if c == 'Connect']
+            database = connect[0].split(' on ')[1].split()[0]
+            cells.setdefault(database, []).append(statements)
+            queries = [a.strip().upper() for c, a in statements
+                       if c == 'Query']
+            # Read-only before the first read of a table.
+            first_read = min(i for i, q in enumerate(queries)
+                             if '\nFROM ' in q)
+            self.assertIn('SET SESSION TRANSACTION READ ONLY',
+                          queries[:first_read], (database, queries))
+            self.assertEqual([], [q for q in queries if q.split()[0] in (
+                'INSERT', 'UPDATE', 'DELETE', 'REPLACE', 'LOCK', 'CREATE',
+                'DROP', 'ALTER') or 'FOR UPDATE' in q or
+                'LOCK IN SHARE MODE' in q], database)
+        self.assertEqual({'nova_api', 'nova_cell0', 'nova_cell1',
+                          'nova_cell2'}, set(cells))
+        for cell in ('nova_cell1', 'nova_cell2'):
+            # The live read of a cell: every table in one transaction
+            # (one snapshot), ended before the connection is returned.
+            transactions = []
+            for statements in cells[cell]:
+                current = []
+                for command, argument in statements:
+                    if command != 'Query':
+                        continue
+                    if argument.strip().upper() in ('COMMIT', 'ROLLBACK'):
+                        transactions.append(current)
+                        current = []
+                    else:
+                        current.append(argument)
+                self.assertEqual([], [q for q in current
+                                      if 'FROM' in q.upper()], cell)
+            # (Later look-ups of single consumers are reads of their own.)
+            live = [t for t in transactions if any(
+                'FROM instances \nWHERE instances.deleted = 0' in q
+                for q in t)]
+            self.assertEqual(1, len(live), (cell, transactions))
+            for table in ('compute_nodes', 'services', 'instances',
+                          'migrations'):
+                self.assertTrue(any('FROM %s' % table in q
+                                    for q in live[0]), (cell, table, live))
+        # Nothing left open on the server.
+        self.assertEqual((), self.nova.mariadb.execute(
+            'SELECT trx_id FROM information_schema.innodb_trx'))

@@ -633,3 +633,9 @@ class BatchedRestoreTestCase(test_clean.RepairTestCase):
         self.assertEqual((3, ['skipped: dry run'] * self.COUNT),
                          (rc, [r['outcome'] for r in rows]))
         self.assertEqual([], self.writes()[self.before:])
+
+
+RestoreMariaDBTestCase = base.on_mariadb(
+    RestoreTestCase, 'test_clean_then_restore_is_identical',
+    'test_restore_refuses_consumers_changed_since',
+    'test_concurrent_write_during_restore_is_kept')

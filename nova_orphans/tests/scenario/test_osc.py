@@ -21,6 +21,7 @@ same cloud; the only key that differs is ``cell``, which the compute API
 does not expose (it is null).
 """
 
+import json
 import os
 
 import fixtures
@@ -197,11 +198,19 @@ class DownCellTest(OpenStackPluginTestBase):
         """
         server = self._boot_and_check_allocations(self.flavor, 'host1')
         with nova_fixtures.DownCellFixture([self.cell_mappings['cell1']]):
-            rows = self.osc_json('allocation', 'orphan', 'list', '--all')
+            rc, out, err = self.openstack('allocation', 'orphan', 'list',
+                                          '--all', '-f', 'json')
         self.assertEqual(
             [(server['id'], self.rp_uuids['host1'], 'unverifiable', 'none')],
             [(r['consumer'], r['resource_provider'], r['reason'],
-              r['action']) for r in rows])
+              r['action']) for r in json.loads(out)])
+        # The rows come first, then an error: not "nothing found". (The
+        # lines before it on stderr are nova's own logs.)
+        self.assertEqual(1, rc, err)
+        self.assertEqual('Incomplete: 1 cell(s) could not be read ((down)); '
+                         'their consumers were not checked, and are neither '
+                         'listed nor repaired as orphans.',
+                         err.strip().splitlines()[-1])
 
 
 class ErrorTest(OpenStackPluginTestBase):

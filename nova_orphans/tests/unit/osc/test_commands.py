@@ -33,6 +33,9 @@ STRANGER = '55555555-5555-4555-8555-555555555555'
 RP1 = 'c1c1c1c1-c1c1-41c1-81c1-c1c1c1c1c1c1'
 RP2 = 'c2c2c2c2-c2c2-42c2-82c2-c2c2c2c2c2c2'
 RESOURCES = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
+INCOMPLETE = ('Incomplete: 1 cell(s) could not be read ((down)); their '
+              'consumers were not checked, and are neither listed nor '
+              'repaired as orphans.')
 
 
 class FailingPlacement(fakes.FakePlacement):
@@ -182,18 +185,48 @@ class ListOrphanTestCase(CommandTestCase):
             'The compute API at http://compute/v2.1 supports microversions '
             'up to 2.53; nova-orphans needs 2.69.', orphan.ListOrphan)
 
-    def test_down_cell_warning(self):
+    def down_cell(self):
         self.compute.services.append({'host': 'host9',
                                       'binary': 'nova-compute',
                                       'status': 'UNKNOWN'})
-        rows = self.json_rows(orphan.ListOrphan, '--all')
+
+    def test_down_cell_prints_rows_then_fails(self):
+        self.down_cell()
+        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                              orphan.ListOrphan, '--all', '-f', 'json')
+        self.assertEqual(INCOMPLETE, str(e))
+        rows = json.loads(self.app.stdout.getvalue())
         self.assertEqual({'unverifiable'}, {
             r['reason'] for r in rows if r['consumer'] == STRANGER})
         self.assertIn('WARNING: cell (down) could not be read',
                       self.app.stderr.getvalue())
 
+    def test_down_cell_prints_metrics_then_fails(self):
+        self.down_cell()
+        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                              orphan.ListOrphan, '-f', 'prometheus')
+        self.assertEqual(INCOMPLETE, str(e))
+        self.assertIn('\nnova_orphans_unreadable_cells 1\n',
+                      self.app.stdout.getvalue())
+
 
 class CleanOrphanTestCase(CommandTestCase):
+
+    def test_down_cell_repairs_prints_rows_then_fails(self):
+        # GONE is a deleted server in a readable cell: still repaired.
+        self.compute.services.append({'host': 'host9',
+                                      'binary': 'nova-compute',
+                                      'status': 'UNKNOWN'})
+        path = os.path.join(self.tmp, 'j.jsonl')
+        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                              orphan.CleanOrphan, '--journal', path,
+                              '-f', 'json')
+        self.assertEqual(INCOMPLETE, str(e))
+        self.assertEqual([(GONE, 'done')], [
+            (r['consumer'], r['outcome'])
+            for r in json.loads(self.app.stdout.getvalue())])
+        self.assertEqual({}, self.placement.consumers[GONE]['allocations'])
+        self.assertIn(RP2, self.placement.consumers[STRANGER]['allocations'])
 
     def test_clean_then_restore(self):
         path = os.path.join(self.tmp, 'j.jsonl')
