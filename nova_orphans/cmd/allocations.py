@@ -433,6 +433,9 @@ class AllocationCommands:
         finally:
             if journal_ is not None:
                 journal_.close()
+        if repairer.conflicts:
+            print(actions.other_writers_note(repairer.conflicts),
+                  file=sys.stderr)
         self._finish_repairs(rows, outcomes,
                              _('No orphaned allocations found.'))
         if journal_ is not None and journal_.entries:

@@ -73,6 +73,17 @@ def gone():
     return skipped(_('the allocation is gone'))
 
 
+def other_writers_note(count):
+    """What a front end says once when ``count`` consumers met another
+    writer (Repairer.conflicts): a second clean beside this one makes
+    every write of it meet one, so it is said once, never per consumer.
+    """
+    return _('%(count)d consumer(s) were changed by another writer '
+             'between this run\'s read and its write (another clean or '
+             'restore, or nova); each was read again and left as it was '
+             'where it no longer needed this repair.') % {'count': count}
+
+
 def other_writer():
     """Placement refused the write (the consumer had changed), and the
     consumer read again no longer needs it: another writer (another run

@@ -308,6 +308,9 @@ class CleanOrphan(_Repairing, _Audited):
             finally:
                 if journal_ is not None:
                     journal_.close()
+        if repairer.conflicts:
+            self.app.stderr.write(
+                actions.other_writers_note(repairer.conflicts) + '\n')
         if journal_ is not None and journal_.entries:
             self.app.stderr.write(_('Journal: %(path)s\n') %
                                   {'path': journal_.path})
