@@ -340,14 +340,7 @@ class NovaDBReader:
                  snapshot.cells[c.uuid].readable]
         results = self._in_cells(
             conns, lambda read: read.read_activity(by_cell[read.cell]))
-        for conn in conns:
-            found, error = results[conn.uuid]
-            if error is not None:
-                snapshot.cells[conn.uuid] = model.Cell(
-                    uuid=conn.uuid, name=conn.name, readable=False,
-                    error=error)
-            else:
-                snapshot.activity.update(found.activity)
+        self._merge_results(snapshot, conns, results)
         return snapshot
 
     def _recent_since(self):

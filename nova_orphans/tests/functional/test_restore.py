@@ -37,6 +37,21 @@ held = test_clean.held
 PAGE = 4096
 
 
+def evacuated_from_host1_holding_host2(test):
+    """(server, host3's provider): a server evacuated from host1 to
+    host3 that still holds host1 and host2: ``clean --host host1``, then
+    ``--host host2``, change it twice.
+    """
+    host3 = test.add_node('host3')
+    vm = test.nova.add_instance('cell1', host='host3', node='host3')
+    test.allocate(vm, test.host1, test.host2, host3)
+    test.nova.add_migration('cell1', vm, migration_type='evacuation',
+                            status='done', source_compute='host1',
+                            source_node='host1', dest_compute='host3',
+                            dest_node='host3')
+    return vm, host3
+
+
 class RestoreTestCase(test_clean.RepairTestCase):
 
     def outcomes(self, rows):
@@ -107,13 +122,7 @@ class RestoreTestCase(test_clean.RepairTestCase):
         """Two runs changed the same consumer: only undoing the second
         change first gets back to the start.
         """
-        host3 = self.add_node('host3')
-        vm = self.nova.add_instance('cell1', host='host3', node='host3')
-        self.allocate(vm, self.host1, self.host2, host3)
-        self.nova.add_migration('cell1', vm, migration_type='evacuation',
-                                status='done', source_compute='host1',
-                                source_node='host1', dest_compute='host3',
-                                dest_node='host3')
+        vm, host3 = evacuated_from_host1_holding_host2(self)
         before = self.placement.dump_state()
         self.assertEqual(4, self.clean('--host', 'host1')[0])
         self.assertEqual(4, self.clean('--host', 'host2')[0])
@@ -477,13 +486,7 @@ class DryRunTestCase(test_clean.RepairTestCase):
         """Two runs changed the same consumer: the older entry only
         matches once the newer one is undone, and the dry run sees that.
         """
-        host3 = self.add_node('host3')
-        vm = self.nova.add_instance('cell1', host='host3', node='host3')
-        self.allocate(vm, self.host1, self.host2, host3)
-        self.nova.add_migration('cell1', vm, migration_type='evacuation',
-                                status='done', source_compute='host1',
-                                source_node='host1', dest_compute='host3',
-                                dest_node='host3')
+        vm, _host3 = evacuated_from_host1_holding_host2(self)
         self.assertEqual(4, self.clean('--host', 'host1')[0])
         self.assertEqual(4, self.clean('--host', 'host2')[0])
         after = self.placement.dump_state()
