@@ -140,7 +140,10 @@ def _capture(outdir, name, conf, argv, note=None):
                       '/etc/nova/nova.conf'] + argv)
     text = '$ %s\n%s%s(exit code %d)\n' % (
         shown, result.stdout, result.stderr, result.returncode)
-    text = text.replace(os.path.dirname(conf), '/var/lib/nova-orphans')
+    # As an operator's would read: nova.conf in /etc/nova, journals in
+    # the default state_path.
+    text = text.replace(conf, '/etc/nova/nova.conf').replace(
+        os.path.dirname(conf), '/var/lib/nova-orphans')
     with open(os.path.join(outdir, name + '.txt'), 'w') as f:
         f.write(text)
     print(text)
