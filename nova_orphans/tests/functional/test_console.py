@@ -85,7 +85,8 @@ class ConsoleTestCase(base.FunctionalTestCase):
     def test_unreachable_cell_is_its_warning_alone(self):
         self.requires_pymysql()
         self.nova.set_cell_url('cell2', self.mysql)
-        done = self.run_manage('allocations', 'list', ok=0)
+        # Incomplete (2): the cell's consumers were not checked.
+        done = self.run_manage('allocations', 'list', ok=2)
         lines = done.stderr.splitlines()
         self.assertEqual(1, len(lines), done.stderr)
         self.assertTrue(lines[0].startswith(
@@ -93,7 +94,8 @@ class ConsoleTestCase(base.FunctionalTestCase):
 
     def test_unreadable_sqlite_cell_is_its_warning_alone(self):
         self.nova.break_cell('cell2')
-        done = self.run_manage('allocations', 'list', ok=0)
+        # Incomplete (2): the cell's consumers were not checked.
+        done = self.run_manage('allocations', 'list', ok=2)
         lines = done.stderr.splitlines()
         self.assertEqual(1, len(lines), done.stderr)
         self.assertTrue(lines[0].startswith(

@@ -50,7 +50,8 @@ class MySQLDriverTestCase(base.FunctionalTestCase):
              self.conf_file, 'allocations', 'list', '--format', 'json'],
             capture_output=True, text=True, env=environment(),
             timeout=120)
-        self.assertEqual(0, proc.returncode, proc.stderr)
+        # Incomplete (2): cell2's consumers could not be checked.
+        self.assertEqual(2, proc.returncode, proc.stderr)
         self.assertEqual('[]', proc.stdout.strip())
         self.assertIn('WARNING: cell cell2 could not be read', proc.stderr)
         self.assertIn("Can't connect to MySQL server on '127.0.0.1'",
