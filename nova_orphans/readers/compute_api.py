@@ -46,8 +46,10 @@ import datetime
 from oslo_log import log as logging
 
 from nova_orphans.clients import compute
+from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.engine import model
 from nova_orphans.i18n import _
+from nova_orphans.readers import snapshot as snapshot_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -144,7 +146,8 @@ def when(text):
 
 class ComputeAPIReader:
 
-    def __init__(self, client, concurrency=8, grace_period=300):
+    def __init__(self, client, concurrency=8,
+                 grace_period=orphans_conf.DEFAULT_GRACE_PERIOD):
         self.client = client
         self.concurrency = concurrency
         self.grace_period = datetime.timedelta(seconds=grace_period)
@@ -307,17 +310,12 @@ class ComputeAPIReader:
         migrations' times, its latest instance action and that action's
         events (2.58+ shows actions' updated_at; 2.51+ events to admins).
         """
-        snapshot.recent_since = self._recent_since()
+        snapshot.recent_since = snapshot_mod.recent_since(self.grace_period)
         for uuid, activity in self._map(self._activity,
                                         sorted(instance_uuids)):
             if activity is not None:
                 snapshot.activity[uuid] = activity
         return snapshot
-
-    def _recent_since(self):
-        now = datetime.datetime.now(datetime.timezone.utc).replace(
-            tzinfo=None)
-        return now - self.grace_period if self.grace_period else None
 
     def _activity(self, uuid):
         times = []

@@ -33,6 +33,7 @@ from nova_orphans import db_utils
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans.readers import snapshot as snapshot_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -330,7 +331,7 @@ class NovaDBReader:
         A cell that cannot be read now is marked unreadable, which keeps
         everything it might own from being repaired.
         """
-        snapshot.recent_since = self._recent_since()
+        snapshot.recent_since = snapshot_mod.recent_since(self.grace_period)
         by_cell = {}
         for uuid in instance_uuids:
             inst = snapshot.instances.get(uuid)
@@ -342,12 +343,6 @@ class NovaDBReader:
             conns, lambda read: read.read_activity(by_cell[read.cell]))
         self._merge_results(snapshot, conns, results)
         return snapshot
-
-    def _recent_since(self):
-        # Naive UTC, as nova stores its timestamps.
-        now = datetime.datetime.now(datetime.timezone.utc).replace(
-            tzinfo=None)
-        return now - self.grace_period if self.grace_period else None
 
     def read_consumers(self, base, consumers):
         """Fresh nova rows for a few consumers, to re-verify before a write.
@@ -362,7 +357,8 @@ class NovaDBReader:
         snapshot = model.NovaSnapshot(
             cells=dict(base.cells), compute_nodes=base.compute_nodes,
             services=base.services, mappings=mappings,
-            build_requests=builds, recent_since=self._recent_since())
+            build_requests=builds,
+            recent_since=snapshot_mod.recent_since(self.grace_period))
         readable = [c for c in self._connections
                     if snapshot.cells[c.uuid].readable]
         results = self._in_cells(readable,

@@ -17,6 +17,7 @@ and the classification are the same for both.
 """
 
 import contextlib
+import datetime
 import gc
 import threading
 import uuid as uuidlib
@@ -44,6 +45,19 @@ def validate_uuid(value, what):
             reason=_('%(what)s %(value)s is not a valid UUID') %
             {'what': what, 'value': value})
     return str(uuidlib.UUID(value))
+
+
+def recent_since(grace_period):
+    """NovaSnapshot.recent_since for a read now: nova's changes at or
+    after it are too recent to act on (see rules.unsettled); None when
+    ``grace_period`` (a timedelta) is zero.
+
+    Naive UTC, as nova stores its timestamps.
+    """
+    if not grace_period:
+        return None
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    return now - grace_period
 
 
 def subtree(providers, root_uuid):
