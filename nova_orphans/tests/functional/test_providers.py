@@ -189,6 +189,12 @@ class ProvidersTestCase(base.FunctionalTestCase):
                           (pf, 'deleted_compute_node')],
                          [(r['uuid'], r['reason']) for r in rows])
         self.assertIn('shadow_compute_nodes', rows[0]['details'])
+        # Still nova's node: the stranger there is an orphan.
+        rc, allocs = self.run_json('allocations', 'list', '--all')
+        self.assertEqual({(root, 'unknown_consumer'),
+                          (pf, 'unknown_consumer')},
+                         {(r['resource_provider'], r['reason'])
+                          for r in allocs if r['consumer'] == STRANGER})
 
     def test_unreadable_cell_is_unverifiable(self):
         root, agent, pf = self.dead_tree()
