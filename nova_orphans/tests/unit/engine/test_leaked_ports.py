@@ -126,6 +126,12 @@ class LeakedPortTestCase(test_classify.ClassifyTestCase):
             verdict = self.verdict(vm)
             self.assertEqual((r.UNVERIFIABLE, FINE), verdict, info)
 
+    def test_network_api_listing_no_port_is_a_proof(self):
+        # The one port was deleted in neutron (network-vif-deleted).
+        vm = self.server(None)
+        self.cloud.nova.claims[vm] = claims.claims([], FLAVOR, listed=True)
+        self.assertEqual(LEAKED, self.verdict(vm))
+
     def test_json_text_is_parsed(self):
         vm = self.server(None)
         self.cloud.nova.claims[vm] = claims.claims(
@@ -320,6 +326,11 @@ class ParseTestCase(base.BaseTestCase):
         self.assertEqual(frozenset(), claims.port_providers('[{"id": "p"}]'))
         for bad in (None, '', '[]', [], 'nope', '{}', '[null]'):
             self.assertRaises(claims.Unproven, claims.port_providers, bad)
+        # The network API's own list of the server's ports.
+        self.assertEqual(frozenset(), claims.port_providers([], listed=True))
+        for bad in (None, '', [None], [{'profile': 'x'}]):
+            self.assertRaises(claims.Unproven, claims.port_providers, bad,
+                              listed=True)
 
     def test_flavor_classes(self):
         self.assertEqual(
