@@ -392,8 +392,8 @@ class ComputeAPIReader:
             network_info = self._network_info(uuid)
             ports_error = None
         except (compute.ComputeError, network_mod.NetworkError) as e:
-            LOG.warning('Ports of server %(server)s: %(error)s',
-                        {'server': uuid, 'error': e})
+            LOG.debug('Ports of server %(server)s: %(error)s',
+                      {'server': uuid, 'error': e})
             network_info = None
             ports_error = _('the network API could not be read (%(error)s)'
                             ) % {'error': e}
