@@ -24,10 +24,11 @@ consumers hold there and nowhere on nova's nodes (see
 
 Every rule that repairs what a live instance or one of its migrations
 holds (finished_migration, shelved_offloaded, evacuated_source,
-stale_provider) first asks :func:`unsettled`: nova changes its database
-and placement in separate steps, so a move whose status says it is over
-may still be having its allocations moved or deleted by nova. Each such
-rule's docstring says which of nova's steps it relies on.
+stale_provider, leaked_port_allocation) first asks :func:`unsettled`:
+nova changes its database and placement in separate steps, so a move
+whose status says it is over may still be having its allocations moved
+or deleted by nova. Each such rule's docstring says which of nova's
+steps it relies on.
 
 A rule is any callable ``rule(ctx) -> Verdict or None``; sites can add
 their own through the ``nova_orphans.rules`` entry point namespace.
