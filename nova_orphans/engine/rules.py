@@ -373,7 +373,9 @@ def leaked_port_allocation(ctx):
       specs in any group).
     - Both records were read and parse: an empty or unparsable network
       info, an unreadable flavor, a network API that cannot be reached
-      prove nothing (``unverifiable``).
+      prove nothing (``unverifiable``). Nor does network info naming a
+      provider outside the node's tree: it predates a move, or names a
+      provider that is gone.
     - nova is not working on the instance: no task state (attach and
       detach set one), no migration in progress, no event of its latest
       instance action still running, no change to it or its network
@@ -407,6 +409,20 @@ def leaked_port_allocation(ctx):
             return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
                            _('No port is known to claim this provider, but '
                              'nothing proves it: %(why)s.') % {'why': error})
+    elsewhere = sorted(
+        rp for rp in found.port_providers
+        if getattr(ctx.index.providers.get(rp), 'root_uuid',
+                   None) != ctx.node.uuid)
+    if elsewhere:
+        # Written before a move (nova binds the ports to the new node's
+        # providers, then refreshes the network info), or naming a
+        # provider placement no longer has: it does not describe where
+        # the ports are bound now.
+        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                       _('No port claims this provider, but the network '
+                         'info names %(providers)s, not in this node\'s '
+                         'tree: it may predate a move.') %
+                       {'providers': ', '.join(elsewhere)})
     others = set(alloc.resources).difference(claims_mod.PORT_CLASSES)
     if others:
         return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
