@@ -409,20 +409,6 @@ def leaked_port_allocation(ctx):
             return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
                            _('No port is known to claim this provider, but '
                              'nothing proves it: %(why)s.') % {'why': error})
-    elsewhere = sorted(
-        rp for rp in found.port_providers
-        if getattr(ctx.index.providers.get(rp), 'root_uuid',
-                   None) != ctx.node.uuid)
-    if elsewhere:
-        # Written before a move (nova binds the ports to the new node's
-        # providers, then refreshes the network info), or naming a
-        # provider placement no longer has: it does not describe where
-        # the ports are bound now.
-        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
-                       _('No port claims this provider, but the network '
-                         'info names %(providers)s, not in this node\'s '
-                         'tree: it may predate a move.') %
-                       {'providers': ', '.join(elsewhere)})
     others = set(alloc.resources).difference(claims_mod.PORT_CLASSES)
     if others:
         return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
@@ -450,6 +436,20 @@ def leaked_port_allocation(ctx):
                          '%(time)s UTC, within [nova_orphans] grace_period '
                          'of this run. Run again once it settles.') %
                        {'time': _time(found.network_changed_at)})
+    elsewhere = sorted(
+        rp for rp in found.port_providers
+        if getattr(ctx.index.providers.get(rp), 'root_uuid',
+                   None) != ctx.node.uuid)
+    if elsewhere:
+        # Written before a move (nova binds the ports to the new node's
+        # providers, then refreshes the network info), or naming a
+        # provider placement no longer has: it does not describe where
+        # the ports are bound now.
+        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                       _('No port claims this provider, but the network '
+                         'info names %(providers)s, not in this node\'s '
+                         'tree: it may predate a move.') %
+                       {'providers': ', '.join(elsewhere)})
     return Verdict(
         reasons.LEAKED_PORT_ALLOCATION, reasons.TRIM_PROVIDER,
         _('No port of the instance claims this provider (its ports\' '

@@ -108,6 +108,18 @@ class LeakedPortTestCase(test_classify.ClassifyTestCase):
             '%s, not in this node\'s tree: it may predate a move.'
             % host2_bw, finding.details)
 
+    def test_moving_server_is_in_progress_not_unverifiable(self):
+        # A live migration to host1 paused: the vifs still name the
+        # source's bridge; nova working on it is what the row says.
+        host2_bw = self.cloud.provider('host2:agent:br-ex',
+                                       parent=self.host2)
+        vm = self.server([vif(host2_bw)], task_state='migrating')
+        self.cloud.migration(vm, 'running', 'live-migration', 'host2',
+                             'host1')
+        self.assertEqual((r.IN_PROGRESS, FINE), self.verdict(vm))
+        self.cloud.update_instance(vm, task_state=None)
+        self.assertEqual((r.ACTIVE_MIGRATION, FINE), self.verdict(vm))
+
     def test_port_claims_by_provider_uuid(self):
         vm = self.server([vif(), vif(self.bw, port='qos')])
         self.assertEqual((r.ACTIVE_INSTANCE, FINE), self.verdict(vm))
