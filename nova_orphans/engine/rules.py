@@ -24,10 +24,11 @@ consumers hold there and nowhere on nova's nodes (see
 
 Every rule that repairs what a live instance or one of its migrations
 holds (finished_migration, shelved_offloaded, evacuated_source,
-stale_provider) first asks :func:`unsettled`: nova changes its database
-and placement in separate steps, so a move whose status says it is over
-may still be having its allocations moved or deleted by nova. Each such
-rule's docstring says which of nova's steps it relies on.
+stale_provider, leaked_port_allocation) first asks :func:`unsettled`:
+nova changes its database and placement in separate steps, so a move
+whose status says it is over may still be having its allocations moved
+or deleted by nova. Each such rule's docstring says which of nova's
+steps it relies on.
 
 A rule is any callable ``rule(ctx) -> Verdict or None``; sites can add
 their own through the ``nova_orphans.rules`` entry point namespace.
@@ -35,6 +36,7 @@ their own through the ``nova_orphans.rules`` entry point namespace.
 
 import collections
 
+from nova_orphans.engine import claims as claims_mod
 from nova_orphans.engine import nova_states
 from nova_orphans.engine import reasons
 from nova_orphans.i18n import _
@@ -351,6 +353,123 @@ def shelved_offloaded(ctx):
     return None
 
 
+def leaked_port_allocation(ctx):
+    """A port's resources a live, settled server holds and nothing claims.
+
+    nova leaks them in two places, and says so in its logs: detaching a
+    port with a resource request (or rolling back a failed attach) when
+    removing its resources from the server's allocation keeps meeting
+    generation conflicts (``remove_resources_from_instance_allocation``),
+    and neutron deleting a bound port with a resource request
+    (``_process_instance_vif_deleted_event``). Either way the server's
+    own consumer keeps the port's resources on a child provider of its
+    node (a bandwidth provider, an SR-IOV physical function) until the
+    server is deleted.
+
+    The proof, all of it required:
+
+    - The allocation is the instance's own (no migration consumer, see
+      the rules before this one), on a provider of its own node's tree
+      that is not the root and not a sharing provider, and holds only
+      classes a port requests (claims.PORT_CLASSES). Anything else on
+      a child (vGPU, PCI devices, accelerators) is not judged here; a
+      provider holding both cannot be trimmed and is ``unverifiable``.
+    - No port claims the provider: no vif in the instance's network
+      info names it in its binding profile's ``allocation`` (a provider
+      uuid, or a dict of request group to provider). A port claims its
+      providers from its binding, before nova writes the network info
+      and until the port is unbound.
+    - The flavor requests none of those classes (its ``resources*:``
+      specs in any group).
+    - Both records were read and parse: an empty or unparsable network
+      info, an unreadable flavor, a network API that cannot be reached
+      prove nothing (``unverifiable``). Nor does network info naming a
+      provider outside the node's tree: it predates a move, or names a
+      provider that is gone.
+    - nova is not working on the instance: no task state (attach and
+      detach set one), no migration in progress, no event of its latest
+      instance action still running, no change to it or its network
+      info within the grace period (see unsettled). An attach allocates
+      before it binds the port and writes the network info; a detach
+      writes the network info before it removes the resources.
+    """
+    inst = ctx.instance
+    alloc = ctx.allocation
+    if (inst is None or ctx.migration is not None or inst.deleted or
+            inst.archived or ctx.sharing or not ctx.on_instance_node() or
+            alloc.provider == ctx.node.uuid):
+        return None
+    port_classes = claims_mod.PORT_CLASSES.intersection(alloc.resources)
+    if not port_classes:
+        return None
+    found = ctx.index.snapshot.nova.claims.get(inst.uuid)
+    if found is None:
+        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                       _('What the instance\'s ports and flavor claim was '
+                         'not read: nothing proves this child provider\'s '
+                         'allocation is still claimed or not.'))
+    if (found.port_providers is not None and
+            alloc.provider in found.port_providers):
+        return None
+    if (found.flavor_classes is not None and
+            found.flavor_classes & port_classes):
+        return None
+    for error in (found.ports_error, found.flavor_error):
+        if error is not None:
+            return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                           _('No port is known to claim this provider, but '
+                             'nothing proves it: %(why)s.') % {'why': error})
+    others = set(alloc.resources).difference(claims_mod.PORT_CLASSES)
+    if others:
+        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                       _('No port claims this provider, but the allocation '
+                         'also holds %(classes)s, which no port requests: '
+                         'it is not trimmed.') %
+                       {'classes': ', '.join(sorted(others))})
+    verdict = unsettled(ctx)
+    if verdict is not None:
+        return verdict
+    nova = ctx.index.snapshot.nova
+    migs = ctx.index.in_progress.get(inst.uuid)
+    if migs:
+        return Verdict(reasons.ACTIVE_MIGRATION, reasons.NONE,
+                       _('The instance has migration %(migration)s '
+                         '(%(type)s) in progress with status %(status)s.') %
+                       {'migration': migs[0].uuid,
+                        'type': migs[0].migration_type,
+                        'status': migs[0].status})
+    if (nova.recent_since is not None and
+            found.network_changed_at is not None and
+            found.network_changed_at >= nova.recent_since):
+        return Verdict(reasons.IN_PROGRESS, reasons.NONE,
+                       _('nova wrote the instance\'s network info at '
+                         '%(time)s UTC, within [nova_orphans] grace_period '
+                         'of this run. Run again once it settles.') %
+                       {'time': _time(found.network_changed_at)})
+    elsewhere = sorted(
+        rp for rp in found.port_providers
+        if getattr(ctx.index.providers.get(rp), 'root_uuid',
+                   None) != ctx.node.uuid)
+    if elsewhere:
+        # Written before a move (nova binds the ports to the new node's
+        # providers, then refreshes the network info), or naming a
+        # provider placement no longer has: it does not describe where
+        # the ports are bound now.
+        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                       _('No port claims this provider, but the network '
+                         'info names %(providers)s, not in this node\'s '
+                         'tree: it may predate a move.') %
+                       {'providers': ', '.join(elsewhere)})
+    return Verdict(
+        reasons.LEAKED_PORT_ALLOCATION, reasons.TRIM_PROVIDER,
+        _('No port of the instance claims this provider (its ports\' '
+          'binding profiles name %(providers)s) and its flavor requests '
+          'none of %(classes)s.') % {
+            'providers': ', '.join(sorted(found.port_providers)) or
+            _('no provider'),
+            'classes': ', '.join(sorted(port_classes))})
+
+
 def active_instance(ctx):
     """The instance's own node tree, any sharing provider, or a task."""
     inst = ctx.instance
@@ -382,22 +501,32 @@ _UNSETTLED_STATES = frozenset((nova_states.BUILDING,
                                nova_states.SHELVED_OFFLOADED))
 
 
-def plainly_runs_here(inst, node):
+def plainly_runs_here(inst, node, alloc, claims):
     """Whether DEFAULT_RULES' verdict is ``runs_here()``, at a glance.
 
     For the instance's own allocation (its consumer is no migration) on
     a compute node tree, when every cell could be read: most allocations
-    of a cloud, which classify then spares the whole chain. Every rule
-    before active_instance returns None for a live instance on its own
-    node in none of these vm_states: unverifiable (every cell read),
+    of a cloud, which classify then spares the whole chain. ``claims``:
+    the snapshot's (NovaSnapshot.claims). Every rule before
+    active_instance returns None for a live instance on its own node in
+    none of these vm_states: unverifiable (every cell read),
     unmanaged_provider (a node), finished_migration and active_migration
     (no migration consumer; on its node), deleted_instance (live),
-    building, soft_deleted and shelved_offloaded (its vm_state). A rule
-    added before active_instance must be reflected here; the unit tests
-    compare both ways on every kind of allocation.
+    building, soft_deleted and shelved_offloaded (its vm_state), and
+    leaked_port_allocation on the node's root, for what holds none of a
+    port's classes, and on a provider a port claims. A rule added before
+    active_instance must be reflected here; the unit tests compare both
+    ways on every kind of allocation.
     """
-    return (not inst.deleted and not inst.archived and
-            inst.vm_state not in _UNSETTLED_STATES and on_node(inst, node))
+    if (inst.deleted or inst.archived or
+            inst.vm_state in _UNSETTLED_STATES or not on_node(inst, node)):
+        return False
+    if alloc.provider == node.uuid or claims_mod.PORT_CLASSES.isdisjoint(
+            alloc.resources):
+        return True
+    found = claims.get(inst.uuid)
+    return (found is not None and found.port_providers is not None and
+            alloc.provider in found.port_providers)
 
 
 def evacuated_source(ctx):
@@ -480,6 +609,7 @@ DEFAULT_RULES = (
     soft_deleted,
     active_migration,
     shelved_offloaded,
+    leaked_port_allocation,
     active_instance,
     evacuated_source,
     stale_provider,
