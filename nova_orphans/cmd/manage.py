@@ -55,6 +55,7 @@ from oslo_log import handlers as log_handlers
 from oslo_log import log as logging
 
 from nova_orphans.cmd import allocations
+from nova_orphans.cmd import providers
 from nova_orphans import conf as orphans_conf
 from nova_orphans import db_utils
 from nova_orphans import exception
@@ -130,10 +131,13 @@ ACTION_CODES = {
     ('allocations', 'list'): (0, 2, 3, 5, 6, 127, 130, 143, 255),
     ('allocations', 'clean'): (0, 1, 2, 3, 4, 5, 6, 127, 130, 143, 255),
     ('allocations', 'restore'): (0, 1, 3, 4, 127, 130, 143, 255),
+    ('providers', 'list'): (0, 2, 3, 5, 6, 127, 130, 143, 255),
+    ('providers', 'clean'): (0, 1, 2, 3, 4, 5, 6, 127, 130, 143, 255),
 }
 
 CATEGORIES = {
     'allocations': allocations.AllocationCommands,
+    'providers': providers.ProviderCommands,
 }
 
 

@@ -105,6 +105,13 @@ class ComputeNode:
     cell: str
     deleted: bool = False
     hypervisor_type: typing.Optional[str] = None
+    # Found only in shadow_compute_nodes (archived by nova-manage); such a
+    # node is deleted too.
+    archived: bool = False
+    # Known deleted without a row (the compute API shows none): its root
+    # provider has nova's COMPUTE_NODE trait and no hypervisor has its
+    # uuid, every cell answering (see osc's provider commands).
+    proven_by_trait: bool = False
 
 
 @dataclasses.dataclass(slots=True)
@@ -255,3 +262,47 @@ class Finding:
     @classmethod
     def from_dict(cls, data):
         return cls(**{key: data[key] for key in FINDING_KEYS})
+
+
+# The exact keys of a resource provider finding (``providers list``), in
+# output order: a contract, as FINDING_KEYS.
+PROVIDER_KEYS = (
+    'uuid', 'name', 'root_provider', 'parent_provider', 'host', 'cell',
+    'compute_node', 'reason', 'action', 'allocations', 'orphan_allocations',
+    'details',
+)
+
+
+@dataclasses.dataclass(slots=True)
+class ProviderFinding:
+    """One resource provider and what its tree is to nova.
+
+    ``allocations`` counts the allocations on this provider,
+    ``orphan_allocations`` those of them the allocation rules call
+    orphans; ``compute_node`` is the uuid of the compute node nova has
+    (or had) for the tree's root, None when nova never had one.
+    """
+
+    uuid: str
+    name: str
+    root_provider: str
+    parent_provider: typing.Optional[str]
+    host: typing.Optional[str]
+    cell: typing.Optional[str]
+    compute_node: typing.Optional[str]
+    reason: str
+    action: str
+    allocations: int
+    orphan_allocations: int
+    details: str
+
+    @property
+    def is_orphan(self):
+        return self.action != reasons.NONE
+
+    def to_dict(self):
+        return {key: getattr(self, key) for key in PROVIDER_KEYS}
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls(**{key: data[key] for key in PROVIDER_KEYS})

@@ -55,3 +55,18 @@ REASONS = ORPHAN_REASONS + HEALTHY_REASONS
 INSTANCE = 'instance'
 MIGRATION = 'migration'
 UNKNOWN = 'unknown'
+
+# Resource provider trees (``providers list``; see provider_rules). The
+# whole tree of a root shares its root's reason and action.
+DELETE_PROVIDER = 'delete_provider'
+PROVIDER_ACTIONS = (DELETE_PROVIDER, NONE)
+# The tree's root is a compute node nova deleted: an orphan.
+DELETED_COMPUTE_NODE = 'deleted_compute_node'
+PROVIDER_ORPHAN_REASONS = (DELETED_COMPUTE_NODE,)
+# Trees that are fine: a live compute node's; one nova never knew as a
+# compute node (another service's, a sharing provider); one nobody can
+# judge while a cell cannot be read (UNVERIFIABLE, as above).
+LIVE_COMPUTE_NODE = 'live_compute_node'
+UNMANAGED = 'unmanaged'
+PROVIDER_HEALTHY_REASONS = (LIVE_COMPUTE_NODE, UNMANAGED, UNVERIFIABLE)
+PROVIDER_REASONS = PROVIDER_ORPHAN_REASONS + PROVIDER_HEALTHY_REASONS

@@ -71,6 +71,9 @@ INSTANCE_MAPPINGS = _table('instance_mappings', 'instance_uuid', 'cell_id',
 BUILD_REQUESTS = _table('build_requests', 'instance_uuid', database='api')
 COMPUTE_NODES = _table('compute_nodes', 'id', 'uuid', 'host',
                        'hypervisor_hostname', 'hypervisor_type', 'deleted')
+# Archived nodes: their provider trees may still be in placement.
+SHADOW_COMPUTE_NODES = _table('shadow_compute_nodes', 'uuid', 'host',
+                              'hypervisor_hostname', 'hypervisor_type')
 SERVICES = _table('services', 'host', 'binary', 'disabled', 'forced_down',
                   'deleted')
 _INSTANCE_COLUMNS = ('uuid', 'host', 'node', 'vm_state', 'task_state',
@@ -484,6 +487,14 @@ class _CellRead:
                 uuid=uuid, host=host, hypervisor_hostname=hypervisor_hostname,
                 hypervisor_type=hypervisor_type, cell=self.cell,
                 deleted=bool(deleted))
+        for uuid, host, hypervisor_hostname, hypervisor_type in rows(
+                self.db, sa.select(SHADOW_COMPUTE_NODES)):
+            if uuid and uuid not in self.nodes:
+                self.nodes[uuid] = model.ComputeNode(
+                    uuid=uuid, host=host,
+                    hypervisor_hostname=hypervisor_hostname,
+                    hypervisor_type=hypervisor_type, cell=self.cell,
+                    deleted=True, archived=True)
         self.services = [
             model.Service(host=host, binary=binary, cell=self.cell,
                           disabled=bool(disabled),
@@ -684,7 +695,13 @@ def _rank(record, hidden):
 
 
 def _merge(snapshot, cell_read, hidden):
-    snapshot.compute_nodes.update(cell_read.nodes)
+    nodes = snapshot.compute_nodes
+    for uuid, node in cell_read.nodes.items():
+        # A node live in one cell is live, whatever another cell deleted
+        # (an ironic node moved between cells keeps its uuid).
+        if node.deleted and uuid in nodes and not nodes[uuid].deleted:
+            continue
+        nodes[uuid] = node
     snapshot.activity.update(cell_read.activity)
     snapshot.services.extend(cell_read.services)
     for mine, theirs in ((cell_read.instances, snapshot.instances),

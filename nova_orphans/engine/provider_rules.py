@@ -1,0 +1,189 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Resource provider trees nova left behind: the provider rules.
+
+nova deletes a compute node's provider when it deletes the node (a
+compute service deleted through the API, the resource tracker dropping
+an ironic node that went away), but ``delete_resource_provider`` gives
+up quietly when placement refuses because something still holds an
+allocation there; the node's row is deleted all the same. Nothing in
+nova ever comes back for that tree: its capacity keeps counting.
+
+A tree is judged by its root alone, because a compute node's uuid is
+its root provider's uuid and nova creates the children (bandwidth,
+vGPU, PCI) under that root; every provider of the tree gets its root's
+verdict. Only one verdict acts:
+
+``deleted_compute_node``
+    nova has a deleted row for the root's uuid (``compute_nodes`` with
+    ``deleted`` set, or only ``shadow_compute_nodes`` after an archive)
+    and no cell has a live one: nova itself deleted that node, and a
+    node that comes back (nova-compute restarted, an ironic node
+    re-enrolled) gets a live row again under the same uuid, which makes
+    the tree ``live_compute_node``. A node re-created under a new uuid
+    with the same hypervisor hostname has a new tree: only the old one
+    is judged deleted. Every cell must have been read: a cell that was
+    not might hold the same uuid live (an ironic node's uuid moves with
+    it between cells), so then the tree is ``unverifiable``.
+
+Everything else is left alone: ``live_compute_node``, ``unmanaged`` (a
+root nova never had as a compute node: another service's providers,
+sharing providers) and ``unverifiable`` (a root not known live while a
+cell could not be read).
+
+Pure: the readers built the snapshot, the allocation findings come from
+classify.classify on the same snapshot.
+"""
+
+import collections
+
+from nova_orphans.engine import model
+from nova_orphans.engine import reasons
+from nova_orphans.i18n import _
+
+
+def tree_roots(providers):
+    """{root uuid: [provider uuids of its tree, parents before children]}."""
+    children = collections.defaultdict(list)
+    for p in providers.values():
+        if p.parent_uuid:
+            children[p.parent_uuid].append(p.uuid)
+    trees = {}
+    for p in providers.values():
+        if p.parent_uuid or p.uuid != p.root_uuid:
+            continue
+        order, todo = [], [p.uuid]
+        while todo:
+            uuid = todo.pop(0)
+            order.append(uuid)
+            todo.extend(sorted(children.get(uuid, ()),
+                               key=lambda u: (providers[u].name or '', u)))
+        trees[p.uuid] = order
+    return trees
+
+
+def bottom_up(providers, root):
+    """The tree's providers, children before their parents: the order
+    placement lets them be deleted in.
+    """
+    return list(reversed(tree_roots(providers).get(root, [root])))
+
+
+def judge_root(root, nova):
+    """(reason, action, details, compute node or None) of one root."""
+    node = nova.compute_nodes.get(root.uuid)
+    down = nova.unreadable_cells
+    cells = ', '.join(sorted(c.label or c.uuid for c in down))
+    if node is not None and not node.deleted:
+        return (reasons.LIVE_COMPUTE_NODE, reasons.NONE,
+                _('The tree\'s root is compute node %(node)s '
+                  '(%(hypervisor)s on host %(host)s).') %
+                {'node': node.uuid, 'hypervisor': node.hypervisor_hostname,
+                 'host': node.host}, node)
+    if node is not None:
+        if down:
+            return (reasons.UNVERIFIABLE, reasons.NONE,
+                    _('nova deleted compute node %(node)s, but cell(s) '
+                      '%(cells)s could not be read and may have it '
+                      'live.') % {'node': node.uuid, 'cells': cells}, node)
+        return (reasons.DELETED_COMPUTE_NODE, reasons.DELETE_PROVIDER,
+                deleted_details(node, nova), node)
+    if down and not root.sharing:
+        return (reasons.UNVERIFIABLE, reasons.NONE,
+                _('The tree\'s root is no compute node of any readable '
+                  'cell and cell(s) %(cells)s could not be read.') %
+                {'cells': cells}, None)
+    if root.sharing:
+        return (reasons.UNMANAGED, reasons.NONE,
+                _('A sharing provider; not a compute node.'), None)
+    return (reasons.UNMANAGED, reasons.NONE,
+            _('The tree\'s root is no compute node nova has or had.'),
+            None)
+
+
+def deleted_details(node, nova):
+    if node.proven_by_trait:
+        return _('The tree\'s root %(node)s carries nova\'s COMPUTE_NODE '
+                 'trait, and the compute API, every cell answering, lists '
+                 'no hypervisor with its uuid: nova deleted that compute '
+                 'node.') % {'node': node.uuid}
+    cell = nova.cells.get(node.cell)
+    args = {'node': node.uuid, 'hypervisor': node.hypervisor_hostname,
+            'host': node.host, 'cell': cell.label if cell else node.cell}
+    if node.archived:
+        return _('Compute node %(node)s (%(hypervisor)s on host %(host)s) '
+                 'was deleted and archived (only in shadow_compute_nodes '
+                 'of cell %(cell)s); no cell has it live.') % args
+    return _('Compute node %(node)s (%(hypervisor)s on host %(host)s) is '
+             'deleted in cell %(cell)s; no cell has it live.') % args
+
+
+def classify(snapshot, findings):
+    """A ProviderFinding for every provider of every tree in scope.
+
+    ``findings``: the allocation findings of the same snapshot (all of
+    them, not only the orphans), which give each provider its counts
+    and each deleted tree the consumers that keep it (see details).
+    A tree is in scope when any of its providers is in
+    ``snapshot.placement.scope`` (None: every tree). Sorted by host,
+    root name and root, each tree top-down.
+    """
+    placement, nova = snapshot.placement, snapshot.nova
+    providers = placement.providers
+    scope = placement.scope
+    held = collections.Counter(a.provider for a in placement.allocations)
+    orphans = collections.Counter()
+    kept_by = collections.defaultdict(set)
+    for f in findings:
+        if f.reason == reasons.MISSING_ALLOCATIONS:
+            # Not an allocation: the instance holds none.
+            continue
+        if f.is_orphan:
+            orphans[f.resource_provider] += 1
+        elif f.root_provider:
+            kept_by[f.root_provider].add(f.consumer)
+    rows = []
+    for root_uuid, tree in tree_roots(providers).items():
+        if scope is not None and not scope.intersection(tree):
+            continue
+        root = providers[root_uuid]
+        reason, action, details, node = judge_root(root, nova)
+        if action != reasons.NONE and kept_by.get(root_uuid):
+            consumers = sorted(kept_by[root_uuid])
+            details += ' ' + _(
+                'Allocations of %(consumers)s on the tree are not orphans: '
+                'clean leaves the tree until they are gone.') % {
+                'consumers': ', '.join(consumers)}
+        cell = nova.cells.get(node.cell) if node is not None else None
+        host = node.host if node is not None else None
+        rows.extend(
+            (host or '', root.name or '', root_uuid, position,
+             model.ProviderFinding(
+                 uuid=p.uuid, name=p.name, root_provider=root_uuid,
+                 parent_provider=p.parent_uuid, host=host,
+                 cell=cell.label if cell is not None else None,
+                 compute_node=node.uuid if node is not None else None,
+                 reason=reason, action=action, allocations=held[p.uuid],
+                 orphan_allocations=orphans[p.uuid], details=details))
+            for position, p in enumerate(providers[u] for u in tree))
+    rows.sort(key=lambda row: row[:4])
+    return [row[4] for row in rows]
+
+
+def kept_by(findings, tree):
+    """The consumers holding allocations on the tree that are not
+    orphans: what stops a deleted tree from being deleted.
+    """
+    tree = set(tree)
+    return sorted({f.consumer for f in findings
+                   if f.resource_provider in tree and not f.is_orphan and
+                   f.reason != reasons.MISSING_ALLOCATIONS})
