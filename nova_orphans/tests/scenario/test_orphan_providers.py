@@ -188,8 +188,9 @@ class ProviderCycleTestCase(cycle.CycleTestCase):
     def run_provider_cycle(self, expected, clean_args=(), after_clean=None):
         """list, clean --dry-run, clean, restore; see the module docstring.
 
-        ``expected`` is every row of ``providers list --all``. Returns
-        the comparison page's view of it: ((name, reason, action), ...).
+        ``expected`` is every row of ``providers list --all``;
+        ``after_clean()`` runs once the trees are gone. Returns the
+        journal.
         """
         self.age_nova()
         before = self.placement_dump()
@@ -228,9 +229,13 @@ class ProviderCycleTestCase(cycle.CycleTestCase):
                              self.without_generations(self.placement_dump()))
         else:
             self.assertFalse(os.path.exists(journal))
-        names = {rp: p['name'] for rp, p in before['providers'].items()}
-        return tuple(sorted((names[r['uuid']], r['reason'], r['action'])
-                            for r in expected)), journal
+        return journal
+
+    @staticmethod
+    def observed(expected):
+        """The comparison page's view of ``providers list --all`` rows."""
+        return tuple(sorted((r['name'], r['reason'], r['action'])
+                            for r in expected))
 
     # -- the same through openstack ----------------------------------------
 
@@ -312,6 +317,7 @@ class ServiceDeletedTest(ProviderCycleTestCase):
 
     @comparison.scenario('provider_service_deleted')
     def test_service_deleted(self):
+        self.age_nova()
         # nova: the service and its compute node are gone, the tree not.
         self.assertEqual([], self.admin_api.get_services(
             host='host1', binary='nova-compute'))
@@ -343,16 +349,15 @@ class ServiceDeletedTest(ProviderCycleTestCase):
             self.prow(self.rp2, 'live_compute_node', 'none', 'host2', 1),
             self.prow(self.child2, 'live_compute_node', 'none', 'host2', 0),
         ]
-        # The filters pick the tree by its (deleted) node's host, or by
-        # any provider in it.
+        # The filters pick whole trees: by the (deleted) node's host, or
+        # by any provider in the tree.
         self.assertProviderRows(expected[:2],
                                 self.list_providers('--host', 'host1'))
         self.assertProviderRows(expected[2:], self.list_providers(
             '--host', 'host2', '--all'))
-        self.assertProviderRows(expected[1:2], self.list_providers(
+        self.assertProviderRows(expected[:2], self.list_providers(
             '--resource-provider', self.child1))
 
-        providers, journal = self.run_provider_cycle(expected)
         self.run_cycle([
             self.row(self.mig, self.rp1, 'host1', 'finished_migration',
                      'delete_consumer', FLAVOR, consumer_type='migration',
@@ -368,7 +373,8 @@ class ServiceDeletedTest(ProviderCycleTestCase):
                      user_id=uuids.other_user),
             self.row(self.vm1, self.rp2, 'host2', 'active_instance', 'none',
                      BIG),
-        ], providers=providers, reset=True)
+        ], providers=self.observed(expected), reset=True)
+        self.run_provider_cycle(expected)
 
         # The same through openstack, with osc-placement loaded too.
         before = self.placement_dump()
@@ -430,6 +436,7 @@ class IronicNodeRemovedTest(ProviderCycleTestCase):
 
     @comparison.scenario('provider_ironic_node_removed')
     def test_node_removed(self):
+        self.age_nova()
         node1, node2 = self.nodes['ironic1-node1'], self.nodes['ironic1-node2']
         rows = {r.hypervisor_hostname: r
                 for r in self.compute_node_rows('ironic1')}
@@ -449,14 +456,17 @@ class IronicNodeRemovedTest(ProviderCycleTestCase):
             self.prow(self.rp_uuids['host1'], 'live_compute_node', 'none',
                       'host1', 0),
         ]
-        providers, journal = self.run_provider_cycle(
-            expected, after_clean=self._run_periodics)
-        self.run_cycle([
+        cycle = self.run_cycle([
             self.row(self.vm1, node1, 'ironic1', 'active_instance', 'none',
                      GOLD),
             self.row(self.vm2, node2, 'ironic1', 'deleted_instance',
                      'delete_consumer', GOLD),
-        ], providers=providers)
+        ], providers=self.observed(expected))
+        # audit --delete ignores custom-class-only allocations: the state
+        # is still the scenario's.
+        self.assertEqual(cycle['before'], self.placement_state())
+        # nova's periodics with the tree gone change nothing else.
+        self.run_provider_cycle(expected, after_clean=self._run_periodics)
 
 
 class LookAlikeProvidersTest(ProviderCycleTestCase):
@@ -495,8 +505,8 @@ class LookAlikeProvidersTest(ProviderCycleTestCase):
                            traits=['MISC_SHARES_VIA_AGGREGATE'],
                            aggregates=[uuids.shared_disk])
         self._set_aggregate(rps['host1'], uuids.shared_disk)
-        self.agent = self.post_provider('netnode1:Open vSwitch agent')['uuid']
-        self.bridge = self.post_provider('netnode1:Open vSwitch agent:br-ex',
+        self.agent = self.post_provider('netnode1:ovs-agent')['uuid']
+        self.bridge = self.post_provider('netnode1:ovs-agent:br-ex',
                                          self.agent)['uuid']
         self.put_inventory(self.bridge, {'NET_BW_EGR_KILOBIT_PER_SEC': 10000},
                            traits=['CUSTOM_PHYSNET1'])
@@ -518,6 +528,7 @@ class LookAlikeProvidersTest(ProviderCycleTestCase):
 
     @comparison.scenario('provider_lookalikes')
     def test_lookalikes(self):
+        self.age_nova()
         rps = self.rp_uuids
         old, new = self.compute_node_rows('host4')
         self.assertEqual((self.old4, 'host4'), (old.uuid,
@@ -542,7 +553,6 @@ class LookAlikeProvidersTest(ProviderCycleTestCase):
                       'host4', 1, 1),
         ]
 
-        providers, journal = self.run_provider_cycle(expected)
         self.run_cycle([
             self.row(self.vms['host1'], rps['host1'], 'host1',
                      'active_instance', 'none', FLAVOR),
@@ -561,7 +571,8 @@ class LookAlikeProvidersTest(ProviderCycleTestCase):
                      'delete_consumer', {'VCPU': 1}, consumer_type='unknown',
                      instance=None, project_id=uuids.other_project,
                      user_id=uuids.other_user),
-        ], providers=providers, reset=True)
+        ], providers=self.observed(expected), reset=True)
+        self.run_provider_cycle(expected)
 
         # The same through openstack, with osc-placement loaded too.
         before = self.placement_dump()
@@ -595,8 +606,15 @@ class LookAlikeProvidersTest(ProviderCycleTestCase):
         self.assertEqual(after, self.placement_dump())
 
     def test_cell_down(self):
-        """cell2 cannot be read: its node is unverifiable, never cleaned."""
+        """cell2 cannot be read: its node's tree is never touched.
+
+        host4's old tree is still provably a deleted node of cell1's
+        (no readable cell has it live), but the stranger's allocation
+        on it can no longer be judged (cell2 might know the consumer),
+        so clean must leave it: nothing in placement changes.
+        """
         self.break_cell('cell2')
+        self.age_nova()
         rps = self.rp_uuids
         live = 'live_compute_node', 'none'
         unverifiable = 'unverifiable', 'none'
@@ -605,10 +623,17 @@ class LookAlikeProvidersTest(ProviderCycleTestCase):
             self.prow(rps['host2'], *live, 'host2', 1),
             self.prow(rps['host3'], *live, 'host3', 1),
             self.prow(rps['host5'], *unverifiable, None, 1, cell=None),
-            self.prow(self.shared, *unverifiable, None, 0, cell=None),
+            self.prow(self.shared, 'unmanaged', 'none', None, 0, cell=None),
             self.prow(self.agent, *unverifiable, None, 0, cell=None),
             self.prow(self.bridge, *unverifiable, None, 1, cell=None),
             self.prow(self.old4, 'deleted_compute_node', 'delete_provider',
-                      'host4', 1, 1),
+                      'host4', 1, 0),
         ]
-        self.run_provider_cycle(expected)
+        self.assertEqual(('unverifiable', 'none'), self.allocation_verdicts(
+        )[(self.stranger, self.old4)])
+        before = self.placement_dump()
+        self.assertProviderRows(expected, self.list_providers('--all'))
+        self.assertIn('cell2', self.manage_stderr)
+        rc, out = self.run_manage('providers', 'clean', '--format', 'json')
+        self.assertNotIn(rc, (0, 4, 127, 255), out + self.manage_stderr)
+        self.assertEqual(before, self.placement_dump())
