@@ -363,8 +363,18 @@ class AllocationCommands:
         cause, and the summary.
         """
         shown, causes = output.group_failures(outcomes)
-        if self.cmd.format == 'json' or rows:
-            self._render(output.rows_as_dicts(rows, shown))
+        dicts = output.rows_as_dicts(rows, shown)
+        # A restore of "providers clean" has rows of both kinds: one
+        # table each, one JSON list.
+        providers = [d for d in dicts if 'consumer' not in d]
+        if self.cmd.format == 'json' or len(providers) < len(dicts):
+            self._render(dicts if self.cmd.format == 'json' else
+                         [d for d in dicts if 'consumer' in d])
+        if providers and self.cmd.format != 'json':
+            from nova_orphans.cmd import providers as providers_cmd
+            providers_cmd.render_table(providers, sys.stdout,
+                                       max_width=self.cmd.max_width,
+                                       fit_width=self.cmd.fit_width)
         if self.cmd.format != 'json':
             self._say([output.outcome_summary(outcomes)] if outcomes
                       else [nothing])

@@ -125,6 +125,16 @@ def unmanaged_provider(ctx):
     no longer shows, typically a compute node deleted with its service
     while placement refused to delete its provider. The next rules
     judge it; its repair empties the consumer wherever it is.
+
+    A compute node nova deleted is not "outside": its row (deleted, or
+    archived to shadow_compute_nodes), or through the compute API its
+    root's COMPUTE_NODE trait with no hypervisor of that uuid (see
+    provider_rules), makes it ``ctx.node``, so this rule lets the next
+    ones judge what is on its tree. That is what lets a consumer nova
+    has no trace of there be ``unknown_consumer`` rather than
+    ``unmanaged_provider``: on a tree nova provably owned, no other
+    service can hold it, whereas on a tree nova never knew it may be
+    that service's own consumer.
     """
     if ctx.node is None and not ctx.sharing:
         if (not ctx.index.holds_on_nova_nodes(ctx.allocation.consumer) and
@@ -441,7 +451,13 @@ def stale_provider(ctx):
 
 
 def unknown_consumer(ctx):
-    """Nothing in the API database or any cell knows the consumer."""
+    """Nothing in the API database or any cell knows the consumer.
+
+    Reached only for allocations on nova's trees, live or deleted
+    compute nodes' and the sharing providers they use (see
+    unmanaged_provider), and only when every cell was read (see
+    unverifiable).
+    """
     if ctx.owner.instance is None and ctx.owner.migration is None:
         if ctx.owner.mapping is not None:
             return Verdict(reasons.UNKNOWN_CONSUMER, reasons.DELETE_CONSUMER,

@@ -15,7 +15,9 @@ One JSON object per line, flushed and fsync'd before the write it
 describes, in a file only its owner can read. Each entry holds the full
 allocation documents of every consumer the write touches, before and as
 intended after, so ``restore`` can put back exactly what was there and
-can tell whether anyone changed the consumer since. When placement
+can tell whether anyone changed the consumer since; or, for a resource
+provider that ``providers clean`` deletes, its full record (``provider``:
+name, parent, generation, inventories, traits, aggregates). When placement
 refuses a request outright (a generation conflict, any 4xx), one line
 lists the entries it carried as never applied; after a 5xx, a timeout
 or a dropped connection nobody knows, and ``restore`` compares instead.
@@ -404,6 +406,11 @@ def _parse(line):
     elif 'run' in entry or 'cut' in entry:
         if version < 2:
             raise ValueError(_('a run header in a version 1 line'))
+    elif 'provider' in entry:
+        # A resource provider deleted by "providers clean": its record.
+        if not isinstance(entry['provider'], dict) or not isinstance(
+                entry['provider'].get('uuid'), str):
+            raise ValueError(_('a malformed provider record'))
     elif not isinstance(entry.get('consumers'), dict):
         raise ValueError(_('no consumers'))
     return entry
@@ -446,7 +453,7 @@ def _unglue(line):
             entry = _parse(line[match.start():])
         except ValueError:
             continue
-        if 'consumers' in entry:
+        if 'consumers' in entry or 'provider' in entry:
             return match.start(), entry
     return None
 

@@ -20,6 +20,11 @@ skipped, as is one placement is known to have refused.
 
 A dry run judges each entry as the real run would: against placement
 as the newer entries' restores would leave it, without writing.
+
+Entries of ``providers clean`` (a deleted resource provider's record)
+are replayed in the same order: newest first, so a tree comes back
+parents first, and before the allocations that were on it (see
+repair/providers.py).
 """
 
 import collections
@@ -33,6 +38,7 @@ from nova_orphans.readers import placement_api
 from nova_orphans.repair import actions
 from nova_orphans.repair import documents
 from nova_orphans.repair import journal
+from nova_orphans.repair import providers as providers_mod
 
 
 def load(client, path, warn=None):
@@ -94,7 +100,7 @@ def _endpoint(url):
 
 def _providers(entries):
     return {rp for entry in entries
-            for spec in entry['consumers'].values()
+            for spec in entry.get('consumers', {}).values()
             for doc in (spec.get('before') or {}, {
                 'allocations': spec.get('after') or {}})
             for rp in doc.get('allocations') or {}}
@@ -123,11 +129,18 @@ def restore(client, entries, dry_run=False, concurrency=8, progress=None,
         for batch in _batches(list(reversed(entries))):
             if stop is not None and stop.is_set():
                 outcomes = [actions.interrupted()] * len(batch)
+            elif 'provider' in batch[0]:
+                # A provider comes back before what was allocated on it
+                # (older entries), and its parent (newer) before it.
+                outcomes = [providers_mod.restore_provider(
+                    client, batch[0], dry_run=dry_run)]
             else:
                 outcomes = _restore_batch(client, state, batch, dry_run,
                                           pool, stop)
             for entry, outcome in zip(batch, outcomes):
-                results.extend((model.Finding.from_dict(row), outcome)
+                finding = (model.ProviderFinding if 'provider' in entry
+                           else model.Finding)
+                results.extend((finding.from_dict(row), outcome)
                                for row in entry.get('findings', ()))
             if progress:
                 progress(len(batch))
@@ -137,8 +150,17 @@ def restore(client, entries, dry_run=False, concurrency=8, progress=None,
 
 
 def _batches(entries):
+    """Entries in batches that share no consumer; a provider entry is
+    a batch of its own, in its place.
+    """
     batch, seen = [], set()
     for entry in entries:
+        if 'provider' in entry:
+            if batch:
+                yield batch
+            yield [entry]
+            batch, seen = [], set()
+            continue
         consumers = set(entry['consumers'])
         if len(batch) == actions.BATCH or consumers & seen:
             yield batch

@@ -1,0 +1,155 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+import dataclasses
+
+from oslotest import base
+
+from nova_orphans.engine import classify
+from nova_orphans.engine import model
+from nova_orphans.engine import provider_rules
+from nova_orphans.engine import reasons as r
+from nova_orphans.tests.unit import cloud as cloud_mod
+
+DEAD = (r.DELETED_COMPUTE_NODE, r.DELETE_PROVIDER)
+LIVE = (r.LIVE_COMPUTE_NODE, r.NONE)
+UNMANAGED = (r.UNMANAGED, r.NONE)
+UNVERIFIABLE = (r.UNVERIFIABLE, r.NONE)
+
+
+class ProviderRulesTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.cloud = cloud_mod.Cloud()
+        self.host1 = self.cloud.node('host1')
+
+    def dead_node(self, host='host9', **changes):
+        rp = self.cloud.node(host, deleted=True)
+        nodes = self.cloud.nova.compute_nodes
+        nodes[rp] = dataclasses.replace(nodes[rp], **changes)
+        return rp
+
+    def rows(self):
+        snapshot = self.cloud.snapshot()
+        return provider_rules.classify(snapshot,
+                                       classify.classify(snapshot))
+
+    def verdicts(self):
+        return {f.uuid: (f.reason, f.action) for f in self.rows()}
+
+    def test_keys_are_the_contract(self):
+        row = self.rows()[0]
+        self.assertEqual(list(model.PROVIDER_KEYS), list(row.to_dict()))
+        self.assertEqual(row, model.ProviderFinding.from_dict(row.to_dict()))
+
+    def test_deleted_node_tree_children_included(self):
+        dead = self.dead_node()
+        agent = self.cloud.provider('host9:agent', parent=dead)
+        pf = self.cloud.provider('host9:agent:eth0', parent=agent)
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, dead)
+        self.cloud.alloc(stranger, pf, CUSTOM_BW=10)
+        rows = self.rows()
+        self.assertEqual([
+            (self.host1, 'host1', self.host1, None, 'host1', 'cell1',
+             self.host1) + LIVE + (0, 0),
+            (dead, 'host9', dead, None, 'host9', 'cell1', dead) + DEAD +
+            (1, 1),
+            (agent, 'host9:agent', dead, dead, 'host9', 'cell1', dead) +
+            DEAD + (0, 0),
+            (pf, 'host9:agent:eth0', dead, agent, 'host9', 'cell1', dead) +
+            DEAD + (1, 1),
+        ], [tuple(f.to_dict()[k] for k in model.PROVIDER_KEYS[:-1])
+            for f in rows])
+        self.assertEqual(
+            'Compute node %s (host9 on host host9) is deleted in cell '
+            'cell1; no cell has it live.' % dead, rows[1].details)
+        self.assertEqual(provider_rules.bottom_up(
+            self.cloud.placement.providers, dead), [pf, agent, dead])
+
+    def test_unknown_consumer_on_deleted_node_is_an_orphan(self):
+        # The link: on nova's deleted node, a consumer nova has no trace
+        # of is unknown_consumer (repaired before the tree goes) ...
+        dead = self.dead_node()
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, dead)
+        self.assertEqual({(stranger, dead): (r.UNKNOWN_CONSUMER,
+                                             r.DELETE_CONSUMER)},
+                         self.cloud.verdicts())
+
+    def test_unknown_consumer_on_foreign_tree_is_kept(self):
+        # ... and on a tree nova never knew, it stays unmanaged_provider,
+        # and the tree unmanaged.
+        foreign = self.cloud.provider('neutron-agent')
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, foreign)
+        self.assertEqual({(stranger, foreign): (r.UNMANAGED_PROVIDER,
+                                                r.NONE)},
+                         self.cloud.verdicts())
+        self.assertEqual(UNMANAGED, self.verdicts()[foreign])
+
+    def test_archived_node(self):
+        dead = self.dead_node(archived=True)
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, dead)
+        rows = {f.uuid: f for f in self.rows()}
+        self.assertEqual(DEAD, (rows[dead].reason, rows[dead].action))
+        self.assertIn('shadow_compute_nodes', rows[dead].details)
+        self.assertEqual(r.UNKNOWN_CONSUMER,
+                         self.cloud.verdicts()[(stranger, dead)][0])
+
+    def test_proven_by_trait(self):
+        dead = self.dead_node(proven_by_trait=True, host=None)
+        row = {f.uuid: f for f in self.rows()}[dead]
+        self.assertEqual(DEAD + (None,),
+                         (row.reason, row.action, row.host))
+        self.assertIn('COMPUTE_NODE', row.details)
+
+    def test_recreated_node_only_old_tree_goes(self):
+        old = self.dead_node('host9')
+        new = self.cloud.node('host9')
+        self.assertEqual({self.host1: LIVE, old: DEAD, new: LIVE},
+                         self.verdicts())
+
+    def test_sharing_and_foreign_are_unmanaged(self):
+        nfs = self.cloud.provider('nfs', sharing=True)
+        other = self.cloud.provider('cyborg')
+        self.assertEqual({self.host1: LIVE, nfs: UNMANAGED,
+                          other: UNMANAGED}, self.verdicts())
+
+    def test_down_cell(self):
+        dead = self.dead_node()
+        other = self.cloud.provider('cyborg')
+        nfs = self.cloud.provider('nfs', sharing=True)
+        self.cloud.add_cell('cell2', readable=False)
+        self.assertEqual({self.host1: LIVE, dead: UNVERIFIABLE,
+                          other: UNVERIFIABLE, nfs: UNMANAGED},
+                         self.verdicts())
+
+    def test_live_consumer_named_in_details(self):
+        dead = self.dead_node()
+        vm = self.cloud.instance('host1', task_state='migrating')
+        self.cloud.alloc(vm, self.host1)
+        self.cloud.alloc(vm, dead)
+        row = {f.uuid: f for f in self.rows()}[dead]
+        self.assertEqual(DEAD + (1, 0), (row.reason, row.action,
+                                         row.allocations,
+                                         row.orphan_allocations))
+        self.assertIn('Allocations of %s on the tree are not orphans' % vm,
+                      row.details)
+
+    def test_scope_takes_whole_trees(self):
+        dead = self.dead_node()
+        child = self.cloud.provider('host9:pf', parent=dead)
+        self.cloud.placement.scope = frozenset([child])
+        self.assertEqual([dead, child], [f.uuid for f in self.rows()])
