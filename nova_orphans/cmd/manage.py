@@ -12,8 +12,9 @@
 """nova-orphans-manage: the operator's command on a nova controller.
 
 Laid out like nova-manage: ``nova-orphans-manage [--config-file F]...
-CATEGORY ACTION [options]``, reading nova.conf. Return codes (also in
-``--help`` and the docs):
+CATEGORY ACTION [options]``, reading nova.conf; the categories are
+``allocations`` and ``providers``. Return codes (also in ``--help`` and
+the docs):
 
 ===  ==========================================================
 0    nothing found, nothing to do (the whole cloud was read)
@@ -81,7 +82,9 @@ DESCRIPTION = _(
     '/etc/nova/nova.conf) on a controller: "allocations list" reports '
     'them, "allocations clean" repairs them, journaled and '
     'generation-checked, and "allocations restore" undoes a clean. '
-    '"nova-orphans-manage allocations ACTION --help" shows an action\'s '
+    '"providers list" and "providers clean" do the same for the resource '
+    'provider trees of compute nodes nova deleted. '
+    '"nova-orphans-manage CATEGORY ACTION --help" shows an action\'s '
     'options and return codes.')
 
 LOGGING_HELP = _(
@@ -91,7 +94,7 @@ LOGGING_HELP = _(
     '--debug: without it a failure is one line on stderr. --use-journal '
     'is about logging; the repair journal that "restore" reads is the '
     '--journal PATH option of "allocations clean" and "allocations '
-    'restore".')
+    'restore" (and of "providers clean").')
 
 JOURNAL_HELP = _(
     '--journal PATH is the repair journal: the file where every change is '

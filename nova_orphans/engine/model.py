@@ -212,6 +212,11 @@ class NovaSnapshot:
     # stores them) are too recent to act on: the time of the read minus
     # [nova_orphans] grace_period. None: no time limit.
     recent_since: typing.Optional[datetime.datetime] = None
+    # {root provider uuid: why}: roots that may be compute nodes nobody
+    # could tell live or deleted (see readers/provider_proof.py); the
+    # provider rules call their trees unverifiable.
+    unverifiable_roots: typing.Dict[str, str] = dataclasses.field(
+        default_factory=dict)
 
     @property
     def unreadable_cells(self):

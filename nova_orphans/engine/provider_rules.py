@@ -97,6 +97,9 @@ def judge_root(root, nova):
                       'live.') % {'node': node.uuid, 'cells': cells}, node)
         return (reasons.DELETED_COMPUTE_NODE, reasons.DELETE_PROVIDER,
                 deleted_details(node, nova), node)
+    if root.uuid in nova.unverifiable_roots:
+        return (reasons.UNVERIFIABLE, reasons.NONE,
+                nova.unverifiable_roots[root.uuid], None)
     if down and not root.sharing:
         return (reasons.UNVERIFIABLE, reasons.NONE,
                 _('The tree\'s root is no compute node of any readable '

@@ -48,15 +48,20 @@ def add_long_argument(parser):
 def listing(parsed_args, findings, outcomes=None):
     """(columns, rows) for a Lister's take_action."""
     names = list(model.FINDING_KEYS)
+    short = set(output.TABLE_COLUMNS)
+    if any(isinstance(f, model.ProviderFinding) for f in findings):
+        # A restore of "resource provider orphan clean": the providers'
+        # rows have their own keys, the others' are empty there.
+        names += [k for k in model.PROVIDER_KEYS if k not in names]
+        short |= {'uuid', 'name'}
     if outcomes is not None:
         names.append(OUTCOME)
     rows = output.rows_as_dicts(findings, outcomes)
     if (getattr(parsed_args, 'formatter', None) == 'table' and
             not parsed_args.columns and not parsed_args.long):
-        names = [n for n in names
-                 if n in output.TABLE_COLUMNS or n == OUTCOME]
-    return names, [tuple(ResourcesColumn(row[n]) if n == 'resources'
-                         else row[n] for n in names) for row in rows]
+        names = [n for n in names if n in short or n == OUTCOME]
+    return names, [tuple(ResourcesColumn(row.get(n)) if n == 'resources'
+                         else row.get(n) for n in names) for row in rows]
 
 
 def raise_if_failed(outcomes):

@@ -57,7 +57,8 @@ class ManageHelpTestCase(base.BaseTestCase):
         self.assertIn('to journald with --use-journal', out)
         self.assertIn('--use-journal is about logging; the repair journal '
                       'that "restore" reads is the --journal PATH option of '
-                      '"allocations clean" and "allocations restore".', out)
+                      '"allocations clean" and "allocations restore" (and '
+                      'of "providers clean").', out)
         self.assertIn('to stderr only with --debug', out)
 
     def test_each_action_lists_only_its_return_codes(self):
@@ -69,6 +70,20 @@ class ManageHelpTestCase(base.BaseTestCase):
                 self.help('allocations', action)), action)
         self.assertEqual([0, 1, 2, 3, 4, 5, 6, 127, 130, 143, 255],
                          _return_codes(self.help('allocations')))
+
+    def test_providers_actions_return_codes_as_allocations(self):
+        for action, codes in (
+                ('list', [0, 2, 3, 5, 6, 127, 130, 143, 255]),
+                ('clean', [0, 1, 2, 3, 4, 5, 6, 127, 130, 143, 255])):
+            out = self.help('providers', action)
+            self.assertEqual(codes, _return_codes(out), action)
+        out = ' '.join(self.help('providers', 'clean').split())
+        for option in ('--host HOST', '--resource-provider UUID',
+                       '--dry-run', '--journal PATH', '--max-count N',
+                       '--format {table,json}'):
+            self.assertIn(option, out)
+        self.assertIn('"providers list" and "providers clean" do the same',
+                      ' '.join(self.help().split()))
 
     def test_restore_codes_say_what_they_mean_for_restore(self):
         out = self.help('allocations', 'restore')

@@ -1,0 +1,89 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Deleted compute nodes, as far as the compute API can prove them.
+
+The compute API shows no deleted compute node: ``os-hypervisors`` lists
+the live ones only. What it does show, with placement, is enough to
+prove a node deleted:
+
+- the root provider carries ``COMPUTE_NODE``, the trait nova's resource
+  tracker puts on every compute node's root provider and no other
+  service does;
+- ``os-hypervisors`` answered, and it reads every cell in turn and
+  fails (500) when one does not answer (nova 27 to 34,
+  ``compute_node_get_all``): a listing means every cell was read;
+- no hypervisor has the root's uuid.
+
+One gap remains: ``os-hypervisors`` leaves out a live compute node whose
+service it cannot find (a host not yet mapped by ``nova-manage cell_v2
+discover_hosts``, a service row deleted by hand). Such a host still has
+its nova-compute service in ``os-services``; so while any nova-compute
+service has no hypervisor listed, no root is proven deleted, and the
+roots with the trait that no hypervisor has are ``unverifiable``.
+"""
+
+from nova_orphans.engine import model
+from nova_orphans.i18n import _
+from nova_orphans.readers import compute_api
+
+COMPUTE_NODE_TRAIT = 'COMPUTE_NODE'
+
+
+class ProvingReader:
+    """A ComputeAPIReader whose ``read`` adds the compute nodes proven
+    deleted (``model.ComputeNode.proven_by_trait``) and marks the roots
+    it cannot judge (``NovaSnapshot.unverifiable_roots``).
+    """
+
+    def __init__(self, reader, placement_client):
+        self._reader = reader
+        self._placement = placement_client
+
+    def __getattr__(self, name):
+        return getattr(self._reader, name)
+
+    def read(self):
+        nova = self._reader.read()
+        prove(nova, self._placement.get(
+            '/resource_providers?required=%s' % COMPUTE_NODE_TRAIT)[
+            'resource_providers'])
+        return nova
+
+
+def prove(nova, trait_providers):
+    """Add to ``nova`` what ``trait_providers`` (placement's providers
+    with the COMPUTE_NODE trait) prove; see the module docstring.
+    """
+    if nova.unreadable_cells:
+        # Nothing is proven; the rules keep everything unverifiable.
+        return
+    listed_hosts = {n.host for n in nova.compute_nodes.values()}
+    unlisted = sorted({s.host for s in nova.services
+                       if s.binary == 'nova-compute' and not s.deleted and
+                       s.host not in listed_hosts})
+    for rp in trait_providers:
+        uuid = rp['uuid']
+        if rp.get('parent_provider_uuid') or uuid in nova.compute_nodes:
+            continue
+        if unlisted:
+            nova.unverifiable_roots[uuid] = _(
+                'The tree\'s root carries nova\'s COMPUTE_NODE trait and no '
+                'hypervisor has its uuid, but the compute API lists no '
+                'hypervisor for the nova-compute service(s) of %(hosts)s '
+                '(hosts not mapped to a cell yet? see "nova-manage cell_v2 '
+                'discover_hosts"): it may be one of theirs.') % {
+                'hosts': ', '.join(unlisted)}
+            continue
+        nova.compute_nodes[uuid] = model.ComputeNode(
+            uuid=uuid, host=None, hypervisor_hostname=rp['name'],
+            cell=compute_api.API_CELL.uuid, deleted=True,
+            proven_by_trait=True)

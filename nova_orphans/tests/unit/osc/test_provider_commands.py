@@ -1,0 +1,159 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""openstack resource provider orphan list|clean, on fakes of the APIs.
+
+What these check is the compute API's proof of a deleted node (see
+readers/provider_proof.py); the deletions themselves are tested on the
+real placement (tests/functional/test_providers.py).
+"""
+
+import configparser
+import os
+
+from cliff import commandmanager
+from osc_lib import exceptions
+
+from nova_orphans.engine import model
+from nova_orphans.osc.v1 import provider_orphan
+from nova_orphans.tests.unit.osc import fakes
+from nova_orphans.tests.unit.osc import test_commands as base
+
+DEAD = 'd0d0d0d0-d0d0-40d0-80d0-d0d0d0d0d0d0'
+AGENT = 'a0a0a0a0-a0a0-40a0-80a0-a0a0a0a0a0a0'
+
+
+class TraitPlacement(base.FailingPlacement):
+    """Placement whose COMPUTE_NODE providers are ``trait_roots``."""
+
+    trait_roots = ()
+
+    def handle(self, method, path, params, body):
+        if path == '/resource_providers' and (
+                params.get('required') == 'COMPUTE_NODE'):
+            return fakes.Response(200, {'resource_providers': [
+                self.providers[u] for u in self.trait_roots]})
+        return super().handle(method, path, params, body)
+
+
+class ProviderCommandTestCase(base.CommandTestCase):
+    """host1 and host2 are live; DEAD (with nova's trait) is not listed."""
+
+    def setUp(self):
+        super().setUp()
+        placement = TraitPlacement()
+        placement.providers = self.placement.providers
+        placement.consumers = self.placement.consumers
+        self.placement = placement
+        self.app.client_manager.nova_orphans.placement._adapter = placement
+        placement.provider(DEAD, 'host3')
+        placement.provider(AGENT, 'neutron-agent')
+        placement.trait_roots = (base.RP1, base.RP2, DEAD)
+        placement.allocate(base.STRANGER, DEAD)
+
+    def rows(self, *argv):
+        return {r['uuid']: (r['reason'], r['action'], r['compute_node'])
+                for r in self.json_rows(provider_orphan.ListProviderOrphan,
+                                        '--all', *argv)}
+
+    def test_json_columns_are_the_provider_keys(self):
+        rows = self.json_rows(provider_orphan.ListProviderOrphan)
+        self.assertEqual([list(model.PROVIDER_KEYS)],
+                         [list(row) for row in rows])
+        self.assertEqual(
+            (DEAD, 'host3', None, None, 'deleted_compute_node',
+             'delete_provider', 1, 1),
+            tuple(rows[0][k] for k in (
+                'uuid', 'name', 'host', 'cell', 'reason', 'action',
+                'allocations', 'orphan_allocations')))
+        self.assertIn('COMPUTE_NODE', rows[0]['details'])
+
+    def test_proof_needs_the_trait(self):
+        self.placement.trait_roots = (base.RP1, base.RP2)
+        self.assertEqual({
+            base.RP1: ('live_compute_node', 'none', base.RP1),
+            base.RP2: ('live_compute_node', 'none', base.RP2),
+            DEAD: ('unmanaged', 'none', None),
+            AGENT: ('unmanaged', 'none', None),
+        }, self.rows())
+
+    def test_with_the_trait(self):
+        self.assertEqual({
+            base.RP1: ('live_compute_node', 'none', base.RP1),
+            base.RP2: ('live_compute_node', 'none', base.RP2),
+            DEAD: ('deleted_compute_node', 'delete_provider', DEAD),
+            AGENT: ('unmanaged', 'none', None),
+        }, self.rows())
+
+    def test_unlisted_compute_service_withholds_the_proof(self):
+        # A host not mapped to a cell yet: os-hypervisors leaves its node
+        # out, os-services shows its service.
+        self.compute.services.append(fakes.service_doc('host3'))
+        self.assertEqual(('unverifiable', 'none', None),
+                         self.rows()[DEAD])
+
+    def test_down_cell_proves_nothing(self):
+        self.compute.services.append(fakes.service_doc(
+            'host9', status='UNKNOWN'))
+        e = self.assertRaises(
+            exceptions.CommandError, self.run_cmd,
+            provider_orphan.ListProviderOrphan, '--all', '-f', 'json')
+        self.assertIn('Incomplete', str(e))
+        rows = self.app.stdout.getvalue()
+        self.assertNotIn('deleted_compute_node', rows)
+
+    def test_clean_dry_run(self):
+        rows = self.json_rows(provider_orphan.CleanProviderOrphan,
+                              '--dry-run')
+        self.assertEqual([(DEAD, 'skipped: dry run')],
+                         [(r['uuid'], r['outcome']) for r in rows])
+        self.assertEqual([], self.placement.urls('DELETE'))
+
+
+class CoexistenceTestCase(base.base.BaseTestCase):
+    """Beside osc-placement's "resource provider ..." commands."""
+
+    def test_setup_cfg_entry_points(self):
+        cfg = configparser.ConfigParser()
+        cfg.read(os.path.join(os.path.dirname(__file__), '..', '..', '..',
+                              '..', 'setup.cfg'))
+        points = dict(
+            line.split(' = ') for line in
+            cfg['entry_points']['openstack.nova_orphans.v1'].split('\n')
+            if line)
+        self.assertEqual(
+            'nova_orphans.osc.v1.provider_orphan:ListProviderOrphan',
+            points['resource_provider_orphan_list'])
+        self.assertEqual(
+            'nova_orphans.osc.v1.provider_orphan:CleanProviderOrphan',
+            points['resource_provider_orphan_clean'])
+
+    def test_commands_resolve_beside_osc_placement(self):
+        manager = commandmanager.CommandManager('openstack.cli')
+        manager.add_command_group('openstack.placement.v1')
+        self.assertIn('resource provider list', manager.commands)
+        manager.add_command('resource provider orphan list',
+                            provider_orphan.ListProviderOrphan)
+        manager.add_command('resource provider orphan clean',
+                            provider_orphan.CleanProviderOrphan)
+        found = {}
+        for argv in (['resource', 'provider', 'orphan', 'list', '--all'],
+                     ['resource', 'provider', 'orphan', 'clean'],
+                     ['resource', 'provider', 'list'],
+                     ['resource', 'provider', 'show', 'x']):
+            cls, name, rest = manager.find_command(argv)
+            found[name] = (cls.__module__.split('.')[0], rest)
+        self.assertEqual({
+            'resource provider orphan list': ('nova_orphans', ['--all']),
+            'resource provider orphan clean': ('nova_orphans', []),
+            'resource provider list': ('osc_placement', []),
+            'resource provider show': ('osc_placement', ['x']),
+        }, found)
