@@ -33,10 +33,10 @@ as before, generations aside). The look-alikes must never be touched.
 
 import json
 import os
+from unittest import mock
 
 import fixtures
 import sqlalchemy as sa
-from unittest import mock
 
 from nova import context as nova_context
 from nova.virt import fake
@@ -129,6 +129,21 @@ class ProviderCycleTestCase(cycle.CycleTestCase):
             if not doc['allocations']:
                 del dump['allocations'][consumer]
         return dump
+
+    def put_back(self, state):
+        """Write ``state``'s allocations back (after audit --delete)."""
+        for consumer, doc in state.items():
+            current = self._ok(self.placement.get(
+                '/allocations/%s' % consumer, version='1.28'))
+            self._ok(self.placement.put(
+                '/allocations/%s' % consumer, version='1.28', body={
+                    'allocations': {rp: {'resources': res} for rp, res in
+                                    doc['allocations'].items()},
+                    'project_id': doc['project_id'],
+                    'user_id': doc['user_id'],
+                    'consumer_generation': current.get(
+                        'consumer_generation')}), 204)
+        self.assertEqual(state, self.placement_state())
 
     def provider_exists(self, rp):
         status = self.placement.get('/resource_providers/%s' % rp).status
@@ -246,6 +261,24 @@ class ProviderCycleTestCase(cycle.CycleTestCase):
         self.assertEqual(1 if 'Incomplete: ' in err else 0, rc, err)
         return json.loads(out)
 
+    def assertSameProviderRows(self, manage_rows, osc_rows, deleted=()):
+        """osc's rows are manage's, but for what the compute API hides.
+
+        It names no cells (``cell`` null), and nothing in it tells the
+        host of a deleted compute node (``host`` null on the ``deleted``
+        trees); ``details`` explain it from what it read.
+        """
+        for row in osc_rows:
+            self.assertEqual(PROVIDER_KEYS, set(row), row)
+            self.assertIsInstance(row['details'], str)
+        expected = [
+            dict(r, cell=None, details=None,
+                 host=None if r['root_provider'] in deleted else r['host'])
+            for r in manage_rows]
+        self.assertEqual(sorted(expected, key=lambda r: r['uuid']),
+                         sorted((dict(r, details=None) for r in osc_rows),
+                                key=lambda r: r['uuid']))
+
     def check_osc_placement(self, present, absent=()):
         """osc-placement's own ``resource provider list``, same shell."""
         rows = self.osc_json('resource', 'provider', 'list')
@@ -358,7 +391,7 @@ class ServiceDeletedTest(ProviderCycleTestCase):
         self.assertProviderRows(expected[:2], self.list_providers(
             '--resource-provider', self.child1))
 
-        self.run_cycle([
+        result = self.run_cycle([
             self.row(self.mig, self.rp1, 'host1', 'finished_migration',
                      'delete_consumer', FLAVOR, consumer_type='migration',
                      instance=self.vm1),
@@ -373,15 +406,15 @@ class ServiceDeletedTest(ProviderCycleTestCase):
                      user_id=uuids.other_user),
             self.row(self.vm1, self.rp2, 'host2', 'active_instance', 'none',
                      BIG),
-        ], providers=self.observed(expected), reset=True)
+        ], providers=self.observed(expected))
+        self.put_back(result['before'])
         self.run_provider_cycle(expected)
 
         # The same through openstack, with osc-placement loaded too.
         before = self.placement_dump()
-        manage_rows = self.list_providers('--all')
-        self.assertEqual([dict(r, cell=None) for r in sorted(
-            manage_rows, key=lambda r: r['uuid'])], sorted(
-            self.osc_providers('--all'), key=lambda r: r['uuid']))
+        self.assertSameProviderRows(self.list_providers('--all'),
+                                    self.osc_providers('--all'),
+                                    deleted=[self.rp1])
         self.check_osc_placement(present=[self.rp1, self.child1, self.rp2])
         journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
                                'osc.jsonl')
@@ -456,7 +489,7 @@ class IronicNodeRemovedTest(ProviderCycleTestCase):
             self.prow(self.rp_uuids['host1'], 'live_compute_node', 'none',
                       'host1', 0),
         ]
-        cycle = self.run_cycle([
+        result = self.run_cycle([
             self.row(self.vm1, node1, 'ironic1', 'active_instance', 'none',
                      GOLD),
             self.row(self.vm2, node2, 'ironic1', 'deleted_instance',
@@ -464,7 +497,7 @@ class IronicNodeRemovedTest(ProviderCycleTestCase):
         ], providers=self.observed(expected))
         # audit --delete ignores custom-class-only allocations: the state
         # is still the scenario's.
-        self.assertEqual(cycle['before'], self.placement_state())
+        self.assertEqual(result['before'], self.placement_state())
         # nova's periodics with the tree gone change nothing else.
         self.run_provider_cycle(expected, after_clean=self._run_periodics)
 
@@ -526,9 +559,46 @@ class LookAlikeProvidersTest(ProviderCycleTestCase):
         self._start_compute('host4')
         self.new4 = str(uuids.reinstalled_host4)
 
+    def check_cell_down(self):
+        """cell2 cannot be read: its node's tree is never touched.
+
+        host4's old tree is still provably a deleted node of cell1's (no
+        readable cell has it live), but the stranger's allocation on it
+        can no longer be judged (cell2 might know the consumer), so clean
+        must leave it: nothing in placement changes.
+        """
+        rps = self.rp_uuids
+        self.break_cell('cell2')
+        live = 'live_compute_node', 'none'
+        unverifiable = 'unverifiable', 'none'
+        expected = [
+            self.prow(rps['host1'], *live, 'host1', 1),
+            self.prow(rps['host2'], *live, 'host2', 1),
+            self.prow(rps['host3'], *live, 'host3', 1),
+            self.prow(rps['host5'], *unverifiable, None, 1, cell=None),
+            self.prow(self.shared, 'unmanaged', 'none', None, 0, cell=None),
+            self.prow(self.agent, *unverifiable, None, 0, cell=None),
+            self.prow(self.bridge, *unverifiable, None, 1, cell=None),
+            self.prow(self.old4, 'deleted_compute_node', 'delete_provider',
+                      'host4', 1, 0),
+        ]
+        self.assertEqual(('unverifiable', 'none'), self.allocation_verdicts(
+        )[(self.stranger, self.old4)])
+        before = self.placement_dump()
+        rows = self.list_providers('--all')
+        self.assertIn('cell2', self.manage_stderr)
+        rc, out = self.run_manage('providers', 'clean', '--format', 'json')
+        self.assertNotIn(rc, (0, 4, 127, 255), out + self.manage_stderr)
+        self.assertEqual(before, self.placement_dump())
+        self._set_cell_connection('cell2', self.cell_urls['cell2'])
+        # The rows are checked at the end of the test: what comes next
+        # does not depend on them.
+        return expected, rows
+
     @comparison.scenario('provider_lookalikes')
     def test_lookalikes(self):
         self.age_nova()
+        cell_down = self.check_cell_down()
         rps = self.rp_uuids
         old, new = self.compute_node_rows('host4')
         self.assertEqual((self.old4, 'host4'), (old.uuid,
@@ -553,7 +623,7 @@ class LookAlikeProvidersTest(ProviderCycleTestCase):
                       'host4', 1, 1),
         ]
 
-        self.run_cycle([
+        result = self.run_cycle([
             self.row(self.vms['host1'], rps['host1'], 'host1',
                      'active_instance', 'none', FLAVOR),
             self.row(self.vms['host2'], rps['host2'], 'host2',
@@ -571,14 +641,15 @@ class LookAlikeProvidersTest(ProviderCycleTestCase):
                      'delete_consumer', {'VCPU': 1}, consumer_type='unknown',
                      instance=None, project_id=uuids.other_project,
                      user_id=uuids.other_user),
-        ], providers=self.observed(expected), reset=True)
+        ], providers=self.observed(expected))
+        self.put_back(result['before'])
         self.run_provider_cycle(expected)
 
         # The same through openstack, with osc-placement loaded too.
         before = self.placement_dump()
-        self.assertEqual([dict(r, cell=None) for r in sorted(
-            self.list_providers('--all'), key=lambda r: r['uuid'])],
-            sorted(self.osc_providers('--all'), key=lambda r: r['uuid']))
+        self.assertSameProviderRows(self.list_providers('--all'),
+                                    self.osc_providers('--all'),
+                                    deleted=[self.old4])
         self.check_osc_placement(present=list(before['providers']))
         journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
                                'osc.jsonl')
@@ -605,35 +676,4 @@ class LookAlikeProvidersTest(ProviderCycleTestCase):
         self.assertIn(self.old4, out + self.manage_stderr)
         self.assertEqual(after, self.placement_dump())
 
-    def test_cell_down(self):
-        """cell2 cannot be read: its node's tree is never touched.
-
-        host4's old tree is still provably a deleted node of cell1's
-        (no readable cell has it live), but the stranger's allocation
-        on it can no longer be judged (cell2 might know the consumer),
-        so clean must leave it: nothing in placement changes.
-        """
-        self.break_cell('cell2')
-        self.age_nova()
-        rps = self.rp_uuids
-        live = 'live_compute_node', 'none'
-        unverifiable = 'unverifiable', 'none'
-        expected = [
-            self.prow(rps['host1'], *live, 'host1', 1),
-            self.prow(rps['host2'], *live, 'host2', 1),
-            self.prow(rps['host3'], *live, 'host3', 1),
-            self.prow(rps['host5'], *unverifiable, None, 1, cell=None),
-            self.prow(self.shared, 'unmanaged', 'none', None, 0, cell=None),
-            self.prow(self.agent, *unverifiable, None, 0, cell=None),
-            self.prow(self.bridge, *unverifiable, None, 1, cell=None),
-            self.prow(self.old4, 'deleted_compute_node', 'delete_provider',
-                      'host4', 1, 0),
-        ]
-        self.assertEqual(('unverifiable', 'none'), self.allocation_verdicts(
-        )[(self.stranger, self.old4)])
-        before = self.placement_dump()
-        self.assertProviderRows(expected, self.list_providers('--all'))
-        self.assertIn('cell2', self.manage_stderr)
-        rc, out = self.run_manage('providers', 'clean', '--format', 'json')
-        self.assertNotIn(rc, (0, 4, 127, 255), out + self.manage_stderr)
-        self.assertEqual(before, self.placement_dump())
+        self.assertProviderRows(*cell_down)
