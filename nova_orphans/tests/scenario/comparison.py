@@ -457,6 +457,15 @@ How to read them:
   ``cell``, which it leaves null (the compute API does not name
   cells). Otherwise every key that differs is listed, as
   nova-orphans-manage's value → the plugin's.
+* *providers list --all*, in the states about resource provider trees:
+  the reason and action of every provider in ``nova-orphans-manage
+  providers list --all``. The test also checked that ``providers clean``
+  deleted exactly the trees marked ``delete_provider`` (every other
+  provider, inventory, trait, aggregate, allocation and generation the
+  same) and that ``allocations restore`` re-created them as they were
+  (generations aside).
+  ``nova-manage placement audit`` has no provider clean-up; the trees
+  still in placement after its ``--delete`` are named.
 """
 
 _PROBLEM_KINDS = (
@@ -564,6 +573,21 @@ def _summary(scenarios):
             len(scenarios),
             sum(1 for s in scenarios.values()
                 if not any(_changes_action(d) for d in s.osc))),
+        79, break_on_hyphens=False) + '\n' + _provider_summary(scenarios)
+
+
+def _provider_summary(scenarios):
+    trees = [s for s in scenarios.values()
+             if any(p[2] != 'none' for p in s.providers)]
+    if not trees:
+        return ''
+    return '\n' + textwrap.fill(
+        'In %d of the %d states with a provider tree nova left behind, '
+        '``nova-manage placement audit --delete`` left the tree in '
+        'placement; ``nova-orphans-manage providers clean`` deleted it in '
+        'all %d.' % (
+            sum(1 for s in trees if s.audit_leaves_providers), len(trees),
+            len(trees)),
         79, break_on_hyphens=False) + '\n'
 
 
