@@ -163,7 +163,7 @@ def _delete_provider(outdir, name, rp_api, rp, host):
     return resp.status_code
 
 
-def walkthrough(outdir, conf, rp_api, nodes):
+def walkthrough(outdir, conf, rp_api, nodes, nova):
     """The admin guide's session, captured from the running sandbox."""
     os.makedirs(outdir, exist_ok=True)
     journal = os.path.join(os.path.dirname(conf), 'journal.jsonl')
@@ -176,8 +176,10 @@ def walkthrough(outdir, conf, rp_api, nodes):
         ('06-list-after', ['allocations', 'list'], 0),
         ('07-restore', ['allocations', 'restore', '--journal', journal], 4),
         ('08-list-restored', ['allocations', 'list', '--all'], 3),
-        ('09-clean-host', ['allocations', 'clean', '--host', 'devstack1',
-                           '--journal', journal + '.2'], 4),
+        ('10-providers-list', ['providers', 'list'], 3),
+        ('11-providers-clean', ['providers', 'clean', '--host', 'devstack1',
+                                '--journal', journal + '.2'], 4),
+        ('12-providers-list-after', ['providers', 'list', '--all'], 0),
     ]
     failures = []
     for name, argv, want in steps:
@@ -185,17 +187,32 @@ def walkthrough(outdir, conf, rp_api, nodes):
                 outdir, '03-delete-provider-409', rp_api,
                 nodes['devstack1:eth0'], 'devstack1:eth0') != 409:
             failures.append('03-delete-provider-409')
+        if name == '10-providers-list':
+            _delete_service(outdir, '09-delete-service', nova, 'devstack1')
         rc = _capture(outdir, name, conf, argv)
         if rc != want:
             failures.append('%s: exit code %d, expected %d' % (
                 name, rc, want))
-    # Children first: placement refuses to delete a parent.
-    for rp, name in ((nodes['devstack1:eth0'], 'devstack1:eth0'),
-                     (nodes['devstack1'], 'devstack1')):
-        if _delete_provider(outdir, '10-delete-provider-' + name.replace(
-                ':', '-'), rp_api, rp, name) != 204:
-            failures.append('10-delete-provider ' + name)
     return failures
+
+
+def _delete_service(outdir, name, nova, host):
+    """What ``openstack compute service delete`` does to nova's rows
+    while allocations remain on the host's provider tree: nova deletes
+    the service and its compute nodes, and gives up on the provider
+    when placement refuses (409).
+    """
+    for table in ('compute_nodes', 'services'):
+        t = nova.table('cell1', table)
+        nova.execute('cell1', t.update().where(t.c.host == host).values(
+            deleted=t.c.id))
+    text = ('$ openstack compute service delete <nova-compute on %s>\n'
+            '(nova deletes the service and its compute node; placement '
+            'refuses to delete the provider tree, which still holds '
+            'allocations, and nova leaves it)\n' % host)
+    with open(os.path.join(outdir, name + '.txt'), 'w') as f:
+        f.write(text)
+    print(text)
 
 
 class Stopped(BaseException):
@@ -253,7 +270,8 @@ def sandbox(args):
         for name, consumer in made.items():
             print('  %-24s %s' % (name, consumer))
         if args.walkthrough:
-            failures = walkthrough(args.walkthrough, conf, rp_api, nodes)
+            failures = walkthrough(args.walkthrough, conf, rp_api, nodes,
+                                   nova)
             for failure in failures:
                 print('UNEXPECTED: %s' % failure, file=sys.stderr)
             return 1 if failures else 0

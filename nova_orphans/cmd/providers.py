@@ -11,6 +11,7 @@
 #    under the License.
 """``nova-orphans-manage providers ...``: list, clean."""
 
+import collections
 import sys
 
 from cliff.formatters import table as cliff_table
@@ -86,6 +87,16 @@ def list_summary(rows, unreadable_cells=(), next_command=None):
     if orphans and next_command:
         lines.append(_('Next: %(command)s') % {'command': next_command})
     return lines
+
+
+def repairs_line(outcomes):
+    """What was done to the trees' orphaned allocations first."""
+    counts = collections.Counter(
+        'failed' if o.startswith(output.FAILED) else o for o in outcomes)
+    return _('Orphaned allocations on these trees, repaired first: '
+             '%(outcomes)s.') % {'outcomes': ', '.join(
+                 '%d %s' % (n, o) for o, n in sorted(
+                     counts.items(), key=lambda item: (-item[1], item[0])))}
 
 
 class ProviderCommands(allocations.AllocationCommands):
@@ -245,6 +256,8 @@ class ProviderCommands(allocations.AllocationCommands):
         if repairer.conflicts:
             print(actions.other_writers_note(repairer.conflicts),
                   file=sys.stderr)
+        if cleaner.repair_outcomes and self.cmd.format != 'json':
+            self._say([repairs_line(cleaner.repair_outcomes)])
         self._finish_repairs(rows, outcomes,
                              _('No orphaned resource providers found.'))
         if journal_ is not None and journal_.entries:

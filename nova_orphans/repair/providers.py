@@ -113,6 +113,8 @@ class ProviderCleaner:
         self.dry_run = dry_run
         self.max_count = max_count
         self.stop = stop
+        # The outcomes of the trees' orphaned allocations' repairs.
+        self.repair_outcomes = []
 
     def _stopped(self):
         return self.stop is not None and self.stop.is_set()
@@ -143,6 +145,7 @@ class ProviderCleaner:
                    f.reason != reasons.MISSING_ALLOCATIONS]
         repaired, repair_outcomes = (self.repairer.clean(repairs)
                                      if repairs else ([], []))
+        self.repair_outcomes = repair_outcomes
         failed_repairs = {f.root_provider for f, o in zip(repaired,
                                                           repair_outcomes)
                           if o.startswith('failed')}

@@ -207,6 +207,9 @@ class CleanProviderOrphan(orphan._Repairing, _ProvidersAudited):
             finally:
                 if journal_ is not None:
                     journal_.close()
+        if cleaner.repair_outcomes:
+            self.app.stderr.write(providers_cmd.repairs_line(
+                cleaner.repair_outcomes) + '\n')
         if repairer.conflicts:
             self.app.stderr.write(
                 actions.other_writers_note(repairer.conflicts) + '\n')

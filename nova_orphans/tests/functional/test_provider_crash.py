@@ -1,0 +1,105 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``providers clean`` killed with SIGKILL between its allocation repairs
+and its provider deletes (see test_crash.py for the method).
+
+A deleted compute node's tree, a root and a child, holds one unknown
+consumer. clean repairs the consumer, then deletes the child, then the
+root. It is killed while the proxy holds the child's DELETE: before it
+is sent (dropped: never sent), on its way (forwarded after the kill),
+or after placement applied it. The operator's recovery: ``providers
+clean`` again finishes the job; restoring the rerun's journal, then the
+killed run's, puts placement back exactly as it was (generations
+aside).
+"""
+
+import json
+import os
+
+from nova_orphans.repair import journal as journal_mod
+from nova_orphans.tests.functional import processes
+from nova_orphans.tests.functional import test_providers
+
+
+class ProviderCrashTestCase(test_providers.ProvidersTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.proxy = self.useFixture(
+            processes.HoldingProxy(self.placement.endpoint))
+        self.conf_file = self.nova.write_nova_conf(
+            os.path.join(self.tmp, 'held.conf'), self.proxy.endpoint,
+            extra={'nova_orphans': {'state_path': self.state_path,
+                                    'cell_timeout': '20'},
+                   'placement': {'timeout': '30'}})
+        self.root, self.agent, self.pf = self.dead_tree()
+        self.before = self.providers_state()
+        self.killed = os.path.join(self.tmp, 'killed.jsonl')
+        self.rerun = os.path.join(self.tmp, 'rerun.jsonl')
+
+    def argv(self, *argv):
+        return ('--config-file', self.conf_file) + argv + (
+            '--format', 'json')
+
+    def kill_at_child_delete(self, when, forward):
+        hold = self.proxy.hold('DELETE', '/resource_providers/%s' % self.pf,
+                               when=when)
+        proc = processes.start(*self.argv('providers', 'clean',
+                                          '--journal', self.killed))
+        hold.wait(proc)
+        entries = journal_mod.read(self.killed)
+        # The consumer was repaired, and the child's record is on disk
+        # before its DELETE is sent.
+        self.assertEqual(['delete_consumer', 'delete_provider'],
+                         [e['action'] for e in entries])
+        self.assertEqual(self.pf, entries[1]['provider']['uuid'])
+        err = processes.kill(proc)
+        self.assertNotIn('Traceback', err)
+        hold.release(forward)
+        self.proxy.wait_idle()
+
+    def recover(self, child_deleted):
+        providers, _allocs = self.providers_state()
+        self.assertEqual(not child_deleted, self.pf in providers)
+        self.assertIn(self.root, providers)
+        rc, out, err = processes.run(*self.argv(
+            'providers', 'clean', '--journal', self.rerun))
+        self.assertEqual(4, rc, err)
+        done = [(r['uuid'], r['outcome']) for r in json.loads(out)]
+        self.assertEqual(
+            [(self.root, 'done'), (self.agent, 'done'),
+             (self.pf, 'done')] if not child_deleted else
+            [(self.root, 'done'), (self.agent, 'done')], done)
+        self.assertEqual([self.live], list(self.providers_state()[0]))
+        for journal in (self.rerun, self.killed):
+            rc, out, err = processes.run(*self.argv(
+                'allocations', 'restore', '--journal', journal))
+            self.assertEqual(4, rc, err)
+        self.assertEqual(self.before, self.providers_state())
+
+    def test_killed_before_delete_sent(self):
+        self.kill_at_child_delete('before', forward=False)
+        self.recover(child_deleted=False)
+
+    def test_killed_while_delete_on_its_way(self):
+        self.kill_at_child_delete('before', forward=True)
+        self.recover(child_deleted=True)
+
+    def test_killed_after_delete_applied(self):
+        self.kill_at_child_delete('after', forward=True)
+        self.recover(child_deleted=True)
+
+    # The tests of the base class run once, there.
+    for name in dir(test_providers.ProvidersTestCase):
+        if name.startswith('test_'):
+            locals()[name] = None
+    del name
