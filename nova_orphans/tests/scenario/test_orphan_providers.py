@@ -390,7 +390,7 @@ class ServiceDeletedTest(ProviderCycleTestCase):
             'resource', 'provider', 'orphan', 'clean', '--journal', journal,
             '-f', 'json')
         self.assertEqual(0, rc, err)
-        self.assertEqual([self.child1, self.rp1], sorted(
+        self.assertEqual(sorted([self.child1, self.rp1]), sorted(
             r['uuid'] for r in json.loads(out)))
         self.assertEqual(self.without_trees(before, {self.rp1, self.child1}),
                          self.placement_dump())
