@@ -23,6 +23,9 @@ function check_nova_orphans {
     # A fresh cloud has no orphans: both front ends must agree (exit 0).
     openstack allocation orphan list
     nova-orphans-manage --config-file "$NOVA_CONF" allocations list
+    # Nor provider trees of deleted compute nodes.
+    openstack resource provider orphan list
+    nova-orphans-manage --config-file "$NOVA_CONF" providers list
 }
 
 function cleanup_nova_orphans {

@@ -470,11 +470,14 @@ class AllocationCommands:
     def restore(self):
         """Put back what a "clean" run changed, newest change first.
 
-        A consumer that changed since the repair is refused and
-        reported, never overwritten. Returns 0 nothing to do, 3 would
-        restore (--dry-run), 4 all restored, 1 something refused or
-        failed, 130/143 stopped by SIGINT/SIGTERM (run it again for
-        the rest).
+        Journals of "allocations clean" and "providers clean" alike: a
+        deleted provider is re-created (parents first) before the
+        allocations that were on it, and refused if a provider with its
+        uuid or name exists again. A consumer that changed since the
+        repair is refused and reported, never overwritten. Returns 0
+        nothing to do, 3 would restore (--dry-run), 4 all restored, 1
+        something refused or failed, 130/143 stopped by SIGINT/SIGTERM
+        (run it again for the rest).
         """
         client = self._client()
         entries = restore_mod.load(

@@ -71,9 +71,18 @@ INSTANCE_MAPPINGS = _table('instance_mappings', 'instance_uuid', 'cell_id',
 BUILD_REQUESTS = _table('build_requests', 'instance_uuid', database='api')
 COMPUTE_NODES = _table('compute_nodes', 'id', 'uuid', 'host',
                        'hypervisor_hostname', 'hypervisor_type', 'deleted')
-# Archived nodes: their provider trees may still be in placement.
+# Archived nodes: their provider trees may still be in placement. Read
+# with the live ones, in the same statement.
 SHADOW_COMPUTE_NODES = _table('shadow_compute_nodes', 'uuid', 'host',
                               'hypervisor_hostname', 'hypervisor_type')
+_COMPUTE_NODES_READ = sa.union_all(
+    sa.select(COMPUTE_NODES, sa.literal_column('0').label('shadow')),
+    sa.select(sa.null().label('id'), SHADOW_COMPUTE_NODES.c.uuid,
+              SHADOW_COMPUTE_NODES.c.host,
+              SHADOW_COMPUTE_NODES.c.hypervisor_hostname,
+              SHADOW_COMPUTE_NODES.c.hypervisor_type,
+              sa.literal_column('1').label('deleted'),
+              sa.literal_column('1').label('shadow')))
 SERVICES = _table('services', 'host', 'binary', 'disabled', 'forced_down',
                   'deleted')
 _INSTANCE_COLUMNS = ('uuid', 'host', 'node', 'vm_state', 'task_state',
@@ -480,15 +489,20 @@ class _CellRead:
     def live(self):
         self.node_ids = {}
         rows = db_utils.driver_rows
+        archived = []
         for (id_, uuid, host, hypervisor_hostname, hypervisor_type,
-             deleted) in rows(self.db, sa.select(COMPUTE_NODES)):
+             deleted, shadow) in rows(self.db, _COMPUTE_NODES_READ):
+            if shadow:
+                archived.append((uuid, host, hypervisor_hostname,
+                                 hypervisor_type))
+                continue
             self.node_ids[id_] = uuid
             self.nodes[uuid] = model.ComputeNode(
                 uuid=uuid, host=host, hypervisor_hostname=hypervisor_hostname,
                 hypervisor_type=hypervisor_type, cell=self.cell,
                 deleted=bool(deleted))
-        for uuid, host, hypervisor_hostname, hypervisor_type in rows(
-                self.db, sa.select(SHADOW_COMPUTE_NODES)):
+        for uuid, host, hypervisor_hostname, hypervisor_type in archived:
+            # An archived row under the uuid of a live one is its past.
             if uuid and uuid not in self.nodes:
                 self.nodes[uuid] = model.ComputeNode(
                     uuid=uuid, host=host,

@@ -251,18 +251,33 @@ def _same(current, record):
         'aggregates'))
 
 
-def restore_provider(client, entry, dry_run=False):
+def restore_provider(client, entry, dry_run=False, not_back=None):
     """Re-create one journaled provider exactly; its outcome.
 
     A provider with that uuid or that name existing again is refused and
     reported: nova or an operator made it since, and whatever it is, the
     restore must not overwrite or duplicate it. One identical in every
     recorded field but its generation is a restore already made.
+
+    ``not_back``: the set of the providers the run could not put back;
+    a provider whose parent is one is refused (it would hang under
+    someone else's provider), and one that is not put back is added.
     """
+    outcome = _restore_provider(client, entry, dry_run, not_back or set())
+    if not_back is not None and outcome.startswith(actions.failed('')):
+        not_back.add(entry['provider']['uuid'])
+    return outcome
+
+
+def _restore_provider(client, entry, dry_run, not_back):
     if entry.get('applied') is False:
         return actions.skipped(_('never applied (%(reason)s)') %
                                {'reason': entry.get('reason')})
     record = entry['provider']
+    parent = record.get('parent_provider_uuid')
+    if parent in not_back:
+        return actions.failed(_('refused: parent %(parent)s not put '
+                                'back') % {'parent': parent})
     try:
         current = read_record(client, record['uuid'])
         if current is not None:

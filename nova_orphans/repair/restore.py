@@ -123,6 +123,9 @@ def restore(client, entries, dry_run=False, concurrency=8, progress=None,
     """
     state = _Placement(placement_api.PlacementAPIReader(client), dry_run)
     results = []
+    # Providers this run could not put back: nothing goes on them, or
+    # under them (a provider now under that uuid is someone else's).
+    not_back = set()
     if progress:
         progress.stage(_('journal entries restored'), len(entries))
     with concurrent.futures.ThreadPoolExecutor(max(1, concurrency)) as pool:
@@ -133,10 +136,11 @@ def restore(client, entries, dry_run=False, concurrency=8, progress=None,
                 # A provider comes back before what was allocated on it
                 # (older entries), and its parent (newer) before it.
                 outcomes = [providers_mod.restore_provider(
-                    client, batch[0], dry_run=dry_run)]
+                    client, batch[0], dry_run=dry_run, not_back=not_back)]
             else:
-                outcomes = _restore_batch(client, state, batch, dry_run,
-                                          pool, stop)
+                outcomes = _restore_allocations(client, state, batch,
+                                                dry_run, pool, stop,
+                                                not_back)
             for entry, outcome in zip(batch, outcomes):
                 finding = (model.ProviderFinding if 'provider' in entry
                            else model.Finding)
@@ -147,6 +151,25 @@ def restore(client, entries, dry_run=False, concurrency=8, progress=None,
     if progress:
         progress.finish()
     return results
+
+
+def _restore_allocations(client, state, batch, dry_run, pool, stop,
+                         not_back):
+    """_restore_batch, but for the entries that would put allocations
+    back on a provider this run could not re-create: refused.
+    """
+    blocked = {}
+    for i, entry in enumerate(batch):
+        missing = _providers([entry]) & not_back
+        if missing:
+            blocked[i] = actions.failed(
+                _('refused: provider(s) %(providers)s not put back') %
+                {'providers': ', '.join(sorted(missing))})
+    rest = [e for i, e in enumerate(batch) if i not in blocked]
+    done = iter(_restore_batch(client, state, rest, dry_run, pool, stop)
+                if rest else ())
+    return [blocked[i] if i in blocked else next(done)
+            for i in range(len(batch))]
 
 
 def _batches(entries):

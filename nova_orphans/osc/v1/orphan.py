@@ -334,7 +334,11 @@ class CleanOrphan(_Repairing, _Audited):
 class RestoreOrphan(_Repairing, command.Lister):
     """Put back what a "clean" run changed, newest change first.
 
-    A consumer that changed since the repair is refused and reported,
+    Journals of "allocation orphan clean" and "resource provider orphan
+    clean" alike: a deleted provider is re-created (parents first)
+    before the allocations that were on it, and refused if a provider
+    with its uuid or name exists again. A consumer that changed since
+    the repair is refused and reported,
     never overwritten; the command then exits 1 after restoring the
     rest.
     """

@@ -189,6 +189,12 @@ class ProvidersTestCase(base.FunctionalTestCase):
                           (pf, 'deleted_compute_node')],
                          [(r['uuid'], r['reason']) for r in rows])
         self.assertIn('shadow_compute_nodes', rows[0]['details'])
+        # Still nova's node: the stranger there is an orphan.
+        rc, allocs = self.run_json('allocations', 'list', '--all')
+        self.assertEqual({(root, 'unknown_consumer'),
+                          (pf, 'unknown_consumer')},
+                         {(r['resource_provider'], r['reason'])
+                          for r in allocs if r['consumer'] == STRANGER})
 
     def test_unreadable_cell_is_unverifiable(self):
         root, agent, pf = self.dead_tree()
@@ -311,6 +317,80 @@ class ProvidersTestCase(base.FunctionalTestCase):
         rc, rows = self.run_json('allocations', 'restore',
                                  '--journal', self.journal)
         self.assertEqual(4, rc, self.stderr)
+
+    def test_node_back_during_clean_keeps_tree(self):
+        root, agent, pf = self.dead_tree()
+
+        def come_back():
+            # nova-compute restarts and undeletes its node, same uuid.
+            self.nova.execute('cell1', 'UPDATE compute_nodes SET deleted = '
+                              "0 WHERE uuid = '%s'" % root)
+        self.proxy.inject('PUT', '/allocations/%s$' % STRANGER,
+                          before=come_back)
+        rc, rows = self.run_json('providers', 'clean',
+                                 '--journal', self.journal)
+        self.assertEqual(3, rc, self.stderr)
+        for row in rows:
+            self.assertTrue(row['outcome'].startswith(
+                'skipped: now live_compute_node: '), row['outcome'])
+        self.assertEqual([], self.proxy.requests('DELETE'))
+        self.assertEqual(4, len(self.providers_state()[0]))
+
+    def test_max_count_counts_trees(self):
+        first = self.dead_tree('dead1')[0]
+        second = self.add_node('dead2')
+        self.nova.execute('cell1', 'UPDATE compute_nodes SET deleted = id '
+                          "WHERE uuid = '%s'" % second)
+        rc, rows = self.run_json('providers', 'clean', '--max-count', '1',
+                                 '--journal', self.journal)
+        self.assertEqual(4, rc, self.stderr)
+        self.assertEqual(
+            {first: 'done', second: 'skipped: --max-count reached'},
+            {r['uuid']: r['outcome'] for r in rows
+             if r['uuid'] == r['root_provider']})
+        self.assertIn(second, self.providers_state()[0])
+        rc, _out, err = self.manage('providers', 'clean', '--max-count', '0')
+        self.assertEqual(
+            (127, 'Invalid input: --max-count must be at least 1\n'),
+            (rc, err))
+
+    def test_restore_refuses_same_uuid_back(self):
+        root, agent, pf = self.dead_tree()
+        rc, rows = self.run_json('providers', 'clean',
+                                 '--journal', self.journal)
+        self.assertEqual(4, rc, self.stderr)
+        self.placement.create_provider('dead1-again', uuid=root)
+        rc, rows = self.run_json('allocations', 'restore',
+                                 '--journal', self.journal)
+        self.assertEqual(1, rc, self.stderr)
+        # Nothing is hung under, or allocated on, someone else's
+        # provider.
+        self.assertEqual([
+            (root, 'failed: refused: provider %s exists again' % root),
+            (agent, 'failed: refused: parent %s not put back' % root),
+            (pf, 'failed: refused: parent %s not put back' % agent),
+            # Too long for a row: said once on stderr.
+            (STRANGER, 'failed: error 1'), (STRANGER, 'failed: error 1')],
+            [(r.get('uuid') or r.get('consumer'), r['outcome'])
+             for r in rows])
+        self.assertIn('Error 1 (2 row(s)): refused: provider(s) %s, %s not '
+                      'put back\n' % tuple(sorted([root, pf])), self.stderr)
+        providers, allocations = self.providers_state()
+        self.assertEqual('dead1-again', providers[root]['name'])
+        self.assertEqual({self.live, root}, set(providers))
+        self.assertEqual({}, allocations)
+
+    def test_bad_input(self):
+        rc, out, err = self.manage('providers', 'list',
+                                   '--resource-provider', 'nope')
+        self.assertEqual((127, ''), (rc, out))
+        self.assertEqual('Invalid input: Resource provider nope is not a '
+                         'valid UUID\n', err)
+        rc, out, err = self.manage(
+            'providers', 'list', '--resource-provider', STRANGER)
+        self.assertEqual(127, rc)
+        self.assertEqual('Invalid input: resource provider %s does not '
+                         'exist\n' % STRANGER, err)
 
 
 MariaDBProvidersTestCase = base.on_mariadb(ProvidersTestCase,

@@ -71,7 +71,10 @@ class DevstackPluginTestCase(base.BaseTestCase):
             ['echo_summary Checking placement allocations with nova-orphans',
              'openstack allocation orphan list',
              'nova-orphans-manage --config-file /etc/nova/nova.conf '
-             'allocations list'],
+             'allocations list',
+             'openstack resource provider orphan list',
+             'nova-orphans-manage --config-file /etc/nova/nova.conf '
+             'providers list'],
             self.phase('stack', 'test-config'))
 
     def test_clean(self):
