@@ -30,7 +30,8 @@ import textwrap
 
 Observed = collections.namedtuple(
     'Observed', 'ours audit_rc audit_flags audit_unknown_nodes audit_delete '
-                'osc')
+                'osc providers audit_leaves_providers',
+    defaults=((), ()))
 
 #: What ``nova-manage placement audit --delete`` did, judged against
 #: ``allocations clean`` in the same state: ``removed`` the allocations it
@@ -38,9 +39,13 @@ Observed = collections.namedtuple(
 #: (empty: the same result).
 AuditDelete = collections.namedtuple('AuditDelete', 'removed problems')
 
+#: ``providers``: (name, reason, action) of every row of ``providers list
+#: --all``, for the scenarios about provider trees;
+#: ``audit_leaves_providers``: those of them ``providers clean`` deletes
+#: and that are still there after ``nova-manage placement audit --delete``.
 Scenario = collections.namedtuple(
     'Scenario', 'title test ours audit_rc audit_flags audit_unknown_nodes '
-                'audit_delete osc')
+                'audit_delete osc providers audit_leaves_providers')
 
 _REGISTRY = {}
 
@@ -135,19 +140,22 @@ def check(test, observed, key=None):
     test.assertEqual(
         Observed(declared.ours, declared.audit_rc, declared.audit_flags,
                  declared.audit_unknown_nodes, declared.audit_delete,
-                 declared.osc),
+                 declared.osc, declared.providers,
+                 declared.audit_leaves_providers),
         observed)
 
 
 def S(title, test, ours, audit_rc=0, audit_flags=(), audit_unknown_nodes=(),
-      audit_removes=(), audit_problems=(), osc=()):
+      audit_removes=(), audit_problems=(), osc=(), providers=(),
+      audit_leaves_providers=()):
     """One scenario; ``osc`` lists ``osc_differences`` (none: the same)."""
     return Scenario(title, test, tuple(sorted(ours)), audit_rc,
                     tuple(sorted(audit_flags)),
                     tuple(sorted(audit_unknown_nodes)),
                     AuditDelete(tuple(sorted(audit_removes)),
                                 tuple(sorted(audit_problems))),
-                    tuple(sorted(osc)))
+                    tuple(sorted(osc)), tuple(sorted(providers)),
+                    tuple(sorted(audit_leaves_providers)))
 
 
 SCENARIOS = collections.OrderedDict()
@@ -266,6 +274,42 @@ SCENARIOS['service_delete_after_clean'] = S(
     audit_rc=3, audit_flags=['migration@host1'],
     audit_removes=['migration@host1'])
 
+SCENARIOS['provider_service_deleted'] = S(
+    'A compute service deleted while its node (with a nested child) holds '
+    'a confirmed resize\'s leftover and a consumer nova never had: nova 34 '
+    'answers 204 and placement keeps the tree (seed 002)',
+    'test_orphan_providers.ServiceDeletedTest.test_service_deleted',
+    ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
+          ('stranger@host1', 'unknown_consumer', 'delete_consumer'),
+          ('stranger@host1-child', 'unknown_consumer', 'delete_consumer'),
+          ('vm1@host2', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['migration@host1', 'stranger@host1'],
+    audit_unknown_nodes=['host1'],
+    audit_removes=['migration@host1', 'stranger@host1'],
+    audit_problems=['leaves the orphan stranger@host1-child'],
+    osc=['migration@host1: host host1 -> null',
+         'stranger@host1: host host1 -> null',
+         'stranger@host1-child: host host1 -> null'],
+    providers=[('host1', 'deleted_compute_node', 'delete_provider'),
+               ('host1-child', 'deleted_compute_node', 'delete_provider'),
+               ('host2', 'live_compute_node', 'none'),
+               ('host2-child', 'live_compute_node', 'none')],
+    audit_leaves_providers=['host1', 'host1-child'])
+SCENARIOS['provider_ironic_node_removed'] = S(
+    'An ironic-style node deleted from ironic while a baremetal server '
+    'forced to deleted in SQL still holds it: the resource tracker deletes '
+    'the compute node, placement keeps the provider',
+    'test_orphan_providers.IronicNodeRemovedTest.test_node_removed',
+    ours=[('vm1@ironic1-node1', 'active_instance', 'none'),
+          ('vm2@ironic1-node2', 'deleted_instance', 'delete_consumer')],
+    audit_unknown_nodes=['ironic1-node2'],
+    audit_problems=['leaves the orphan vm2@ironic1-node2'],
+    osc=['vm2@ironic1-node2: host ironic1 -> null'],
+    providers=[('host1', 'live_compute_node', 'none'),
+               ('ironic1-node1', 'live_compute_node', 'none'),
+               ('ironic1-node2', 'deleted_compute_node', 'delete_provider')],
+    audit_leaves_providers=['ironic1-node2'])
+
 # Look-alikes.
 SCENARIOS['resize_unconfirmed'] = S(
     'A resize awaiting confirmation (VERIFY_RESIZE)',
@@ -343,6 +387,39 @@ SCENARIOS['cell_down'] = S(
     osc=['vm1@host1: cell cell1 -> (down)', 'vm1@host1: details differ',
          'vm2@host2: cell cell1 -> (down)', 'vm2@host2: details differ'])
 
+SCENARIOS['provider_lookalikes'] = S(
+    'Providers next to an orphaned one: a live node, a disabled and a '
+    'forced-down service\'s nodes, a node in another cell, a sharing '
+    'provider, a neutron agent\'s tree; host4 deleted (a stranger\'s '
+    'allocation kept its provider) and reinstalled under its name with a '
+    'new node uuid',
+    'test_orphan_providers.LookAlikeProvidersTest.test_lookalikes',
+    ours=[('vm-host1@host1', 'active_instance', 'none'),
+          ('vm-host2@host2', 'active_instance', 'none'),
+          ('vm-host3@host3', 'active_instance', 'none'),
+          ('vm-host5@host5', 'active_instance', 'none'),
+          ('port1@netnode1:ovs-agent:br-ex', 'unmanaged_provider',
+           'none'),
+          ('stranger@host4', 'unknown_consumer', 'delete_consumer')],
+    audit_rc=3,
+    audit_flags=['port1@netnode1:ovs-agent:br-ex', 'stranger@host4'],
+    audit_unknown_nodes=['host4', 'netnode1:ovs-agent',
+                         'shared-disk'],
+    audit_removes=['port1@netnode1:ovs-agent:br-ex',
+                   'stranger@host4'],
+    audit_problems=['removes the live '
+                    'port1@netnode1:ovs-agent:br-ex'],
+    osc=['stranger@host4: host host4 -> null'],
+    providers=[('host1', 'live_compute_node', 'none'),
+               ('host2', 'live_compute_node', 'none'),
+               ('host3', 'live_compute_node', 'none'),
+               ('host5', 'live_compute_node', 'none'),
+               ('shared-disk', 'unmanaged', 'none'),
+               ('netnode1:ovs-agent', 'unmanaged', 'none'),
+               ('netnode1:ovs-agent:br-ex', 'unmanaged', 'none'),
+               ('host4', 'deleted_compute_node', 'delete_provider')],
+    audit_leaves_providers=['host4'])
+
 # -- rendering ---------------------------------------------------------------
 
 TITLE = 'Comparison with ``nova-manage placement audit``'
@@ -380,6 +457,15 @@ How to read them:
   ``cell``, which it leaves null (the compute API does not name
   cells). Otherwise every key that differs is listed, as
   nova-orphans-manage's value → the plugin's.
+* *providers list --all*, in the states about resource provider trees:
+  the reason and action of every provider in ``nova-orphans-manage
+  providers list --all``. The test also checked that ``providers clean``
+  deleted exactly the trees marked ``delete_provider`` (every other
+  provider, inventory, trait, aggregate, allocation and generation the
+  same) and that ``allocations restore`` re-created them as they were
+  (generations aside).
+  ``nova-manage placement audit`` has no provider clean-up; the trees
+  still in placement after its ``--delete`` are named.
 """
 
 _PROBLEM_KINDS = (
@@ -414,6 +500,10 @@ def _audit_cell(s):
             _rst_code(p) for p in s.audit_delete.problems))
     else:
         lines.append('Same result as ``allocations clean``.')
+    if s.audit_leaves_providers:
+        lines.append('No provider clean-up: %s stay%s in placement.' % (
+            ', '.join('``%s``' % n for n in s.audit_leaves_providers),
+            '' if len(s.audit_leaves_providers) > 1 else 's'))
     return lines
 
 
@@ -425,6 +515,11 @@ def _ours_cell(s):
     for label, reason, action in s.ours:
         if action == 'none':
             lines.append('``%s``: ``%s``, untouched' % (label, reason))
+    if s.providers:
+        lines.append('*providers list --all*: %s.' % '; '.join(
+            '``%s``: ``%s`` → ``%s``' % p if p[2] != 'none' else
+            '``%s``: ``%s``, untouched' % p[:2] for p in sorted(
+                s.providers, key=lambda p: (p[2] == 'none', p))))
     if s.osc:
         lines.append('*openstack allocation orphan list* differs: %s.' %
                      '; '.join(_osc_code(d) for d in s.osc))
@@ -478,6 +573,21 @@ def _summary(scenarios):
             len(scenarios),
             sum(1 for s in scenarios.values()
                 if not any(_changes_action(d) for d in s.osc))),
+        79, break_on_hyphens=False) + '\n' + _provider_summary(scenarios)
+
+
+def _provider_summary(scenarios):
+    trees = [s for s in scenarios.values()
+             if any(p[2] != 'none' for p in s.providers)]
+    if not trees:
+        return ''
+    return '\n' + textwrap.fill(
+        'In %d of the %d states with a provider tree nova left behind, '
+        '``nova-manage placement audit --delete`` left the tree in '
+        'placement; ``nova-orphans-manage providers clean`` deleted it in '
+        'all %d.' % (
+            sum(1 for s in trees if s.audit_leaves_providers), len(trees),
+            len(trees)),
         79, break_on_hyphens=False) + '\n'
 
 

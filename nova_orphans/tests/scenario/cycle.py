@@ -190,7 +190,7 @@ class CycleTestCase(osc.OpenStackClientMixin, base.ScenarioTestCase):
     # -- the cycle ------------------------------------------------------------
 
     def run_cycle(self, expected, clean_args=(), while_clean=None,
-                  reset=False, key=None):
+                  reset=False, key=None, providers=()):
         """Check one scenario end to end; see the module docstring.
 
         ``expected`` is the exact list of rows of ``list --all``
@@ -199,6 +199,9 @@ class CycleTestCase(osc.OpenStackClientMixin, base.ScenarioTestCase):
         cleaned. ``reset`` puts the state back (``restore`` again) after
         ``audit --delete``, for tests that go on from the same state.
         ``key`` names the scenario when the test backs several.
+        ``providers`` is what ``providers list --all`` said in this state
+        ((name, reason, action) rows), for the comparison page, which
+        also records which of the trees to delete audit leaves behind.
         Returns {'before': state, 'cleaned': state after clean}.
         """
         comparison.scenario_of(self, key)
@@ -259,13 +262,18 @@ class CycleTestCase(osc.OpenStackClientMixin, base.ScenarioTestCase):
         self.assertEqual(4 if flagged else 0, rc, out)
         verdict = comparison.judge_delete(
             before, after_clean, self.placement_state(), label)
+        existing = {p['name'] for p in self.providers().values()}
+        left = tuple(sorted(name for name, _reason, action in providers
+                            if action != 'none' and name in existing))
         comparison.check(self, comparison.Observed(
             ours=tuple(sorted((label(r['consumer'], r['resource_provider']),
                                r['reason'], r['action']) for r in expected)),
             audit_rc=audit_rc,
             audit_flags=tuple(sorted(label(c, rp) for c, rp in flagged)),
             audit_unknown_nodes=tuple(sorted(names[u] for u in unknown)),
-            audit_delete=verdict, osc=osc_differences), key)
+            audit_delete=verdict, osc=osc_differences,
+            providers=tuple(sorted(providers)),
+            audit_leaves_providers=left), key)
         if reset:
             self.restore(journal)
             self.assertEqual(before, self.placement_state())
