@@ -13,6 +13,7 @@
 
 import dataclasses
 
+from nova_orphans.engine import claims as claims_mod
 from nova_orphans.engine import index as index_mod
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
@@ -57,7 +58,7 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None,
         inst = instances.get(consumer) if shortcut else None
         if inst is not None and consumer not in migrations:
             provider, node, _sharing = provider_facts[alloc.provider]
-            if rules_mod.plainly_runs_here(inst, node):
+            if rules_mod.plainly_runs_here(inst, node, alloc.provider):
                 if show_runs_here:
                     findings.append(_finding(
                         index, index.owner(consumer), provider, node, alloc,
@@ -94,6 +95,36 @@ def unsettled_candidates(snapshot, findings):
             inst = nova.instances.get(f.instance)
             if inst is not None and not (inst.deleted or inst.archived):
                 candidates.add(f.instance)
+    return candidates
+
+
+def claim_candidates(snapshot):
+    """The live instances whose claims (model.Claims) the rules need.
+
+    Those holding, as their own consumer, classes a port requests on a
+    child provider of the node they run on: only there does
+    rules.leaked_port_allocation judge, and reading an instance's
+    network info and flavor costs queries (or API calls) per instance,
+    so most of a cloud's servers are never read. Instances whose claims
+    were read already are left out.
+    """
+    providers = snapshot.placement.providers
+    nodes = snapshot.nova.compute_nodes
+    instances = snapshot.nova.instances
+    known = snapshot.nova.claims
+    port_classes = claims_mod.PORT_CLASSES
+    candidates = set()
+    for alloc in snapshot.placement.allocations:
+        provider = providers.get(alloc.provider)
+        if provider is None or provider.parent_uuid is None:
+            continue
+        inst = instances.get(alloc.consumer)
+        if (inst is None or inst.uuid in candidates or inst.uuid in known or
+                inst.deleted or inst.archived or
+                port_classes.isdisjoint(alloc.resources)):
+            continue
+        if rules_mod.on_node(inst, nodes.get(provider.root_uuid)):
+            candidates.add(inst.uuid)
     return candidates
 
 

@@ -172,6 +172,30 @@ class Activity:
 
 
 @dataclasses.dataclass(slots=True)
+class Claims:
+    """What a live instance's own requests claim below its node's root.
+
+    Read only for the instances that hold resources a port may have
+    requested on a child provider of their node (see
+    engine.claims.candidates), to prove or disprove that something
+    still claims them (rules.leaked_port_allocation). ``None`` fields
+    could not be read, and the ``*_error`` fields say why (already
+    free of credentials): nothing is then proven either way.
+    """
+
+    # Providers the binding profiles of the instance's ports name.
+    port_providers: typing.Optional[frozenset] = None
+    ports_error: typing.Optional[str] = None
+    # Resource classes the instance's flavor requests, wherever nova
+    # may place them (its own amounts and every ``resources*:`` spec).
+    flavor_classes: typing.Optional[frozenset] = None
+    flavor_error: typing.Optional[str] = None
+    # When nova last wrote the instance's network info (its info cache),
+    # naive UTC; None when not known.
+    network_changed_at: typing.Optional[datetime.datetime] = None
+
+
+@dataclasses.dataclass(slots=True)
 class InstanceMapping:
     instance_uuid: str
     # None while the instance is being scheduled (no cell yet).
@@ -200,6 +224,12 @@ class NovaSnapshot:
     # every instance involved). An instance without one is judged by
     # its vm_state and task_state alone.
     activity: typing.Dict[str, Activity] = dataclasses.field(
+        default_factory=dict)
+    # {instance uuid: Claims}, read only for the live instances holding
+    # what a port may have requested below their node's root (see
+    # engine.claims.candidates). An instance without one has nothing
+    # proven about those allocations.
+    claims: typing.Dict[str, Claims] = dataclasses.field(
         default_factory=dict)
     # Changes nova recorded at or after this instant (UTC, naive as nova
     # stores them) are too recent to act on: the time of the read minus

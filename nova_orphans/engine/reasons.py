@@ -20,8 +20,11 @@ DELETE_CONSUMER = 'delete_consumer'
 REMOVE_PROVIDER = 'remove_provider'
 RETURN_TO_INSTANCE = 'return_to_instance'
 HEAL = 'heal'
+# Only one provider's part of a live instance's own allocation goes.
+TRIM_PROVIDER = 'trim_provider'
 NONE = 'none'
-ACTIONS = (DELETE_CONSUMER, REMOVE_PROVIDER, RETURN_TO_INSTANCE, HEAL, NONE)
+ACTIONS = (DELETE_CONSUMER, REMOVE_PROVIDER, RETURN_TO_INSTANCE, HEAL,
+           TRIM_PROVIDER, NONE)
 
 # Orphan reasons.
 DELETED_INSTANCE = 'deleted_instance'
@@ -31,9 +34,11 @@ STALE_PROVIDER = 'stale_provider'
 FINISHED_MIGRATION = 'finished_migration'
 SHELVED_OFFLOADED = 'shelved_offloaded'
 MISSING_ALLOCATIONS = 'missing_allocations'
+LEAKED_PORT_ALLOCATION = 'leaked_port_allocation'
 ORPHAN_REASONS = (
     DELETED_INSTANCE, UNKNOWN_CONSUMER, EVACUATED_SOURCE, STALE_PROVIDER,
     FINISHED_MIGRATION, SHELVED_OFFLOADED, MISSING_ALLOCATIONS,
+    LEAKED_PORT_ALLOCATION,
 )
 
 # Reasons of allocations that are fine (listed with --all, action none).

@@ -35,6 +35,7 @@ their own through the ``nova_orphans.rules`` entry point namespace.
 
 import collections
 
+from nova_orphans.engine import claims as claims_mod
 from nova_orphans.engine import nova_states
 from nova_orphans.engine import reasons
 from nova_orphans.i18n import _
@@ -341,6 +342,107 @@ def shelved_offloaded(ctx):
     return None
 
 
+def leaked_port_allocation(ctx):
+    """A port's resources a live, settled server holds and nothing claims.
+
+    nova leaks them in two places, and says so in its logs: detaching a
+    port with a resource request (or rolling back a failed attach) when
+    removing its resources from the server's allocation keeps meeting
+    generation conflicts (``remove_resources_from_instance_allocation``),
+    and neutron deleting a bound port with a resource request
+    (``_process_instance_vif_deleted_event``). Either way the server's
+    own consumer keeps the port's resources on a child provider of its
+    node (a bandwidth provider, an SR-IOV physical function) until the
+    server is deleted.
+
+    The proof, all of it required:
+
+    - The allocation is the instance's own (no migration consumer, see
+      the rules before this one), on a provider of its own node's tree
+      that is not the root and not a sharing provider, and holds only
+      classes a port requests (claims.PORT_CLASSES). Anything else on
+      a child (vGPU, PCI devices, accelerators) is not judged here; a
+      provider holding both cannot be trimmed and is ``unverifiable``.
+    - No port claims the provider: no vif in the instance's network
+      info names it in its binding profile's ``allocation`` (a provider
+      uuid, or a dict of request group to provider). A port claims its
+      providers from its binding, before nova writes the network info
+      and until the port is unbound.
+    - The flavor requests none of those classes (its ``resources*:``
+      specs in any group).
+    - Both records were read and parse: an empty or unparsable network
+      info, an unreadable flavor, a network API that cannot be reached
+      prove nothing (``unverifiable``).
+    - nova is not working on the instance: no task state (attach and
+      detach set one), no migration in progress, no event of its latest
+      instance action still running, no change to it or its network
+      info within the grace period (see unsettled). An attach allocates
+      before it binds the port and writes the network info; a detach
+      writes the network info before it removes the resources.
+    """
+    inst = ctx.instance
+    alloc = ctx.allocation
+    if (inst is None or ctx.migration is not None or inst.deleted or
+            inst.archived or ctx.sharing or not ctx.on_instance_node() or
+            alloc.provider == ctx.node.uuid):
+        return None
+    port_classes = claims_mod.PORT_CLASSES.intersection(alloc.resources)
+    if not port_classes:
+        return None
+    found = ctx.index.snapshot.nova.claims.get(inst.uuid)
+    if found is None:
+        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                       _('What the instance\'s ports and flavor claim was '
+                         'not read: nothing proves this child provider\'s '
+                         'allocation is still claimed or not.'))
+    if (found.port_providers is not None and
+            alloc.provider in found.port_providers):
+        return None
+    if (found.flavor_classes is not None and
+            found.flavor_classes & port_classes):
+        return None
+    for error in (found.ports_error, found.flavor_error):
+        if error is not None:
+            return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                           _('No port is known to claim this provider, but '
+                             'nothing proves it: %(why)s.') % {'why': error})
+    others = set(alloc.resources).difference(claims_mod.PORT_CLASSES)
+    if others:
+        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                       _('No port claims this provider, but the allocation '
+                         'also holds %(classes)s, which no port requests: '
+                         'it is not trimmed.') %
+                       {'classes': ', '.join(sorted(others))})
+    verdict = unsettled(ctx)
+    if verdict is not None:
+        return verdict
+    nova = ctx.index.snapshot.nova
+    migs = ctx.index.in_progress.get(inst.uuid)
+    if migs:
+        return Verdict(reasons.ACTIVE_MIGRATION, reasons.NONE,
+                       _('The instance has migration %(migration)s '
+                         '(%(type)s) in progress with status %(status)s.') %
+                       {'migration': migs[0].uuid,
+                        'type': migs[0].migration_type,
+                        'status': migs[0].status})
+    if (nova.recent_since is not None and
+            found.network_changed_at is not None and
+            found.network_changed_at >= nova.recent_since):
+        return Verdict(reasons.IN_PROGRESS, reasons.NONE,
+                       _('nova wrote the instance\'s network info at '
+                         '%(time)s UTC, within [nova_orphans] grace_period '
+                         'of this run. Run again once it settles.') %
+                       {'time': _time(found.network_changed_at)})
+    return Verdict(
+        reasons.LEAKED_PORT_ALLOCATION, reasons.TRIM_PROVIDER,
+        _('No port of the instance claims this provider (its ports\' '
+          'binding profiles name %(providers)s) and its flavor requests '
+          'none of %(classes)s.') % {
+            'providers': ', '.join(sorted(found.port_providers)) or
+            _('no provider'),
+            'classes': ', '.join(sorted(port_classes))})
+
+
 def active_instance(ctx):
     """The instance's own node tree, any sharing provider, or a task."""
     inst = ctx.instance
@@ -372,22 +474,27 @@ _UNSETTLED_STATES = frozenset((nova_states.BUILDING,
                                nova_states.SHELVED_OFFLOADED))
 
 
-def plainly_runs_here(inst, node):
+def plainly_runs_here(inst, node, provider_uuid):
     """Whether DEFAULT_RULES' verdict is ``runs_here()``, at a glance.
 
     For the instance's own allocation (its consumer is no migration) on
     a compute node tree, when every cell could be read: most allocations
-    of a cloud, which classify then spares the whole chain. Every rule
+    of a cloud, which classify then spares the whole chain. Only on the
+    node's root provider: leaked_port_allocation judges its children.
+    Every rule
     before active_instance returns None for a live instance on its own
     node in none of these vm_states: unverifiable (every cell read),
     unmanaged_provider (a node), finished_migration and active_migration
     (no migration consumer; on its node), deleted_instance (live),
-    building, soft_deleted and shelved_offloaded (its vm_state). A rule
+    building, soft_deleted and shelved_offloaded (its vm_state),
+    leaked_port_allocation (the node's root). A rule
     added before active_instance must be reflected here; the unit tests
     compare both ways on every kind of allocation.
     """
     return (not inst.deleted and not inst.archived and
-            inst.vm_state not in _UNSETTLED_STATES and on_node(inst, node))
+            inst.vm_state not in _UNSETTLED_STATES and
+            node is not None and provider_uuid == node.uuid and
+            on_node(inst, node))
 
 
 def evacuated_source(ctx):
@@ -464,6 +571,7 @@ DEFAULT_RULES = (
     soft_deleted,
     active_migration,
     shelved_offloaded,
+    leaked_port_allocation,
     active_instance,
     evacuated_source,
     stale_provider,

@@ -30,6 +30,7 @@ from oslo_serialization import jsonutils
 import sqlalchemy as sa
 
 from nova_orphans import db_utils
+from nova_orphans.engine import claims as claims_mod
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -90,6 +91,10 @@ BLOCK_DEVICES = _table('block_device_mapping', 'instance_uuid', 'boot_index',
                        'destination_type', 'deleted')
 INFO_CACHES = _table('instance_info_caches', 'instance_uuid', 'network_info',
                      'deleted')
+# What a live instance's ports and flavor claim (see model.Claims).
+INFO_CACHE_CLAIMS = _table('instance_info_caches', 'instance_uuid',
+                           'network_info', 'created_at', 'updated_at')
+FLAVOR_CLAIMS = _table('instance_extra', 'instance_uuid', 'flavor')
 # When nova last worked on an instance (see model.Activity).
 INSTANCE_TIMES = _table('instances', 'uuid', 'created_at', 'updated_at')
 MIGRATION_TIMES = _table('migrations', 'instance_uuid', 'created_at',
@@ -344,13 +349,32 @@ class NovaDBReader:
         self._merge_results(snapshot, conns, results)
         return snapshot
 
+    def read_claims(self, snapshot, instance_uuids):
+        """What these live instances' ports and flavor claim (model.Claims).
+
+        A cell that cannot be read now is marked unreadable, which keeps
+        everything it might own from being repaired.
+        """
+        by_cell = {}
+        for uuid in instance_uuids:
+            inst = snapshot.instances.get(uuid)
+            if inst is not None:
+                by_cell.setdefault(inst.cell, set()).add(uuid)
+        conns = [c for c in self._connections if c.uuid in by_cell and
+                 snapshot.cells[c.uuid].readable]
+        results = self._in_cells(
+            conns, lambda read: read.read_claims(by_cell[read.cell]))
+        self._merge_results(snapshot, conns, results)
+        return snapshot
+
     def read_consumers(self, base, consumers):
         """Fresh nova rows for a few consumers, to re-verify before a write.
 
         Cells, compute nodes and services come from ``base`` (the audit's
         snapshot); instances, migrations (including every migration of
         the instances involved), mappings and build requests are read
-        again now, and the activity of every live instance involved.
+        again now, and the activity and claims of every live instance
+        involved.
         """
         consumers = set(consumers)
         mappings, builds = self._api_rows(consumers)
@@ -470,6 +494,7 @@ class _CellRead:
         # uuids whose only row here is a hidden cross-cell copy.
         self.hidden = set()
         self.activity = {}
+        self.claims = {}
         # {compute_nodes.id: uuid}, to turn instances.compute_id around:
         # read by live(), which every later read of the cell follows.
         self.node_ids = node_ids if node_ids is not None else {}
@@ -529,9 +554,31 @@ class _CellRead:
             self._migrations(MIGRATIONS,
                              MIGRATIONS.c.instance_uuid.in_(chunk))
         self.lookup(set(consumers), instance_uuids)
-        return self.read_activity({
-            uuid for uuid, inst in self.instances.items()
-            if not (inst.deleted or inst.archived)})
+        live = {uuid for uuid, inst in self.instances.items()
+                if not (inst.deleted or inst.archived)}
+        self.read_claims(live)
+        return self.read_activity(live)
+
+    def read_claims(self, instance_uuids):
+        """model.Claims of these instances: their info cache's network
+        info (and when nova wrote it) and their current flavor.
+
+        Two look-ups per call, for the few instances that hold a port's
+        classes on a child provider (classify.claim_candidates).
+        """
+        for chunk in db_utils.chunks(instance_uuids):
+            caches = {uuid: (info, created, updated)
+                      for uuid, info, created, updated in self.db.execute(
+                          sa.select(INFO_CACHE_CLAIMS).where(
+                              INFO_CACHE_CLAIMS.c.instance_uuid.in_(chunk)))}
+            flavors = dict(self.db.execute(sa.select(FLAVOR_CLAIMS).where(
+                FLAVOR_CLAIMS.c.instance_uuid.in_(chunk))).all())
+            for uuid in chunk:
+                info, created, updated = caches.get(uuid, (None, None, None))
+                self.claims[uuid] = claims_mod.claims(
+                    info, claims_mod.flavor_record(flavors.get(uuid)),
+                    network_changed_at=_when(updated) or _when(created))
+        return self
 
     def read_activity(self, instance_uuids):
         """model.Activity of these instances, from their rows, their
@@ -686,6 +733,7 @@ def _rank(record, hidden):
 def _merge(snapshot, cell_read, hidden):
     snapshot.compute_nodes.update(cell_read.nodes)
     snapshot.activity.update(cell_read.activity)
+    snapshot.claims.update(cell_read.claims)
     snapshot.services.extend(cell_read.services)
     for mine, theirs in ((cell_read.instances, snapshot.instances),
                          (cell_read.migrations, snapshot.migrations)):

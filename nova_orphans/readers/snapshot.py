@@ -191,6 +191,7 @@ class Audit:
             # "No allocations at all" must look beyond the scope.
             placement.consumers_elsewhere = self._held_elsewhere(
                 snapshot, consumers)
+        self._read_claims(snapshot)
         findings = self._classify(snapshot, shown)
         if shown_records is not None:
             records = shown_records(
@@ -213,6 +214,21 @@ class Audit:
             findings = self._reclassify(snapshot, findings, records, shown)
         self.snapshot = snapshot
         return findings
+
+    def _read_claims(self, snapshot):
+        """What the live instances holding a port's classes below their
+        node's root claim (rules.leaked_port_allocation), read before
+        classifying: only those instances, most often none.
+
+        A reader that cannot read claims leaves them unread, which the
+        rule takes as nothing proven.
+        """
+        read = getattr(self.nova, 'read_claims', None)
+        if read is None or rules.leaked_port_allocation not in self.rules:
+            return
+        candidates = classify.claim_candidates(snapshot)
+        if candidates:
+            read(snapshot.nova, candidates)
 
     def _classify(self, snapshot, shown):
         """Classify; then, for the orphans held by live instances, read

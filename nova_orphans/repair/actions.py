@@ -56,10 +56,12 @@ DONE = 'done'
 # Consumers re-verified against nova together, in one set of queries.
 BATCH = 100
 WRITE_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER,
-                 reasons.RETURN_TO_INSTANCE, reasons.HEAL)
+                 reasons.RETURN_TO_INSTANCE, reasons.HEAL,
+                 reasons.TRIM_PROVIDER)
 # Actions that change only the consumer's own allocations, never
 # another's: these are written many consumers to a request.
-BATCHED_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER)
+BATCHED_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER,
+                   reasons.TRIM_PROVIDER)
 # Fewer are written one by one, concurrently: as fast for so few, and a
 # refused batch would cost each of its consumers a second read.
 BATCH_MIN = 8

@@ -1,0 +1,229 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``leaked_port_allocation``: a live server's port resources no port claims.
+
+The state is what nova 34 leaves: the server's own consumer holds its
+flavor on the compute node and a port's bandwidth on a provider under
+the node's network agent; the info cache (``instance_info_caches``)
+holds the network info nova wrote, each vif's binding profile naming
+the providers its port was given; ``instance_extra`` holds the flavor.
+"""
+
+import copy
+import datetime
+
+from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional.fixtures import nova_db
+from nova_orphans.tests.functional import test_clean
+
+# The servers' own part on the node: small, so that a dozen fit.
+FLAVOR = {'MEMORY_MB': 256}
+BW = {'NET_BW_EGR_KILOBIT_PER_SEC': 1000, 'NET_BW_IGR_KILOBIT_PER_SEC': 1000}
+BW_INVENTORY = {'NET_BW_EGR_KILOBIT_PER_SEC': 10000,
+                'NET_BW_IGR_KILOBIT_PER_SEC': 10000}
+held = test_clean.held
+vif = nova_db.vif
+
+
+class LeakedPortTestCase(test_clean.RepairTestCase):
+
+    def setUp(self):
+        super().setUp()
+        # nova's tree for a host with the OVS agent: the agent under the
+        # node, a bandwidth provider per bridge under the agent.
+        self.agent = self.add_child(self.host1, 'host1:Open vSwitch agent',
+                                    None)
+        self.bw = self.add_child(self.agent,
+                                 'host1:Open vSwitch agent:br-ex',
+                                 BW_INVENTORY)
+        self.bw2 = self.add_child(self.agent,
+                                  'host1:Open vSwitch agent:br-phy',
+                                  BW_INVENTORY)
+
+    def server(self, network_info, allocations=None, flavor=None,
+               cache_changed_at=None, **kwargs):
+        """A live server on host1 holding ``allocations`` (default: its
+        flavor on host1 and BW on self.bw) with this network info.
+        """
+        vm = self.nova.add_instance('cell1', host='host1', node='host1',
+                                    flavor=flavor, **kwargs)
+        self.allocate(vm, allocations or {self.host1: FLAVOR, self.bw: BW})
+        self.nova.set_network_info('cell1', vm, network_info,
+                                   changed_at=cache_changed_at)
+        return vm
+
+    def leaked_row(self, vm, rp=None, name='host1:Open vSwitch agent:br-ex',
+                   resources=BW):
+        return self.row(vm, rp or self.bw, 'leaked_port_allocation',
+                        'trim_provider', host='host1', name=name,
+                        root=self.host1, resources=resources)
+
+    def test_leak_found_exactly(self):
+        """A server whose one port has no resource request holds a port's
+        bandwidth: the detach nova could not clean up.
+        """
+        port = vif()
+        vm = self.server([port])
+        rc, rows = self.list_json()
+        self.assertEqual(3, rc)
+        details = [r.pop('details') for r in rows]
+        self.assertEqual([self.leaked_row(vm)], rows)
+        self.assertEqual(
+            ['No port of the instance claims this provider (its ports\' '
+             'binding profiles name no provider) and its flavor requests '
+             'none of NET_BW_EGR_KILOBIT_PER_SEC, '
+             'NET_BW_IGR_KILOBIT_PER_SEC.'], details)
+
+    def test_clean_trims_only_that_provider_and_restore_is_exact(self):
+        qos = vif(allocation=self.bw2)
+        vm = self.server([vif(), qos],
+                         {self.host1: FLAVOR, self.bw: BW, self.bw2: BW})
+        other = self.server([vif(allocation=self.bw)])
+        before = self.placement.dump_state()
+
+        rc, rows = self.clean()
+        self.assertEqual(4, rc, self.stderr)
+        self.assertRows([self.done(self.leaked_row(vm))], rows)
+        expected = copy.deepcopy(before)
+        del expected[vm]['allocations'][self.bw]
+        expected[vm]['consumer_generation'] += 1
+        self.assertEqual(expected, self.placement.dump_state())
+        # One generation-checked write of the server's consumer, nothing
+        # else.
+        self.assertEqual([('PUT', '/allocations/%s' % vm)], self.writes())
+        self.assertEqual(before[other], self.placement.dump_state()[other])
+        entry, = self.entries()
+        self.assertEqual('trim_provider', entry['action'])
+
+        rc, restored = self.restore()
+        self.assertEqual(4, rc, self.stderr)
+        self.assertEqual(['done'], [r['outcome'] for r in restored])
+        expected = copy.deepcopy(before)
+        expected[vm]['consumer_generation'] += 2
+        self.assertEqual(expected, self.placement.dump_state())
+
+    def test_clean_rereads_network_info_before_writing(self):
+        """A port claims the provider by the time clean writes: nova's
+        records are read again after placement, and the audit's finding
+        is not acted on.
+        """
+        vm = self.server([vif()])
+        before = self.placement.dump_state()
+        rule = self.proxy.inject(
+            'GET', '/allocations/' + vm, before=lambda:
+            self.nova.set_network_info('cell1', vm,
+                                       [vif(allocation=self.bw)]))
+        rc, rows = self.clean()
+        self.assertEqual(3, rc, self.stderr)
+        self.assertEqual(1, rule.fired)
+        self.assertRows(
+            [self.done(self.leaked_row(vm),
+                       'skipped: no longer trim_provider: now '
+                       'active_instance')], rows)
+        self.assertEqual(before, self.placement.dump_state())
+        self.assertEqual([], self.writes())
+
+    def test_look_alikes_are_never_orphans(self):
+        recent = nova_db._now() - datetime.timedelta(seconds=10)
+        qos_uuid = self.server([vif(), vif(allocation=self.bw)])
+        qos_dict = self.server([vif(allocation={
+            '6b5a3c2e-1d4f-4a8b-9c7d-0e1f2a3b4c5d': self.bw})])
+        empty = self.server([])
+        never_written = self.server(None)
+        garbled = self.server('[{"id": ')
+        detaching = self.server([vif()], task_state='deleting')
+        recent_cache = self.server([vif()], cache_changed_at=recent)
+        pending = self.server([vif()])
+        self.nova.add_instance_action(
+            'cell1', pending, 'detach_interface',
+            events=[('compute_detach_interface', nova_db._settled(), None)])
+        # A node whose root has the bandwidth (no agent tree).
+        host4 = self.add_node('host4', inventory=dict(base.INVENTORY,
+                                                      **BW_INVENTORY))
+        on_root = self.nova.add_instance('cell1', host='host4',
+                                         node='host4')
+        self.allocate(on_root, {host4: dict(FLAVOR, **BW)})
+        self.nova.set_network_info('cell1', on_root, [vif()])
+        flavor_claims = self.server(
+            [vif()], flavor={'extra_specs': {
+                'resources1:NET_BW_EGR_KILOBIT_PER_SEC': '1000'}})
+        gpu = self.add_child(self.host1, 'host1_pci_0000_81_00_0',
+                             {'VGPU': 4})
+        vgpu = self.server(
+            [vif()], {self.host1: FLAVOR, gpu: {'VGPU': 1}},
+            flavor={'extra_specs': {'resources:VGPU': '1'}})
+        rc, rows = self.list_json('--all')
+        verdicts = {(r['consumer'], r['resource_provider']):
+                    (r['reason'], r['action']) for r in rows}
+        fine = ('active_instance', 'none')
+        unverifiable = ('unverifiable', 'none')
+        in_progress = ('in_progress', 'none')
+        self.assertEqual({
+            (qos_uuid, self.bw): fine,
+            (qos_dict, self.bw): fine,
+            (empty, self.bw): unverifiable,
+            (never_written, self.bw): unverifiable,
+            (garbled, self.bw): unverifiable,
+            (detaching, self.bw): in_progress,
+            (recent_cache, self.bw): in_progress,
+            (pending, self.bw): in_progress,
+            (on_root, host4): fine,
+            (flavor_claims, self.bw): fine,
+            (vgpu, gpu): fine,
+        }, {k: v for k, v in verdicts.items() if k[1] != self.host1})
+        self.assertEqual(0, rc)
+
+    def test_sharing_provider_is_not_judged(self):
+        agg = '7d5e4c3b-2a19-4f08-8e7d-6c5b4a392817'
+        host3 = self.add_node('host3', aggregates=[agg])
+        shared = self.placement.create_provider(
+            'shared-bw', inventory=BW_INVENTORY,
+            traits=['MISC_SHARES_VIA_AGGREGATE'], aggregates=[agg])
+        vm = self.nova.add_instance('cell1', host='host3', node='host3')
+        self.allocate(vm, {host3: FLAVOR, shared: BW})
+        self.nova.set_network_info('cell1', vm, [vif()])
+        rc, rows = self.list_json('--all')
+        self.assertEqual({(host3, 'active_instance'),
+                          (shared, 'active_instance')},
+                         {(r['resource_provider'], r['reason'])
+                          for r in rows if r['consumer'] == vm})
+
+    def test_server_moving_is_not_judged(self):
+        vm = self.server([vif()])
+        self.nova.add_migration('cell1', vm, status='running',
+                                migration_type='live-migration',
+                                source_compute='host1', source_node='host1',
+                                dest_compute='host2', dest_node='host2')
+        rc, rows = self.list_json('--all')
+        self.assertEqual([('active_migration', 'none')],
+                         [(r['reason'], r['action']) for r in rows
+                          if r['consumer'] == vm and
+                          r['resource_provider'] == self.bw])
+
+    def test_unreadable_flavor_is_unverifiable(self):
+        vm = self.server([vif()])
+        extra = self.nova.table('cell1', 'instance_extra')
+        self.nova.execute('cell1', extra.update().where(
+            extra.c.instance_uuid == vm).values(flavor=None))
+        rc, rows = self.list_json('--all')
+        row, = [r for r in rows if r['consumer'] == vm and
+                r['resource_provider'] == self.bw]
+        self.assertEqual(('unverifiable', 'none'),
+                         (row['reason'], row['action']))
+        self.assertEqual('No port is known to claim this provider, but '
+                         'nothing proves it: the instance\'s flavor cannot '
+                         'be read.', row['details'])
+
+
+MariaDBLeakedPortTestCase = base.on_mariadb(
+    LeakedPortTestCase, 'test_leak_found_exactly',
+    'test_clean_trims_only_that_provider_and_restore_is_exact')
