@@ -279,17 +279,17 @@ SCENARIOS['port_detach_leak'] = S(
     '(nova: ``AllocationUpdateFailed``, "you can use nova-manage placement '
     'audit")',
     'test_port_leaks.PortLeakTest.test_detach_cleanup_fails',
-    ours=_LEAKED)
+    ours=_LEAKED, audit_problems=['leaves the orphan %s' % _BR_EX])
 SCENARIOS['port_attach_rollback_leak'] = S(
     'The same port\'s attach fails in the driver, and so does the removal '
     'of its bandwidth when nova rolls the attach back',
     'test_port_leaks.PortLeakTest.test_attach_rollback_fails',
-    ours=_LEAKED)
+    ours=_LEAKED, audit_problems=['leaves the orphan %s' % _BR_EX])
 SCENARIOS['port_deleted_leak'] = S(
     'neutron deletes the bound port (``network-vif-deleted``; nova: "the '
     'resource allocation ... are leaked until the server ... is deleted")',
     'test_port_leaks.PortLeakTest.test_bound_port_deleted_in_neutron',
-    ours=_LEAKED)
+    ours=_LEAKED, audit_problems=['leaves the orphan %s' % _BR_EX])
 
 # Look-alikes.
 SCENARIOS['resize_unconfirmed'] = S(
