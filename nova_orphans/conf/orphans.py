@@ -51,8 +51,9 @@ ORPHANS_OPTS = [
                     'requests.'),
     cfg.IntOpt('grace_period', default=DEFAULT_GRACE_PERIOD, min=0,
                help='Seconds after nova last changed a live instance, one '
-                    'of its migrations or its latest instance action, '
-                    'during which none of its allocations is repaired '
+                    'of its migrations, its latest instance action or (for '
+                    'leaked_port_allocation) its network info, during '
+                    'which none of its allocations is repaired '
                     '(they are listed as "in_progress"). nova changes its '
                     'database and placement in separate steps: a move '
                     'whose status says it is over may still have its '

@@ -17,10 +17,12 @@ it loads next to osc-placement (API name ``placement``, global option
 It adds no global option: both services are driven at microversions the
 code picks and checks, which are not the operator's choice.
 
-``make_client`` returns both clients the commands need, each a
-keystoneauth adapter on osc's session whose endpoint is looked up the
-way openstacksdk does it, so ``placement_endpoint_override`` and
-``compute_endpoint_override`` in clouds.yaml are honoured.
+``make_client`` returns the clients the commands need (placement,
+compute, and network for the ports' bindings), each a keystoneauth
+adapter on osc's session whose endpoint is looked up the way
+openstacksdk does it, so ``placement_endpoint_override``,
+``compute_endpoint_override`` and ``network_endpoint_override`` in
+clouds.yaml are honoured.
 """
 
 import logging
@@ -28,6 +30,7 @@ import logging
 from keystoneauth1 import adapter as ks_adapter
 
 from nova_orphans.clients import compute
+from nova_orphans.clients import network
 from nova_orphans.clients import placement
 
 LOG = logging.getLogger(__name__)
@@ -41,9 +44,11 @@ API_VERSIONS = ('1',)
 class Clients:
     """The placement and compute clients of one ``openstack`` run."""
 
-    def __init__(self, placement_client, compute_client):
+    def __init__(self, placement_client, compute_client,
+                 network_client=None):
         self.placement = placement_client
         self.compute = compute_client
+        self.network = network_client
 
 
 def adapter(instance, service_type):
@@ -65,7 +70,8 @@ def adapter(instance, service_type):
 def make_client(instance):
     LOG.debug('Instantiating nova-orphans placement and compute clients')
     return Clients(placement.PlacementClient(adapter(instance, 'placement')),
-                   compute.ComputeClient(adapter(instance, 'compute')))
+                   compute.ComputeClient(adapter(instance, 'compute')),
+                   network.NetworkClient(adapter(instance, 'network')))
 
 
 def build_option_parser(parser):

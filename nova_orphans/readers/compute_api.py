@@ -46,7 +46,9 @@ import datetime
 from oslo_log import log as logging
 
 from nova_orphans.clients import compute
+from nova_orphans.clients import network as network_mod
 from nova_orphans.conf import orphans as orphans_conf
+from nova_orphans.engine import claims as claims_mod
 from nova_orphans.engine import model
 from nova_orphans.i18n import _
 from nova_orphans.readers import snapshot as snapshot_mod
@@ -147,8 +149,12 @@ def when(text):
 class ComputeAPIReader:
 
     def __init__(self, client, concurrency=8,
-                 grace_period=orphans_conf.DEFAULT_GRACE_PERIOD):
+                 grace_period=orphans_conf.DEFAULT_GRACE_PERIOD,
+                 network=None):
         self.client = client
+        # A clients.network.NetworkClient, for the ports' bindings (see
+        # read_claims); without one, no port claim is ever proven.
+        self.network = network
         self.concurrency = concurrency
         self.grace_period = datetime.timedelta(seconds=grace_period)
 
@@ -273,9 +279,10 @@ class ComputeAPIReader:
             cells=dict(base.cells), compute_nodes=base.compute_nodes,
             services=base.services)
         self._read_fresh(snapshot, base, consumers)
-        return self.read_activity(snapshot, [
-            uuid for uuid, inst in snapshot.instances.items()
-            if not (inst.deleted or inst.archived)])
+        live = [uuid for uuid, inst in snapshot.instances.items()
+                if not (inst.deleted or inst.archived)]
+        self.read_claims(snapshot, live)
+        return self.read_activity(snapshot, live)
 
     def _read_fresh(self, snapshot, base, consumers):
         todo = set()
@@ -349,6 +356,65 @@ class ComputeAPIReader:
         return uuid, model.Activity(changed_at=changed,
                                     pending_event=pending,
                                     pending_since=since)
+
+    # What a live server's ports and flavor claim ---------------------------
+
+    def read_claims(self, snapshot, instance_uuids):
+        """model.Claims of these live servers: the flavor embedded in the
+        server (2.47+), and the ports' binding profiles from the network
+        API, as nova's network info holds them.
+
+        The compute API does not show when nova last wrote a server's
+        network info; its ports come from the network API itself, and
+        its interface list (``os-interface``, which nova reads from the
+        network API too) must name the same ports: a port being
+        attached or detached between the two reads proves nothing.
+        """
+        for uuid, found in self._map(self._claims, sorted(instance_uuids)):
+            snapshot.claims[uuid] = found
+        return snapshot
+
+    def _claims(self, uuid):
+        server = self.client.get_or_none('/servers/%s' % uuid)
+        if server is None:
+            return uuid, claims_mod.claims(
+                None, None, ports_error=_('the server is gone'),
+                flavor_error=_('the server is gone'))
+        embedded = server['server'].get('flavor')
+        try:
+            record = flavor(embedded) if embedded else None
+        except (KeyError, TypeError):
+            record = None
+        try:
+            network_info = self._network_info(uuid)
+            ports_error = None
+        except (compute.ComputeError, network_mod.NetworkError) as e:
+            LOG.warning('Ports of server %(server)s: %(error)s',
+                        {'server': uuid, 'error': e})
+            network_info = None
+            ports_error = _('the network API could not be read (%(error)s)'
+                            ) % {'error': e}
+        return uuid, claims_mod.claims(network_info, record,
+                                       ports_error=ports_error)
+
+    def _network_info(self, uuid):
+        """The server's ports as nova's network info would show them
+        (``id`` and ``profile``); raises when no proof can be had.
+        """
+        if self.network is None:
+            raise network_mod.NetworkError(
+                method='GET', url='/ports',
+                reason=_('no network API client'))
+        attached = {doc.get('port_id') for doc in self.client.get(
+            '/servers/%s/os-interface' % uuid)['interfaceAttachments']}
+        ports = self.network.server_ports(uuid)
+        if attached != {p.get('id') for p in ports}:
+            raise network_mod.NetworkError(
+                method='GET', url='/ports',
+                reason=_('the compute and network APIs name different '
+                         'ports for the server'))
+        return [{'id': p.get('id'), 'profile': p.get('binding:profile')}
+                for p in ports]
 
     # Heal -----------------------------------------------------------------
 

@@ -123,7 +123,8 @@ class _Audited(command.Lister):
                 _('--grace-period must not be negative'))
         self.nova = compute_api.ComputeAPIReader(
             clients.compute, CONCURRENCY,
-            grace_period=parsed_args.grace_period)
+            grace_period=parsed_args.grace_period,
+            network=getattr(clients, 'network', None))
         audit = snapshot_mod.Audit(
             placement_api.PlacementAPIReader(clients.placement, CONCURRENCY),
             self.nova)

@@ -1,0 +1,150 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The compute API reader's claims: the embedded flavor, os-interface and
+the network API's port bindings.
+"""
+
+from urllib import parse
+
+from keystoneauth1 import exceptions as ks_exc
+from oslotest import base
+
+from nova_orphans.clients import compute
+from nova_orphans.clients import network
+from nova_orphans.engine import claims
+from nova_orphans.engine import model
+from nova_orphans.readers import compute_api
+from nova_orphans.tests.unit.osc import fakes
+
+VM1 = '11111111-1111-4111-8111-111111111111'
+BW = 'b1b1b1b1-b1b1-41b1-81b1-b1b1b1b1b1b1'
+BW2 = 'b2b2b2b2-b2b2-42b2-82b2-b2b2b2b2b2b2'
+
+
+class FakeNetwork(fakes.FakeAdapter):
+    """neutron's ports, filtered by device_id as neutron does."""
+
+    def __init__(self, endpoint='http://network:9696/'):
+        super().__init__()
+        self.endpoint = endpoint
+        self.ports = []
+        self.down = False
+
+    def request(self, url, method, raise_exc=True, **kwargs):
+        self.requests.append((method, url, None))
+        if self.down:
+            raise ks_exc.ConnectFailure('Connection refused')
+        path, _sep, query = url.partition('?')
+        params = parse.parse_qs(query)
+        if path != 'http://network:9696/v2.0/ports':
+            return fakes.Response(404, {'NeutronError': {}})
+        return fakes.Response(200, {'ports': [
+            {k: v for k, v in p.items() if k in params['fields']}
+            for p in self.ports if p['device_id'] in params['device_id']]})
+
+
+def port(port_id, allocation=None, device_id=VM1):
+    return {'id': port_id, 'device_id': device_id, 'name': 'ignored',
+            'binding:profile': ({} if allocation is None
+                                else {'allocation': allocation})}
+
+
+class ComputeAPIClaimsTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.api = fakes.FakeCompute()
+        self.api.servers = [fakes.server(VM1, 'host1')]
+        self.net = FakeNetwork()
+        self.reader = compute_api.ComputeAPIReader(
+            compute.ComputeClient(self.api), concurrency=2,
+            network=network.NetworkClient(self.net))
+
+    def claims(self, reader=None):
+        snap = model.NovaSnapshot()
+        (reader or self.reader).read_claims(snap, [VM1])
+        return snap.claims[VM1]
+
+    def attach(self, *ports):
+        self.net.ports.extend(ports)
+        self.api.interfaces[VM1] = [{'port_id': p['id']} for p in ports]
+
+    def test_port_bindings_and_flavor(self):
+        self.api.servers[0]['flavor']['extra_specs'] = {
+            'resources1:NET_BW_EGR_KILOBIT_PER_SEC': '10'}
+        self.attach(port('p1', BW), port('p2', {'group': BW2}), port('p3'))
+        self.net.ports.append(port('other', BW, device_id='someone-else'))
+        found = self.claims()
+        self.assertEqual(model.Claims(
+            port_providers=frozenset([BW, BW2]),
+            flavor_classes=claims.FLAVOR_BASE_CLASSES | {
+                'NET_BW_EGR_KILOBIT_PER_SEC'}), found)
+        url, = [u for _m, u, _v in self.net.requests]
+        self.assertEqual(
+            'http://network:9696/v2.0/ports?device_id=%s&fields=id&'
+            'fields=binding%%3Aprofile' % VM1, url)
+
+    def test_endpoint_with_version(self):
+        self.net.endpoint = 'http://network:9696/v2.0'
+        self.attach(port('p1', BW))
+        self.assertEqual(frozenset([BW]), self.claims().port_providers)
+
+    def test_no_port_proves_nothing(self):
+        found = self.claims()
+        self.assertIsNone(found.port_providers)
+        self.assertEqual('the instance\'s network info lists no port',
+                         found.ports_error)
+
+    def test_network_api_unreachable(self):
+        self.attach(port('p1', BW))
+        self.net.down = True
+        found = self.claims()
+        self.assertIsNone(found.port_providers)
+        self.assertTrue(found.ports_error.startswith(
+            'the network API could not be read (Network request GET '
+            '/ports?'), found.ports_error)
+        # The flavor is still read.
+        self.assertEqual(claims.FLAVOR_BASE_CLASSES, found.flavor_classes)
+
+    def test_network_api_answers_an_error(self):
+        self.attach(port('p1', BW))
+        self.net.endpoint = 'http://network:9696/wrong'
+        self.assertIsNone(self.claims().port_providers)
+
+    def test_no_network_client(self):
+        self.attach(port('p1', BW))
+        reader = compute_api.ComputeAPIReader(
+            compute.ComputeClient(self.api), concurrency=2)
+        found = self.claims(reader)
+        self.assertIsNone(found.port_providers)
+        self.assertIn('no network API client', found.ports_error)
+
+    def test_apis_disagree(self):
+        # A port attached between the two reads.
+        self.attach(port('p1', BW))
+        self.net.ports.append(port('p2'))
+        found = self.claims()
+        self.assertIsNone(found.port_providers)
+        self.assertIn('name different ports', found.ports_error)
+
+    def test_server_gone(self):
+        self.api.servers = []
+        found = self.claims()
+        self.assertEqual((None, None), (found.port_providers,
+                                        found.flavor_classes))
+
+    def test_no_embedded_flavor(self):
+        del self.api.servers[0]['flavor']
+        self.attach(port('p1'))
+        found = self.claims()
+        self.assertIsNone(found.flavor_classes)
+        self.assertEqual(frozenset(), found.port_providers)
