@@ -26,6 +26,7 @@ the allocation of server vm1 on the provider named host1.
 """
 
 import collections
+import re
 import textwrap
 
 Observed = collections.namedtuple(
@@ -399,7 +400,9 @@ SCENARIOS['port_info_cache_empty'] = S(
     'test_port_leaks.PortLookAlikeTest.test_info_cache_empty',
     ours=[('vm1@host1', 'active_instance', 'none'),
           (_BR_EX, 'unverifiable', 'none'),
-          (_BR_PHYS3, 'unverifiable', 'none')])
+          (_BR_PHYS3, 'unverifiable', 'none')],
+    osc=['%s: reason unverifiable -> active_instance' % a
+         for a in (_BR_EX, _BR_PHYS3)])
 SCENARIOS['port_extended_request'] = S(
     'A server whose port asks for bandwidth and packet rate in two request '
     'groups (neutron\'s extended resource request: the binding\'s '
@@ -457,7 +460,12 @@ _PROBLEM_KINDS = (
 
 
 def _rst_code(text):
-    return ' '.join('``%s``' % w if '@' in w else w for w in text.split())
+    """A problem's allocation label as code (provider names have spaces).
+    """
+    m = re.match(r'^((?:[^@ ]+ )*)(\S*@.*?)( back)?$', text)
+    if m is None:
+        return text
+    return '%s``%s``%s' % (m.group(1), m.group(2), m.group(3) or '')
 
 
 def _audit_cell(s):

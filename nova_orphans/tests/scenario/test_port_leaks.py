@@ -447,9 +447,18 @@ class PortLookAlikeTest(PortLeakTestBase):
                 rows.append(self.row(consumer, rp, host, 'active_migration',
                                      'none', used, consumer_type=kind,
                                      instance=vm1['id']))
-        # audit --delete takes the destination from the server: put it
-        # back before nova goes on.
-        self.run_cycle(rows, reset=True)
+        found = self.run_cycle(rows)
+        # audit --delete took the destination from the server (a live
+        # allocation): put it back before nova goes on.
+        doc = found['before'][vm1['id']]
+        current = self.placement.get('/allocations/%s' % vm1['id'],
+                                     version='1.28').body
+        self._ok(self.placement.put(
+            '/allocations/%s' % vm1['id'], version='1.28', body={
+                'allocations': {rp: {'resources': res} for rp, res in
+                                doc['allocations'].items()},
+                'project_id': doc['project_id'], 'user_id': doc['user_id'],
+                'consumer_generation': current.get('consumer_generation')}))
         gate.release()
         self._wait_for_migration_status(vm1, ['completed'])
         self.assertEqual({self.rp_uuids['host2']: FLAVOR,
