@@ -411,6 +411,14 @@ SCENARIOS['port_extended_request'] = S(
     ours=_PORTS_LIVE + [(_BR_EX, 'active_instance', 'none'),
                         ('vm1@host1:Open vSwitch agent', 'active_instance',
                          'none')])
+SCENARIOS['flavor_claimed_children'] = S(
+    'A server whose flavor asks for a vGPU (``resources:VGPU``, on the '
+    'physical GPU\'s child provider, as libvirt reports it) and for '
+    'bandwidth in a granular group (on a bridge; no port)',
+    'test_port_leaks.FlavorClaimedChildrenTest.test_settled',
+    ours=[('vm1@host1', 'active_instance', 'none'),
+          ('vm1@host1_pci_0000_06_00_0', 'active_instance', 'none'),
+          (_BR_PHYS3, 'active_instance', 'none')])
 
 # -- rendering ---------------------------------------------------------------
 

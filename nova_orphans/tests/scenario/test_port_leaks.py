@@ -55,6 +55,7 @@ from nova.tests.fixtures import NeutronFixture
 from nova.tests.functional.api import client
 from nova.tests.functional import test_servers_resource_request as nova_rr
 from nova.tests.unit import fake_requests
+from nova.virt import fake
 
 from nova_orphans.tests.scenario.base import uuids
 from nova_orphans.tests.scenario import comparison
@@ -519,3 +520,59 @@ class ExtendedResourceRequestTest(PortLeakTestBase):
             (PORT_B, 'active_instance', 'none')]) + [
             self.row(vm1['id'], self.agent['host1'], 'host1',
                      'active_instance', 'none', pps)])
+
+
+class _VGPUFakeDriver(fake.MediumFakeDriver):
+    """Reports a physical GPU as libvirt does: a child of the node,
+    named ``<node>_pci_<address>``, with VGPU inventory.
+    """
+
+    def update_provider_tree(self, provider_tree, nodename, allocations=None):
+        super().update_provider_tree(provider_tree, nodename, allocations)
+        pgpu = '%s_pci_0000_06_00_0' % nodename
+        if not provider_tree.exists(pgpu):
+            provider_tree.new_child(pgpu, nodename)
+        provider_tree.update_inventory(pgpu, {'VGPU': {
+            'total': 4, 'reserved': 0, 'min_unit': 1, 'max_unit': 4,
+            'step_size': 1, 'allocation_ratio': 1.0}})
+
+
+class FlavorClaimedChildrenTest(PortLeakTestBase):
+    """Children of the node the flavor, not a port, asks for.
+
+    A vGPU (``resources:VGPU``) on the physical GPU's provider, and
+    bandwidth the flavor itself requests in a granular group
+    (``resources1:NET_BW_IGR_KILOBIT_PER_SEC``, ``trait1:``) on a
+    bridge: a port class, but no port; the flavor claims it.
+    """
+
+    compute_driver = 'fake._VGPUFakeDriver'
+
+    def setUp(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.virt.fake._VGPUFakeDriver', _VGPUFakeDriver))
+        super().setUp()
+
+    @comparison.scenario('flavor_claimed_children')
+    def test_settled(self):
+        flavor = self.api.get_flavor(self._create_flavor(
+            name='vgpu-bw', vcpu=1, memory_mb=512, disk=1, ephemeral=0,
+            extra_spec={'resources:VGPU': '1',
+                        'resources1:NET_BW_IGR_KILOBIT_PER_SEC': '500',
+                        'trait1:CUSTOM_PHYSNET3': 'required'}))
+        vm1 = self.boot('vm1', 'host1', flavor=flavor)
+        pgpu = self._get_provider_uuid_by_name('host1_pci_0000_06_00_0')
+        bw = {orc.NET_BW_IGR_KILOBIT_PER_SEC: 500}
+        self.assertEqual({self.rp_uuids['host1']: FLAVOR,
+                          pgpu: {'VGPU': 1},
+                          self.br_phys3['host1']: bw},
+                         self.get_allocations(vm1['id']))
+        self.assertEqual([], self.vifs(vm1))
+        self._run_periodics()
+        self.run_cycle([
+            self.row(vm1['id'], self.rp_uuids['host1'], 'host1',
+                     'active_instance', 'none', FLAVOR),
+            self.row(vm1['id'], pgpu, 'host1', 'active_instance', 'none',
+                     {'VGPU': 1}),
+            self.row(vm1['id'], self.br_phys3['host1'], 'host1',
+                     'active_instance', 'none', bw)])
