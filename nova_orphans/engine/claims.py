@@ -54,7 +54,7 @@ class Unproven(ValueError):
     """The record cannot prove anything; the message says why."""
 
 
-def port_providers(network_info):
+def port_providers(network_info, listed=False):
     """The providers the vifs' binding profiles name, as a frozenset.
 
     ``network_info``: the info cache's text, or its parsed list (the
@@ -63,7 +63,10 @@ def port_providers(network_info):
     Raises Unproven when it is missing, empty, or not what nova writes:
     nova empties an info cache in more ways than by detaching every
     port (a refresh against a failing network API among them), so an
-    empty one cannot prove that no port claims a provider.
+    empty one cannot prove that no port claims a provider. ``listed``:
+    the list is the network API's own answer (the ports bound to the
+    server), which neutron, that owns the bindings, gives: there, no
+    port is a proof.
     """
     if network_info is None or network_info == '':
         raise Unproven(_('the instance has no network info'))
@@ -75,7 +78,7 @@ def port_providers(network_info):
                              'parsed'))
     if not isinstance(network_info, list):
         raise Unproven(_('the instance\'s network info cannot be parsed'))
-    if not network_info:
+    if not network_info and not listed:
         raise Unproven(_('the instance\'s network info lists no port'))
     found = set()
     for vif in network_info:
@@ -129,18 +132,19 @@ def flavor_classes(flavor):
 
 
 def claims(network_info, flavor, network_changed_at=None, ports_error=None,
-           flavor_error=None):
+           flavor_error=None, listed=False):
     """model.Claims from an instance's records.
 
     ``ports_error`` / ``flavor_error``: why a reader could not read that
-    record at all (it then passes None for it).
+    record at all (it then passes None for it). ``listed``: as for
+    port_providers.
     """
     result = model.Claims(network_changed_at=_naive(network_changed_at))
     if ports_error is not None:
         result.ports_error = ports_error
     else:
         try:
-            result.port_providers = port_providers(network_info)
+            result.port_providers = port_providers(network_info, listed)
         except Unproven as e:
             result.ports_error = str(e)
     if flavor_error is not None:

@@ -51,6 +51,7 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None,
         show_runs_here = shown is None or shown(runs_here)
     instances = snapshot.nova.instances
     migrations = snapshot.nova.migrations
+    claims = snapshot.nova.claims
     # Every allocation's provider is there (see SnapshotIndex).
     provider_facts = index.provider_facts
     for alloc in snapshot.placement.allocations:
@@ -58,7 +59,7 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None,
         inst = instances.get(consumer) if shortcut else None
         if inst is not None and consumer not in migrations:
             provider, node, _sharing = provider_facts[alloc.provider]
-            if rules_mod.plainly_runs_here(inst, node, alloc.provider):
+            if rules_mod.plainly_runs_here(inst, node, alloc, claims):
                 if show_runs_here:
                     findings.append(_finding(
                         index, index.owner(consumer), provider, node, alloc,

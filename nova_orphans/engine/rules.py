@@ -474,27 +474,32 @@ _UNSETTLED_STATES = frozenset((nova_states.BUILDING,
                                nova_states.SHELVED_OFFLOADED))
 
 
-def plainly_runs_here(inst, node, provider_uuid):
+def plainly_runs_here(inst, node, alloc, claims):
     """Whether DEFAULT_RULES' verdict is ``runs_here()``, at a glance.
 
     For the instance's own allocation (its consumer is no migration) on
     a compute node tree, when every cell could be read: most allocations
-    of a cloud, which classify then spares the whole chain. Only on the
-    node's root provider: leaked_port_allocation judges its children.
-    Every rule
-    before active_instance returns None for a live instance on its own
-    node in none of these vm_states: unverifiable (every cell read),
+    of a cloud, which classify then spares the whole chain. ``claims``:
+    the snapshot's (NovaSnapshot.claims). Every rule before
+    active_instance returns None for a live instance on its own node in
+    none of these vm_states: unverifiable (every cell read),
     unmanaged_provider (a node), finished_migration and active_migration
     (no migration consumer; on its node), deleted_instance (live),
-    building, soft_deleted and shelved_offloaded (its vm_state),
-    leaked_port_allocation (the node's root). A rule
-    added before active_instance must be reflected here; the unit tests
-    compare both ways on every kind of allocation.
+    building, soft_deleted and shelved_offloaded (its vm_state), and
+    leaked_port_allocation on the node's root, for what holds none of a
+    port's classes, and on a provider a port claims. A rule added before
+    active_instance must be reflected here; the unit tests compare both
+    ways on every kind of allocation.
     """
-    return (not inst.deleted and not inst.archived and
-            inst.vm_state not in _UNSETTLED_STATES and
-            node is not None and provider_uuid == node.uuid and
-            on_node(inst, node))
+    if (inst.deleted or inst.archived or
+            inst.vm_state in _UNSETTLED_STATES or not on_node(inst, node)):
+        return False
+    if alloc.provider == node.uuid or claims_mod.PORT_CLASSES.isdisjoint(
+            alloc.resources):
+        return True
+    found = claims.get(inst.uuid)
+    return (found is not None and found.port_providers is not None and
+            alloc.provider in found.port_providers)
 
 
 def evacuated_source(ctx):

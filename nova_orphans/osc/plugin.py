@@ -68,7 +68,8 @@ def adapter(instance, service_type):
 
 
 def make_client(instance):
-    LOG.debug('Instantiating nova-orphans placement and compute clients')
+    LOG.debug('Instantiating nova-orphans placement, compute and network '
+              'clients')
     return Clients(placement.PlacementClient(adapter(instance, 'placement')),
                    compute.ComputeClient(adapter(instance, 'compute')),
                    network.NetworkClient(adapter(instance, 'network')))

@@ -369,6 +369,9 @@ class ComputeAPIReader:
         its interface list (``os-interface``, which nova reads from the
         network API too) must name the same ports: a port being
         attached or detached between the two reads proves nothing.
+        Unlike an empty info cache, the network API listing no port
+        bound to the server is neutron's own word: no port claims
+        anything.
         """
         for uuid, found in self._map(self._claims, sorted(instance_uuids)):
             snapshot.claims[uuid] = found
@@ -389,13 +392,13 @@ class ComputeAPIReader:
             network_info = self._network_info(uuid)
             ports_error = None
         except (compute.ComputeError, network_mod.NetworkError) as e:
-            LOG.warning('Ports of server %(server)s: %(error)s',
-                        {'server': uuid, 'error': e})
+            LOG.debug('Ports of server %(server)s: %(error)s',
+                      {'server': uuid, 'error': e})
             network_info = None
             ports_error = _('the network API could not be read (%(error)s)'
                             ) % {'error': e}
         return uuid, claims_mod.claims(network_info, record,
-                                       ports_error=ports_error)
+                                       ports_error=ports_error, listed=True)
 
     def _network_info(self, uuid):
         """The server's ports as nova's network info would show them

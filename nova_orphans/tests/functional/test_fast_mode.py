@@ -28,6 +28,7 @@ from nova_orphans import conf as orphans_conf
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import placement_db
 from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional.fixtures import nova_db
 
 SHARING = 'MISC_SHARES_VIA_AGGREGATE'
 OTHER_PROJECT = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
@@ -84,6 +85,12 @@ class FastModeTestCase(base.FunctionalTestCase):
         self.allocate(vm, {h1: base.FLAVOR,
                            bw: {'NET_BW_EGR_KILOBIT_PER_SEC': 100},
                            nfs: {'DISK_GB': 5}})
+        nova.set_network_info('cell1', vm, [nova_db.vif(allocation=bw)])
+        # A port's bandwidth no port claims any more (leaked by nova).
+        leaky = nova.add_instance('cell1', host='host1', node='host1')
+        self.allocate(leaky, {h1: base.FLAVOR,
+                              bw: {'NET_BW_EGR_KILOBIT_PER_SEC': 100}})
+        nova.set_network_info('cell1', leaky, [nova_db.vif()])
         bm = nova.add_instance('cell2', host='ironic', node=ironic_node)
         self.allocate(bm, ironic, resources={'CUSTOM_BAREMETAL_GOLD': 1})
         # Another project, typed as nova would at 1.38+.
@@ -171,7 +178,8 @@ class FastModeTestCase(base.FunctionalTestCase):
         self.assertEqual(
             {'deleted_instance', 'unknown_consumer', 'evacuated_source',
              'stale_provider', 'finished_migration', 'shelved_offloaded',
-             'missing_allocations'}, {r['reason'] for r in rows})
+             'missing_allocations', 'leaked_port_allocation'},
+            {r['reason'] for r in rows})
         self.assertEqual(
             {'active_instance', 'active_migration', 'building',
              'soft_deleted', 'unmanaged_provider'},

@@ -192,7 +192,15 @@ class ReleaseTestCase(base.FunctionalTestCase):
         rows += [row(running, h1, 'active_migration', 'none', host='host1',
                      consumer_type='migration', instance=moving),
                  row(moving, h3, 'active_migration', 'none', host='host3')]
-        return rows, (evac, stale)
+        # A port's bandwidth nova leaked: no port claims it any more.
+        leaky = nova.add_instance('cell1', host='host1', node='host1')
+        self.allocate(leaky, {h1: FLAVOR, bw: BW})
+        nova.set_network_info('cell1', leaky, [nova_db.vif()])
+        rows += [row(leaky, h1, 'active_instance', 'none', host='host1'),
+                 row(leaky, bw, 'leaked_port_allocation', 'trim_provider',
+                     host='host1', name='host1:eth0', root=h1,
+                     resources=BW)]
+        return rows, (evac, stale, leaky)
 
     # The test -----------------------------------------------------------
 
@@ -222,7 +230,7 @@ class ReleaseTestCase(base.FunctionalTestCase):
         self.assertEqual(manage.REPAIRED, rc)
         self.assertEqual({'done'}, {r['outcome'] for r in restored})
         # Placement bumps a generation on every write: a consumer that
-        # lived through both (remove_provider) is two on.
+        # lived through both (remove_provider, trim_provider) is two on.
         for consumer in trimmed:
             before[consumer]['consumer_generation'] += 2
         self.assertEqual(before, self.placement.dump_state())

@@ -64,6 +64,10 @@ class LeakedPortTestCase(test_classify.ClassifyTestCase):
         return vm
 
     def verdict(self, vm, rp=None):
+        # The same chain, not DEFAULT_RULES itself: no shortcut.
+        self.assertEqual(
+            self.cloud.findings(),
+            self.cloud.findings(rules=list(rules.DEFAULT_RULES)))
         return self.cloud.verdicts()[(vm, rp or self.bw)]
 
     def test_leak(self):
@@ -125,6 +129,12 @@ class LeakedPortTestCase(test_classify.ClassifyTestCase):
             self.cloud.nova.claims[vm] = claims.claims(info, FLAVOR)
             verdict = self.verdict(vm)
             self.assertEqual((r.UNVERIFIABLE, FINE), verdict, info)
+
+    def test_network_api_listing_no_port_is_a_proof(self):
+        # The one port was deleted in neutron (network-vif-deleted).
+        vm = self.server(None)
+        self.cloud.nova.claims[vm] = claims.claims([], FLAVOR, listed=True)
+        self.assertEqual(LEAKED, self.verdict(vm))
 
     def test_json_text_is_parsed(self):
         vm = self.server(None)
@@ -300,15 +310,27 @@ class CandidatesTestCase(base.BaseTestCase):
 
 class PlainlyRunsHereTestCase(base.BaseTestCase):
 
-    def test_only_the_root(self):
+    def test_root_children_without_port_classes_and_claimed_ones(self):
         c = cloud_mod.Cloud()
         host1 = c.node('host1')
         child = c.provider('bw', parent=host1)
         vm = c.instance('host1')
         inst, node = c.nova.instances[vm], c.nova.compute_nodes[host1]
-        self.assertTrue(rules.plainly_runs_here(inst, node, host1))
-        self.assertFalse(rules.plainly_runs_here(inst, node, child))
-        self.assertFalse(rules.plainly_runs_here(inst, None, child))
+
+        def plainly(rp, resources, claims_=None):
+            return rules.plainly_runs_here(
+                inst, node, model.Allocation(vm, rp, resources),
+                claims_ or {})
+        self.assertTrue(plainly(host1, BW))
+        self.assertTrue(plainly(child, {'VGPU': 1}))
+        self.assertFalse(plainly(child, BW))
+        self.assertFalse(plainly(child, BW, {vm: model.Claims()}))
+        self.assertFalse(plainly(child, BW, {vm: model.Claims(
+            port_providers=frozenset(['another']))}))
+        self.assertTrue(plainly(child, BW, {vm: model.Claims(
+            port_providers=frozenset([child]))}))
+        self.assertFalse(rules.plainly_runs_here(
+            inst, None, model.Allocation(vm, child, {}), {}))
 
 
 class ParseTestCase(base.BaseTestCase):
@@ -320,6 +342,11 @@ class ParseTestCase(base.BaseTestCase):
         self.assertEqual(frozenset(), claims.port_providers('[{"id": "p"}]'))
         for bad in (None, '', '[]', [], 'nope', '{}', '[null]'):
             self.assertRaises(claims.Unproven, claims.port_providers, bad)
+        # The network API's own list of the server's ports.
+        self.assertEqual(frozenset(), claims.port_providers([], listed=True))
+        for bad in (None, '', [None], [{'profile': 'x'}]):
+            self.assertRaises(claims.Unproven, claims.port_providers, bad,
+                              listed=True)
 
     def test_flavor_classes(self):
         self.assertEqual(

@@ -349,6 +349,16 @@ class PluginTestCase(base.BaseTestCase):
         self.assertEqual(('placement', None), (adapter.service_type,
                                                adapter.endpoint_override))
 
+    def test_network_endpoint_override_is_honoured(self):
+        clients = plugin.make_client(self._instance({
+            'network_endpoint_override': 'http://neutron:9696/',
+            'interface': 'internal', 'region_name': 'R1'}))
+        adapter = clients.network._adapter
+        self.assertEqual(('network', 'http://neutron:9696/', 'internal',
+                          'R1'),
+                         (adapter.service_type, adapter.endpoint_override,
+                          adapter.interface, adapter.region_name))
+
     def test_no_global_option_and_own_api_name(self):
         import argparse
         parser = argparse.ArgumentParser()

@@ -13,19 +13,28 @@
 the network API's port bindings.
 """
 
+import io
+import json
+import os
+import types
 from urllib import parse
 
+import fixtures
 from keystoneauth1 import exceptions as ks_exc
 from oslotest import base
 
 from nova_orphans.clients import compute
 from nova_orphans.clients import network
+from nova_orphans.clients import placement
 from nova_orphans.engine import claims
 from nova_orphans.engine import model
+from nova_orphans.osc import plugin
+from nova_orphans.osc.v1 import orphan
 from nova_orphans.readers import compute_api
 from nova_orphans.tests.unit.osc import fakes
 
 VM1 = '11111111-1111-4111-8111-111111111111'
+RP1 = 'c1c1c1c1-c1c1-41c1-81c1-c1c1c1c1c1c1'
 BW = 'b1b1b1b1-b1b1-41b1-81b1-b1b1b1b1b1b1'
 BW2 = 'b2b2b2b2-b2b2-42b2-82b2-b2b2b2b2b2b2'
 
@@ -98,11 +107,11 @@ class ComputeAPIClaimsTestCase(base.BaseTestCase):
         self.attach(port('p1', BW))
         self.assertEqual(frozenset([BW]), self.claims().port_providers)
 
-    def test_no_port_proves_nothing(self):
+    def test_no_port_is_the_network_apis_word(self):
+        # Unlike an empty info cache: neutron owns the bindings.
         found = self.claims()
-        self.assertIsNone(found.port_providers)
-        self.assertEqual('the instance\'s network info lists no port',
-                         found.ports_error)
+        self.assertEqual((frozenset(), None),
+                         (found.port_providers, found.ports_error))
 
     def test_network_api_unreachable(self):
         self.attach(port('p1', BW))
@@ -148,3 +157,75 @@ class ComputeAPIClaimsTestCase(base.BaseTestCase):
         found = self.claims()
         self.assertIsNone(found.flavor_classes)
         self.assertEqual(frozenset(), found.port_providers)
+
+
+class OrphanCommandTestCase(base.BaseTestCase):
+    """``openstack allocation orphan``: list, clean and restore a leak."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(fixtures.EnvironmentVariable(
+            'XDG_STATE_HOME', self.tmp))
+        self.compute = fakes.FakeCompute(max_limit=1000)
+        self.compute.services = [fakes.service_doc('host1')]
+        self.compute.hypervisors = [fakes.hypervisor(RP1, 'host1')]
+        self.compute.servers = [fakes.server(VM1, 'host1')]
+        self.compute.interfaces[VM1] = [{'port_id': 'p1'}]
+        self.net = FakeNetwork()
+        self.net.ports = [port('p1', BW2)]
+        self.placement = fakes.FakePlacement()
+        self.placement.provider(RP1, 'host1')
+        for child in (BW, BW2):
+            self.placement.provider(child, 'host1:agent:' + child[:2])
+            self.placement.providers[child].update(
+                parent_provider_uuid=RP1, root_provider_uuid=RP1)
+        self.placement.allocate(VM1, RP1)
+        self.placement.allocate(VM1, BW, NET_BW_EGR_KILOBIT_PER_SEC=10)
+        self.placement.allocate(VM1, BW2, NET_BW_EGR_KILOBIT_PER_SEC=20)
+        self.app = types.SimpleNamespace(
+            stdout=io.StringIO(), stderr=io.StringIO(),
+            client_manager=types.SimpleNamespace(
+                nova_orphans=plugin.Clients(
+                    placement.PlacementClient(self.placement),
+                    compute.ComputeClient(self.compute),
+                    network.NetworkClient(self.net))))
+
+    def rows(self, cls, *argv):
+        cmd = cls(self.app, None)
+        parsed = cmd.get_parser('openstack allocation orphan').parse_args(
+            list(argv) + ['-f', 'json'])
+        self.app.stdout = io.StringIO()
+        cmd.run(parsed)
+        return json.loads(self.app.stdout.getvalue())
+
+    def test_list_clean_restore(self):
+        self.assertEqual(
+            [(VM1, BW, 'leaked_port_allocation', 'trim_provider',
+              {'NET_BW_EGR_KILOBIT_PER_SEC': 10})],
+            [(r['consumer'], r['resource_provider'], r['reason'],
+              r['action'], r['resources'])
+             for r in self.rows(orphan.ListOrphan)])
+        path = os.path.join(self.tmp, 'j.jsonl')
+        rows = self.rows(orphan.CleanOrphan, '--journal', path)
+        self.assertEqual([(BW, 'done')],
+                         [(r['resource_provider'], r['outcome'])
+                          for r in rows])
+        self.assertEqual({RP1: {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1},
+                          BW2: {'NET_BW_EGR_KILOBIT_PER_SEC': 20}},
+                         self.placement.consumers[VM1]['allocations'])
+        rows = self.rows(orphan.RestoreOrphan, '--journal', path)
+        self.assertEqual(['done'], [r['outcome'] for r in rows])
+        self.assertEqual({RP1: {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1},
+                          BW: {'NET_BW_EGR_KILOBIT_PER_SEC': 10},
+                          BW2: {'NET_BW_EGR_KILOBIT_PER_SEC': 20}},
+                         self.placement.consumers[VM1]['allocations'])
+
+    def test_network_api_down_is_unverifiable(self):
+        self.net.down = True
+        self.assertEqual([], self.rows(orphan.ListOrphan))
+        self.assertEqual(
+            {(RP1, 'active_instance'), (BW, 'unverifiable'),
+             (BW2, 'unverifiable')},
+            {(r['resource_provider'], r['reason'])
+             for r in self.rows(orphan.ListOrphan, '--all')})
