@@ -419,6 +419,18 @@ SCENARIOS['flavor_claimed_children'] = S(
     ours=[('vm1@host1', 'active_instance', 'none'),
           ('vm1@host1_pci_0000_06_00_0', 'active_instance', 'none'),
           (_BR_PHYS3, 'active_instance', 'none')])
+SCENARIOS['port_extended_deleted_leak'] = S(
+    'neutron deletes a bound port whose bandwidth and packet rate are two '
+    'request groups (extended resource request): both providers leak',
+    'test_port_leaks.ExtendedResourceRequestTest.'
+    'test_bound_port_deleted_in_neutron',
+    ours=[('vm1@host1', 'active_instance', 'none'),
+          (_BR_EX, 'leaked_port_allocation', 'trim_provider'),
+          ('vm1@host1:Open vSwitch agent', 'leaked_port_allocation',
+           'trim_provider'),
+          (_BR_PHYS3, 'active_instance', 'none')],
+    audit_problems=['leaves the orphan %s' % a for a in (
+        _BR_EX, 'vm1@host1:Open vSwitch agent')])
 
 # -- rendering ---------------------------------------------------------------
 

@@ -73,8 +73,11 @@ class NetworkFront:
     ``fixture()`` returns the test's current fixture (tests swap in
     nova's resource-request variants). Answers the version documents,
     ``GET [/v2.0]/ports[?filters]`` and ``GET [/v2.0]/ports/<id>`` as an
-    admin would see them; anything else is 404.
+    admin would see them; anything else is 404. ``down = True``: every
+    request gets a 503, as from a network API that is down.
     """
+
+    down = False
 
     _PORTS = re.compile(r'^(?:/v2\.0)?/ports(?:\.json)?(?:/(?P<id>[^/]+))?/?$')
 
@@ -84,6 +87,8 @@ class NetworkFront:
 
     def __call__(self, environ, start_response):
         path = environ['PATH_INFO']
+        if self.down:
+            return self._reply(start_response, 503, {'error': 'down'})
         if environ.get('HTTP_X_AUTH_TOKEN') != 'admin':
             return self._reply(start_response, 401, {'error': 'no token'})
         if path.rstrip('/') in ('', '/v2.0'):
@@ -117,7 +122,9 @@ class NetworkFront:
     @staticmethod
     def _reply(start_response, status, body):
         start_response('%d %s' % (status, {200: 'OK', 401: 'Unauthorized',
-                                           404: 'Not Found'}[status]),
+                                           404: 'Not Found',
+                                           503: 'Service Unavailable'}[
+                                               status]),
                        [('Content-Type', 'application/json')])
         return [json.dumps(body).encode()]
 

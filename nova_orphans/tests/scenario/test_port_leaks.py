@@ -214,6 +214,30 @@ class PortLeakTestBase(cycle.CycleTestCase):
         self.assertIn(LEAK_LOG % {'server': server['id'], 'leak': leak},
                       self.stdlog.logger.output)
 
+    def delete_bound_port(self, server, port, providers):
+        """neutron deletes the bound port and sends network-vif-deleted;
+        waits for nova's log (naming ``providers``, a regular expression)
+        and its info cache.
+        """
+        self.neutron.delete_port(port['id'])
+        response = self.api.api_post('/os-server-external-events', {
+            'events': [{'name': 'network-vif-deleted',
+                        'server_uuid': server['id'],
+                        'tag': port['id']}]}).body
+        self.assertEqual(200, response['events'][0]['code'])
+        self._wait_for_log(
+            'The bound port %s is deleted in Neutron but the resource '
+            'allocation on the resource providers %s are leaked until the '
+            'server %s is deleted.' % (port['id'], providers, server['id']))
+        self._wait_for(lambda: port['id'] not in self.vifs(server))
+
+    def _wait_for(self, predicate, tries=50):
+        for _ in range(tries):
+            if predicate():
+                return
+            time.sleep(0.1)
+        self.fail('timed out')
+
     # -- expected rows -------------------------------------------------------
 
     def server_rows(self, server, ports, host='host1'):
@@ -235,15 +259,21 @@ class PortLeakTestBase(cycle.CycleTestCase):
 
     # -- the tool through openstack ------------------------------------------
 
-    def osc_clean_and_restore(self, before, cleaned):
-        """``openstack allocation orphan clean``: the same repair; then
-        ``restore`` of its journal puts placement back exactly.
+    def osc_clean_and_restore(self, before, cleaned, trimmed):
+        """``openstack allocation orphan clean``: the same repair (it
+        trims ``trimmed``, [(consumer, provider)]); then ``restore`` of its
+        journal puts placement back exactly.
         """
         journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
                                'osc.jsonl')
         rc, out, err = self.openstack('allocation', 'orphan', 'clean',
                                       '--journal', journal, '-f', 'json')
         self.assertEqual(0, rc, err)
+        self.assertEqual(
+            sorted(t + ('leaked_port_allocation', 'trim_provider', 'done')
+                   for t in trimmed),
+            sorted((r['consumer'], r['resource_provider'], r['reason'],
+                    r['action'], r['outcome']) for r in json.loads(out)))
         self.assertEqual(cleaned, self.placement_state())
         self.assertEqual([], self.osc_list())
         rc, out, err = self.openstack('allocation', 'orphan', 'restore',
@@ -276,7 +306,8 @@ class PortLeakTest(PortLeakTestBase):
         doc['allocations'] = kept
         self.assertEqual(doc, found['cleaned'][vm1['id']])
         # The same two leaks through the compute and network APIs.
-        self.osc_clean_and_restore(found['before'], found['cleaned'])
+        self.osc_clean_and_restore(found['before'], found['cleaned'],
+                                   [(vm1['id'], leaked)])
 
     @comparison.scenario('port_detach_leak')
     def test_detach_cleanup_fails(self):
@@ -336,28 +367,38 @@ class PortLeakTest(PortLeakTestBase):
         """
         vm1 = self.boot_qos('vm1')
         rows = self.neighbour()
-        self.neutron.delete_port(PORT_A['id'])
-        response = self.api.api_post('/os-server-external-events', {
-            'events': [{'name': 'network-vif-deleted',
-                        'server_uuid': vm1['id'],
-                        'tag': PORT_A['id']}]}).body
-        self.assertEqual(200, response['events'][0]['code'])
-        self._wait_for_log(
-            'The bound port %s is deleted in Neutron but the resource '
-            'allocation on the resource providers %s are leaked until the '
-            'server %s is deleted.' % (PORT_A['id'], self.br_ex['host1'],
-                                       vm1['id']))
-        self._wait_for(lambda: self.vifs(vm1) == [PORT_B['id']])
+        self.delete_bound_port(vm1, PORT_A, self.br_ex['host1'])
         self.check_leak(vm1, rows + self.server_rows(vm1, [
             (PORT_A, 'leaked_port_allocation', 'trim_provider'),
             (PORT_B, 'active_instance', 'none')]))
 
-    def _wait_for(self, predicate, tries=50):
-        for _ in range(tries):
-            if predicate():
-                return
-            time.sleep(0.1)
-        self.fail('timed out')
+    def test_network_api_down(self):
+        """openstack cannot read the network API: nothing is proven.
+
+        The same leak as test_bound_port_deleted_in_neutron;
+        nova-orphans-manage (nova's info cache) still finds it.
+        """
+        vm1 = self.boot_qos('vm1')
+        self.delete_bound_port(vm1, PORT_A, self.br_ex['host1'])
+        self.age_nova()
+        before = self.placement_state()
+        self.network_front.down = True
+        rows = self.server_rows(vm1, [(PORT_A, 'unverifiable', 'none'),
+                                      (PORT_B, 'unverifiable', 'none')])
+        self.assertRows([dict(r, cell=None) for r in rows],
+                        self.osc_list('--all'))
+        journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                               'osc.jsonl')
+        rc, out, err = self.openstack('allocation', 'orphan', 'clean',
+                                      '--journal', journal, '-f', 'json')
+        self.assertEqual((0, []), (rc, json.loads(out)), err)
+        self.assertFalse(os.path.exists(journal))
+        self.assertEqual(before, self.placement_state())
+        self.network_front.down = False
+        self.assertEqual(
+            [(vm1['id'], self.br_ex['host1'], 'leaked_port_allocation')],
+            [(r['consumer'], r['resource_provider'], r['reason'])
+             for r in self.osc_list()])
 
 
 class PortLookAlikeTest(PortLeakTestBase):
@@ -495,10 +536,12 @@ class ExtendedResourceRequestTest(PortLeakTestBase):
 
     NEUTRON = nova_rr.MultiGroupResourceRequestNeutronFixture
 
-    @comparison.scenario('port_extended_request')
-    def test_settled(self):
-        port = self.NEUTRON.port_with_resource_request
-        bw_group, pps_group = port['resource_request']['request_groups']
+    PORT = NEUTRON.port_with_resource_request
+    BW_GROUP, PPS_GROUP = PORT['resource_request']['request_groups']
+
+    def boot_multi(self):
+        """vm1 with the two-group port A and port B."""
+        port, bw_group, pps_group = self.PORT, self.BW_GROUP, self.PPS_GROUP
         vm1 = self.boot('vm1', 'host1', flavor=self.qos_flavor,
                         networks=[{'port': port['id']},
                                   {'port': PORT_B['id']}])
@@ -515,11 +558,42 @@ class ExtendedResourceRequestTest(PortLeakTestBase):
             {p: self.neutron_port({'id': p})['binding:profile'][
                 'allocation'] for p in (port['id'], PORT_B['id'])})
         self.assertEqual([port['id'], PORT_B['id']], self.vifs(vm1))
+        return vm1
+
+    @comparison.scenario('port_extended_request')
+    def test_settled(self):
+        vm1 = self.boot_multi()
         self.run_cycle(self.server_rows(vm1, [
             (PORT_A, 'active_instance', 'none'),
             (PORT_B, 'active_instance', 'none')]) + [
             self.row(vm1['id'], self.agent['host1'], 'host1',
-                     'active_instance', 'none', pps)])
+                     'active_instance', 'none', self.PPS_GROUP['resources'])])
+
+    @comparison.scenario('port_extended_deleted_leak')
+    def test_bound_port_deleted_in_neutron(self):
+        """The two-group port deleted in neutron: both its providers
+        leak, and clean trims both from the one consumer.
+        """
+        vm1 = self.boot_multi()
+        # nova joins the dict's providers, in its order.
+        self.delete_bound_port(vm1, self.PORT, '(%s,%s|%s,%s)' % (
+            self.br_ex['host1'], self.agent['host1'], self.agent['host1'],
+            self.br_ex['host1']))
+        self.assertEqual([PORT_B['id']], self.vifs(vm1))
+        self._run_periodics()
+        found = self.run_cycle(self.server_rows(vm1, [
+            (PORT_A, 'leaked_port_allocation', 'trim_provider'),
+            (PORT_B, 'active_instance', 'none')]) + [
+            self.row(vm1['id'], self.agent['host1'], 'host1',
+                     'leaked_port_allocation', 'trim_provider',
+                     self.PPS_GROUP['resources'])])
+        self.assertEqual({self.rp_uuids['host1']: FLAVOR,
+                          self.br_phys3['host1']: BW_B},
+                         found['cleaned'][vm1['id']]['allocations'])
+        self.osc_clean_and_restore(
+            found['before'], found['cleaned'],
+            [(vm1['id'], self.br_ex['host1']),
+             (vm1['id'], self.agent['host1'])])
 
 
 class _VGPUFakeDriver(fake.MediumFakeDriver):
