@@ -422,6 +422,17 @@ class PortLookAlikeTest(PortLeakTestBase):
         gate.entered()
         return gate, thread, done
 
+    def assertWhy(self, vm1, event):
+        """nova set no task state; its running ``event`` is what says
+        the port's bandwidth is not to be judged yet (both front ends).
+        """
+        self.assertIsNone(self.instance_row(vm1['id']).task_state)
+        self.age_nova()
+        for rows in (self.list_allocations('--all'), self.osc_list('--all')):
+            why, = [r['details'] for r in rows
+                    if r['resource_provider'] == self.br_ex['host1']]
+            self.assertIn('nova has not finished %s' % event, why)
+
     @comparison.scenario('port_attach_in_progress')
     def test_attach_in_progress(self):
         vm1 = self.boot_qos('vm1', ports=(PORT_B,))
@@ -431,6 +442,7 @@ class PortLookAlikeTest(PortLeakTestBase):
                           self.br_phys3['host1']: BW_B},
                          self.get_allocations(vm1['id']))
         self.assertEqual([PORT_B['id']], self.vifs(vm1))
+        self.assertWhy(vm1, 'compute_attach_interface')
         self.run_cycle(self.server_rows(vm1, [
             (PORT_A, 'in_progress', 'none'),
             (PORT_B, 'active_instance', 'none')]))
@@ -451,6 +463,7 @@ class PortLookAlikeTest(PortLeakTestBase):
         self.api.detach_interface(vm1['id'], PORT_A['id'])
         gate.entered()
         self.assertEqual([PORT_B['id']], self.vifs(vm1))
+        self.assertWhy(vm1, 'compute_detach_interface')
         self.run_cycle(self.server_rows(vm1, [
             (PORT_A, 'in_progress', 'none'),
             (PORT_B, 'active_instance', 'none')]))
