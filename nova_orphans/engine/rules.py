@@ -24,10 +24,11 @@ consumers hold there and nowhere on nova's nodes (see
 
 Every rule that repairs what a live instance or one of its migrations
 holds (finished_migration, shelved_offloaded, evacuated_source,
-stale_provider) first asks :func:`unsettled`: nova changes its database
-and placement in separate steps, so a move whose status says it is over
-may still be having its allocations moved or deleted by nova. Each such
-rule's docstring says which of nova's steps it relies on.
+stale_provider, leaked_port_allocation) first asks :func:`unsettled`:
+nova changes its database and placement in separate steps, so a move
+whose status says it is over may still be having its allocations moved
+or deleted by nova. Each such rule's docstring says which of nova's
+steps it relies on.
 
 A rule is any callable ``rule(ctx) -> Verdict or None``; sites can add
 their own through the ``nova_orphans.rules`` entry point namespace.
@@ -372,7 +373,9 @@ def leaked_port_allocation(ctx):
       specs in any group).
     - Both records were read and parse: an empty or unparsable network
       info, an unreadable flavor, a network API that cannot be reached
-      prove nothing (``unverifiable``).
+      prove nothing (``unverifiable``). Nor does network info naming a
+      provider outside the node's tree: it predates a move, or names a
+      provider that is gone.
     - nova is not working on the instance: no task state (attach and
       detach set one), no migration in progress, no event of its latest
       instance action still running, no change to it or its network
@@ -433,6 +436,20 @@ def leaked_port_allocation(ctx):
                          '%(time)s UTC, within [nova_orphans] grace_period '
                          'of this run. Run again once it settles.') %
                        {'time': _time(found.network_changed_at)})
+    elsewhere = sorted(
+        rp for rp in found.port_providers
+        if getattr(ctx.index.providers.get(rp), 'root_uuid',
+                   None) != ctx.node.uuid)
+    if elsewhere:
+        # Written before a move (nova binds the ports to the new node's
+        # providers, then refreshes the network info), or naming a
+        # provider placement no longer has: it does not describe where
+        # the ports are bound now.
+        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                       _('No port claims this provider, but the network '
+                         'info names %(providers)s, not in this node\'s '
+                         'tree: it may predate a move.') %
+                       {'providers': ', '.join(elsewhere)})
     return Verdict(
         reasons.LEAKED_PORT_ALLOCATION, reasons.TRIM_PROVIDER,
         _('No port of the instance claims this provider (its ports\' '

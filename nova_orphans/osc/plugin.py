@@ -42,7 +42,9 @@ API_VERSIONS = ('1',)
 
 
 class Clients:
-    """The placement and compute clients of one ``openstack`` run."""
+    """The placement, compute and network clients of one ``openstack``
+    run (``network`` may be None: no port claim is then ever proven).
+    """
 
     def __init__(self, placement_client, compute_client,
                  network_client=None):

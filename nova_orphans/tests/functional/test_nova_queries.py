@@ -56,8 +56,10 @@ class TestStatementsPerDatabase(base.BaseTestCase):
                                                 node='h2')
         self.nova.force_delete_instance('cell2', self.elsewhere)
 
-    def _selects(self, consumers):
-        """(snapshot, {database: SELECT statements}) of read + resolve."""
+    def _selects(self, consumers, claims_of=()):
+        """(snapshot, {database: SELECT statements}) of read + resolve,
+        then read_claims of ``claims_of`` when given.
+        """
         counts = collections.Counter()
 
         def on_connect(dbapi_conn, _record):
@@ -75,6 +77,8 @@ class TestStatementsPerDatabase(base.BaseTestCase):
             snapshot = reader.read()
             unowned = set(consumers).difference(snapshot.instances)
             reader.resolve(snapshot, unowned)
+            if claims_of:
+                reader.read_claims(snapshot, claims_of)
         finally:
             sa.event.remove(sa.engine.Engine, 'connect', on_connect)
         return snapshot, dict(counts)
@@ -104,3 +108,21 @@ class TestStatementsPerDatabase(base.BaseTestCase):
         _snap, counts = self._selects({self.live})
         self.assertEqual({'api': 3, 'cell0': 5, 'cell1': 5, 'cell2': 5},
                          counts)
+
+    def test_claims_two_statements_per_cell_asked(self):
+        """The info caches and flavors of the instances asked about, in
+        their own cells only, whatever their number.
+        """
+        more = [self.nova.add_instance('cell1', host='h1', node='h1')
+                for _n in range(30)]
+        for vm in more[:10]:
+            self.nova.set_network_info('cell1', vm, [nova_db.vif()])
+        _snap, plain = self._selects({self.live})
+        snapshot, counts = self._selects({self.live}, set(more))
+        self.assertEqual(dict(plain, cell1=plain['cell1'] + 2), counts)
+        self.assertEqual(set(more), set(snapshot.claims))
+        self.assertEqual(
+            (frozenset(), 10),
+            (snapshot.claims[more[0]].port_providers,
+             sum(c.port_providers is not None
+                 for c in snapshot.claims.values())))

@@ -93,6 +93,33 @@ class LeakedPortTestCase(test_classify.ClassifyTestCase):
         leaked, = [f for f in self.cloud.findings() if f.is_orphan]
         self.assertIn('name %s)' % self.bw2, leaked.details)
 
+    def test_network_info_of_another_node_is_unverifiable(self):
+        # Written before the server moved here, or naming a provider
+        # placement no longer has.
+        host2_bw = self.cloud.provider('host2:agent:br-ex',
+                                       parent=self.host2)
+        for named in (host2_bw, cloud_mod.uuid('gone')):
+            vm = self.server([vif(named)])
+            self.assertEqual((r.UNVERIFIABLE, FINE), self.verdict(vm))
+        finding = [f for f in self.cloud.findings()
+                   if f.reason == r.UNVERIFIABLE][0]
+        self.assertEqual(
+            'No port claims this provider, but the network info names '
+            '%s, not in this node\'s tree: it may predate a move.'
+            % host2_bw, finding.details)
+
+    def test_moving_server_is_in_progress_not_unverifiable(self):
+        # A live migration to host1 paused: the vifs still name the
+        # source's bridge; nova working on it is what the row says.
+        host2_bw = self.cloud.provider('host2:agent:br-ex',
+                                       parent=self.host2)
+        vm = self.server([vif(host2_bw)], task_state='migrating')
+        self.cloud.migration(vm, 'running', 'live-migration', 'host2',
+                             'host1')
+        self.assertEqual((r.IN_PROGRESS, FINE), self.verdict(vm))
+        self.cloud.update_instance(vm, task_state=None)
+        self.assertEqual((r.ACTIVE_MIGRATION, FINE), self.verdict(vm))
+
     def test_port_claims_by_provider_uuid(self):
         vm = self.server([vif(), vif(self.bw, port='qos')])
         self.assertEqual((r.ACTIVE_INSTANCE, FINE), self.verdict(vm))

@@ -129,6 +129,24 @@ class ComputeAPIClaimsTestCase(base.BaseTestCase):
         self.net.endpoint = 'http://network:9696/wrong'
         self.assertIsNone(self.claims().port_providers)
 
+    def test_network_answer_without_ports(self):
+        self.attach(port('p1', BW))
+        self.net.request = lambda url, method, **kw: fakes.Response(
+            200, {'networks': []})
+        found = self.claims()
+        self.assertIsNone(found.port_providers)
+        self.assertIn('the answer lists no ports', found.ports_error)
+
+    def test_no_network_endpoint(self):
+        self.attach(port('p1', BW))
+
+        def no_endpoint():
+            raise ks_exc.EndpointNotFound('network')
+        self.net.get_endpoint = no_endpoint
+        found = self.claims()
+        self.assertIsNone(found.port_providers)
+        self.assertIn('network', found.ports_error)
+
     def test_no_network_client(self):
         self.attach(port('p1', BW))
         reader = compute_api.ComputeAPIReader(
