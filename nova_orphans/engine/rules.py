@@ -386,12 +386,14 @@ def leaked_port_allocation(ctx):
       prove nothing (``unverifiable``). Nor does network info naming a
       provider outside the node's tree: it predates a move, or names a
       provider that is gone.
-    - nova is not working on the instance: no task state (attach and
-      detach set one), no migration in progress, no event of its latest
-      instance action still running, no change to it or its network
-      info within the grace period (see unsettled). An attach allocates
-      before it binds the port and writes the network info; a detach
-      writes the network info before it removes the resources.
+    - nova is not working on the instance: no task state, no migration
+      in progress, no event of its latest instance action still running,
+      no change to it or its network info within the grace period (see
+      unsettled). nova 34 sets no task state for an interface attach or
+      detach: what covers them is the action's running event
+      (compute_attach_interface, compute_detach_interface). An attach
+      allocates before it binds the port and writes the network info; a
+      detach writes the network info before it removes the resources.
     """
     inst = ctx.instance
     alloc = ctx.allocation

@@ -302,6 +302,7 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
                              'finish_time'),
         'instance_actions_events': ('created_at', 'updated_at',
                                     'start_time', 'finish_time'),
+        'instance_info_caches': ('created_at', 'updated_at'),
     }
 
     def age_nova(self, hours=1):

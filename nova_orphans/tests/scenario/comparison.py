@@ -26,6 +26,7 @@ the allocation of server vm1 on the provider named host1.
 """
 
 import collections
+import re
 import textwrap
 
 Observed = collections.namedtuple(
@@ -310,6 +311,31 @@ SCENARIOS['provider_ironic_node_removed'] = S(
                ('ironic1-node2', 'deleted_compute_node', 'delete_provider')],
     audit_leaves_providers=['ironic1-node2'])
 
+# Port bandwidth nova leaks inside a live server (issue 19).
+_BR_EX = 'vm1@host1:Open vSwitch agent:br-ex'
+_BR_PHYS3 = 'vm1@host1:Open vSwitch agent:br-phys3'
+_LEAKED = [('vm1@host1', 'active_instance', 'none'),
+           (_BR_EX, 'leaked_port_allocation', 'trim_provider'),
+           (_BR_PHYS3, 'active_instance', 'none'),
+           ('vm2@host1', 'active_instance', 'none')]
+SCENARIOS['port_detach_leak'] = S(
+    'A port with a minimum-bandwidth request is detached; placement keeps '
+    'answering the removal of its bandwidth with generation conflicts '
+    '(nova: ``AllocationUpdateFailed``, "you can use nova-manage placement '
+    'audit")',
+    'test_port_leaks.PortLeakTest.test_detach_cleanup_fails',
+    ours=_LEAKED, audit_problems=['leaves the orphan %s' % _BR_EX])
+SCENARIOS['port_attach_rollback_leak'] = S(
+    'The same port\'s attach fails in the driver, and so does the removal '
+    'of its bandwidth when nova rolls the attach back',
+    'test_port_leaks.PortLeakTest.test_attach_rollback_fails',
+    ours=_LEAKED, audit_problems=['leaves the orphan %s' % _BR_EX])
+SCENARIOS['port_deleted_leak'] = S(
+    'neutron deletes the bound port (``network-vif-deleted``; nova: "the '
+    'resource allocation ... are leaked until the server ... is deleted")',
+    'test_port_leaks.PortLeakTest.test_bound_port_deleted_in_neutron',
+    ours=_LEAKED, audit_problems=['leaves the orphan %s' % _BR_EX])
+
 # Look-alikes.
 SCENARIOS['resize_unconfirmed'] = S(
     'A resize awaiting confirmation (VERIFY_RESIZE)',
@@ -420,6 +446,69 @@ SCENARIOS['provider_lookalikes'] = S(
                ('host4', 'deleted_compute_node', 'delete_provider')],
     audit_leaves_providers=['host4'])
 
+# Port bandwidth that looks leaked and is not (issue 19).
+_VM1_HOST2 = ['vm1@host2', 'vm1@host2:Open vSwitch agent:br-ex',
+              'vm1@host2:Open vSwitch agent:br-phys3']
+_PORTS_LIVE = [('vm1@host1', 'active_instance', 'none'),
+               (_BR_PHYS3, 'active_instance', 'none')]
+SCENARIOS['port_attach_in_progress'] = S(
+    'A port with a minimum-bandwidth request being attached (paused after '
+    'nova allocated its bandwidth, before it bound the port)',
+    'test_port_leaks.PortLookAlikeTest.test_attach_in_progress',
+    ours=_PORTS_LIVE + [(_BR_EX, 'in_progress', 'none')])
+SCENARIOS['port_detach_in_progress'] = S(
+    'Such a port being detached (paused after nova unbound it, before it '
+    'removed its bandwidth)',
+    'test_port_leaks.PortLookAlikeTest.test_detach_in_progress',
+    ours=_PORTS_LIVE + [(_BR_EX, 'in_progress', 'none')])
+SCENARIOS['port_live_migration_in_progress'] = S(
+    'A server with two such ports being live-migrated (paused in the '
+    'driver; the ports still bound on the source)',
+    'test_port_leaks.PortLookAlikeTest.test_live_migration_in_progress',
+    ours=[('%s@host%d%s' % (who, n, br), 'active_migration', 'none')
+          for who, n in (('migration', 1), ('vm1', 2))
+          for br in ('', ':Open vSwitch agent:br-ex',
+                     ':Open vSwitch agent:br-phys3')],
+    audit_rc=3, audit_flags=_VM1_HOST2, audit_removes=_VM1_HOST2,
+    audit_problems=['removes the live %s' % a for a in _VM1_HOST2])
+SCENARIOS['port_info_cache_empty'] = S(
+    'A server with two such ports whose info cache is empty (nothing '
+    'proves which provider its ports use)',
+    'test_port_leaks.PortLookAlikeTest.test_info_cache_empty',
+    ours=[('vm1@host1', 'active_instance', 'none'),
+          (_BR_EX, 'unverifiable', 'none'),
+          (_BR_PHYS3, 'unverifiable', 'none')],
+    osc=['%s: reason unverifiable -> active_instance' % a
+         for a in (_BR_EX, _BR_PHYS3)])
+SCENARIOS['port_extended_request'] = S(
+    'A server whose port asks for bandwidth and packet rate in two request '
+    'groups (neutron\'s extended resource request: the binding\'s '
+    '``allocation`` maps each group to its provider)',
+    'test_port_leaks.ExtendedResourceRequestTest.test_settled',
+    ours=_PORTS_LIVE + [(_BR_EX, 'active_instance', 'none'),
+                        ('vm1@host1:Open vSwitch agent', 'active_instance',
+                         'none')])
+SCENARIOS['flavor_claimed_children'] = S(
+    'A server whose flavor asks for a vGPU (``resources:VGPU``, on the '
+    'physical GPU\'s child provider, as libvirt reports it) and for '
+    'bandwidth in a granular group (on a bridge; no port)',
+    'test_port_leaks.FlavorClaimedChildrenTest.test_settled',
+    ours=[('vm1@host1', 'active_instance', 'none'),
+          ('vm1@host1_pci_0000_06_00_0', 'active_instance', 'none'),
+          (_BR_PHYS3, 'active_instance', 'none')])
+SCENARIOS['port_extended_deleted_leak'] = S(
+    'neutron deletes a bound port whose bandwidth and packet rate are two '
+    'request groups (extended resource request): both providers leak',
+    'test_port_leaks.ExtendedResourceRequestTest.'
+    'test_bound_port_deleted_in_neutron',
+    ours=[('vm1@host1', 'active_instance', 'none'),
+          (_BR_EX, 'leaked_port_allocation', 'trim_provider'),
+          ('vm1@host1:Open vSwitch agent', 'leaked_port_allocation',
+           'trim_provider'),
+          (_BR_PHYS3, 'active_instance', 'none')],
+    audit_problems=['leaves the orphan %s' % a for a in (
+        _BR_EX, 'vm1@host1:Open vSwitch agent')])
+
 # -- rendering ---------------------------------------------------------------
 
 TITLE = 'Comparison with ``nova-manage placement audit``'
@@ -477,7 +566,12 @@ _PROBLEM_KINDS = (
 
 
 def _rst_code(text):
-    return ' '.join('``%s``' % w if '@' in w else w for w in text.split())
+    """A problem's allocation label as code (provider names have spaces).
+    """
+    m = re.match(r'^((?:[^@ ]+ )*)(\S*@.*?)( back)?$', text)
+    if m is None:
+        return text
+    return '%s``%s``%s' % (m.group(1), m.group(2), m.group(3) or '')
 
 
 def _audit_cell(s):

@@ -15,7 +15,9 @@
 osc-placement both loaded) reaches placement through keystoneauth's
 ``admin_token`` plugin and nova's API through
 ``compute_endpoint_override`` and a small WSGI front that turns the token
-into the identity headers nova's API fixture expects.
+into the identity headers nova's API fixture expects, and the network API
+(read-only: ports) through ``network_endpoint_override`` and a front on
+the test's ``NeutronFixture``, the same fake neutron nova talks to.
 """
 
 import contextlib
@@ -24,6 +26,8 @@ import io
 import json
 import logging
 import os
+import re
+import urllib.parse
 import warnings
 
 import fixtures
@@ -63,6 +67,68 @@ class ComputeFront:
         return self.app(environ, start_response)
 
 
+class NetworkFront:
+    """neutron's port API, read-only, served from a ``NeutronFixture``.
+
+    ``fixture()`` returns the test's current fixture (tests swap in
+    nova's resource-request variants). Answers the version documents,
+    ``GET [/v2.0]/ports[?filters]`` and ``GET [/v2.0]/ports/<id>`` as an
+    admin would see them; anything else is 404. ``down = True``: every
+    request gets a 503, as from a network API that is down.
+    """
+
+    down = False
+
+    _PORTS = re.compile(r'^(?:/v2\.0)?/ports(?:\.json)?(?:/(?P<id>[^/]+))?/?$')
+
+    def __init__(self, fixture, url):
+        self.fixture = fixture
+        self.url = url.rstrip('/')
+
+    def __call__(self, environ, start_response):
+        path = environ['PATH_INFO']
+        if self.down:
+            return self._reply(start_response, 503, {'error': 'down'})
+        if environ.get('HTTP_X_AUTH_TOKEN') != 'admin':
+            return self._reply(start_response, 401, {'error': 'no token'})
+        if path.rstrip('/') in ('', '/v2.0'):
+            version = {'id': 'v2.0', 'status': 'CURRENT', 'links': [
+                {'href': self.url + '/v2.0/', 'rel': 'self'}]}
+            if path.rstrip('/') == '':
+                return self._reply(start_response, 200,
+                                   {'versions': [version]})
+            return self._reply(start_response, 200, {'resources': []})
+        match = self._PORTS.match(path)
+        if match is None or environ['REQUEST_METHOD'] != 'GET':
+            return self._reply(start_response, 404, {
+                'NeutronError': {'type': 'HTTPNotFound', 'message': path}})
+        neutron = self.fixture()
+        if match.group('id'):
+            if match.group('id') not in neutron._ports:
+                return self._reply(start_response, 404, {'NeutronError': {
+                    'type': 'PortNotFound', 'message': 'Port %s could not '
+                    'be found.' % match.group('id')}})
+            return self._reply(start_response, 200,
+                               neutron.show_port(match.group('id')))
+        filters = {}
+        for key, value in urllib.parse.parse_qsl(
+                environ.get('QUERY_STRING', '')):
+            filters.setdefault(key, []).append(value)
+        filters = {k: v[0] if len(v) == 1 else v for k, v in filters.items()}
+        filters.pop('fields', None)
+        return self._reply(start_response, 200,
+                           neutron.list_ports(True, **filters))
+
+    @staticmethod
+    def _reply(start_response, status, body):
+        start_response('%d %s' % (status, {200: 'OK', 401: 'Unauthorized',
+                                           404: 'Not Found',
+                                           503: 'Service Unavailable'}[
+                                               status]),
+                       [('Content-Type', 'application/json')])
+        return [json.dumps(body).encode()]
+
+
 class OpenStackClientMixin:
     """``openstack`` runs for a ScenarioTestCase; call setup_openstack()."""
 
@@ -75,6 +141,14 @@ class OpenStackClientMixin:
         intercept.install_intercept()
         self.addCleanup(intercept.uninstall_intercept)
         self.compute_endpoint = 'http://%s/v2.1' % host
+        network = uuids.osc_network_front
+        self.network_endpoint = 'http://%s/' % network
+        self.network_front = NetworkFront(lambda: self.neutron,
+                                          self.network_endpoint)
+        intercept = interceptor.RequestsInterceptor(
+            lambda: self.network_front, url=self.network_endpoint)
+        intercept.install_intercept()
+        self.addCleanup(intercept.uninstall_intercept)
         # nova's API logs a stevedore warning (oslo.cache's memcache
         # backend) the first time a request reaches the cell worker pool;
         # take it here, before osc's handler would print it to stderr.
@@ -87,6 +161,7 @@ class OpenStackClientMixin:
             'auth': {'endpoint': self.placement_endpoint,
                      'token': self.placement_fixture.token},
             'compute_endpoint_override': self.compute_endpoint,
+            'network_endpoint_override': self.network_endpoint,
         }
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'clouds.yaml')
