@@ -48,16 +48,17 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None,
     if shortcut:
         runs_here = rules_mod.runs_here()
         show_runs_here = shown is None or shown(runs_here)
-    instances = snapshot.nova.instances
+    instances = snapshot.nova.instances if shortcut else {}
     migrations = snapshot.nova.migrations
     # Every allocation's provider is there (see SnapshotIndex).
     provider_facts = index.provider_facts
+    plainly_runs_here = rules_mod.plainly_runs_here
     for alloc in snapshot.placement.allocations:
         consumer = alloc.consumer
-        inst = instances.get(consumer) if shortcut else None
+        inst = instances.get(consumer)
         if inst is not None and consumer not in migrations:
             provider, node, _sharing = provider_facts[alloc.provider]
-            if rules_mod.plainly_runs_here(inst, node):
+            if plainly_runs_here(inst, node):
                 if show_runs_here:
                     findings.append(_finding(
                         index, index.owner(consumer), provider, node, alloc,

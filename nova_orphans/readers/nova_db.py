@@ -629,6 +629,11 @@ class _CellRead:
         node_ids = self.node_ids
         hidden = self.hidden
         instance = model.Instance
+        # Hosts, nodes, states, projects and users repeat from instance
+        # to instance, but the driver makes a new string for every
+        # value: keep one of each (they took a third of a large run's
+        # memory).
+        same = {}.setdefault
         for (uuid, host, node, vm_state, task_state, project_id, user_id,
              deleted, is_hidden, compute_id) in self._rows(table, where,
                                                            bulk):
@@ -638,8 +643,10 @@ class _CellRead:
                 hidden.discard(uuid)
             # Positional, in field order (one per instance of the cloud).
             self.instances[uuid] = instance(
-                uuid, self.cell, host, node, vm_state, task_state,
-                bool(deleted), archived, project_id, user_id,
+                uuid, self.cell, same(host, host), same(node, node),
+                same(vm_state, vm_state), same(task_state, task_state),
+                bool(deleted), archived, same(project_id, project_id),
+                same(user_id, user_id),
                 None if compute_id is None else node_ids.get(compute_id))
 
     def _migrations(self, table, where, archived=False, bulk=False):
@@ -689,8 +696,9 @@ def _merge(snapshot, cell_read, hidden):
     snapshot.services.extend(cell_read.services)
     for mine, theirs in ((cell_read.instances, snapshot.instances),
                          (cell_read.migrations, snapshot.migrations)):
-        if not theirs:
-            # The first cell read: every row is taken as it is.
+        if theirs.keys().isdisjoint(mine):
+            # The first cell read, or none of its rows was seen in the
+            # cells before (as usual): every row is taken as it is.
             theirs.update(mine)
             hidden.difference_update(mine)
             hidden.update(cell_read.hidden.intersection(mine))

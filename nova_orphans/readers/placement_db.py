@@ -195,27 +195,33 @@ class PlacementDBReader:
         everything = bool(wanted) and len(wanted) == len(self._ids)
         rows = _where_in(conn, query, ALLOCATIONS.c.resource_provider_id,
                          wanted, everything)
-        # One row per resource class: group them into one resources dict
-        # per (consumer, provider id). Placement writes a consumer's rows
-        # together, so consecutive rows mostly share their pair.
-        by_pair = {}
-        last_consumer = last_rp = resources = None
-        for rp_id, consumer, rc_id, used in rows:
-            if rp_id != last_rp or consumer != last_consumer:
-                key = (consumer, rp_id)
-                resources = by_pair.get(key)
-                if resources is None:
-                    resources = by_pair[key] = {}
-                last_consumer, last_rp = consumer, rp_id
-            name = classes.get(rc_id)
-            resources[name if name is not None else
-                      _class_name(classes, rc_id)] = used
+        # One row per resource class: a (consumer, provider) pair's rows
+        # make one allocation. Placement writes a consumer's rows
+        # together, so they come one after the other (see _grouped).
+        # Most allocations hold the same few amounts (a flavor's): they
+        # share one resources dict, never changed once built, rather
+        # than each having a copy (a tenth of a large run's memory).
+        shared = {}
+        allocations = []
+        append = allocations.append
         allocation = model.Allocation
-        allocations = [
-            allocation(consumer, uuids[rp_id], resources)
-            for (consumer, rp_id), resources in by_pair.items()
-            # Not there: a provider created since providers() was read.
-            if rp_id in uuids]
+        # {consumer: its first allocation}: a consumer seen again holds
+        # on several providers, or its rows were not consecutive.
+        first = {}
+        for consumer, rp_id, key in _grouped(rows):
+            provider = uuids.get(rp_id)
+            if provider is None:
+                # A provider created since providers() was read.
+                continue
+            resources = shared.get(key)
+            if resources is None:
+                resources = shared[key] = _resources(classes, key)
+            alloc = allocation(consumer, provider, resources)
+            if first.setdefault(consumer, alloc) is alloc:
+                append(alloc)
+            else:
+                _add_again(allocations, first, alloc)
+        return allocations, everything
         return allocations, everything
 
     def _consumer_records(self, conn, consumers, everything=False):
@@ -314,6 +320,50 @@ class PlacementDBReader:
         for consumer in consumer_uuids - set(records):
             records[consumer] = model.Consumer(uuid=consumer)
         return records, allocations
+
+
+def _grouped(rows):
+    """(consumer, provider id, (class id, used, class id, used, ...)) for
+    each run of consecutive allocation rows of one consumer on one
+    provider: one per allocation, unless its rows are not consecutive
+    (see _add_again).
+    """
+    consumer = rp_id = key = None
+    for row_rp, row_consumer, rc_id, used in rows:
+        if row_consumer == consumer and row_rp == rp_id:
+            key += (rc_id, used)
+        else:
+            if key is not None:
+                yield consumer, rp_id, key
+            consumer, rp_id, key = row_consumer, row_rp, (rc_id, used)
+    if key is not None:
+        yield consumer, rp_id, key
+
+
+def _resources(classes, key):
+    """{class name: used} of a _grouped key."""
+    return {(classes[rc_id] if rc_id in classes else
+             _class_name(classes, rc_id)): used
+            for rc_id, used in zip(key[::2], key[1::2])}
+
+
+def _add_again(allocations, first, alloc):
+    """Add ``alloc``, of a consumer already seen, to ``allocations``, or
+    merge it into that consumer's earlier allocation on its provider.
+
+    ``first[consumer]`` becomes {provider: allocation} for such consumers.
+    """
+    consumer = alloc.consumer
+    mine = first[consumer]
+    if not isinstance(mine, dict):
+        mine = first[consumer] = {mine.provider: mine}
+    earlier = mine.get(alloc.provider)
+    if earlier is None:
+        mine[alloc.provider] = alloc
+        allocations.append(alloc)
+    else:
+        # A new dict: the resources dicts are shared.
+        earlier.resources = {**earlier.resources, **alloc.resources}
 
 
 def _allocations_of(conn, consumer_uuids):
