@@ -115,9 +115,10 @@ def with_activity(snapshot, findings, instances, rules, shown=None,
         allocations=[a for a in placement.allocations
                      if a.consumer in affected],
         consumers=placement.consumers, scope=placement.scope,
+        consumers_elsewhere=placement.consumers_elsewhere,
         # Only these instances may be missing allocations here.
-        consumers_elsewhere=(frozenset(nova.instances).difference(instances)
-                             | placement.consumers_elsewhere))
+        missing_among=frozenset(instances) if placement.missing_among is None
+        else placement.missing_among.intersection(instances))
     again = classify(model.Snapshot(placement=part, nova=nova), rules,
                      shown=shown, cloud=cloud)
     kept = [f for f in findings if f.consumer not in affected]

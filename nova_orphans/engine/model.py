@@ -78,6 +78,9 @@ class PlacementSnapshot:
     # Consumers outside the scope known to hold allocations somewhere:
     # filled for scoped reads so that "has no allocations at all" holds.
     consumers_elsewhere: frozenset = frozenset()
+    # The only instances that may be reported missing allocations, when
+    # a part of the allocations is classified again (None: any).
+    missing_among: typing.Optional[frozenset] = None
 
 
 @dataclasses.dataclass(frozen=True)

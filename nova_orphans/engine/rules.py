@@ -475,12 +475,14 @@ def missing_allocations(index):
     """Live, placed instances that hold nothing at all: heal them."""
     placement = index.snapshot.placement
     instances = index.snapshot.nova.instances
+    among = (instances if placement.missing_among is None else
+             [uuid for uuid in placement.missing_among if uuid in instances])
     # Whether it holds allocations (in scope or elsewhere), asked first,
     # of every instance at once: most do, and it is then the one
     # question asked of them. The order does not matter: classify sorts.
-    for uuid in set(instances).difference(index.roots_by_consumer,
-                                          placement.consumers_elsewhere,
-                                          index.held_by_migration):
+    for uuid in set(among).difference(index.roots_by_consumer,
+                                      placement.consumers_elsewhere,
+                                      index.held_by_migration):
         inst = instances[uuid]
         if (inst.deleted or inst.archived or not inst.host or
                 not inst.node or

@@ -629,10 +629,10 @@ class _CellRead:
         node_ids = self.node_ids
         hidden = self.hidden
         instance = model.Instance
-        # Hosts, nodes, states, projects and users repeat from instance
-        # to instance, but the driver makes a new string for every
-        # value: keep one of each (they took a third of a large run's
-        # memory).
+        # Hosts, nodes, vm_states, projects and users repeat from
+        # instance to instance, but the driver makes a new string for
+        # every value: keep one of each (they took a third of a large
+        # run's memory). task_state is mostly NULL, always the same None.
         same = {}.setdefault
         for (uuid, host, node, vm_state, task_state, project_id, user_id,
              deleted, is_hidden, compute_id) in self._rows(table, where,
@@ -644,7 +644,7 @@ class _CellRead:
             # Positional, in field order (one per instance of the cloud).
             self.instances[uuid] = instance(
                 uuid, self.cell, same(host, host), same(node, node),
-                same(vm_state, vm_state), same(task_state, task_state),
+                same(vm_state, vm_state), task_state,
                 bool(deleted), archived, same(project_id, project_id),
                 same(user_id, user_id),
                 None if compute_id is None else node_ids.get(compute_id))

@@ -150,16 +150,16 @@ class PlacementDBReader:
                                 sharing))))
                     .distinct()):
                 aggregates[rp_id].add(agg_uuid)
-        self._ids = {row.uuid: row.id for row in rows}
+        # Unpacked, not read by name: a row's attributes cost more than
+        # the rest of the work, once per provider of the cloud.
+        self._ids = {uuid: id_ for id_, uuid, *_rest in rows}
+        provider, none = model.Provider, frozenset()
         return {
-            row.uuid: model.Provider(
-                uuid=row.uuid, name=row.name,
-                root_uuid=row.root_uuid or row.uuid,
-                parent_uuid=row.parent_uuid,
-                generation=row.generation or 0,
-                sharing=row.id in sharing_ids,
-                aggregates=frozenset(aggregates.get(row.id, ())))
-            for row in rows}
+            uuid: provider(uuid, name, root_uuid or uuid, parent_uuid,
+                           generation or 0, id_ in sharing_ids,
+                           frozenset(aggregates[id_]) if id_ in aggregates
+                           else none)
+            for id_, uuid, name, generation, root_uuid, parent_uuid in rows}
 
     def allocations(self, provider_uuids, progress=None):
         """Allocations on the given providers.

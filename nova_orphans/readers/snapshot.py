@@ -268,7 +268,7 @@ class Audit:
             consumers=placement.consumers, scope=placement.scope,
             # Only the strangers' findings are kept: spare building a
             # missing_allocations finding for every instance.
-            consumers_elsewhere=frozenset(nova.instances))
+            missing_among=frozenset())
         again = {(f.consumer, f.resource_provider): f
                  for f in classify.classify(
                      model.Snapshot(placement=part, nova=nova), self.rules,
