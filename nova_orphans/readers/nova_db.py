@@ -503,17 +503,22 @@ class _CellRead:
         return self
 
     def lookup(self, consumers, instance_uuids):
-        """Deleted, then archived, rows for the given uuids."""
-        for table, loader, uuids in (
-                (INSTANCES, self._instances, consumers | instance_uuids),
-                (SHADOW_INSTANCES, self._instances,
-                 consumers | instance_uuids),
-                (MIGRATIONS, self._migrations, consumers),
-                (SHADOW_MIGRATIONS, self._migrations, consumers)):
-            wanted = uuids - set(self.instances) - set(self.migrations)
-            for chunk in db_utils.chunks(wanted):
-                loader(table, table.c.uuid.in_(chunk),
-                       archived=table.name.startswith('shadow_'))
+        """Deleted, then archived, rows for the given uuids.
+
+        Tens of thousands of them in a large cloud: sqlite cells take
+        turns, as for live() (see db_utils.serial_reads).
+        """
+        with db_utils.serial_reads(self.db):
+            for table, loader, uuids in (
+                    (INSTANCES, self._instances, consumers | instance_uuids),
+                    (SHADOW_INSTANCES, self._instances,
+                     consumers | instance_uuids),
+                    (MIGRATIONS, self._migrations, consumers),
+                    (SHADOW_MIGRATIONS, self._migrations, consumers)):
+                wanted = uuids - set(self.instances) - set(self.migrations)
+                for chunk in db_utils.chunks(wanted):
+                    loader(table, table.c.uuid.in_(chunk),
+                           archived=table.name.startswith('shadow_'))
         return self
 
     def consumers(self, consumers):

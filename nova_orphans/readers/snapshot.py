@@ -224,7 +224,11 @@ class Audit:
         """
         first = None if shown is None else (
             lambda verdict: verdict.is_orphan or shown(verdict))
-        findings = classify.classify(snapshot, self.rules, shown=first)
+        # Built once for every classification of the run.
+        cloud = index_mod.CloudIndex(snapshot.placement.providers,
+                                     snapshot.nova.compute_nodes)
+        findings = classify.classify(snapshot, self.rules, shown=first,
+                                     cloud=cloud)
         candidates = classify.unsettled_candidates(snapshot, findings)
         if candidates:
             before = len(snapshot.nova.unreadable_cells)
@@ -232,10 +236,11 @@ class Audit:
             if len(snapshot.nova.unreadable_cells) != before:
                 # A cell failed meanwhile: it protects all it may own.
                 findings = classify.classify(snapshot, self.rules,
-                                             shown=first)
+                                             shown=first, cloud=cloud)
             else:
                 findings = classify.with_activity(
-                    snapshot, findings, candidates, self.rules, shown=first)
+                    snapshot, findings, candidates, self.rules, shown=first,
+                    cloud=cloud)
         if shown is not None:
             findings = [f for f in findings if shown(f)]
         return findings
