@@ -193,7 +193,11 @@ def with_records(findings, records):
     completed = []
     for f in findings:
         record = records.get(f.consumer)
-        if record is not None:
+        # A finding is only made again where the record changes it:
+        # mostly it names the instance's own project and user.
+        if record is not None and (
+                (record.project_id or f.project_id) != f.project_id or
+                (record.user_id or f.user_id) != f.user_id):
             f = dataclasses.replace(
                 f, project_id=record.project_id or f.project_id,
                 user_id=record.user_id or f.user_id)

@@ -283,7 +283,11 @@ class PlacementDBReader:
                   else set(consumers))
         missing = wanted - self._records.keys()
         if missing:
-            scan = everything and consumers is None
+            # More than one look-up's worth (``list --all`` in a large
+            # cloud wants every consumer's): one scan is cheaper, and
+            # shares the project and user names.
+            scan = everything and (consumers is None or
+                                   len(missing) > db_utils.IN_LIST_SIZE)
             self._records.update(self._read(
                 lambda conn: self._consumer_records(conn, missing,
                                                     everything=scan)))

@@ -346,6 +346,26 @@ class RecordsAfterwardsTestCase(_RecordsCloud):
                          classify.with_records(found, shown_records))
         return expected
 
+    def test_findings_a_record_does_not_change_are_kept(self):
+        def finding(consumer, project, user):
+            return model.Finding(consumer, r.INSTANCE, consumer, 'rp',
+                                 'node', 'rp', 'host', 'cell1',
+                                 r.ACTIVE_INSTANCE, r.NONE, {}, project,
+                                 user, '')
+        same, other, unread, empty = (
+            finding('a', 'p', 'u'), finding('b', 'p', 'u'),
+            finding('c', 'p', 'u'), finding('d', 'p', 'u'))
+        got = classify.with_records(
+            [same, other, unread, empty],
+            {'a': model.Consumer('a', 'p', 'u'),
+             'b': model.Consumer('b', 'p', 'u2'),
+             'd': model.Consumer('d')})
+        self.assertEqual([same, finding('b', 'p', 'u2'), unread, empty],
+                         got)
+        self.assertIs(same, got[0])
+        self.assertIs(unread, got[2])
+        self.assertIs(empty, got[3])
+
     def test_orphans(self):
         found = self._check(lambda f: f.is_orphan)
         self.assertIn('placement-project', {f.project_id for f in found})
@@ -609,6 +629,28 @@ class DriverRowsTestCase(base.BaseTestCase):
             expected = {c: model.Consumer(c, 'p', 'u', 0)
                         for c in ('a', 'b') if c == 'b' or 'rp1' in scope}
             self.assertEqual(expected, reader.consumer_records())
+
+    def test_many_consumer_records_are_read_in_one_scan(self):
+        self._insert('resource_providers', (1, 'rp1'))
+        self._insert('resource_classes', (0, 'VCPU'))
+        self._insert('allocations', (1, 'a', 0, 1), (1, 'b', 0, 1),
+                     (1, 'c', 0, 1))
+        self._insert('projects', (1, 'p'))
+        self._insert('users', (1, 'u'))
+        self._insert('consumers', ('a', 1, 1, 0, None),
+                     ('b', 1, 1, 0, None), ('z', 1, 1, 0, None))
+        reader = placement_db.PlacementDBReader(self.url)
+        reader._ids = {'rp1': 1}
+        reader.allocations({'rp1'})
+        scan = mock.patch.object(
+            reader, '_all_consumer_records',
+            side_effect=reader._all_consumer_records)
+        with mock.patch.object(db_utils, 'IN_LIST_SIZE', 2), scan as s:
+            records = reader.consumer_records({'a', 'b', 'c'})
+        s.assert_called_once_with(mock.ANY, {'a', 'b', 'c'})
+        self.assertEqual({c: model.Consumer(c, 'p', 'u', 0)
+                          for c in ('a', 'b')}, records)
+        self.assertIs(records['a'].project_id, records['b'].project_id)
 
     def test_consumer_records_scan_and_lookup_agree(self):
         self._insert('projects', (1, 'p1'), (2, 'p2'))
