@@ -633,8 +633,7 @@ class DriverRowsTestCase(base.BaseTestCase):
     def test_many_consumer_records_are_read_in_one_scan(self):
         self._insert('resource_providers', (1, 'rp1'))
         self._insert('resource_classes', (0, 'VCPU'))
-        self._insert('allocations', (1, 'a', 0, 1), (1, 'b', 0, 1),
-                     (1, 'c', 0, 1))
+        self._insert('allocations', *((1, c, 0, 1) for c in 'abcdefghij'))
         self._insert('projects', (1, 'p'))
         self._insert('users', (1, 'u'))
         self._insert('consumers', ('a', 1, 1, 0, None),
@@ -645,9 +644,13 @@ class DriverRowsTestCase(base.BaseTestCase):
         scan = mock.patch.object(
             reader, '_all_consumer_records',
             side_effect=reader._all_consumer_records)
-        with mock.patch.object(db_utils, 'IN_LIST_SIZE', 2), scan as s:
-            records = reader.consumer_records({'a', 'b', 'c'})
-        s.assert_called_once_with(mock.ANY, {'a', 'b', 'c'})
+        with scan as s:
+            # A fifth of the consumers read or fewer: looked up.
+            self.assertEqual({'a': model.Consumer('a', 'p', 'u', 0)},
+                             reader.consumer_records({'a', 'c'}))
+            s.assert_not_called()
+            records = reader.consumer_records({'a', 'b', 'c', 'd'})
+        s.assert_called_once_with(mock.ANY, {'b', 'c', 'd'})
         self.assertEqual({c: model.Consumer(c, 'p', 'u', 0)
                           for c in ('a', 'b')}, records)
         self.assertIs(records['a'].project_id, records['b'].project_id)
