@@ -60,23 +60,37 @@ def rows_as_dicts(findings, outcomes=None):
     return rows
 
 
+def iter_dicts(findings):
+    """rows_as_dicts' rows one at a time, for render_json to stream."""
+    for f in findings:
+        yield f.to_dict()
+
+
 def render_json(rows, stream):
     """``json.dump(rows, stream, indent=2)`` and a newline, byte for byte.
 
-    json indents in pure Python (only its compact encoder is in C), a
-    few generator calls per value: each row is written here instead, its
-    strings escaped by json's own C function. Anything but str, int,
-    bool, None, dicts and lists is left to json.
+    ``rows`` can be any iterable: each row is written (in batches of a
+    thousand) once it is made, so what is printed is never all in
+    memory at once. json indents in pure Python (only its compact
+    encoder is in C), a few generator calls per value: each row is
+    written here instead, its strings escaped by json's own C function.
+    Anything but str, int, bool, None, dicts and lists is left to json.
     """
-    if not rows:
+    rows = iter(rows)
+    for first in rows:
+        break
+    else:
         stream.write('[]\n')
         return
-    stream.write('[\n')
-    last = len(rows) - 1
-    for start in range(0, len(rows), 1000):
-        stream.write(''.join(
-            '  ' + _json(row, '  ') + (',\n' if i < last else '\n]\n')
-            for i, row in enumerate(rows[start:start + 1000], start)))
+    stream.write('[\n  ' + _json(first, '  '))
+    batch = []
+    for row in rows:
+        batch.append(',\n  ' + _json(row, '  '))
+        if len(batch) == 1000:
+            stream.write(''.join(batch))
+            batch = []
+    batch.append('\n]\n')
+    stream.write(''.join(batch))
 
 
 _STRING = json.encoder.encode_basestring_ascii

@@ -285,10 +285,11 @@ class AllocationCommands:
         # collector passes over it.
         with self._collector_paused():
             findings = self._findings(self.cmd.show_all)
-            rows = output.rows_as_dicts(findings)
             if self.cmd.format == 'json':
-                self._render(rows)
+                # Streamed: a row is made when it is written.
+                self._render(output.iter_dicts(findings))
             else:
+                rows = output.rows_as_dicts(findings)
                 if rows:
                     self._render(rows)
                 self._say(output.list_summary(

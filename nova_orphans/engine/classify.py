@@ -49,17 +49,18 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None,
     if shortcut:
         runs_here = rules_mod.runs_here()
         show_runs_here = shown is None or shown(runs_here)
-    instances = snapshot.nova.instances
+    instances = snapshot.nova.instances if shortcut else {}
     migrations = snapshot.nova.migrations
     claims = snapshot.nova.claims
     # Every allocation's provider is there (see SnapshotIndex).
     provider_facts = index.provider_facts
+    plainly_runs_here = rules_mod.plainly_runs_here
     for alloc in snapshot.placement.allocations:
         consumer = alloc.consumer
-        inst = instances.get(consumer) if shortcut else None
+        inst = instances.get(consumer)
         if inst is not None and consumer not in migrations:
             provider, node, _sharing = provider_facts[alloc.provider]
-            if rules_mod.plainly_runs_here(inst, node, alloc, claims):
+            if plainly_runs_here(inst, node, alloc, claims):
                 if show_runs_here:
                     findings.append(_finding(
                         index, index.owner(consumer), provider, node, alloc,
@@ -146,9 +147,10 @@ def with_activity(snapshot, findings, instances, rules, shown=None,
         allocations=[a for a in placement.allocations
                      if a.consumer in affected],
         consumers=placement.consumers, scope=placement.scope,
+        consumers_elsewhere=placement.consumers_elsewhere,
         # Only these instances may be missing allocations here.
-        consumers_elsewhere=(frozenset(nova.instances).difference(instances)
-                             | placement.consumers_elsewhere))
+        missing_among=frozenset(instances) if placement.missing_among is None
+        else placement.missing_among.intersection(instances))
     again = classify(model.Snapshot(placement=part, nova=nova), rules,
                      shown=shown, cloud=cloud)
     kept = [f for f in findings if f.consumer not in affected]
@@ -223,7 +225,11 @@ def with_records(findings, records):
     completed = []
     for f in findings:
         record = records.get(f.consumer)
-        if record is not None:
+        # A finding is only made again where the record changes it:
+        # mostly it names the instance's own project and user.
+        if record is not None and (
+                (record.project_id or f.project_id) != f.project_id or
+                (record.user_id or f.user_id) != f.user_id):
             f = dataclasses.replace(
                 f, project_id=record.project_id or f.project_id,
                 user_id=record.user_id or f.user_id)

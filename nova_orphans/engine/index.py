@@ -125,16 +125,25 @@ class SnapshotIndex:
         # Every allocated provider's (provider, compute node, shared by
         # nova?) answered once, not once per allocation; and its root.
         self.provider_facts = facts = {}
-        self.roots_by_consumer = roots = collections.defaultdict(set)
+        # {consumer: the roots of the trees it holds allocations in}, a
+        # tuple: most consumers hold on one tree, and share that tree's
+        # one-root tuple rather than each having a set of their own
+        # (a million sets took a fifth of a large run's memory).
+        self.roots_by_consumer = roots = {}
         root_of = {}
         for alloc in placement.allocations:
-            root = root_of.get(alloc.provider)
+            provider_uuid, consumer = alloc.provider, alloc.consumer
+            root = root_of.get(provider_uuid)
             if root is None:
-                facts[alloc.provider] = self._provider_facts(alloc.provider)
-                provider = facts[alloc.provider][0]
-                root = root_of[alloc.provider] = (
-                    provider.root_uuid if provider else alloc.provider)
-            roots[alloc.consumer].add(root)
+                facts[provider_uuid] = self._provider_facts(provider_uuid)
+                provider = facts[provider_uuid][0]
+                root = root_of[provider_uuid] = (
+                    provider.root_uuid if provider else provider_uuid,)
+            held = roots.get(consumer)
+            if held is None:
+                roots[consumer] = root
+            elif root[0] not in held:
+                roots[consumer] = held + root
         # Instances whose migration consumers hold allocations: they are
         # not "missing" any, whatever the migration's state.
         self.held_by_migration = {

@@ -622,15 +622,16 @@ DEFAULT_RULES = (
 def missing_allocations(index):
     """Live, placed instances that hold nothing at all: heal them."""
     placement = index.snapshot.placement
-    # Whether it holds allocations (in scope or elsewhere), asked first:
-    # most instances do, and it is then the one question asked of them.
-    holding = index.roots_by_consumer
-    elsewhere = placement.consumers_elsewhere
-    held_by_migration = index.held_by_migration
-    for inst in index.snapshot.nova.instances.values():
-        if (inst.uuid in holding or inst.uuid in elsewhere or
-                inst.uuid in held_by_migration):
-            continue
+    instances = index.snapshot.nova.instances
+    among = (instances if placement.missing_among is None else
+             [uuid for uuid in placement.missing_among if uuid in instances])
+    # Whether it holds allocations (in scope or elsewhere), asked first,
+    # of every instance at once: most do, and it is then the one
+    # question asked of them. The order does not matter: classify sorts.
+    for uuid in set(among).difference(index.roots_by_consumer,
+                                      placement.consumers_elsewhere,
+                                      index.held_by_migration):
+        inst = instances[uuid]
         if (inst.deleted or inst.archived or not inst.host or
                 not inst.node or
                 inst.vm_state in (nova_states.BUILDING,

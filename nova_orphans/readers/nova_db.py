@@ -553,17 +553,22 @@ class _CellRead:
         return self
 
     def lookup(self, consumers, instance_uuids):
-        """Deleted, then archived, rows for the given uuids."""
-        for table, loader, uuids in (
-                (INSTANCES, self._instances, consumers | instance_uuids),
-                (SHADOW_INSTANCES, self._instances,
-                 consumers | instance_uuids),
-                (MIGRATIONS, self._migrations, consumers),
-                (SHADOW_MIGRATIONS, self._migrations, consumers)):
-            wanted = uuids - set(self.instances) - set(self.migrations)
-            for chunk in db_utils.chunks(wanted):
-                loader(table, table.c.uuid.in_(chunk),
-                       archived=table.name.startswith('shadow_'))
+        """Deleted, then archived, rows for the given uuids.
+
+        Tens of thousands of them in a large cloud: sqlite cells take
+        turns, as for live() (see db_utils.serial_reads).
+        """
+        with db_utils.serial_reads(self.db):
+            for table, loader, uuids in (
+                    (INSTANCES, self._instances, consumers | instance_uuids),
+                    (SHADOW_INSTANCES, self._instances,
+                     consumers | instance_uuids),
+                    (MIGRATIONS, self._migrations, consumers),
+                    (SHADOW_MIGRATIONS, self._migrations, consumers)):
+                wanted = uuids - set(self.instances) - set(self.migrations)
+                for chunk in db_utils.chunks(wanted):
+                    loader(table, table.c.uuid.in_(chunk),
+                           archived=table.name.startswith('shadow_'))
         return self
 
     def consumers(self, consumers):
@@ -701,6 +706,11 @@ class _CellRead:
         node_ids = self.node_ids
         hidden = self.hidden
         instance = model.Instance
+        # Hosts, nodes, vm_states, projects and users repeat from
+        # instance to instance, but the driver makes a new string for
+        # every value: keep one of each (they took a third of a large
+        # run's memory). task_state is mostly NULL, always the same None.
+        same = {}.setdefault
         for (uuid, host, node, vm_state, task_state, project_id, user_id,
              deleted, is_hidden, compute_id) in self._rows(table, where,
                                                            bulk):
@@ -710,8 +720,10 @@ class _CellRead:
                 hidden.discard(uuid)
             # Positional, in field order (one per instance of the cloud).
             self.instances[uuid] = instance(
-                uuid, self.cell, host, node, vm_state, task_state,
-                bool(deleted), archived, project_id, user_id,
+                uuid, self.cell, same(host, host), same(node, node),
+                same(vm_state, vm_state), task_state,
+                bool(deleted), archived, same(project_id, project_id),
+                same(user_id, user_id),
                 None if compute_id is None else node_ids.get(compute_id))
 
     def _migrations(self, table, where, archived=False, bulk=False):
@@ -768,8 +780,9 @@ def _merge(snapshot, cell_read, hidden):
     snapshot.services.extend(cell_read.services)
     for mine, theirs in ((cell_read.instances, snapshot.instances),
                          (cell_read.migrations, snapshot.migrations)):
-        if not theirs:
-            # The first cell read: every row is taken as it is.
+        if theirs.keys().isdisjoint(mine):
+            # The first cell read, or none of its rows was seen in the
+            # cells before (as usual): every row is taken as it is.
             theirs.update(mine)
             hidden.difference_update(mine)
             hidden.update(cell_read.hidden.intersection(mine))

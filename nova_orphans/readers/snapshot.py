@@ -240,7 +240,11 @@ class Audit:
         """
         first = None if shown is None else (
             lambda verdict: verdict.is_orphan or shown(verdict))
-        findings = classify.classify(snapshot, self.rules, shown=first)
+        # Built once for every classification of the run.
+        cloud = index_mod.CloudIndex(snapshot.placement.providers,
+                                     snapshot.nova.compute_nodes)
+        findings = classify.classify(snapshot, self.rules, shown=first,
+                                     cloud=cloud)
         candidates = classify.unsettled_candidates(snapshot, findings)
         if candidates:
             before = len(snapshot.nova.unreadable_cells)
@@ -248,10 +252,11 @@ class Audit:
             if len(snapshot.nova.unreadable_cells) != before:
                 # A cell failed meanwhile: it protects all it may own.
                 findings = classify.classify(snapshot, self.rules,
-                                             shown=first)
+                                             shown=first, cloud=cloud)
             else:
                 findings = classify.with_activity(
-                    snapshot, findings, candidates, self.rules, shown=first)
+                    snapshot, findings, candidates, self.rules, shown=first,
+                    cloud=cloud)
         if shown is not None:
             findings = [f for f in findings if shown(f)]
         return findings
@@ -284,7 +289,7 @@ class Audit:
             consumers=placement.consumers, scope=placement.scope,
             # Only the strangers' findings are kept: spare building a
             # missing_allocations finding for every instance.
-            consumers_elsewhere=frozenset(nova.instances))
+            missing_among=frozenset())
         again = {(f.consumer, f.resource_provider): f
                  for f in classify.classify(
                      model.Snapshot(placement=part, nova=nova), self.rules,

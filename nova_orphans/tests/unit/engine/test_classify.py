@@ -446,6 +446,31 @@ class UnsettledTestCase(ClassifyTestCase):
             {f.consumer: f.reason for f in again if f.is_orphan or
              f.reason == r.IN_PROGRESS})
 
+    def test_with_activity_missing_allocations(self):
+        # Only the instances whose activity was read may stop (or
+        # start) missing allocations; the others' findings are kept,
+        # once each.
+        busy, idle = self.cloud.instance('host1'), self.cloud.instance(
+            'host2')
+        vm, mig = self.confirmed()
+        findings = self.cloud.findings()
+        self.assertEqual(
+            {busy: r.MISSING_ALLOCATIONS, idle: r.MISSING_ALLOCATIONS,
+             mig: r.FINISHED_MIGRATION},
+            {f.consumer: f.reason for f in findings if f.is_orphan})
+        self.active(busy, changed=NOW)
+        self.active(vm, changed=NOW)
+        again = classify.with_activity(self.cloud.snapshot(), findings,
+                                       {busy, vm}, rules.DEFAULT_RULES)
+        self.assertEqual(self.cloud.findings(), again)
+        self.assertEqual(
+            {idle: r.MISSING_ALLOCATIONS},
+            {f.consumer: f.reason for f in again if f.is_orphan})
+        kept = classify.with_activity(self.cloud.snapshot(), findings,
+                                      {vm}, rules.DEFAULT_RULES)
+        self.assertEqual(sorted([busy, idle]),
+                         sorted(f.consumer for f in kept if f.is_orphan))
+
 
 class ProviderRulesTestCase(ClassifyTestCase):
 

@@ -50,6 +50,30 @@ class PositionalFieldsTestCase(base.BaseTestCase):
              'deleted', 'archived', 'project_id', 'user_id', 'compute_node'],
             [f.name for f in dataclasses.fields(model.Instance)])
 
+    def test_provider_and_allocation_fields(self):
+        # readers.placement_db builds these positionally in this order.
+        self.assertEqual(
+            ['uuid', 'name', 'root_uuid', 'parent_uuid', 'generation',
+             'sharing', 'aggregates'],
+            [f.name for f in dataclasses.fields(model.Provider)])
+        self.assertEqual(
+            ['consumer', 'provider', 'resources'],
+            [f.name for f in dataclasses.fields(model.Allocation)])
+
+    def test_finding_to_dict(self):
+        # Spelled out for speed: the contract's keys, in its order.
+        c = cloud_mod.Cloud()
+        c.alloc(c.instance('host1', deleted=True), c.node('host1'), VCPU=2)
+        c.instance('host1')
+        findings = c.findings()
+        self.assertEqual(2, len(findings))
+        for finding in findings:
+            row = finding.to_dict()
+            self.assertEqual(list(model.FINDING_KEYS), list(row))
+            self.assertEqual({k: getattr(finding, k)
+                              for k in model.FINDING_KEYS}, row)
+            self.assertIsNot(finding.resources, row['resources'])
+
     def test_consumer_and_mapping_fields(self):
         # readers.placement_db and nova_db build these from rows as is.
         self.assertEqual(
@@ -232,6 +256,34 @@ class CloudIndexTestCase(base.BaseTestCase):
         self.assertEqual(1, len(idx.nova_sharing))
 
 
+class RootsTestCase(base.BaseTestCase):
+    """roots_by_consumer: the roots of every tree a consumer holds
+    allocations in, each once (tuples shared between consumers).
+    """
+
+    def test_roots(self):
+        c = cloud_mod.Cloud()
+        host1, host2 = c.node('host1'), c.node('host2')
+        child = c.provider('host1:vgpu', parent=host1)
+        nfs = c.provider('nfs', sharing=True)
+        one, two, nested, alone = (c.instance('host1') for _ in range(4))
+        c.alloc(one, host1)
+        c.alloc(alone, host1)
+        c.alloc(two, host1)
+        c.alloc(two, host2)
+        c.alloc(two, nfs)
+        c.alloc(nested, child)
+        c.alloc(nested, host1)
+        idx = index.SnapshotIndex(c.snapshot())
+        self.assertEqual(
+            {one: (host1,), alone: (host1,), two: (host1, host2, nfs),
+             nested: (host1,)}, idx.roots_by_consumer)
+        self.assertIs(idx.roots_by_consumer[one],
+                      idx.roots_by_consumer[alone])
+        self.assertTrue(idx.holds_on_nova_nodes(two))
+        self.assertFalse(idx.holds_on_nova_nodes(c.instance('host1')))
+
+
 class _RecordsCloud(base.BaseTestCase):
     """Consumers of every kind, with placement records of their own."""
 
@@ -293,6 +345,26 @@ class RecordsAfterwardsTestCase(_RecordsCloud):
         self.assertEqual(expected,
                          classify.with_records(found, shown_records))
         return expected
+
+    def test_findings_a_record_does_not_change_are_kept(self):
+        def finding(consumer, project, user):
+            return model.Finding(consumer, r.INSTANCE, consumer, 'rp',
+                                 'node', 'rp', 'host', 'cell1',
+                                 r.ACTIVE_INSTANCE, r.NONE, {}, project,
+                                 user, '')
+        same, other, unread, empty = (
+            finding('a', 'p', 'u'), finding('b', 'p', 'u'),
+            finding('c', 'p', 'u'), finding('d', 'p', 'u'))
+        got = classify.with_records(
+            [same, other, unread, empty],
+            {'a': model.Consumer('a', 'p', 'u'),
+             'b': model.Consumer('b', 'p', 'u2'),
+             'd': model.Consumer('d')})
+        self.assertEqual([same, finding('b', 'p', 'u2'), unread, empty],
+                         got)
+        self.assertIs(same, got[0])
+        self.assertIs(unread, got[2])
+        self.assertIs(empty, got[3])
 
     def test_orphans(self):
         found = self._check(lambda f: f.is_orphan)
@@ -397,10 +469,35 @@ class OnInstanceNodeTestCase(base.BaseTestCase):
 class RenderJSONTestCase(base.BaseTestCase):
     """Byte for byte what json.dump(rows, indent=2) writes."""
 
-    def _check(self, rows):
+    def _check(self, rows, expected=None):
         stream = io.StringIO()
         output.render_json(rows, stream)
-        self.assertEqual(json.dumps(rows, indent=2) + '\n', stream.getvalue())
+        self.assertEqual(
+            json.dumps(rows if expected is None else expected, indent=2) +
+            '\n', stream.getvalue())
+
+    def test_streams(self):
+        # Rows are written as they are made, a thousand at a time, never
+        # all held at once; the bytes are json.dump's.
+        made = []
+        written = []
+
+        def rows():
+            for i in range(2500):
+                made.append(i)
+                yield {'n': i}
+
+        class Stream(io.StringIO):
+            def write(self, text):
+                written.append(len(made))
+                return super().write(text)
+
+        stream = Stream()
+        output.render_json(rows(), stream)
+        self.assertEqual([1, 1001, 2001, 2500], written)
+        self.assertEqual(json.dumps([{'n': i} for i in range(2500)],
+                                    indent=2) + '\n', stream.getvalue())
+        self._check(iter([]), [])
 
     def test_findings(self):
         c = cloud_mod.Cloud()
@@ -486,6 +583,31 @@ class DriverRowsTestCase(base.BaseTestCase):
         self.assertFalse(everything)
         self.assertEqual({'a'}, {a.consumer for a in allocations})
 
+    def test_allocations_of_the_same_amounts_share_them(self):
+        self._insert('resource_providers', (1, 'rp1'), (2, 'rp2'))
+        self._insert('resource_classes', (0, 'VCPU'), (1, 'MEMORY_MB'),
+                     (2, 'DISK_GB'))
+        # 'a' and 'b' hold the same; 'a' on rp1 again later (its rows
+        # not consecutive), and 'a' on rp2 with the same amounts.
+        self._insert('allocations', (1, 'a', 0, 1), (1, 'a', 1, 512),
+                     (1, 'b', 0, 1), (1, 'b', 1, 512), (2, 'a', 0, 1),
+                     (2, 'a', 1, 512), (2, 'c', 1, 512), (2, 'c', 0, 1),
+                     (1, 'a', 2, 10))
+        reader = placement_db.PlacementDBReader('sqlite://')
+        reader._ids = {'rp1': 1, 'rp2': 2}
+        allocations, _everything = reader._allocations(self.conn,
+                                                       {'rp1', 'rp2'})
+        by_pair = {(a.consumer, a.provider): a.resources
+                   for a in allocations}
+        self.assertEqual(4, len(allocations))
+        self.assertEqual(
+            {('a', 'rp1'): {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 10},
+             ('b', 'rp1'): {'VCPU': 1, 'MEMORY_MB': 512},
+             ('a', 'rp2'): {'VCPU': 1, 'MEMORY_MB': 512},
+             ('c', 'rp2'): {'VCPU': 1, 'MEMORY_MB': 512}}, by_pair)
+        self.assertIs(by_pair['b', 'rp1'], by_pair['a', 'rp2'])
+        self.assertIsNot(by_pair['a', 'rp1'], by_pair['b', 'rp1'])
+
     def test_consumer_records_of_the_allocations_read(self):
         self._insert('resource_providers', (1, 'rp1'), (2, 'rp2'))
         self._insert('resource_classes', (0, 'VCPU'))
@@ -507,6 +629,31 @@ class DriverRowsTestCase(base.BaseTestCase):
             expected = {c: model.Consumer(c, 'p', 'u', 0)
                         for c in ('a', 'b') if c == 'b' or 'rp1' in scope}
             self.assertEqual(expected, reader.consumer_records())
+
+    def test_many_consumer_records_are_read_in_one_scan(self):
+        self._insert('resource_providers', (1, 'rp1'))
+        self._insert('resource_classes', (0, 'VCPU'))
+        self._insert('allocations', *((1, c, 0, 1) for c in 'abcdefghij'))
+        self._insert('projects', (1, 'p'))
+        self._insert('users', (1, 'u'))
+        self._insert('consumers', ('a', 1, 1, 0, None),
+                     ('b', 1, 1, 0, None), ('z', 1, 1, 0, None))
+        reader = placement_db.PlacementDBReader(self.url)
+        reader._ids = {'rp1': 1}
+        reader.allocations({'rp1'})
+        scan = mock.patch.object(
+            reader, '_all_consumer_records',
+            side_effect=reader._all_consumer_records)
+        with scan as s:
+            # A fifth of the consumers read or fewer: looked up.
+            self.assertEqual({'a': model.Consumer('a', 'p', 'u', 0)},
+                             reader.consumer_records({'a', 'c'}))
+            s.assert_not_called()
+            records = reader.consumer_records({'a', 'b', 'c', 'd'})
+        s.assert_called_once_with(mock.ANY, {'b', 'c', 'd'})
+        self.assertEqual({c: model.Consumer(c, 'p', 'u', 0)
+                          for c in ('a', 'b')}, records)
+        self.assertIs(records['a'].project_id, records['b'].project_id)
 
     def test_consumer_records_scan_and_lookup_agree(self):
         self._insert('projects', (1, 'p1'), (2, 'p2'))
