@@ -229,18 +229,24 @@ class AllocationCommands:
         # Bad input is refused before anything is contacted.
         snapshot_mod.validate_uuid(self.cmd.resource_provider,
                                    _('Resource provider'))
-        audit = self._audit()
-        findings = audit.run(resource_provider=self.cmd.resource_provider,
-                             host=self.cmd.host,
-                             shown=None if everything else
-                             self._shown(show_all))
+        return self._run(
+            self._audit(), self.cmd.resource_provider,
+            None if everything else self._shown(show_all),
+            _('WARNING: cell %(cell)s could not be read (%(error)s); its '
+              'consumers are reported as unverifiable, never as orphans.'))
+
+    def _run(self, audit, resource_provider, shown, unreadable_warning):
+        """The audit's findings; each unreadable cell is warned about
+        first, on stderr, so that no output can look complete.
+        """
+        findings = audit.run(resource_provider=resource_provider,
+                             host=self.cmd.host, shown=shown)
         self._snapshot = audit.snapshot
-        self._unreadable = [c.label for c in
-                            audit.snapshot.nova.unreadable_cells]
-        for cell in audit.snapshot.nova.unreadable_cells:
-            print(_('WARNING: cell %(cell)s could not be read (%(error)s); '
-                    'its consumers are reported as unverifiable, never as '
-                    'orphans.') % {'cell': cell.label, 'error': cell.error},
+        unreadable = audit.snapshot.nova.unreadable_cells
+        self._unreadable = [c.label for c in unreadable]
+        for cell in unreadable:
+            print(unreadable_warning % {'cell': cell.label,
+                                        'error': cell.error},
                   file=sys.stderr)
         return findings
 

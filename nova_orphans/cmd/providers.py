@@ -147,16 +147,11 @@ class ProviderCommands(allocations.AllocationCommands):
                     {'uuid': rp})
             # The whole tree: a tree goes, or stays, as a whole.
             rp = providers[rp].root_uuid
-        findings = audit.run(resource_provider=rp, host=self.cmd.host,
-                             shown=lambda verdict: True)
-        self._snapshot = audit.snapshot
-        self._unreadable = [c.label for c in
-                            audit.snapshot.nova.unreadable_cells]
-        for cell in audit.snapshot.nova.unreadable_cells:
-            print(_('WARNING: cell %(cell)s could not be read (%(error)s); '
-                    'no provider tree is called an orphan while a cell is '
-                    'not read.') % {'cell': cell.label, 'error': cell.error},
-                  file=sys.stderr)
+        findings = self._run(
+            audit, rp, lambda verdict: True,
+            _('WARNING: cell %(cell)s could not be read (%(error)s); a '
+              'tree nova may still have live there is reported as '
+              'unverifiable, never as an orphan.'))
         return provider_rules.classify(audit.snapshot, findings), findings
 
     @with_filters
