@@ -338,12 +338,17 @@ class Bench:
                     'placement', 'audit', '--verbose']
             return argv + (['--delete'] if delete else [])
         conf = self.fast_conf if tool == 'fast' else self.api_conf
-        argv = [py, '-c', _ORPHANS, '--config-file', conf, '--config-dir',
-                os.path.dirname(conf), 'allocations']
         if delete:
-            return argv + ['clean', '--format', 'json', '--journal',
-                           journal]
-        return argv + ['list', '--format', 'json']
+            # No --config-dir (the directory holds only the file given):
+            # with it, the "To undo" line clean prints at the end fails
+            # (the command line is built from oslo.config's config_dir,
+            # a list) and the run ends with an unexpected error.
+            return [py, '-c', _ORPHANS, '--config-file', conf,
+                    'allocations', 'clean', '--format', 'json',
+                    '--journal', journal]
+        return [py, '-c', _ORPHANS, '--config-file', conf, '--config-dir',
+                os.path.dirname(conf), 'allocations', 'list', '--format',
+                'json']
 
     def run(self, tool, timeout=3600, delete=False):
         """Run one tool once; returns measurements and its findings."""
@@ -396,9 +401,10 @@ class Bench:
         Returns the measurements and the outcome of every entry.
         """
         conf = self.fast_conf if tool == 'fast' else self.api_conf
+        # No --config-dir: see _argv.
         argv = [sys.executable, '-c', _ORPHANS, '--config-file', conf,
-                '--config-dir', os.path.dirname(conf), 'allocations',
-                'restore', '--journal', journal, '--format', 'json']
+                'allocations', 'restore', '--journal', journal, '--format',
+                'json']
         result = self._measured(argv, timeout, os.path.join(
             self.workdir, 'out-restore.txt'))
         result['tool'] = 'restore-%s' % tool
