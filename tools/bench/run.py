@@ -535,19 +535,31 @@ def plot(results, path):
               'fast': 'nova-orphans (fast mode, placement DB)'}
     styles = {1: '-o', 3: '--s'}
     colors = {'audit': 'C3', 'api': 'C0', 'fast': 'C2'}
+    shapes = sorted({r.get('shape', 'plain') for r in results
+                     if r['tool'] in TOOLS})
     for tool in TOOLS:
         for cells in sorted({r['cells'] for r in results}):
-            pts = sorted((r['allocations'], r['median_wall'])
-                         for r in results if r['tool'] == tool and
-                         r['cells'] == cells and r['nova_backend'] ==
-                         'sqlite' and r.get('placement_backend',
-                                            'sqlite') == 'sqlite')
-            if not pts:
-                continue
-            ax.plot([p[0] for p in pts], [p[1] for p in pts],
-                    styles.get(cells, '-^'), color=colors[tool],
-                    label='%s, %d cell%s' % (labels[tool], cells,
-                                             '' if cells == 1 else 's'))
+            for shape in shapes:
+                pts = sorted((r['allocations'], r['median_wall'])
+                             for r in results if r['tool'] == tool and
+                             r['cells'] == cells and
+                             r.get('shape', 'plain') == shape and
+                             r['nova_backend'] == 'sqlite' and
+                             r.get('placement_backend',
+                                   'sqlite') == 'sqlite')
+                if not pts:
+                    continue
+                style = styles.get(cells, '-^')
+                if shape != 'plain':
+                    # Nested and sharing clouds: open markers, dotted.
+                    style = ':' + style[-1]
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style,
+                        color=colors[tool],
+                        markerfacecolor='none' if shape != 'plain'
+                        else colors[tool],
+                        label='%s, %d cell%s%s' % (
+                            labels[tool], cells, '' if cells == 1 else 's',
+                            '' if shape == 'plain' else ', ' + shape))
     ax.set_xscale('log')
     ax.set_yscale('log')
     ax.set_xlabel('allocations (20 per compute node, more on nested '
