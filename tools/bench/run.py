@@ -445,10 +445,11 @@ def clean_table(results):
     """clean, audit --delete and restore, every run."""
     lines = [
         '| orphans | round | tool | wall (s) | x faster than audit --delete '
-        '| restore / clean wall | placement CPU (s) | database CPU (s) | '
-        'tool CPU (s) | CPU floor (s) | wall / CPU floor | '
-        'load average before | result |',
-        '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|']
+        '| audit / clean CPU floor | restore / clean wall | '
+        'placement CPU (s) | database CPU (s) | tool CPU (s) | '
+        'CPU floor (s) | wall / CPU floor | load average before | result |',
+        '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+        '---|']
     rows = []
     for r in results:
         if not (r['tool'].startswith(('clean', 'restore')) or
@@ -457,10 +458,12 @@ def clean_table(results):
         audit = next((x for x in results if x['tool'] == 'audit --delete'
                       and x['providers'] == r['providers']), None)
         for i, run in enumerate(r['runs']):
-            x_audit = restore_ratio = ''
+            x_audit = x_floor = restore_ratio = ''
             if r['tool'].startswith('clean') and audit and i < len(
                     audit['runs']):
                 x_audit = '%.2f' % (audit['runs'][i]['wall'] / run['wall'])
+                x_floor = '%.2f' % (audit['runs'][i]['cpu_floor'] /
+                                    run['cpu_floor'])
             if r['tool'].startswith('restore'):
                 restore_ratio = '%.2f' % (run['wall'] / run['clean_wall'])
                 back = run['orphans_back']
@@ -482,10 +485,11 @@ def clean_table(results):
                          ['audit --delete', 'clean', 'restore'].index(
                              r['tool'].split('-')[0] if not r['tool']
                              .startswith('audit') else 'audit --delete'),
-                         '| %d | %d | %s | %.2f | %s | %s | %.2f | %s | '
-                         '%.2f | %s | %s | %.1f | %s |' % (
+                         '| %d | %d | %s | %.2f | %s | %s | %s | %.2f | '
+                         '%s | %.2f | %s | %s | %.1f | %s |' % (
                              r['orphans'], run.get('round', i + 1),
-                             r['tool'], run['wall'], x_audit, restore_ratio,
+                             r['tool'], run['wall'], x_audit, x_floor,
+                             restore_ratio,
                              run['placement_cpu'],
                              '%.2f' % run['db_cpu'] if 'db_cpu' in run
                              else '', run['cpu'], floor[0], floor[1],
