@@ -416,15 +416,16 @@ def floor_table(results):
         '| compute nodes | cells | allocations | nova / placement DB | '
         'cloud | fast mode wall (s) | floor wall (s) | wall / floor | '
         'fast mode CPU (s) | floor CPU (s) | CPU / CPU | statements, rows '
-        'read | fast mode peak RSS (MiB) | load average before |',
-        '|---:|---:|---:|---|---|---|---|---|---|---|---|---|---:|---|']
+        'read | fast mode peak RSS (MiB) | load average before | other '
+        'work\'s CPU during fast mode, floor (s) |',
+        '|---:|---:|---:|---|---|---|---|---|---|---|---|---|---:|---|---|']
     for r in sorted((r for r in results if r.get('floor')), key=_key):
         f = r['floor']
 
         def cpu(run):
             return run['cpu'] + run.get('db_cpu', 0.0)
         lines.append('| %d | %d | %d | %s / %s | %s | %s | %s | %s | %s | '
-                     '%s | %s | %d, %d | %.0f | %s |' % (
+                     '%s | %s | %d, %d | %.0f | %s | %s |' % (
                          r['providers'], r['cells'], r['allocations'],
                          r['nova_backend'],
                          r.get('placement_backend', 'sqlite'),
@@ -437,7 +438,10 @@ def floor_table(results):
                          _runs(f['cpu_ratios']), f['statements'], f['rows'],
                          r['peak_rss_mib'],
                          _runs((x['loadavg_before'] for x in r['runs']),
-                               '%.1f')))
+                               '%.1f'),
+                         '; '.join('%s, %s' % (_other(x), _other(y))
+                                   for x, y in zip(r['runs'], f['runs'])
+                                   if 'other_cpu' in x)))
     return '\n'.join(lines) + '\n'
 
 
@@ -447,9 +451,10 @@ def clean_table(results):
         '| orphans | round | tool | wall (s) | x faster than audit --delete '
         '| audit / clean CPU floor | restore / clean wall | '
         'placement CPU (s) | database CPU (s) | tool CPU (s) | '
-        'CPU floor (s) | wall / CPU floor | load average before | result |',
+        'CPU floor (s) | wall / CPU floor | load average before | '
+        'other work\'s CPU (s) | result |',
         '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
-        '---|']
+        '---:|---|']
     rows = []
     for r in results:
         if not (r['tool'].startswith(('clean', 'restore')) or
@@ -486,16 +491,21 @@ def clean_table(results):
                              r['tool'].split('-')[0] if not r['tool']
                              .startswith('audit') else 'audit --delete'),
                          '| %d | %d | %s | %.2f | %s | %s | %s | %.2f | '
-                         '%s | %.2f | %s | %s | %.1f | %s |' % (
+                         '%s | %.2f | %s | %s | %.1f | %s | %s |' % (
                              r['orphans'], run.get('round', i + 1),
                              r['tool'], run['wall'], x_audit, x_floor,
                              restore_ratio,
                              run['placement_cpu'],
                              '%.2f' % run['db_cpu'] if 'db_cpu' in run
                              else '', run['cpu'], floor[0], floor[1],
-                             run['loadavg_before'], result)))
+                             run['loadavg_before'], _other(run),
+                             result)))
     lines.extend(row[-1] for row in sorted(rows, key=lambda x: x[:3]))
     return '\n'.join(lines) + '\n'
+
+
+def _other(run):
+    return '%.1f' % run['other_cpu'] if 'other_cpu' in run else ''
 
 
 def all_tables(results):

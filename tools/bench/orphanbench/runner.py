@@ -227,6 +227,14 @@ class Placement:
                 self.proc.wait()
 
 
+def machine_cpu_seconds():
+    """CPU seconds every core has been busy so far (from /proc/stat)."""
+    with open('/proc/stat') as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / _TICK
+
+
 def run_with_rusage(argv, env=None, timeout=None, stdout_path=None):
     """Run argv; its wall time, peak RSS and CPU seconds, and its output."""
     scratch = None
@@ -385,11 +393,18 @@ class Bench:
         cpu0 = self.placement.cpu_seconds()
         db0 = self.db_cpu() if self.db_cpu else None
         load = os.getloadavg()[0]
+        machine0 = machine_cpu_seconds()
         result = run_with_rusage(argv, env=self.env, timeout=timeout,
                                  stdout_path=stdout_path)
+        machine = machine_cpu_seconds() - machine0
         result['placement_cpu'] = self.placement.cpu_seconds() - cpu0
         if self.db_cpu:
             result['db_cpu'] = self.db_cpu() - db0
+        # What the rest of the machine ran meanwhile, on the same cores:
+        # a steadier measure of the noise than the load average.
+        result['other_cpu'] = max(0.0, machine - result['cpu'] -
+                                  result['placement_cpu'] -
+                                  result.get('db_cpu', 0.0))
         # The 1-minute load average before the run: other work on the
         # machine shows up here.
         result['loadavg_before'] = load
