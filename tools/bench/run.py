@@ -17,21 +17,26 @@ placement database, known orphans), verify it through placement's API,
 serve placement with N worker processes on 127.0.0.1, and run
 ``nova-orphans-manage allocations list --format json`` (API mode and
 fast mode) and ``nova-manage placement audit --verbose`` alternately,
-``--repeat`` times each. Reports median wall time, peak RSS, placement
-CPU seconds, ratios against the audit, and whether each tool's findings
-match the generated truth.
+``--repeat`` times each, and after each fast-mode run the floor: the
+statements fast mode gave the database driver, run again through the
+driver with every row fetched and dropped. Reports median wall time,
+peak RSS, placement CPU seconds, ratios against the audit and the
+floor, and whether each tool's findings match the generated truth.
 
     python tools/bench/run.py --providers 500 2000 --cells 1 3 --repeat 3
     python tools/bench/run.py --providers 10000 --repeat 1 --audit-repeat 1
+    python tools/bench/run.py --providers 50000 --cells 3 --tools fast
     python tools/bench/run.py --clean 10000         # clean vs audit --delete
     python tools/bench/run.py --providers 2000 --mariadb   # nova on MariaDB
     python tools/bench/run.py --plot --results bench-results/results.json
 
-Results go to ``--out`` (default ./bench-results): results.json, a
-markdown table results.md and, with --plot, time-vs-allocations.png.
+Results go to ``--out`` (default ./bench-results): results.json, the
+markdown tables results.md (and results.rst) and, with --plot,
+time-vs-allocations.png.
 """
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -90,14 +95,21 @@ def build(args, workdir, providers, cells, orphans_only=False, maria=None):
         placement_url = maria.placement_url()
     cloud = generate.Cloud(workdir, providers, cells=cells,
                            per_provider=args.per_provider,
-                           orphans_only=orphans_only, nova_urls=nova_urls)
+                           orphans_only=orphans_only, nova_urls=nova_urls,
+                           nested=not args.plain, sharing=not args.plain)
     start = time.monotonic()
     urls = cloud.build(nova_t, placement_t, placement_url=placement_url)
-    log('generated %d providers, %d allocations, %d orphans in %d cell(s) '
-        'in %.1fs' % (providers, len(cloud.allocations), len(cloud.orphans),
-                      cells, time.monotonic() - start))
+    cloud.generated_in = time.monotonic() - start
+    log('generated %d compute nodes (%d resource providers: %d nested, %d '
+        'sharing), %d allocations, %d orphans in %d cell(s) in %.1fs' % (
+            providers, len(cloud.rps), len(cloud.children),
+            len(set(cloud.shared_by.values())), len(cloud.allocations),
+            len(cloud.orphans), cells, cloud.generated_in))
+    uses_maria = maria is not None and (
+        nova_urls is not None or placement_url is not None)
     bench = runner.Bench(cloud, urls, workdir, workers=args.workers,
-                         concurrency=args.concurrency)
+                         concurrency=args.concurrency,
+                         db_cpu=maria.cpu_seconds if uses_maria else None)
     try:
         checked = cloud.verify(bench.placement.endpoint)
     except BaseException:
@@ -125,6 +137,7 @@ def summarize(entry, runs, truth):
         'median_placement_cpu': statistics.median(
             r['placement_cpu'] for r in runs),
         'median_tool_cpu': statistics.median(r['cpu'] for r in runs),
+        'loadavg_before': [r['loadavg_before'] for r in runs],
         'score': runner.score(truth, runs[-1]['found'],
                               'audit' if entry['tool'].startswith('audit')
                               else entry['tool']),
@@ -144,26 +157,49 @@ def bench_list(args, providers, cells, maria=None):
         tools = [t for t in args.tools
                  if not (t == 'audit' and args.audit_max_providers and
                          providers > args.audit_max_providers)]
+        floor = args.floor and 'fast' in tools
+        counted = None
+        if args.count_queries or floor:
+            # Untimed, before the timed runs: every statement counted,
+            # and what the driver was given recorded for the floor.
+            log('%d providers, %d cell(s): recording fast mode\'s '
+                'statements' % (providers, cells))
+            counted = bench.count_queries('fast')
+        plan = bench.floor_plan(counted) if floor else None
         runs = {t: [] for t in tools}
+        floors = []
         for i in range(args.repeat):
             for tool in tools:
                 if tool == 'audit' and i >= args.audit_repeat:
                     continue
-                log('%d providers, %d cell(s): %s run %d' % (
-                    providers, cells, tool, i + 1))
+                log('%d providers, %d cell(s): %s run %d (load %.2f)' % (
+                    providers, cells, tool, i + 1, os.getloadavg()[0]))
                 r = bench.run(tool, timeout=args.timeout)
-                log('  %.2fs wall, %.0f MiB, placement CPU %.2fs' % (
-                    r['wall'], r['rss_mib'], r['placement_cpu']))
+                log('  %.2fs wall, %.2fs CPU, %.0f MiB, placement CPU '
+                    '%.2fs%s' % (r['wall'], r['cpu'], r['rss_mib'],
+                                 r['placement_cpu'], _db_cpu(r)))
                 runs[tool].append(r)
+                if tool == 'fast' and floor:
+                    f = bench.floor(plan, timeout=args.timeout)
+                    log('  floor: %.2fs wall (%s), %.2fs CPU%s; fast mode '
+                        '/ floor %.2f' % (
+                            f['wall'], ', '.join(
+                                '%s %.2fs' % (d['database'], d['seconds'])
+                                for d in f['databases']),
+                            f['cpu'], _db_cpu(f), r['wall'] / f['wall']))
+                    floors.append(f)
         for tool in tools:
             entry = {'providers': providers, 'cells': cells,
                      'allocations': truth['allocations'],
                      'orphans': len(truth['orphans']), 'tool': tool,
-                     'verified': checked}
+                     'verified': checked, 'shape': cloud.shape(),
+                     'resource_providers': truth['resource_providers'],
+                     'generated_in': cloud.generated_in}
             entry.update(backends(bench))
             results.append(summarize(entry, runs[tool], truth))
+            if tool == 'fast' and floors:
+                entry['floor'] = floor_summary(runs['fast'], floors)
         if args.count_queries:
-            counted = bench.count_queries('fast')
             per_db = bench.per_database_queries(counted)
             for entry in results:
                 if entry['tool'] == 'fast':
@@ -178,6 +214,38 @@ def bench_list(args, providers, cells, maria=None):
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
     return results
+
+
+def _shared(r, above):
+    """Whether a fast-mode result is plotted by its CPU (see plot)."""
+    loads = [x['loadavg_before'] for x in r['runs']
+             if 'loadavg_before' in x]
+    return bool(above is not None and r['tool'] == 'fast' and loads and
+                statistics.median(loads) > above)
+
+
+def _db_cpu(r):
+    return ', MariaDB CPU %.2fs' % r['db_cpu'] if 'db_cpu' in r else ''
+
+
+def floor_summary(fast_runs, floor_runs):
+    """Fast mode against the floor, run by run (each floor run follows
+    its fast-mode run). CPU includes the database server's when it is
+    one (MariaDB), for both.
+    """
+    def cpu(r):
+        return r['cpu'] + r.get('db_cpu', 0.0)
+    return {
+        'runs': [{k: v for k, v in f.items()} for f in floor_runs],
+        'median_wall': statistics.median(f['wall'] for f in floor_runs),
+        'wall_ratios': [r['wall'] / f['wall']
+                        for r, f in zip(fast_runs, floor_runs)],
+        'cpu_ratios': [cpu(r) / cpu(f)
+                       for r, f in zip(fast_runs, floor_runs)],
+        'statements': sum(d['statements']
+                          for d in floor_runs[0]['databases']),
+        'rows': sum(d['rows'] for d in floor_runs[0]['databases']),
+    }
 
 
 def explain_queries(maria, bench, counted):
@@ -202,61 +270,121 @@ def bench_clean(args, maria=None):
     """``allocations clean`` vs ``nova-manage placement audit --delete``.
 
     The same all-orphans cloud (fresh copies) for each; every orphan is
-    a deleted instance or an unknown consumer, 20 per provider.
+    a deleted instance or an unknown consumer, 20 per provider. Each of
+    ``--clean-repeat`` rounds runs every tool in turn; after each
+    ``clean`` its journal is restored (``allocations restore``) and the
+    orphans must all be back.
     """
     providers = max(1, args.clean // args.per_provider)
+    cores = os.cpu_count()
+    tools = [t for t in ('fast', 'api', 'audit') if t in args.clean_tools]
+    runs = {t: [] for t in tools}
+    restores = {t: [] for t in tools}
+    truth = None
+    for round_ in range(args.clean_repeat):
+        for tool in tools:
+            workdir = tempfile.mkdtemp(prefix='orphanbench-clean-',
+                                       dir=args.tmp)
+            cloud, bench, checked = build(args, workdir, providers, 1,
+                                          orphans_only=True, maria=maria)
+            truth = cloud.truth()
+            try:
+                log('clean round %d: %s on %d orphans (load %.2f)' % (
+                    round_ + 1, tool, len(truth['orphans']),
+                    os.getloadavg()[0]))
+                r = bench.run(tool, timeout=args.timeout, delete=True)
+                r['round'] = round_ + 1
+                cpu_floor(r, cores)
+                log('  %.2fs wall, %.0f MiB, placement CPU %.2fs, tool CPU '
+                    '%.2fs%s; CPU floor %.2fs, wall / floor %.2f' % (
+                        r['wall'], r['rss_mib'], r['placement_cpu'],
+                        r['cpu'], _db_cpu(r), r['cpu_floor'],
+                        r['wall_over_cpu_floor']))
+                left = bench.run('fast')
+                r['orphans_left'] = len(left['found'])
+                log('  orphans left afterwards: %d' % r['orphans_left'])
+                if tool != 'audit' and args.restore:
+                    rs = bench.restore(r.pop('journal'), tool,
+                                       timeout=args.timeout)
+                    rs['round'] = round_ + 1
+                    cpu_floor(rs, cores)
+                    back = bench.run('fast')
+                    rs['orphans_back'] = runner.score(
+                        truth, back['found'], 'fast')
+                    rs['clean_wall'] = r['wall']
+                    log('  restore: %.2fs wall (clean %.2fs), %d entries '
+                        '%s, placement CPU %.2fs, tool CPU %.2fs%s; CPU '
+                        'floor %.2fs; orphans back as generated: %s' % (
+                            rs['wall'], r['wall'], rs['entries'],
+                            dict(rs['outcomes']), rs['placement_cpu'],
+                            rs['cpu'], _db_cpu(rs), rs['cpu_floor'],
+                            rs['orphans_back']['matches_truth']))
+                    restores[tool].append(rs)
+                r.pop('journal', None)
+                runs[tool].append(r)
+            finally:
+                bench.stop()
+                if not args.keep:
+                    shutil.rmtree(workdir, ignore_errors=True)
     results = []
-    for tool in ('fast', 'api', 'audit'):
-        if tool not in args.clean_tools:
-            continue
-        workdir = tempfile.mkdtemp(prefix='orphanbench-clean-',
-                                   dir=args.tmp)
-        cloud, bench, checked = build(args, workdir, providers, 1,
-                                      orphans_only=True, maria=maria)
-        truth = cloud.truth()
-        try:
-            log('clean: %s on %d orphans' % (tool, len(truth['orphans'])))
-            db0 = maria.cpu_seconds() if maria else None
-            r = bench.run(tool, timeout=args.timeout, delete=True)
-            if maria:
-                # MariaDB serves placement's queries on the same cores.
-                r['db_cpu'] = maria.cpu_seconds() - db0
-            log('  %.2fs wall, %.0f MiB, placement CPU %.2fs, tool CPU '
-                '%.2fs%s' % (r['wall'], r['rss_mib'], r['placement_cpu'],
-                             r['cpu'], ', MariaDB CPU %.2fs' % r['db_cpu']
-                             if maria else ''))
-            left = bench.run('fast')
-            remaining = len(left['found'])
-            log('  orphans left afterwards: %d' % remaining)
-            entry = {'providers': providers, 'cells': 1,
-                     'allocations': truth['allocations'],
-                     'orphans': len(truth['orphans']),
-                     'tool': ('clean-%s%s' % (
-                         tool, '-c%d' % args.concurrency
-                         if args.concurrency else '')
-                         if tool != 'audit' else 'audit --delete'),
-                     'orphans_left': remaining}
-            entry.update(backends(bench))
-            results.append(summarize(entry, [r], truth))
-            if tool != 'audit':
-                entry['outcomes'] = dict(r.get('outcomes', {}))
-        finally:
-            bench.stop()
-            if not args.keep:
-                shutil.rmtree(workdir, ignore_errors=True)
+    for tool in tools:
+        entry = {'providers': providers, 'cells': 1,
+                 'allocations': truth['allocations'],
+                 'orphans': len(truth['orphans']), 'shape': 'orphans-only',
+                 'tool': ('clean-%s%s' % (
+                     tool, '-c%d' % args.concurrency
+                     if args.concurrency else '')
+                     if tool != 'audit' else 'audit --delete'),
+                 'orphans_left': max(r['orphans_left'] for r in runs[tool]),
+                 'nova_backend': 'sqlite',
+                 'placement_backend': (
+                     'mariadb' if maria is not None else 'sqlite')}
+        results.append(summarize(entry, runs[tool], truth))
+        if tool != 'audit':
+            entry['outcomes'] = dict(runs[tool][-1].get('outcomes', {}))
+            if 'audit' in runs:
+                entry['x_audit_runs'] = [
+                    a['wall'] / r['wall']
+                    for r, a in zip(runs[tool], runs['audit'])]
+        if restores[tool]:
+            results.append({
+                'providers': providers, 'cells': 1,
+                'allocations': truth['allocations'],
+                'orphans': len(truth['orphans']), 'shape': 'orphans-only',
+                'tool': 'restore-%s' % tool, 'runs': restores[tool],
+                'median_wall': statistics.median(
+                    r['wall'] for r in restores[tool]),
+                'nova_backend': entry['nova_backend'],
+                'placement_backend': entry['placement_backend']})
     return results
 
 
+def cpu_floor(r, cores):
+    """The CPU floor of a run that writes through placement: placement's,
+    the database server's and the tool's CPU seconds spread on the
+    machine's cores (they all share them).
+    """
+    r['cpu_floor'] = (r['placement_cpu'] + r.get('db_cpu', 0.0) +
+                      r['cpu']) / cores
+    r['wall_over_cpu_floor'] = r['wall'] / r['cpu_floor']
+
+
+def _key(r):
+    """What makes a result's cloud: results of the same key compare."""
+    return (r['providers'], r['cells'], r['nova_backend'],
+            r.get('placement_backend', 'sqlite'), r.get('shape', 'plain'))
+
+
 def table(results):
-    def key(r):
-        return (r['providers'], r['cells'], r['nova_backend'],
-                r.get('placement_backend', 'sqlite'))
+    results = [r for r in results if not r['tool'].startswith('restore')]
+    key = _key
     audit = {key(r): r for r in results if r['tool'] == 'audit'}
     lines = [
-        '| providers | cells | allocations | nova / placement DB | tool | '
-        'runs | median wall (s) | x faster than audit | placement CPU (s) | '
-        'tool CPU (s) | peak RSS (MiB) | findings vs truth |',
-        '|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---|']
+        '| providers | cells | allocations | nova / placement DB | cloud | '
+        'tool | runs | median wall (s) | x faster than audit | '
+        'placement CPU (s) | tool CPU (s) | peak RSS (MiB) | '
+        'findings vs truth |',
+        '|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|']
     for r in sorted(results, key=lambda r: (
             r['tool'].startswith('clean') or r['tool'].endswith('--delete'),
             r['nova_backend'] != 'sqlite', r['cells'], r['providers'],
@@ -274,12 +402,12 @@ def table(results):
                        s['missed']))
         if 'orphans_left' in r:
             verdict += '; %d left after' % r['orphans_left']
-        lines.append('| %d | %d | %d | %s | %s | %d | %.2f | %s | %.2f | '
-                     '%.2f | %.0f | %s |' % (
+        lines.append('| %d | %d | %d | %s | %s | %s | %d | %.2f | %s | '
+                     '%.2f | %.2f | %.0f | %s |' % (
                          r['providers'], r['cells'], r['allocations'],
                          '%s / %s' % (r['nova_backend'],
                                       r.get('placement_backend', 'sqlite')),
-                         r['tool'], len(r['runs']),
+                         r.get('shape', 'plain'), r['tool'], len(r['runs']),
                          r['median_wall'], ratio,
                          r['median_placement_cpu'], r['median_tool_cpu'],
                          r['peak_rss_mib'],
@@ -287,10 +415,132 @@ def table(results):
     return '\n'.join(lines) + '\n'
 
 
+def _runs(values, fmt='%.2f'):
+    return ', '.join(fmt % v for v in values)
+
+
+def floor_table(results):
+    """Fast mode against the floor, every run."""
+    lines = [
+        '| compute nodes | cells | allocations | nova / placement DB | '
+        'cloud | fast mode wall (s) | floor wall (s) | wall / floor | '
+        'fast mode CPU (s) | floor CPU (s) | CPU / CPU | statements, rows '
+        'read | fast mode peak RSS (MiB) | load average before | other '
+        'work\'s CPU during fast mode, floor (s) |',
+        '|---:|---:|---:|---|---|---|---|---|---|---|---|---|---:|---|---|']
+    for r in sorted((r for r in results if r.get('floor')), key=_key):
+        f = r['floor']
+
+        def cpu(run):
+            return run['cpu'] + run.get('db_cpu', 0.0)
+        lines.append('| %d | %d | %d | %s / %s | %s | %s | %s | %s | %s | '
+                     '%s | %s | %d, %d | %.0f | %s | %s |' % (
+                         r['providers'], r['cells'], r['allocations'],
+                         r['nova_backend'],
+                         r.get('placement_backend', 'sqlite'),
+                         r.get('shape', 'plain'),
+                         _runs(x['wall'] for x in r['runs']),
+                         _runs(x['wall'] for x in f['runs']),
+                         _runs(f['wall_ratios']),
+                         _runs(cpu(x) for x in r['runs']),
+                         _runs(cpu(x) for x in f['runs']),
+                         _runs(f['cpu_ratios']), f['statements'], f['rows'],
+                         r['peak_rss_mib'],
+                         _runs((x['loadavg_before'] for x in r['runs']),
+                               '%.1f'),
+                         '; '.join('%s, %s' % (_other(x), _other(y))
+                                   for x, y in zip(r['runs'], f['runs'])
+                                   if 'other_cpu' in x)))
+    return '\n'.join(lines) + '\n'
+
+
+def clean_table(results):
+    """clean, audit --delete and restore, every run."""
+    lines = [
+        '| orphans | round | tool | wall (s) | x faster than audit --delete '
+        '| audit / clean CPU floor | restore / clean wall | '
+        'placement CPU (s) | database CPU (s) | tool CPU (s) | '
+        'CPU floor (s) | wall / CPU floor | load average before | '
+        'other work\'s CPU (s) | result |',
+        '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+        '---:|---|']
+    rows = []
+    for r in results:
+        if not (r['tool'].startswith(('clean', 'restore')) or
+                r['tool'] == 'audit --delete'):
+            continue
+        audit = next((x for x in results if x['tool'] == 'audit --delete'
+                      and x['providers'] == r['providers']), None)
+        for i, run in enumerate(r['runs']):
+            x_audit = x_floor = restore_ratio = ''
+            if r['tool'].startswith('clean') and audit and i < len(
+                    audit['runs']):
+                x_audit = '%.2f' % (audit['runs'][i]['wall'] / run['wall'])
+                x_floor = '%.2f' % (audit['runs'][i]['cpu_floor'] /
+                                    run['cpu_floor'])
+            if r['tool'].startswith('restore'):
+                restore_ratio = '%.2f' % (run['wall'] / run['clean_wall'])
+                back = run['orphans_back']
+                result = '%d entries: %s; orphans back: %s' % (
+                    run['entries'], ', '.join(
+                        '%d %s' % (n, o)
+                        for o, n in sorted(run['outcomes'].items())),
+                    'as generated' if back['matches_truth'] else
+                    '%d found, %d false, %d missed' % (
+                        back['true_positives'], back['false_positives'],
+                        back['missed']))
+            elif run.get('orphans_left'):
+                result = '%d left after' % run['orphans_left']
+            else:
+                result = 'all removed'
+            floor = ('%.2f' % run['cpu_floor'], '%.2f' % run[
+                'wall_over_cpu_floor']) if 'cpu_floor' in run else ('', '')
+            rows.append((r['orphans'], run.get('round', i + 1),
+                         ['audit --delete', 'clean', 'restore'].index(
+                             r['tool'].split('-')[0] if not r['tool']
+                             .startswith('audit') else 'audit --delete'),
+                         '| %d | %d | %s | %.2f | %s | %s | %s | %.2f | '
+                         '%s | %.2f | %s | %s | %.1f | %s | %s |' % (
+                             r['orphans'], run.get('round', i + 1),
+                             r['tool'], run['wall'], x_audit, x_floor,
+                             restore_ratio,
+                             run['placement_cpu'],
+                             '%.2f' % run['db_cpu'] if 'db_cpu' in run
+                             else '', run['cpu'], floor[0], floor[1],
+                             run['loadavg_before'], _other(run),
+                             result)))
+    lines.extend(row[-1] for row in sorted(rows, key=lambda x: x[:3]))
+    return '\n'.join(lines) + '\n'
+
+
+def _other(run):
+    return '%.1f' % run['other_cpu'] if 'other_cpu' in run else ''
+
+
+def all_tables(results):
+    out = table(results)
+    if any(r.get('floor') for r in results):
+        out += '\nFast mode against the floor:\n\n' + floor_table(results)
+    if any(r['tool'].startswith('clean') for r in results):
+        out += ('\nclean, audit --delete and restore, by run:\n\n' +
+                clean_table(results))
+    return out
+
+
 def table_rst(results):
-    """The markdown table as an RST csv-table, for the docs."""
+    """The markdown tables as RST csv-tables, for the docs."""
+    out = []
+    for part in all_tables(results).split('\n\n'):
+        if part.startswith('|'):
+            out.append(_csv_table(part))
+        else:
+            out.append(part.strip() + '\n')
+    return '\n'.join(out)
+
+
+def _csv_table(markdown):
     lines = [line.strip('|').split('|') for line in
-             table(results).splitlines() if not line.startswith('|---')]
+             markdown.splitlines() if not line.startswith('|---')]
     out = ['.. csv-table::', '   :header-rows: 1', '']
     for cells in lines:
         out.append('   ' + ', '.join(
@@ -298,39 +548,64 @@ def table_rst(results):
     return '\n'.join(out) + '\n'
 
 
-def plot(results, path):
+def plot(results, path, cpu_above_load=None):
+    """Median wall time against allocations, log-log.
+
+    ``cpu_above_load``: fast-mode results whose runs started at a higher
+    1-minute load average are drawn with their tool CPU seconds instead
+    (on a quiet machine fast mode's wall time is its CPU time: it is one
+    pass of work on one core), and labelled so.
+    """
     import matplotlib
     matplotlib.use('Agg')
     from matplotlib import pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(8, 6.5))
     labels = {'audit': 'nova-manage placement audit',
               'api': 'nova-orphans (placement API)',
               'fast': 'nova-orphans (fast mode, placement DB)'}
     styles = {1: '-o', 3: '--s'}
     colors = {'audit': 'C3', 'api': 'C0', 'fast': 'C2'}
+    shapes = sorted({r.get('shape', 'plain') for r in results
+                     if r['tool'] in TOOLS})
     for tool in TOOLS:
         for cells in sorted({r['cells'] for r in results}):
-            pts = sorted((r['allocations'], r['median_wall'])
-                         for r in results if r['tool'] == tool and
-                         r['cells'] == cells and r['nova_backend'] ==
-                         'sqlite' and r.get('placement_backend',
-                                            'sqlite') == 'sqlite')
-            if not pts:
-                continue
-            ax.plot([p[0] for p in pts], [p[1] for p in pts],
-                    styles.get(cells, '-^'), color=colors[tool],
-                    label='%s, %d cell%s' % (labels[tool], cells,
-                                             '' if cells == 1 else 's'))
+            for shape, as_cpu in itertools.product(shapes, (False, True)):
+                pts = sorted((r['allocations'], r['median_tool_cpu']
+                              if as_cpu else r['median_wall'])
+                             for r in results if r['tool'] == tool and
+                             r['cells'] == cells and
+                             r.get('shape', 'plain') == shape and
+                             r['nova_backend'] == 'sqlite' and
+                             r.get('placement_backend',
+                                   'sqlite') == 'sqlite' and
+                             _shared(r, cpu_above_load) == as_cpu)
+                if not pts:
+                    continue
+                style = styles.get(cells, '-^')
+                if shape != 'plain':
+                    # Nested and sharing clouds: open markers, dotted.
+                    style = ':' + style[-1]
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style,
+                        color=colors[tool],
+                        markerfacecolor='none' if shape != 'plain'
+                        else colors[tool],
+                        label='%s, %d cell%s%s%s' % (
+                            labels[tool], cells, '' if cells == 1 else 's',
+                            '' if shape == 'plain' else ', ' + shape,
+                            ': its CPU seconds (machine shared)'
+                            if as_cpu else ''))
     ax.set_xscale('log')
     ax.set_yscale('log')
-    ax.set_xlabel('allocations (20 per provider)')
+    ax.set_xlabel('allocations (20 per compute node, more on nested '
+                  'and sharing clouds)')
     ax.set_ylabel('median wall time (s)')
     ax.set_title('Finding orphaned allocations (2 cores, placement: 2 '
                  'worker processes)')
     ax.grid(True, which='both', alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc='upper center', bbox_to_anchor=(0.5, -0.12),
+              ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches='tight')
     return path
 
 
@@ -361,6 +636,21 @@ def main(argv=None):
     parser.add_argument('--concurrency', type=int, default=None,
                         help='[nova_orphans] placement_concurrency for '
                              'the tool (default: its own default, 8)')
+    parser.add_argument('--clean-repeat', type=int, default=1,
+                        help='rounds of the clean comparison, each on '
+                             'fresh clouds (default 1)')
+    parser.add_argument('--no-restore', dest='restore',
+                        action='store_false',
+                        help='do not restore each clean\'s journal (by '
+                             'default it is restored, timed, and the '
+                             'orphans checked to be back)')
+    parser.add_argument('--plain', action='store_true',
+                        help='compute nodes only: no nested children, no '
+                             'sharing providers (the clouds of results '
+                             'taken before they were added)')
+    parser.add_argument('--no-floor', dest='floor', action='store_false',
+                        help='do not time the floor (fast mode\'s '
+                             'statements through the driver alone)')
     parser.add_argument('--clean-tools', nargs='+',
                         default=['fast', 'api', 'audit'],
                         choices=TOOLS)
@@ -382,6 +672,10 @@ def main(argv=None):
                                                       'bench-results'))
     parser.add_argument('--results', help='merge into / plot this JSON')
     parser.add_argument('--plot', action='store_true')
+    parser.add_argument('--plot-cpu-above-load', type=float, default=None,
+                        metavar='LOAD',
+                        help='plot fast-mode results taken at a higher load '
+                             'average by their CPU seconds')
     parser.add_argument('--tmp', default=None,
                         help='where generated clouds live (default TMPDIR)')
     parser.add_argument('--keep', action='store_true',
@@ -416,15 +710,14 @@ def main(argv=None):
 
     def write_tables():
         with open(os.path.join(args.out, 'results.md'), 'w') as f:
-            f.write(table(doc['results']))
+            f.write(all_tables(doc['results']))
         with open(os.path.join(args.out, 'results.rst'), 'w') as f:
             f.write(table_rst(doc['results']))
 
     def save(new):
         # Replace earlier results of the same configuration.
         def key(r):
-            return (r['providers'], r['cells'], r['tool'],
-                    r['nova_backend'], r.get('placement_backend', 'sqlite'))
+            return _key(r) + (r['tool'],)
         keys = {key(r) for r in new}
         doc['results'] = [r for r in doc['results']
                           if key(r) not in keys] + new
@@ -446,8 +739,9 @@ def main(argv=None):
         write_tables()
     if args.plot and doc['results']:
         log('plot: %s' % plot(doc['results'], os.path.join(
-            args.out, 'time-vs-allocations.png')))
-    print(table(doc['results']))
+            args.out, 'time-vs-allocations.png'),
+            cpu_above_load=args.plot_cpu_above_load))
+    print(all_tables(doc['results']))
     return 0
 
 

@@ -14,10 +14,11 @@
 nova's API and cell databases get nova's real schema (sqlite files
 migrated by nova-manage, or a MariaDB migrated the same way); placement's
 database gets placement's real schema (its own alembic migrations) and
-its resource classes and traits synced. Rows are then bulk-inserted with
-SQLAlchemy Core, the way nova and placement leave them, and the truth is
-kept: which (consumer, provider) pairs are orphans and why, and which
-pairs ``nova-manage placement audit`` flags by its own algorithm.
+its resource classes and traits synced. Rows are then bulk-inserted
+through the database driver, the way nova and placement leave them, and
+the truth is kept: which (consumer, provider) pairs are orphans and why,
+and which pairs ``nova-manage placement audit`` flags by its own
+algorithm.
 
 Each compute node is a root provider with ``per_provider`` allocations.
 Nodes are taken in pairs (A, B) in one cell; each pair holds one
@@ -28,12 +29,31 @@ unknown consumer, shelved-offloaded instance); every tenth pair also has
 a live instance with no allocation and a server still being built. The
 rest of the slots are ordinary live instances.
 
+Unless told otherwise (``nested=False``, ``sharing=False``):
+
+* every fifth node has a nested child provider, alternately a bandwidth
+  provider (``NET_BW_*_KILOBIT_PER_SEC``, which the audit counts as
+  nova's) and a PCI device provider (a custom resource class, which the
+  audit ignores). Four of the node's live servers hold resources on the
+  child too; one single-node orphan of the kinds above holds the node
+  and the child, and an unknown consumer holds only the child (a leaked
+  port's bandwidth, say);
+* every tenth block of ten nodes is on shared storage: a sharing
+  provider (``MISC_SHARES_VIA_AGGREGATE``, ``DISK_GB``) in an aggregate
+  with the block's nodes. Their live servers and single-node orphans
+  hold ``VCPU`` and ``MEMORY_MB`` on the node and ``DISK_GB`` on the
+  sharing provider (so such an orphan is two orphan allocations); the
+  two-node situations keep all three on the nodes.
+
 With ``orphans_only=True`` every slot is an orphan (a deleted instance
-or an unknown consumer): the cloud for the clean benchmark.
+or an unknown consumer) on a plain node: the cloud for the clean
+benchmark.
 """
 
 import datetime
+import itertools
 import json
+import operator
 import os
 import random
 import shutil
@@ -45,6 +65,25 @@ CELL0_UUID = '00000000-0000-0000-0000-000000000000'
 SERVICE_VERSION = 74
 FLAVOR = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
 INVENTORY = {'VCPU': 64, 'MEMORY_MB': 262144, 'DISK_GB': 4000}
+# On a node of a block on shared storage: the disk is on the sharing
+# provider.
+FLAVOR_ON_SHARED = {'VCPU': 1, 'MEMORY_MB': 512}
+SHARED_DISK = {'DISK_GB': 1}
+SHARED_INVENTORY = {'DISK_GB': 100000}
+SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
+# Nested children: what a server holds there, and their inventory.
+PCI_CLASS = 'CUSTOM_PCI_8086_1563'
+CHILD = {
+    'bandwidth': ({'NET_BW_EGR_KILOBIT_PER_SEC': 1000,
+                   'NET_BW_IGR_KILOBIT_PER_SEC': 1000},
+                  {'NET_BW_EGR_KILOBIT_PER_SEC': 10000000,
+                   'NET_BW_IGR_KILOBIT_PER_SEC': 10000000}),
+    'pci': ({PCI_CLASS: 1}, {PCI_CLASS: 8}),
+}
+NESTED_EVERY = 5        # every fifth node has a child provider
+NESTED_LIVE = 4         # live servers per child holding resources there
+SHARING_BLOCK = 10      # nodes in a sharing provider's aggregate
+SHARING_EVERY = 10      # every tenth block is on shared storage
 # nova-manage placement audit's NOVA_RCS and in-progress statuses.
 AUDIT_RCS = {'VCPU', 'MEMORY_MB', 'DISK_GB', 'VGPU', 'PCPU',
              'NET_BW_EGR_KILOBIT_PER_SEC', 'NET_BW_IGR_KILOBIT_PER_SEC',
@@ -72,17 +111,22 @@ class Cloud:
 
     ``nova_urls`` (optional) are empty, migrated nova databases to load
     into instead of sqlite copies: {'api': url, 'cell0': url, 'cell1':
-    url, ...} (the MariaDB mode).
+    url, ...} (the MariaDB mode). ``nested`` and ``sharing``: the nested
+    children and sharing providers described above (ignored with
+    ``orphans_only``).
     """
 
     def __init__(self, workdir, providers, cells=1, per_provider=20,
-                 seed=42, orphans_only=False, nova_urls=None):
+                 seed=42, orphans_only=False, nova_urls=None, nested=True,
+                 sharing=True):
         self.workdir = workdir
         self.n = providers
         self.cells = ['cell%d' % (i + 1) for i in range(cells)]
         self.per_provider = per_provider
         self.rand = random.Random(seed)
         self.orphans_only = orphans_only
+        self.nested = nested and not orphans_only
+        self.sharing = sharing and not orphans_only
         self.nova_urls = nova_urls
         # The generated leftovers have been there for a day: past any
         # grace period (rules.unsettled), as an operator finds them.
@@ -93,10 +137,16 @@ class Cloud:
                       for _i in range(40)]
         # In-memory model: what is written, and what the truth is.
         self.nodes = []            # dicts: uuid, host, cell
+        # Placement's providers: the nodes first (same index), then the
+        # nested children, then the sharing providers. Dicts: uuid, name,
+        # root and parent (indexes), inventory, traits, aggregates.
+        self.rps = []
+        self.children = {}         # node index -> (child index, kind)
+        self.shared_by = {}        # node index -> sharing provider index
         self.instances = []        # dicts
         self.migrations = []       # dicts
         self.build_requests = []   # (uuid, project)
-        self.allocations = []      # (consumer, node index, resources)
+        self.allocations = []      # (consumer, provider index, resources)
         self.consumers = {}        # uuid -> (project, user)
         self.orphans = set()       # (consumer, rp uuid or None, reason)
 
@@ -135,18 +185,64 @@ class Cloud:
         self.consumers[uuid] = (inst['project_id'], inst['user_id'])
         return uuid
 
-    def _alloc(self, consumer, node):
-        self.allocations.append((consumer, node, FLAVOR))
+    def _alloc(self, consumer, rp, resources=FLAVOR):
+        self.allocations.append((consumer, rp, resources))
 
-    def _orphan(self, consumer, node, reason):
-        self.orphans.add((consumer, self.nodes[node]['uuid']
-                          if node is not None else None, reason))
+    def _place(self, consumer, node, child=False):
+        """A server's allocations on ``node`` (its sharing provider and,
+        with ``child``, its child provider too); their providers.
+        """
+        share = self.shared_by.get(node)
+        if share is None:
+            self._alloc(consumer, node)
+            held = [node]
+        else:
+            self._alloc(consumer, node, FLAVOR_ON_SHARED)
+            self._alloc(consumer, share, SHARED_DISK)
+            held = [node, share]
+        if child:
+            index, kind = self.children[node]
+            self._alloc(consumer, index, CHILD[kind][0])
+            held.append(index)
+        return held
+
+    def _orphan(self, consumer, rp, reason):
+        self.orphans.add((consumer, self.rps[rp]['uuid']
+                          if rp is not None else None, reason))
+
+    def _provider(self, uuid, name, inventory, root=None, parent=None,
+                  traits=(), aggregates=()):
+        index = len(self.rps)
+        self.rps.append({'uuid': uuid, 'name': name, 'inventory': inventory,
+                         'root': index if root is None else root,
+                         'parent': parent, 'traits': list(traits),
+                         'aggregates': list(aggregates)})
+        return index
 
     def plan(self):
         for i in range(self.n):
             cell = self.cells[(i // 2) % len(self.cells)]
             self.nodes.append({'uuid': self._uuid(), 'host': 'cmp%06d' % i,
                                'cell': cell})
+            self._provider(self.nodes[i]['uuid'], self.nodes[i]['host'],
+                           INVENTORY)
+        if self.nested:
+            for i in range(NESTED_EVERY - 1, self.n, NESTED_EVERY):
+                kind = ('bandwidth', 'pci')[(i // NESTED_EVERY) % 2]
+                node = self.nodes[i]
+                self.children[i] = (self._provider(
+                    self._uuid(), '%s_%s' % (node['host'], kind),
+                    CHILD[kind][1], root=i, parent=i), kind)
+        if self.sharing:
+            for start in range(0, self.n, SHARING_BLOCK * SHARING_EVERY):
+                aggregate = self._uuid()
+                share = self._provider(
+                    self._uuid(), 'shared-storage-%06d' % start,
+                    SHARED_INVENTORY, traits=[SHARING_TRAIT],
+                    aggregates=[aggregate])
+                for i in range(start, min(start + SHARING_BLOCK, self.n)):
+                    self.shared_by[i] = share
+                    self.rps[i]['aggregates'].append(aggregate)
         used = [0] * self.n
         for a in range(0, self.n, 2):
             b = a + 1 if a + 1 < self.n else None
@@ -167,12 +263,22 @@ class Cloud:
                 self.consumers[queued] = self.build_requests[-1][1]
                 self._alloc(queued, a)
                 used[a] += 1
+        for i, (child, _kind) in sorted(self.children.items()):
+            # An orphan of the node's tree, and a stranger on the child.
+            self._one_node(ONE_NODE[(i // NESTED_EVERY) % len(ONE_NODE)],
+                           i, used, child=True)
+            stray = self._uuid()
+            self.consumers[stray] = self._owner()
+            self._alloc(stray, child, CHILD[_kind][0])
+            self._orphan(stray, child, 'unknown_consumer')
         for i in range(self.n):
+            on_child = NESTED_LIVE if i in self.children else 0
             for _slot in range(used[i], self.per_provider):
                 if self.orphans_only:
                     self._one_node(ONE_NODE[_slot % 2], i, used)
                 else:
-                    self._alloc(self._instance(i), i)
+                    self._place(self._instance(i), i, child=on_child > 0)
+                    on_child -= 1
 
     def _two_node(self, what, a, b, used):
         used[a] += 1
@@ -211,7 +317,10 @@ class Cloud:
             self._alloc(inst, b)
             self._migration(inst, a, b, 'evacuation', 'pre-migrating')
 
-    def _one_node(self, what, node, used):
+    def _one_node(self, what, node, used, child=False):
+        """An orphan consumer on the node (and its sharing provider and,
+        with ``child``, its child): every allocation it holds is one.
+        """
         used[node] += 1
         if what == 'deleted_instance':
             inst = self._instance(node, vm_state='deleted', deleted=True)
@@ -221,15 +330,18 @@ class Cloud:
         else:
             inst = self._instance(node, vm_state='shelved_offloaded',
                                   host=False)
-        self._alloc(inst, node)
-        self._orphan(inst, node, what)
+        for rp in self._place(inst, node, child=child):
+            self._orphan(inst, rp, what)
 
     def audit_expected(self):
         """(consumer, rp) pairs nova-manage placement audit flags.
 
         Its algorithm: an allocation with a nova resource class on a
         provider is flagged unless its consumer is a live instance on
-        that node or an in-progress migration from or to it.
+        the compute node that is the provider's root, or an in-progress
+        migration from or to it. A sharing provider is its own root and
+        no compute node: every allocation of a nova class on it is
+        flagged, and so is none of a custom class anywhere.
         """
         on_node = {}
         for inst in self.instances:
@@ -240,22 +352,34 @@ class Cloud:
                 for host in (mig['source'], mig['dest']):
                     on_node.setdefault(host, set()).add(mig['uuid'])
         flagged = set()
-        for consumer, node, resources in self.allocations:
-            n = self.nodes[node]
+        for consumer, index, resources in self.allocations:
+            rp = self.rps[index]
+            root = rp['root']
+            host = self.nodes[root]['host'] if root < self.n else None
             if set(resources) & AUDIT_RCS and consumer not in on_node.get(
-                    n['host'], ()):
-                flagged.add((consumer, n['uuid']))
+                    host, ()):
+                flagged.add((consumer, rp['uuid']))
         return flagged
 
     def truth(self):
         orphans = sorted([c, rp, r] for c, rp, r in self.orphans)
         return {
             'providers': self.n, 'cells': len(self.cells),
+            'resource_providers': len(self.rps),
+            'nested_providers': len(self.children),
+            'sharing_providers': len(set(self.shared_by.values())),
             'allocations': len(self.allocations),
             'consumers': len({c for c, _n, _r in self.allocations}),
             'orphans': orphans,
             'audit_expected': sorted(list(p) for p in self.audit_expected()),
         }
+
+    def shape(self):
+        """What the cloud holds besides compute nodes, for the results."""
+        return '+'.join(
+            [name for name, on in (('nested', self.nested),
+                                   ('sharing', self.sharing)) if on] or
+            ['plain'])
 
     # Writing --------------------------------------------------------------
 
@@ -300,82 +424,74 @@ class Cloud:
         return md.tables
 
     def _write_nova(self, urls):
-        now = self.now
         api = self._engine(urls['api'])
         t = self._tables(api)
         cell_ids = {}
         with api.begin() as conn:
+            now = _stamp(conn, self.now)
             for i, name in enumerate(['cell0'] + self.cells):
                 uuid = CELL0_UUID if name == 'cell0' else self._uuid()
                 cell_ids[name] = i + 1
                 conn.execute(t['cell_mappings'].insert().values(
                     id=i + 1, uuid=uuid, name=name, transport_url='none:///',
                     database_connection=urls[name], disabled=False,
-                    created_at=now))
-            conn.execute(t['host_mappings'].insert(), [
+                    created_at=self.now))
+            _insert_many(conn, t['host_mappings'], (
                 {'host': n['host'], 'cell_id': cell_ids[n['cell']],
-                 'created_at': now} for n in self.nodes])
-            mappings = [
+                 'created_at': now} for n in self.nodes))
+            _insert_many(conn, t['instance_mappings'], itertools.chain((
                 {'instance_uuid': i['uuid'], 'cell_id': cell_ids[i['cell']],
                  'project_id': i['project_id'], 'user_id': i['user_id'],
                  'queued_for_delete': i['deleted'], 'created_at': now}
-                for i in self.instances]
-            mappings += [
+                for i in self.instances), (
                 {'instance_uuid': uuid, 'cell_id': None, 'project_id': p,
                  'user_id': u, 'queued_for_delete': False, 'created_at': now}
-                for uuid, (p, u) in self.build_requests]
-            _insert_many(conn, t['instance_mappings'], mappings)
-            if self.build_requests:
-                conn.execute(t['build_requests'].insert(), [
-                    {'instance_uuid': uuid, 'project_id': p,
-                     'created_at': now,
-                     'instance': json.dumps(_build_instance(uuid, p, u))}
-                    for uuid, (p, u) in self.build_requests])
+                for uuid, (p, u) in self.build_requests)))
+            _insert_many(conn, t['build_requests'], (
+                {'instance_uuid': uuid, 'project_id': p,
+                 'created_at': now,
+                 'instance': json.dumps(_build_instance(uuid, p, u))}
+                for uuid, (p, u) in self.build_requests))
         api.dispose()
         for cell in self.cells:
             self._write_cell(urls[cell], cell)
 
     def _write_cell(self, url, cell):
-        now = self.now
         engine = self._engine(url)
         t = self._tables(engine)
         nodes = [n for n in self.nodes if n['cell'] == cell]
-        node_ids = {}
+        node_ids = {n['host']: i + 1 for i, n in enumerate(nodes)}
         with engine.begin() as conn:
-            conn.execute(t['services'].insert(), [
+            now = _stamp(conn, self.now)
+            _insert_many(conn, t['services'], (
                 {'id': i + 1, 'uuid': self._uuid(), 'host': n['host'],
                  'binary': 'nova-compute', 'topic': 'compute',
                  'report_count': 1, 'disabled': False, 'forced_down': False,
                  'version': SERVICE_VERSION, 'updated_at': now,
                  'last_seen_up': now, 'created_at': now, 'deleted': 0}
-                for i, n in enumerate(nodes)])
-            rows = []
-            for i, n in enumerate(nodes):
-                node_ids[n['host']] = i + 1
-                rows.append({
-                    'id': i + 1, 'uuid': n['uuid'], 'host': n['host'],
-                    'hypervisor_hostname': n['host'], 'service_id': None,
-                    'vcpus': INVENTORY['VCPU'],
-                    'memory_mb': INVENTORY['MEMORY_MB'],
-                    'local_gb': INVENTORY['DISK_GB'], 'vcpus_used': 0,
-                    'memory_mb_used': 0, 'local_gb_used': 0,
-                    'free_ram_mb': INVENTORY['MEMORY_MB'],
-                    'free_disk_gb': INVENTORY['DISK_GB'],
-                    'disk_available_least': INVENTORY['DISK_GB'],
-                    'current_workload': 0, 'running_vms': 0,
-                    'hypervisor_type': 'fake', 'hypervisor_version': 1,
-                    'cpu_info': '{}', 'stats': '{}',
-                    'host_ip': '127.0.0.1', 'cpu_allocation_ratio': 16.0,
-                    'ram_allocation_ratio': 1.5,
-                    'disk_allocation_ratio': 1.0, 'mapped': 1,
-                    'created_at': now, 'deleted': 0})
-            _insert_many(conn, t['compute_nodes'], rows)
-            rows = []
-            for i, inst in enumerate(
-                    x for x in self.instances if x['cell'] == cell):
-                iid = i + 1
+                for i, n in enumerate(nodes)))
+            _insert_many(conn, t['compute_nodes'], (
+                {'id': i + 1, 'uuid': n['uuid'], 'host': n['host'],
+                 'hypervisor_hostname': n['host'], 'service_id': None,
+                 'vcpus': INVENTORY['VCPU'],
+                 'memory_mb': INVENTORY['MEMORY_MB'],
+                 'local_gb': INVENTORY['DISK_GB'], 'vcpus_used': 0,
+                 'memory_mb_used': 0, 'local_gb_used': 0,
+                 'free_ram_mb': INVENTORY['MEMORY_MB'],
+                 'free_disk_gb': INVENTORY['DISK_GB'],
+                 'disk_available_least': INVENTORY['DISK_GB'],
+                 'current_workload': 0, 'running_vms': 0,
+                 'hypervisor_type': 'fake', 'hypervisor_version': 1,
+                 'cpu_info': '{}', 'stats': '{}',
+                 'host_ip': '127.0.0.1', 'cpu_allocation_ratio': 16.0,
+                 'ram_allocation_ratio': 1.5,
+                 'disk_allocation_ratio': 1.0, 'mapped': 1,
+                 'created_at': now, 'deleted': 0}
+                for i, n in enumerate(nodes)))
+
+            def instance_row(iid, inst):
                 host = inst['host']
-                rows.append({
+                return {
                     'id': iid, 'uuid': inst['uuid'],
                     'project_id': inst['project_id'],
                     'user_id': inst['user_id'], 'host': host, 'node': host,
@@ -393,9 +509,11 @@ class Cloud:
                     'disable_terminate': False, 'created_at': now,
                     'terminated_at': now if inst['deleted'] else None,
                     'deleted_at': now if inst['deleted'] else None,
-                    'deleted': iid if inst['deleted'] else 0})
-            _insert_many(conn, t['instances'], rows)
-            rows = [{
+                    'deleted': iid if inst['deleted'] else 0}
+            _insert_many(conn, t['instances'], (
+                instance_row(i + 1, inst) for i, inst in enumerate(
+                    x for x in self.instances if x['cell'] == cell)))
+            _insert_many(conn, t['migrations'], ({
                 'uuid': m['uuid'], 'instance_uuid': m['instance_uuid'],
                 'migration_type': m['migration_type'],
                 'status': m['status'], 'source_compute': m['source'],
@@ -405,51 +523,78 @@ class Cloud:
                 'hidden': False, 'cross_cell_move': False,
                 'project_id': m['project_id'], 'user_id': m['user_id'],
                 'created_at': now, 'updated_at': now, 'deleted': 0}
-                for m in self.migrations if m['cell'] == cell]
-            _insert_many(conn, t['migrations'], rows)
+                for m in self.migrations if m['cell'] == cell))
         engine.dispose()
 
     def _write_placement(self, url):
-        now = self.now
         engine = self._engine(url)
         t = self._tables(engine)
         with engine.begin() as conn:
+            now = _stamp(conn, self.now)
             classes = dict(conn.execute(sa.select(
                 t['resource_classes'].c.name,
                 t['resource_classes'].c.id)).all())
-            conn.execute(t['resource_providers'].insert(), [
-                {'id': i + 1, 'uuid': n['uuid'], 'name': n['host'],
-                 'generation': 3, 'root_provider_id': i + 1,
-                 'parent_provider_id': None, 'created_at': now}
-                for i, n in enumerate(self.nodes)])
-            conn.execute(t['inventories'].insert(), [
+            custom = sorted({rc for rp in self.rps for rc in rp['inventory']
+                             if rc not in classes})
+            # Custom classes' ids start at 10000, as placement's own.
+            _insert_many(conn, t['resource_classes'], (
+                {'id': 10000 + i, 'name': rc, 'created_at': now}
+                for i, rc in enumerate(custom)))
+            classes.update({rc: 10000 + i for i, rc in enumerate(custom)})
+            traits = dict(conn.execute(sa.select(
+                t['traits'].c.name, t['traits'].c.id)).all())
+            # Roots before children (the foreign keys): the order of rps.
+            _insert_many(conn, t['resource_providers'], (
+                {'id': i + 1, 'uuid': rp['uuid'], 'name': rp['name'],
+                 'generation': 3, 'root_provider_id': rp['root'] + 1,
+                 'parent_provider_id': None if rp['parent'] is None
+                 else rp['parent'] + 1, 'created_at': now}
+                for i, rp in enumerate(self.rps)))
+            _insert_many(conn, t['inventories'], (
                 {'resource_provider_id': i + 1,
                  'resource_class_id': classes[rc], 'total': total,
                  'reserved': 0, 'min_unit': 1, 'max_unit': total,
                  'step_size': 1, 'allocation_ratio': 1.0,
                  'created_at': now}
-                for i in range(self.n) for rc, total in INVENTORY.items()])
+                for i, rp in enumerate(self.rps)
+                for rc, total in rp['inventory'].items()))
+            _insert_many(conn, t['resource_provider_traits'], (
+                {'resource_provider_id': i + 1, 'trait_id': traits[name],
+                 'created_at': now}
+                for i, rp in enumerate(self.rps) for name in rp['traits']))
+            aggregates = {}
+            for rp in self.rps:
+                for agg in rp['aggregates']:
+                    aggregates.setdefault(agg, len(aggregates) + 1)
+            _insert_many(conn, t['placement_aggregates'], (
+                {'id': i, 'uuid': agg, 'created_at': now}
+                for agg, i in aggregates.items()))
+            _insert_many(conn, t['resource_provider_aggregates'], (
+                {'resource_provider_id': i + 1,
+                 'aggregate_id': aggregates[agg], 'created_at': now}
+                for i, rp in enumerate(self.rps)
+                for agg in rp['aggregates']))
             project_ids = {p: i + 1 for i, p in enumerate(self.projects)}
             user_ids = {u: i + 1 for i, u in enumerate(self.users)}
-            conn.execute(t['projects'].insert(), [
+            _insert_many(conn, t['projects'], (
                 {'id': i, 'external_id': p, 'created_at': now}
-                for p, i in project_ids.items()])
-            conn.execute(t['users'].insert(), [
+                for p, i in project_ids.items()))
+            _insert_many(conn, t['users'], (
                 {'id': i, 'external_id': u, 'created_at': now}
-                for u, i in user_ids.items()])
+                for u, i in user_ids.items()))
             allocated = sorted({c for c, _n, _r in self.allocations})
-            _insert_many(conn, t['consumers'], [
+            _insert_many(conn, t['consumers'], (
                 {'uuid': c, 'project_id': project_ids[self.consumers[c][0]],
                  'user_id': user_ids[self.consumers[c][1]],
                  'generation': 1, 'consumer_type_id': None,
                  'created_at': now}
-                for c in allocated])
-            _insert_many(conn, t['allocations'], [
-                {'resource_provider_id': node + 1, 'consumer_id': consumer,
+                for c in allocated))
+            _insert_many(conn, t['allocations'], (
+                {'resource_provider_id': rp + 1, 'consumer_id': consumer,
                  'resource_class_id': classes[rc], 'used': used,
                  'created_at': now}
-                for consumer, node, resources in self.allocations
-                for rc, used in resources.items()])
+                for consumer, rp, resources in self.allocations
+                for rc, used in resources.items()))
         engine.dispose()
 
     # Verification through placement's API ----------------------------------
@@ -457,7 +602,8 @@ class Cloud:
     def verify(self, endpoint, samples=20):
         """Spot-check the bulk load through placement's own API.
 
-        For some providers: their allocations and usages; for some
+        For some compute nodes, nested children and sharing providers:
+        their allocations, usages, tree, traits and aggregates; for some
         consumers: their allocation documents, project and user. Raises
         AssertionError with what differs.
         """
@@ -474,28 +620,46 @@ class Cloud:
             return resp.json()
 
         listed = get('/resource_providers')['resource_providers']
-        assert len(listed) == self.n, (len(listed), self.n)
+        assert len(listed) == len(self.rps), (len(listed), len(self.rps))
         rand = random.Random(7)
-        by_node = {}
+        by_rp = {}
         by_consumer = {}
-        for consumer, node, resources in self.allocations:
-            uuid = self.nodes[node]['uuid']
-            by_node.setdefault(uuid, {})[consumer] = dict(resources)
+        for consumer, index, resources in self.allocations:
+            uuid = self.rps[index]['uuid']
+            by_rp.setdefault(uuid, {})[consumer] = dict(resources)
             by_consumer.setdefault(consumer, {})[uuid] = dict(resources)
-        nodes = rand.sample(self.nodes, min(samples, self.n))
-        for n in nodes:
-            got = get('/resource_providers/%s/allocations' % n['uuid'])
+        children = [c for c, _k in self.children.values()]
+        shares = sorted(set(self.shared_by.values()))
+        picked = (rand.sample(range(self.n), min(samples, self.n)) +
+                  rand.sample(children, min(samples // 4, len(children))) +
+                  rand.sample(shares, min(samples // 4, len(shares))))
+        for index in picked:
+            rp = self.rps[index]
+            uuid = rp['uuid']
+            got = get('/resource_providers/%s/allocations' % uuid)
             got = {c: a['resources'] for c, a in got['allocations'].items()}
-            want = by_node.get(n['uuid'], {})
-            assert got == want, ('allocations of', n['uuid'], got, want)
-            usages = get('/resource_providers/%s/usages' % n['uuid'])[
-                'usages']
-            want_usage = {rc: 0 for rc in INVENTORY}
+            want = by_rp.get(uuid, {})
+            assert got == want, ('allocations of', uuid, got, want)
+            usages = get('/resource_providers/%s/usages' % uuid)['usages']
+            want_usage = {rc: 0 for rc in rp['inventory']}
             for res in want.values():
                 for rc, used in res.items():
                     want_usage[rc] += used
-            assert usages == want_usage, ('usages of', n['uuid'], usages,
+            assert usages == want_usage, ('usages of', uuid, usages,
                                           want_usage)
+            doc = get('/resource_providers/%s' % uuid)
+            tree = (doc['root_provider_uuid'], doc['parent_provider_uuid'])
+            want_tree = (self.rps[rp['root']]['uuid'], None
+                         if rp['parent'] is None
+                         else self.rps[rp['parent']]['uuid'])
+            assert tree == want_tree, ('tree of', uuid, tree, want_tree)
+            traits = get('/resource_providers/%s/traits' % uuid)['traits']
+            assert sorted(traits) == sorted(rp['traits']), (
+                'traits of', uuid, traits)
+            aggs = get('/resource_providers/%s/aggregates' % uuid)[
+                'aggregates']
+            assert sorted(aggs) == sorted(rp['aggregates']), (
+                'aggregates of', uuid, aggs)
         consumers = rand.sample(sorted(by_consumer),
                                 min(samples, len(by_consumer)))
         for c in consumers:
@@ -505,13 +669,53 @@ class Cloud:
             assert (doc['project_id'], doc['user_id']) == self.consumers[c]
             assert doc['consumer_generation'] == 1, doc
         http.close()
-        return {'providers_checked': len(nodes),
+        return {'providers_checked': len(picked),
                 'consumers_checked': len(consumers)}
 
 
+def _stamp(conn, when):
+    """A timestamp as the driver should get it for a DATETIME column:
+    on sqlite, the text SQLAlchemy itself stores (nova and placement
+    read it back through SQLAlchemy).
+    """
+    if conn.dialect.name == 'sqlite':
+        return when.strftime('%Y-%m-%d %H:%M:%S.%f')
+    return when
+
+
 def _insert_many(conn, table, rows, size=20000):
-    for start in range(0, len(rows), size):
-        conn.execute(table.insert(), rows[start:start + size])
+    """Insert dicts (all with the same keys) through the driver.
+
+    SQLAlchemy's own executemany costs more than the database's work
+    at a million rows; the rows are plain values here already (see
+    _stamp), so the driver's executemany is all that is needed, in the
+    connection's transaction, a batch at a time (rows can be a
+    generator: a million instance rows are never held at once).
+    """
+    rows = iter(rows)
+    first = next(rows, None)
+    if first is None:
+        return
+    columns = list(first)
+    get = operator.itemgetter(*columns)
+    mark = '?' if conn.dialect.paramstyle == 'qmark' else '%s'
+    quote = conn.dialect.identifier_preparer.quote
+    sql = 'INSERT INTO %s (%s) VALUES (%s)' % (
+        quote(table.name), ', '.join(quote(c) for c in columns),
+        ', '.join([mark] * len(columns)))
+    if len(columns) == 1:
+        def get(row, _get=get):
+            return (_get(row),)
+    cursor = conn.connection.cursor()
+    try:
+        rows = itertools.chain([first], rows)
+        while True:
+            batch = [get(row) for row in itertools.islice(rows, size)]
+            if not batch:
+                break
+            cursor.executemany(sql, batch)
+    finally:
+        cursor.close()
 
 
 def _build_instance(uuid, project, user):

@@ -66,14 +66,89 @@ def _counted_batches(conn, query, size):
     _record(conn.engine.url, sql, ())
     return _batches(conn, query, size)
 db_utils._batches = _counted_batches
+# And every statement the driver itself was given, as it ran: sqlite's
+# trace callback shows it with its values in place, PyMySQL's
+# Connection.query receives it so. Whatever SQLAlchemy or the tool does
+# above the driver, this is what the database was asked (see FLOOR).
+import sqlite3
+driver = []
+_sqlite_connect = sqlite3.dbapi2.connect
+def _connect(database, *args, **kwargs):
+    conn = _sqlite_connect(database, *args, **kwargs)
+    path = str(database)
+    if path.startswith("file:"):
+        path = path[5:].split("?", 1)[0]
+    path = os.path.abspath(path)
+    conn.set_trace_callback(
+        lambda sql: driver.append(["sqlite", path, sql, False]))
+    return conn
+sqlite3.connect = sqlite3.dbapi2.connect = _connect
+try:
+    from pymysql import connections
+except ImportError:
+    connections = None
+if connections is not None:
+    _query = connections.Connection.query
+    def _mysql_query(self, sql, unbuffered=False):
+        db = self.db.decode() if isinstance(self.db, bytes) else self.db
+        if isinstance(sql, bytes):
+            sql = sql.decode("utf-8", "surrogateescape")
+        driver.append(["mysql", db, sql, bool(unbuffered)])
+        return _query(self, sql, unbuffered)
+    connections.Connection.query = _mysql_query
 from nova_orphans.cmd.manage import main
 out = sys.argv.pop(1)
 rc = main(sys.argv[1:])
 with open(out, "w") as f:
     json.dump({"counts": counts, "statements": [
         [db, s, list(p) if isinstance(p, (list, tuple)) else p]
-        for (db, s), p in statements.items()]}, f, default=str)
+        for (db, s), p in statements.items()], "driver": driver}, f,
+        default=str)
 sys.exit(rc)
+'''
+# The floor: the statements a fast-mode run gave the driver that return
+# rows, run again through the driver, one database after another, every
+# row fetched (in batches, as the tool does) and dropped. Timed inside
+# the process, from the first connection to the last row; the process's
+# start-up is not part of it.
+FLOOR = '''
+import json, sqlite3, sys, time
+with open(sys.argv[1]) as f:
+    plan = json.load(f)
+done = []
+start = time.perf_counter()
+for db in plan:
+    began = time.perf_counter()
+    rows = 0
+    if db["kind"] == "sqlite":
+        conn = sqlite3.connect("file:%s?mode=ro" % db["path"], uri=True)
+        for sql, _unbuffered in db["statements"]:
+            cursor = conn.execute(sql)
+            while True:
+                batch = cursor.fetchmany(10000)
+                if not batch:
+                    break
+                rows += len(batch)
+            cursor.close()
+    else:
+        import pymysql
+        from pymysql import cursors
+        conn = pymysql.connect(**db["connect"])
+        for sql, unbuffered in db["statements"]:
+            cursor = conn.cursor(cursors.SSCursor if unbuffered
+                                 else cursors.Cursor)
+            cursor.execute(sql)
+            while True:
+                batch = cursor.fetchmany(10000)
+                if not batch:
+                    break
+                rows += len(batch)
+            cursor.close()
+    conn.close()
+    done.append({"database": db["name"], "statements": len(db["statements"]),
+                 "rows": rows, "seconds": time.perf_counter() - began})
+with open(sys.argv[2], "w") as f:
+    json.dump({"seconds": time.perf_counter() - start, "databases": done}, f)
 '''
 # Runs the command as its child and reports the child's rusage: the
 # child is forked from this small process, not from the benchmark (whose
@@ -152,6 +227,14 @@ class Placement:
                 self.proc.wait()
 
 
+def machine_cpu_seconds():
+    """CPU seconds every core has been busy so far (from /proc/stat)."""
+    with open('/proc/stat') as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / _TICK
+
+
 def run_with_rusage(argv, env=None, timeout=None, stdout_path=None):
     """Run argv; its wall time, peak RSS and CPU seconds, and its output."""
     scratch = None
@@ -205,8 +288,14 @@ def byte_compile():
 class Bench:
     """One generated cloud, served, and the tools run against it."""
 
-    def __init__(self, cloud, urls, workdir, workers=2, concurrency=None):
+    def __init__(self, cloud, urls, workdir, workers=2, concurrency=None,
+                 db_cpu=None):
+        """``db_cpu``: a callable giving the CPU seconds a database server
+        has used so far (MariaDB's), recorded for every run as
+        ``db_cpu``; it shares the cores with the tools.
+        """
         byte_compile()
+        self.db_cpu = db_cpu
         self.cloud = cloud
         self.urls = urls
         self.workdir = workdir
@@ -257,27 +346,27 @@ class Bench:
                     'placement', 'audit', '--verbose']
             return argv + (['--delete'] if delete else [])
         conf = self.fast_conf if tool == 'fast' else self.api_conf
-        argv = [py, '-c', _ORPHANS, '--config-file', conf, '--config-dir',
-                os.path.dirname(conf), 'allocations']
         if delete:
-            return argv + ['clean', '--format', 'json', '--journal',
-                           journal]
-        return argv + ['list', '--format', 'json']
+            # No --config-dir (the directory holds only the file given):
+            # with it, the "To undo" line clean prints at the end fails
+            # (the command line is built from oslo.config's config_dir,
+            # a list) and the run ends with an unexpected error.
+            return [py, '-c', _ORPHANS, '--config-file', conf,
+                    'allocations', 'clean', '--format', 'json',
+                    '--journal', journal]
+        return [py, '-c', _ORPHANS, '--config-file', conf, '--config-dir',
+                os.path.dirname(conf), 'allocations', 'list', '--format',
+                'json']
 
     def run(self, tool, timeout=3600, delete=False):
         """Run one tool once; returns measurements and its findings."""
         journal = os.path.join(self.workdir, 'journal-%d' % time.time_ns())
-        cpu0 = self.placement.cpu_seconds()
-        load = os.getloadavg()[0]
-        result = run_with_rusage(
-            self._argv(tool, delete=delete, journal=journal), env=self.env,
-            timeout=timeout,
-            stdout_path=os.path.join(self.workdir, 'out-%s.txt' % tool))
-        result['placement_cpu'] = self.placement.cpu_seconds() - cpu0
-        # The 1-minute load average before the run: other work on the
-        # machine shows up here.
-        result['loadavg_before'] = load
+        result = self._measured(
+            self._argv(tool, delete=delete, journal=journal), timeout,
+            os.path.join(self.workdir, 'out-%s.txt' % tool))
         result['tool'] = tool
+        if delete:
+            result['journal'] = journal
         ok_codes = (0, 3, 4) if not delete else (0, 4)
         if result['rc'] not in ok_codes:
             raise RuntimeError('%s failed (%d): %s' % (
@@ -297,8 +386,110 @@ class Bench:
         result['stderr'] = result['stderr'][-2000:]
         return result
 
+    def _measured(self, argv, timeout, stdout_path=None):
+        """run_with_rusage, with placement's (and the database server's)
+        CPU seconds meanwhile and the load average before.
+        """
+        cpu0 = self.placement.cpu_seconds()
+        db0 = self.db_cpu() if self.db_cpu else None
+        load = os.getloadavg()[0]
+        machine0 = machine_cpu_seconds()
+        result = run_with_rusage(argv, env=self.env, timeout=timeout,
+                                 stdout_path=stdout_path)
+        machine = machine_cpu_seconds() - machine0
+        result['placement_cpu'] = self.placement.cpu_seconds() - cpu0
+        if self.db_cpu:
+            result['db_cpu'] = self.db_cpu() - db0
+        # What the rest of the machine ran meanwhile, on the same cores:
+        # a steadier measure of the noise than the load average.
+        result['other_cpu'] = max(0.0, machine - result['cpu'] -
+                                  result['placement_cpu'] -
+                                  result.get('db_cpu', 0.0))
+        # The 1-minute load average before the run: other work on the
+        # machine shows up here.
+        result['loadavg_before'] = load
+        return result
+
+    def restore(self, journal, tool='fast', timeout=3600):
+        """``allocations restore`` of a clean's journal, measured.
+
+        Returns the measurements and the outcome of every entry.
+        """
+        conf = self.fast_conf if tool == 'fast' else self.api_conf
+        # No --config-dir: see _argv.
+        argv = [sys.executable, '-c', _ORPHANS, '--config-file', conf,
+                'allocations', 'restore', '--journal', journal, '--format',
+                'json']
+        result = self._measured(argv, timeout, os.path.join(
+            self.workdir, 'out-restore.txt'))
+        result['tool'] = 'restore-%s' % tool
+        if result['rc'] not in (0, 1, 4):
+            raise RuntimeError('restore failed (%d): %s' % (
+                result['rc'], result['stderr'][-3000:]))
+        rows = json.loads(result.pop('stdout'))
+        result['entries'] = len(rows)
+        result['outcomes'] = collections.Counter(
+            r.get('outcome', '?') for r in rows)
+        result['stderr'] = result['stderr'][-2000:]
+        return result
+
+    def floor_plan(self, counted):
+        """What FLOOR runs: the row-returning statements a recorded run
+        (count_queries) gave the driver, per database, in their order.
+        """
+        from sqlalchemy.engine import url as sa_url
+        names = {}
+        for db, url in self.urls.items():
+            parsed = sa_url.make_url(url)
+            if parsed.get_backend_name() == 'sqlite':
+                names[('sqlite', os.path.abspath(parsed.database))] = (
+                    db, {'kind': 'sqlite',
+                         'path': os.path.abspath(parsed.database)})
+            else:
+                names[('mysql', parsed.database)] = (db, {
+                    'kind': 'mysql', 'connect': {
+                        'host': parsed.host or '127.0.0.1',
+                        'port': parsed.port or 3306,
+                        'user': parsed.username,
+                        'password': parsed.password or '',
+                        'database': parsed.database,
+                        'charset': parsed.query.get('charset', 'utf8mb4')}})
+        plan = {}
+        for kind, where, sql, unbuffered in counted['driver']:
+            if not sql.lstrip().upper().startswith(('SELECT', 'WITH')):
+                continue
+            db, spec = names[(kind, where)]
+            if db not in plan:
+                plan[db] = dict(spec, name=db, statements=[])
+            plan[db]['statements'].append([sql, unbuffered])
+        return list(plan.values())
+
+    def floor(self, plan, timeout=3600):
+        """FLOOR over ``plan``, measured: ``wall`` is its own timing of
+        the reads, ``process_wall`` the whole process's.
+        """
+        path = os.path.join(self.workdir, 'floor-plan.json')
+        with open(path, 'w') as f:
+            json.dump(plan, f)
+        out = os.path.join(self.workdir, 'floor-result.json')
+        result = self._measured(
+            [sys.executable, '-c', FLOOR, path, out], timeout)
+        if result['rc'] != 0:
+            raise RuntimeError('floor failed: %s' % result['stderr'][-3000:])
+        with open(out) as f:
+            timed = json.load(f)
+        result['process_wall'] = result['wall']
+        result['wall'] = timed['seconds']
+        result['databases'] = timed['databases']
+        result['tool'] = 'floor'
+        del result['stdout'], result['stderr']
+        return result
+
     def count_queries(self, tool='fast'):
-        """SQL statements per database in one run of the tool."""
+        """SQL statements per database in one (untimed) run of the tool,
+        and every statement its driver was given (``driver``: kind,
+        sqlite path or MySQL database, SQL, unbuffered?).
+        """
         out = os.path.join(self.workdir, 'queries-%s.json' % tool)
         conf = self.fast_conf if tool == 'fast' else self.api_conf
         argv = [sys.executable, '-c', _COUNTING, out, '--config-file', conf,
