@@ -350,8 +350,13 @@ class AllocationCommands:
         if files != list(self.conf.default_config_files or ()):
             for path in files:
                 words += ['--config-file', path]
-        if self.conf.config_dir:
-            words += ['--config-dir', self.conf.config_dir]
+        # oslo.config keeps every --config-dir given, as a list.
+        dirs = self.conf.config_dir or ()
+        if isinstance(dirs, str):
+            dirs = [dirs]
+        if list(dirs) != list(self.conf.default_config_dirs or ()):
+            for path in dirs:
+                words += ['--config-dir', path]
         words += ['allocations', action] + list(argv)
         return ' '.join(shlex.quote(w) for w in words)
 

@@ -16,6 +16,7 @@ import os
 import sqlite3
 import uuid as uuidlib
 
+import fixtures
 from sqlalchemy.engine import url as sa_url
 
 from nova_orphans.cmd import manage
@@ -298,6 +299,17 @@ class FilterTestCase(base.FunctionalTestCase):
         self.assertEqual(1, len(lines))
         self.assertIn('deleted_instance', lines[0])
         self.assertIn('DISK_GB=1, MEMORY_MB=512, VCPU=1', lines[0])
+
+    def test_config_dir_is_in_the_command_to_paste(self):
+        # oslo.config keeps --config-dir as a list: the table's closing
+        # line used to end the run with 255 on it.
+        conf_dir = self.useFixture(fixtures.TempDir()).path
+        with open(os.path.join(conf_dir, 'extra.conf'), 'w') as f:
+            f.write('[DEFAULT]\n')
+        rc, out, err = self.manage('--config-dir', conf_dir,
+                                   'allocations', 'list')
+        self.assertEqual((3, ''), (rc, err))
+        self.assertIn('--config-dir %s allocations clean' % conf_dir, out)
 
     def test_bad_input_is_one_line_and_127(self):
         missing = str(uuidlib.uuid4())
