@@ -495,11 +495,21 @@ class AllocationCommands:
         entries = restore_mod.load(
             client, self.cmd.journal,
             warn=lambda warning: print(warning, file=sys.stderr))
+        if self.conf.placement_database.connection:
+            # Fast mode: each batch's consumers in one read (see
+            # restore_mod.restore); every write still goes to the API.
+            opts = self.conf.nova_orphans
+            self._placement_db = placement_db.PlacementDBReader(
+                self.conf.placement_database.connection,
+                api_reader=_OnFirstUse(self._api_reader),
+                max_retries=opts.db_max_retries,
+                retry_interval=opts.db_retry_interval)
         self._stop.start_writing(_STOPPING)
-        results = restore_mod.restore(client, entries,
-                                      dry_run=self.cmd.dry_run,
-                                      progress=self._progress(),
-                                      stop=self._stop)
+        results = restore_mod.restore(
+            client, entries, dry_run=self.cmd.dry_run,
+            concurrency=self.conf.nova_orphans.placement_concurrency,
+            progress=self._progress(), stop=self._stop,
+            placement_db=self._placement_db)
         rows = [f for f, _o in results]
         outcomes = [o for _f, o in results]
         self._finish_repairs(rows, outcomes,

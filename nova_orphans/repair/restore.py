@@ -35,6 +35,7 @@ from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.readers import placement_api
+from nova_orphans.readers import placement_db as placement_db_mod
 from nova_orphans.repair import actions
 from nova_orphans.repair import documents
 from nova_orphans.repair import journal
@@ -107,7 +108,7 @@ def _providers(entries):
 
 
 def restore(client, entries, dry_run=False, concurrency=8, progress=None,
-            stop=None):
+            stop=None, placement_db=None):
     """Returns [(finding, outcome)] for every finding of every entry.
 
     Entries are undone newest first, in batches of entries that share no
@@ -117,40 +118,134 @@ def restore(client, entries, dry_run=False, concurrency=8, progress=None,
     it or nothing; after it refuses one (a 4xx, one consumer changed),
     each entry of it is read, judged and written again on its own.
 
+    As clean does, the entries between two provider entries run in
+    parallel streams that share no consumer (each consumer's entries
+    stay in order, in one stream) and no provider (writes of different
+    streams never meet on a provider's generation). A provider entry
+    waits for the newer entries and is waited for by the older ones:
+    a provider comes back before the allocations that were on it.
+    ``placement_db`` (fast mode: a PlacementDBReader) reads a batch's
+    consumers in one query instead of one GET each; the write carries
+    the generations read there.
+
     ``progress`` counts the entries; once ``stop`` (see
     nova_orphans.interrupt) is set no other write is sent, and the
     entries not put back say so.
     """
-    state = _Placement(placement_api.PlacementAPIReader(client), dry_run)
-    results = []
+    state = _Placement(client, placement_db, dry_run)
+    entries = list(reversed(entries))
+    outcomes = [None] * len(entries)
     # Providers this run could not put back: nothing goes on them, or
     # under them (a provider now under that uuid is someone else's).
     not_back = set()
+    # Half of placement's requests are streams, each with an equal share
+    # for its reads and one-by-one writes (see Repairer.clean).
+    count = max(1, max(1, concurrency) // 2)
+    threads = max(1, max(1, concurrency) // count)
     if progress:
         progress.stage(_('journal entries restored'), len(entries))
-    with concurrent.futures.ThreadPoolExecutor(max(1, concurrency)) as pool:
-        for batch in _batches(list(reversed(entries))):
-            if stop is not None and stop.is_set():
-                outcomes = [actions.interrupted()] * len(batch)
-            elif 'provider' in batch[0]:
-                # A provider comes back before what was allocated on it
-                # (older entries), and its parent (newer) before it.
-                outcomes = [providers_mod.restore_provider(
-                    client, batch[0], dry_run=dry_run, not_back=not_back)]
-            else:
-                outcomes = _restore_allocations(client, state, batch,
+
+    def run(stream):
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            start = 0
+            for batch in _batches([entries[i] for i in stream]):
+                places = stream[start:start + len(batch)]
+                start += len(batch)
+                if stop is not None and stop.is_set():
+                    done = [actions.interrupted()] * len(batch)
+                else:
+                    done = _restore_allocations(client, state, batch,
                                                 dry_run, pool, stop,
                                                 not_back)
-            for entry, outcome in zip(batch, outcomes):
-                finding = (model.ProviderFinding if 'provider' in entry
-                           else model.Finding)
-                results.extend((finding.from_dict(row), outcome)
-                               for row in entry.get('findings', ()))
+                for i, outcome in zip(places, done):
+                    outcomes[i] = outcome
+                if progress:
+                    progress(len(batch))
+
+    for segment in _segments(entries):
+        if 'provider' in entries[segment[0]]:
+            i, = segment
+            if stop is not None and stop.is_set():
+                outcomes[i] = actions.interrupted()
+            else:
+                # A provider comes back before what was allocated on it
+                # (older entries), and its parent (newer) before it.
+                outcomes[i] = providers_mod.restore_provider(
+                    client, entries[i], dry_run=dry_run, not_back=not_back)
             if progress:
-                progress(len(batch))
+                progress(1)
+            continue
+        # No stream of less than a batch: that would trade one POST for
+        # several smaller ones (and a handful of entries is quick anyway).
+        streams = _streams([entries[i] for i in segment],
+                           min(count, -(-len(segment) // actions.BATCH)))
+        streams = [[segment[n] for n in stream] for stream in streams]
+        if len(streams) == 1:
+            # In this thread: a signal's handler runs (and sets stop)
+            # before the next write, not whenever this thread is next
+            # scheduled.
+            run(streams[0])
+            continue
+        with concurrent.futures.ThreadPoolExecutor(len(streams)) as pipeline:
+            # list(): a stream's exception is raised here.
+            list(pipeline.map(run, streams))
+    results = []
+    for entry, outcome in zip(entries, outcomes):
+        finding = (model.ProviderFinding if 'provider' in entry
+                   else model.Finding)
+        results.extend((finding.from_dict(row), outcome)
+                       for row in entry.get('findings', ()))
     if progress:
         progress.finish()
     return results
+
+
+def _segments(entries):
+    """Positions of the entries, in order: each provider entry alone, and
+    the runs of allocation entries between them.
+    """
+    segment = []
+    for i, entry in enumerate(entries):
+        if 'provider' in entry:
+            if segment:
+                yield segment
+            yield [i]
+            segment = []
+        else:
+            segment.append(i)
+    if segment:
+        yield segment
+
+
+def _streams(entries, count):
+    """Split allocation entries into up to ``count`` lists of their
+    positions, each in order, that share no consumer and no provider.
+
+    Entries linked by a consumer (one consumer's entries must be undone
+    in turn) or by a provider they write are kept in one list.
+    """
+    parent = {}
+
+    def find(node):
+        while parent.setdefault(node, node) != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+    keys = []
+    for n, entry in enumerate(entries):
+        nodes = (['consumer:' + c for c in sorted(entry['consumers'])] +
+                 ['provider:' + rp for rp in sorted(_providers([entry]))])
+        nodes = nodes or ['entry:%d' % n]
+        for node in nodes[1:]:
+            parent[find(node)] = find(nodes[0])
+        keys.append(nodes[0])
+    groups = collections.OrderedDict()
+    for n, key in enumerate(keys):
+        groups.setdefault(find(key), []).append(n)
+    streams = [[] for _n in range(count)]
+    for group in sorted(groups.values(), key=len, reverse=True):
+        min(streams, key=len).extend(group)
+    return [sorted(stream) for stream in streams if stream]
 
 
 def _restore_allocations(client, state, batch, dry_run, pool, stop,
@@ -199,9 +294,12 @@ class _Placement:
     judged so far would have left them.
     """
 
-    def __init__(self, reader, simulate):
-        self.reader = reader
+    def __init__(self, client, placement_db, simulate):
+        self.client = client
+        self.reader = placement_api.PlacementAPIReader(client)
+        self.placement_db = placement_db
         self.simulate = simulate
+        # Streams share no consumer: each key is one stream's.
         self.written = {}
 
     def consumer(self, consumer):
@@ -216,6 +314,23 @@ class _Placement:
         except exception.NovaOrphansException as e:
             return e
 
+    def read_many(self, consumers, pool):
+        """{consumer: document or the error reading it}: in fast mode in
+        one read of placement's database, else one GET each.
+        """
+        if self.placement_db is None:
+            return dict(zip(consumers, pool.map(self.read, consumers)))
+        docs = {c: self.written[c] for c in consumers if c in self.written}
+        rest = [c for c in consumers if c not in docs]
+        if rest:
+            try:
+                docs.update(placement_db_mod.consumer_documents(
+                    self.placement_db, rest,
+                    typed=self.client.has_consumer_types))
+            except exception.NovaOrphansException as e:
+                docs.update(dict.fromkeys(rest, e))
+        return docs
+
     def restored(self, consumer, doc):
         if self.simulate:
             self.written[consumer] = doc
@@ -225,7 +340,7 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
     """The outcome of each entry of one batch, in order."""
     wanted = sorted({c for entry in batch if entry.get('applied') is not False
                      for c in entry['consumers']})
-    docs = dict(zip(wanted, pool.map(state.read, wanted)))
+    docs = state.read_many(wanted, pool)
     outcomes, ready = [None] * len(batch), collections.defaultdict(list)
     for i, entry in enumerate(batch):
         try:
