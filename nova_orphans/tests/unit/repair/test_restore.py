@@ -96,3 +96,75 @@ class BatchesTestCase(base.BaseTestCase):
         entries = [entry('c%d' % n) for n in range(5)]
         self.assertEqual([2, 2, 1],
                          [len(b) for b in restore._batches(entries)])
+
+
+class StreamsTestCase(base.BaseTestCase):
+
+    def test_linked_by_consumer_or_provider_stay_together_in_order(self):
+        entries = [entry('a', providers=('rp1',)),
+                   entry('b', providers=('rp2',)),
+                   entry('c', providers=('rp3',)),
+                   # Links a and b through its consumers.
+                   entry('a', 'b', providers=('rp4',)),
+                   # Links c through rp3.
+                   entry('d', providers=('rp3',)),
+                   entry('e', providers=('rp5',))]
+        self.assertEqual([[0, 1, 3], [2, 4], [5]],
+                         restore._streams(entries, 4))
+
+    def test_fewer_streams_than_groups(self):
+        entries = [entry('c%d' % n, providers=('rp%d' % n,))
+                   for n in range(5)]
+        self.assertEqual([[0, 2, 4], [1, 3]], restore._streams(entries, 2))
+
+    def test_one_stream(self):
+        entries = [entry('c%d' % n, providers=('rp%d' % n,))
+                   for n in range(3)]
+        self.assertEqual([[0, 1, 2]], restore._streams(entries, 1))
+
+
+class SegmentsTestCase(base.BaseTestCase):
+
+    def test_provider_entries_alone_in_their_place(self):
+        entries = [entry('a'), {'provider': 'p1'}, {'provider': 'p2'},
+                   entry('b'), entry('c'), {'provider': 'p3'}]
+        self.assertEqual([[0], [1], [2], [3, 4], [5]],
+                         list(restore._segments(entries)))
+
+
+class RestoreOrderTestCase(base.BaseTestCase):
+    """A provider entry waits for the newer allocation entries, and the
+    older ones for it, whatever the streams.
+    """
+
+    def test_provider_entry_is_a_barrier(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_orphans.repair.actions.BATCH', 1))
+        events = []
+
+        def restore_provider(client, entry, dry_run, not_back):
+            events.append(('provider', entry['provider']))
+            return 'done'
+
+        def restore_allocations(client, state, batch, *args):
+            events.extend(('allocations', c) for e in batch
+                          for c in e['consumers'])
+            return ['done'] * len(batch)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_orphans.repair.providers.restore_provider',
+            restore_provider))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_orphans.repair.restore._restore_allocations',
+            restore_allocations))
+        # Journal order: oldest first.
+        entries = [entry('old%d' % n, providers=('rp%d' % n,))
+                   for n in range(4)]
+        entries.append({'provider': 'p'})
+        entries += [entry('new%d' % n, providers=('rp%d' % n,))
+                    for n in range(4)]
+        restore.restore(mock.Mock(), entries, concurrency=8)
+        self.assertEqual(('provider', 'p'), events[4])
+        self.assertEqual({('allocations', 'new%d' % n) for n in range(4)},
+                         set(events[:4]))
+        self.assertEqual({('allocations', 'old%d' % n) for n in range(4)},
+                         set(events[5:]))
