@@ -46,9 +46,9 @@ ORPHANS_OPTS = [
     cfg.IntOpt('placement_concurrency', default=8, min=1, max=64,
                help='Placement requests in flight at once when reading '
                     'provider allocations and when repairing: "clean" '
-                    'writes in streams of batches on disjoint providers, '
-                    'half this many, each with an equal share of these '
-                    'requests.'),
+                    'and "restore" write in streams of batches on '
+                    'disjoint providers, half this many, each with an '
+                    'equal share of these requests.'),
     cfg.IntOpt('grace_period', default=DEFAULT_GRACE_PERIOD, min=0,
                help='Seconds after nova last changed a live instance, one '
                     'of its migrations, its latest instance action or (for '
