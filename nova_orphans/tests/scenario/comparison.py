@@ -26,8 +26,11 @@ the allocation of server vm1 on the provider named host1.
 """
 
 import collections
+import logging
 import re
 import textwrap
+
+LOG = logging.getLogger(__name__)
 
 Observed = collections.namedtuple(
     'Observed', 'ours audit_rc audit_flags audit_unknown_nodes audit_delete '
@@ -128,6 +131,10 @@ def osc_differences(manage_rows, osc_rows, label, names):
                 continue
             if field == 'details':
                 if ours['reason'] == theirs['reason']:
+                    # The texts go to the test's captured log: a failing
+                    # comparison shows them.
+                    LOG.warning('%s: details differ: nova-orphans-manage '
+                                '%r, openstack %r', name, mine, other)
                     found.append('%s: details differ' % name)
                 continue
             found.append('%s: %s %s -> %s' % (name, field, show(mine),
