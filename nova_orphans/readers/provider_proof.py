@@ -23,6 +23,14 @@ prove a node deleted:
   ``compute_node_get_all``): a listing means every cell was read;
 - no hypervisor has the root's uuid.
 
+A cell that does not answer leaves nothing proven, all the trees
+``unverifiable``. ``nova-orphans-manage`` then still calls a node
+deleted in a cell it read ``deleted_compute_node`` (see
+engine/provider_rules.py): a deleted row is evidence in itself. Here
+the only evidence is an absence from a listing of every cell, which a
+down cell rules out: ``os-hypervisors`` fails outright, and the compute
+API never says which cell a node was in.
+
 One gap remains: ``os-hypervisors`` leaves out a live compute node whose
 service it cannot find (a host not yet mapped by ``nova-manage cell_v2
 discover_hosts``, a service row deleted by hand). Such a host still has
@@ -64,7 +72,9 @@ def prove(nova, trait_providers):
     with the COMPUTE_NODE trait) prove; see the module docstring.
     """
     if nova.unreadable_cells:
-        # Nothing is proven; the rules keep everything unverifiable.
+        # No listing of every cell, so no absence from one: nothing is
+        # proven (see the module docstring); the rules keep every root
+        # unverifiable.
         return
     listed_hosts = {n.host for n in nova.compute_nodes.values()}
     unlisted = sorted({s.host for s in nova.services
