@@ -81,8 +81,9 @@ def list_summary(rows, unreadable_cells=(), next_command=None):
     else:
         lines.append(_('No orphaned resource providers found.'))
     if unreadable_cells:
-        lines.append(_('Cells not read: %(cells)s; no provider tree is '
-                       'called an orphan while a cell is not read.') % {
+        lines.append(_('Cells not read: %(cells)s; their nodes\' trees '
+                       'are unverifiable, and what they may own keeps a '
+                       'deleted node\'s tree.') % {
             'cells': ', '.join(unreadable_cells)})
     if orphans and next_command:
         lines.append(_('Next: %(command)s') % {'command': next_command})
@@ -153,10 +154,11 @@ class ProviderCommands(allocations.AllocationCommands):
         self._unreadable = [c.label for c in
                             audit.snapshot.nova.unreadable_cells]
         for cell in audit.snapshot.nova.unreadable_cells:
-            print(_('WARNING: cell %(cell)s could not be read (%(error)s); '
-                    'no provider tree is called an orphan while a cell is '
-                    'not read.') % {'cell': cell.label, 'error': cell.error},
-                  file=sys.stderr)
+            warning = _('WARNING: cell %(cell)s could not be read '
+                        '(%(error)s); its nodes\' trees are unverifiable, '
+                        'and what it may own keeps a deleted node\'s '
+                        'tree.') % {'cell': cell.label, 'error': cell.error}
+            print(warning, file=sys.stderr)
         return provider_rules.classify(audit.snapshot, findings), findings
 
     @with_filters
