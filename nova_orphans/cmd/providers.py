@@ -154,11 +154,10 @@ class ProviderCommands(allocations.AllocationCommands):
         self._unreadable = [c.label for c in
                             audit.snapshot.nova.unreadable_cells]
         for cell in audit.snapshot.nova.unreadable_cells:
-            warning = _('WARNING: cell %(cell)s could not be read '
-                        '(%(error)s); its nodes\' trees are unverifiable, '
-                        'and what it may own keeps a deleted node\'s '
-                        'tree.') % {'cell': cell.label, 'error': cell.error}
-            print(warning, file=sys.stderr)
+            print(_('WARNING: cell %(cell)s could not be read (%(error)s); '
+                    'no provider tree is called an orphan while a cell is '
+                    'not read.') % {'cell': cell.label, 'error': cell.error},
+                  file=sys.stderr)
         return provider_rules.classify(audit.snapshot, findings), findings
 
     @with_filters
