@@ -81,8 +81,9 @@ def list_summary(rows, unreadable_cells=(), next_command=None):
     else:
         lines.append(_('No orphaned resource providers found.'))
     if unreadable_cells:
-        lines.append(_('Cells not read: %(cells)s; no provider tree is '
-                       'called an orphan while a cell is not read.') % {
+        lines.append(_('Cells not read: %(cells)s; their nodes\' trees '
+                       'are unverifiable, and what they may own keeps a '
+                       'deleted node\'s tree.') % {
             'cells': ', '.join(unreadable_cells)})
     if orphans and next_command:
         lines.append(_('Next: %(command)s') % {'command': next_command})

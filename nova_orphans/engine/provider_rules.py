@@ -31,14 +31,26 @@ verdict. Only one verdict acts:
     re-enrolled) gets a live row again under the same uuid, which makes
     the tree ``live_compute_node``. A node re-created under a new uuid
     with the same hypervisor hostname has a new tree: only the old one
-    is judged deleted. Every cell must have been read: a cell that was
-    not might hold the same uuid live (an ironic node's uuid moves with
-    it between cells), so then the tree is ``unverifiable``.
+    is judged deleted.
+
+    A cell that could not be read leaves that verdict as it is, though
+    it might hold the same uuid live (an ironic node's uuid stays with
+    it when a compute service of another cell takes it over). Acting on
+    it is still safe. A node live there carries its instances'
+    allocations, whose consumers no readable cell knows: they are
+    ``unverifiable``, never orphans, and ``clean`` skips a tree that
+    any allocation other than an orphan holds. A live node with
+    nothing allocated would lose only a provider nova's resource
+    tracker creates again, under the same uuid, at a later periodic
+    (and the journal keeps its record for ``restore``). So the tree is
+    ``deleted_compute_node``, and what the unreadable cell may own on
+    it keeps it.
 
 Everything else is left alone: ``live_compute_node``, ``unmanaged`` (a
 root nova never had as a compute node: another service's providers,
-sharing providers) and ``unverifiable`` (a root not known live while a
-cell could not be read).
+sharing providers) and ``unverifiable``: a root nova has no record of
+while a cell could not be read, since it may be that cell's live node,
+or one the compute API cannot judge (see readers/provider_proof.py).
 
 Pure: the readers built the snapshot, the allocation findings come from
 classify.classify on the same snapshot.
@@ -90,11 +102,8 @@ def judge_root(root, nova):
                 {'node': node.uuid, 'hypervisor': node.hypervisor_hostname,
                  'host': node.host}, node)
     if node is not None:
-        if down:
-            return (reasons.UNVERIFIABLE, reasons.NONE,
-                    _('nova deleted compute node %(node)s, but cell(s) '
-                      '%(cells)s could not be read and may have it '
-                      'live.') % {'node': node.uuid, 'cells': cells}, node)
+        # Deleted, and live in no readable cell: a cell that could not
+        # be read leaves this verdict (see the module docstring).
         return (reasons.DELETED_COMPUTE_NODE, reasons.DELETE_PROVIDER,
                 deleted_details(node, nova), node)
     if root.uuid in nova.unverifiable_roots:
@@ -121,13 +130,21 @@ def deleted_details(node, nova):
                  'node.') % {'node': node.uuid}
     cell = nova.cells.get(node.cell)
     args = {'node': node.uuid, 'hypervisor': node.hypervisor_hostname,
-            'host': node.host, 'cell': cell.label if cell else node.cell}
+            'host': node.host, 'cell': cell.label if cell else node.cell,
+            'down': ', '.join(sorted(c.label or c.uuid
+                                     for c in nova.unreadable_cells))}
     if node.archived:
-        return _('Compute node %(node)s (%(hypervisor)s on host %(host)s) '
-                 'was deleted and archived (only in shadow_compute_nodes '
-                 'of cell %(cell)s); no cell has it live.') % args
-    return _('Compute node %(node)s (%(hypervisor)s on host %(host)s) is '
-             'deleted in cell %(cell)s; no cell has it live.') % args
+        where = _('Compute node %(node)s (%(hypervisor)s on host %(host)s) '
+                  'was deleted and archived (only in shadow_compute_nodes '
+                  'of cell %(cell)s)') % args
+    else:
+        where = _('Compute node %(node)s (%(hypervisor)s on host %(host)s) '
+                  'is deleted in cell %(cell)s') % args
+    if not args['down']:
+        return _('%(where)s; no cell has it live.') % {'where': where}
+    return _('%(where)s; no readable cell has it live. Cell(s) %(down)s '
+             'could not be read: what they may own on the tree is '
+             'unverifiable, and keeps it.') % dict(args, where=where)
 
 
 def classify(snapshot, findings):

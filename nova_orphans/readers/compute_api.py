@@ -32,6 +32,10 @@ What the API cannot show, and how that stays safe:
   the action, delete_consumer, is the same.
 - Instance mappings and build requests are not exposed; an instance
   being scheduled is listed as a server in vm_state ``building``.
+- Deleted compute nodes are not listed. The osc commands wrap this
+  reader in :class:`nova_orphans.readers.provider_proof.ProvingReader`,
+  which proves from placement (the root's COMPUTE_NODE trait) the ones
+  their judgement needs.
 
 A consumer that no listing shows is looked up on its own (``GET
 /servers/{uuid}``, its actions, its migrations) before it can be called

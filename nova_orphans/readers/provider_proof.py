@@ -23,6 +23,14 @@ prove a node deleted:
   ``compute_node_get_all``): a listing means every cell was read;
 - no hypervisor has the root's uuid.
 
+A cell that does not answer leaves nothing proven, all the trees
+``unverifiable``. ``nova-orphans-manage`` then still calls a node
+deleted in a cell it read ``deleted_compute_node`` (see
+engine/provider_rules.py): a deleted row is evidence in itself. Here
+the only evidence is an absence from a listing of every cell, which a
+down cell rules out: ``os-hypervisors`` fails outright, and the compute
+API never says which cell a node was in.
+
 One gap remains: ``os-hypervisors`` leaves out a live compute node whose
 service it cannot find (a host not yet mapped by ``nova-manage cell_v2
 discover_hosts``, a service row deleted by hand). Such a host still has
@@ -30,6 +38,8 @@ its nova-compute service in ``os-services``; so while any nova-compute
 service has no hypervisor listed, no root is proven deleted, and the
 roots with the trait that no hypervisor has are ``unverifiable``.
 """
+
+import concurrent.futures
 
 from nova_orphans.engine import model
 from nova_orphans.i18n import _
@@ -39,24 +49,75 @@ COMPUTE_NODE_TRAIT = 'COMPUTE_NODE'
 
 
 class ProvingReader:
-    """A ComputeAPIReader whose ``read`` adds the compute nodes proven
-    deleted (``model.ComputeNode.proven_by_trait``) and marks the roots
-    it cannot judge (``NovaSnapshot.unverifiable_roots``).
+    """A ComputeAPIReader that adds the compute nodes proven deleted
+    (``model.ComputeNode.proven_by_trait``) and marks the roots it
+    cannot judge (``NovaSnapshot.unverifiable_roots``).
+
+    ``every_root``: ``read`` proves every root with the trait, for the
+    provider commands, which judge every tree, the empty ones too.
+    Otherwise (``allocation orphan``) only the roots that
+    ``prove_deleted_nodes`` is asked about.
     """
 
-    def __init__(self, reader, placement_client):
+    def __init__(self, reader, placement_client, every_root=True):
         self._reader = reader
         self._placement = placement_client
+        self.every_root = every_root
 
     def __getattr__(self, name):
         return getattr(self._reader, name)
 
     def read(self):
         nova = self._reader.read()
-        prove(nova, self._placement.get(
-            '/resource_providers?required=%s' % COMPUTE_NODE_TRAIT)[
-            'resource_providers'])
+        if self.every_root:
+            prove(nova, self._placement.get(
+                '/resource_providers?required=%s' % COMPUTE_NODE_TRAIT)[
+                'resource_providers'])
         return nova
+
+    def prove_deleted_nodes(self, nova, providers, allocations, consumers):
+        """Prove deleted the roots, no live hypervisor's, that hold
+        allocations of ``consumers`` (those no live server owns).
+
+        Called by the audit once nova's side is resolved, so that
+        ``allocation orphan`` judges what is on such a tree as the
+        provider commands and ``nova-orphans-manage`` do: on nova's
+        deleted node a consumer nova has no trace of is
+        ``unknown_consumer``, on a tree nova never had
+        ``unmanaged_provider`` (see rules.unmanaged_provider). One
+        request per such root, for its traits: a run where every
+        consumer off the live hypervisors' trees is a live server's
+        (or where there is none) reads nothing more.
+        """
+        if self.every_root or nova.unreadable_cells:
+            # Proven in read() already; or nothing can be (see prove).
+            return
+        roots = set()
+        for alloc in allocations:
+            if alloc.consumer not in consumers:
+                continue
+            provider = providers.get(alloc.provider)
+            root = providers.get(provider.root_uuid) if provider else None
+            if (root is not None and not root.sharing and
+                    root.uuid not in nova.compute_nodes):
+                roots.add(root.uuid)
+        if not roots:
+            return
+        with concurrent.futures.ThreadPoolExecutor(
+                min(len(roots), self._reader.concurrency)) as pool:
+            proven = list(pool.map(self._has_trait, sorted(roots)))
+        prove(nova, [{'uuid': uuid, 'name': providers[uuid].name}
+                     for uuid, has_trait in proven if has_trait])
+
+    def _has_trait(self, uuid):
+        """(uuid, whether the provider carries COMPUTE_NODE); a provider
+        gone meanwhile carries nothing.
+        """
+        resp = self._placement.request(
+            'GET', '/resource_providers/%s/traits' % uuid,
+            expected=(200, 404))
+        return uuid, (resp.status_code == 200 and
+                      COMPUTE_NODE_TRAIT in resp.json()['traits'])
 
 
 def prove(nova, trait_providers):
@@ -64,7 +125,9 @@ def prove(nova, trait_providers):
     with the COMPUTE_NODE trait) prove; see the module docstring.
     """
     if nova.unreadable_cells:
-        # Nothing is proven; the rules keep everything unverifiable.
+        # No listing of every cell, so no absence from one: nothing is
+        # proven (see the module docstring); the rules keep every root
+        # unverifiable.
         return
     listed_hosts = {n.host for n in nova.compute_nodes.values()}
     unlisted = sorted({s.host for s in nova.services

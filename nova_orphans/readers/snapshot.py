@@ -169,6 +169,11 @@ class Audit:
         # each from every consumer (each pass costs a look-up apiece).
         unowned = consumers.difference(nova.instances)
         self.nova.resolve(nova, unowned)
+        # A reader that shows no deleted compute node proves those their
+        # allocations are on (readers/provider_proof.py).
+        prove = getattr(self.nova, 'prove_deleted_nodes', None)
+        if prove is not None:
+            prove(nova, providers, allocations, unowned)
         if self.progress:
             self.progress(len(consumers))
             self.progress.finish()

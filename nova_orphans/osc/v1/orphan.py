@@ -41,6 +41,7 @@ from nova_orphans.osc.v1 import columns as columns_mod
 from nova_orphans import output
 from nova_orphans.readers import compute_api
 from nova_orphans.readers import placement_api
+from nova_orphans.readers import provider_proof
 from nova_orphans.readers import snapshot as snapshot_mod
 from nova_orphans.repair import actions
 from nova_orphans.repair import journal
@@ -121,10 +122,16 @@ class _Audited(command.Lister):
         if parsed_args.grace_period < 0:
             raise exceptions.CommandError(
                 _('--grace-period must not be negative'))
-        self.nova = compute_api.ComputeAPIReader(
-            clients.compute, CONCURRENCY,
-            grace_period=parsed_args.grace_period,
-            network=getattr(clients, 'network', None))
+        # On a tree that is provably a compute node nova deleted, a
+        # consumer nova has no trace of is unknown_consumer, as the
+        # provider commands say: the roots such consumers hold are
+        # proven, and only those.
+        self.nova = provider_proof.ProvingReader(
+            compute_api.ComputeAPIReader(
+                clients.compute, CONCURRENCY,
+                grace_period=parsed_args.grace_period,
+                network=getattr(clients, 'network', None)),
+            clients.placement, every_root=False)
         audit = snapshot_mod.Audit(
             placement_api.PlacementAPIReader(clients.placement, CONCURRENCY),
             self.nova)

@@ -28,7 +28,7 @@ PF_INVENTORY = {'CUSTOM_BW_EGRESS': {
 AGGREGATE = 'aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee'
 
 
-class ProvidersTestCase(base.FunctionalTestCase):
+class _ProvidersBase(base.FunctionalTestCase):
 
     def setUp(self):
         super().setUp()
@@ -116,7 +116,8 @@ class ProvidersTestCase(base.FunctionalTestCase):
             self.assertIsInstance(row.pop('details'), str)
         self.assertEqual(expected, rows)
 
-    # Tests --------------------------------------------------------------
+
+class ProvidersTestCase(_ProvidersBase):
 
     def test_list_rows(self):
         root, agent, pf = self.dead_tree()
@@ -197,6 +198,7 @@ class ProvidersTestCase(base.FunctionalTestCase):
                           for r in allocs if r['consumer'] == STRANGER})
 
     def test_unreadable_cell_is_unverifiable(self):
+        # The deleted node's own cell: no readable row says what it was.
         root, agent, pf = self.dead_tree()
         self.nova.break_cell('cell1')
         rc, rows = self.run_json('providers', 'list', '--all')
@@ -391,6 +393,58 @@ class ProvidersTestCase(base.FunctionalTestCase):
         self.assertEqual(127, rc)
         self.assertEqual('Invalid input: resource provider %s does not '
                          'exist\n' % STRANGER, err)
+
+
+class OtherCellDownTestCase(_ProvidersBase):
+    """dead1 is deleted in cell1; cell2, with a node of its own, cannot
+    be read.
+    """
+
+    CELLS = ('cell1', 'cell2')
+
+    def test_deleted_in_a_readable_cell(self):
+        root, agent, pf = self.dead_tree()
+        host2 = self.add_node('host2', cell='cell2')
+        self.nova.break_cell('cell2')
+        before = self.providers_state()
+        rc, rows = self.run_json('providers', 'list', '--all')
+        self.assertEqual(5, rc, self.stderr)
+        self.assertIn('WARNING: cell cell2 could not be read', self.stderr)
+        details = {r['uuid']: r['details'] for r in rows}
+        # Still nova's deleted node; the stranger on it may be cell2's, so
+        # it is not an orphan, and it keeps the tree.
+        dead = 'deleted_compute_node', 'delete_provider'
+        self.assertProviderRows([
+            self.provider_row(host2, 'host2', host2, None, None,
+                              'unverifiable', 'none', compute_node=None,
+                              cell=None),
+            self.provider_row(root, 'dead1', root, None, 'dead1', *dead,
+                              allocations=1),
+            self.provider_row(agent, 'dead1:agent', root, root, 'dead1',
+                              *dead),
+            self.provider_row(pf, 'dead1:agent:eth0', root, agent, 'dead1',
+                              *dead, allocations=1),
+            self.provider_row(self.live, 'live1', self.live, None, 'live1',
+                              'live_compute_node', 'none'),
+        ], rows)
+        self.assertIn('no readable cell has it live. Cell(s) cell2 could '
+                      'not be read', details[root])
+        self.assertIn('Allocations of %s on the tree are not orphans' %
+                      STRANGER, details[root])
+        rc, allocs = self.run_json('allocations', 'list', '--all')
+        self.assertEqual({(root, 'unverifiable'), (pf, 'unverifiable')},
+                         {(r['resource_provider'], r['reason'])
+                          for r in allocs if r['consumer'] == STRANGER})
+
+        rc, rows = self.run_json('providers', 'clean',
+                                 '--journal', self.journal)
+        self.assertEqual(5, rc, self.stderr)
+        self.assertEqual(
+            [(u, 'skipped: allocations that are not orphans remain '
+                 '(consumers %s)' % STRANGER) for u in (root, agent, pf)],
+            [(r['uuid'], r['outcome']) for r in rows])
+        self.assertEqual(before, self.providers_state())
+        self.assertEqual([], self.proxy.requests('DELETE'))
 
 
 MariaDBProvidersTestCase = base.on_mariadb(ProvidersTestCase,

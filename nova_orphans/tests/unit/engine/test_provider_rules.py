@@ -128,13 +128,56 @@ class ProviderRulesTestCase(base.BaseTestCase):
                           other: UNMANAGED}, self.verdicts())
 
     def test_down_cell(self):
+        # Deleted in a readable cell and live in none: still deleted. A
+        # root nova has no record of may be the unread cell's node.
         dead = self.dead_node()
         other = self.cloud.provider('cyborg')
         nfs = self.cloud.provider('nfs', sharing=True)
         self.cloud.add_cell('cell2', readable=False)
-        self.assertEqual({self.host1: LIVE, dead: UNVERIFIABLE,
+        self.assertEqual({self.host1: LIVE, dead: DEAD,
                           other: UNVERIFIABLE, nfs: UNMANAGED},
                          self.verdicts())
+        row = {f.uuid: f for f in self.rows()}[dead]
+        self.assertEqual(
+            'Compute node %s (host9 on host host9) is deleted in cell '
+            'cell1; no readable cell has it live. Cell(s) cell2 could not '
+            'be read: what they may own on the tree is unverifiable, and '
+            'keeps it.' % dead, row.details)
+
+    def test_down_cell_deleted_node_kept_by_what_it_may_own(self):
+        # The node's uuid may be live in cell2, its instances' consumers
+        # known only there: unverifiable, so they hold the tree. A
+        # consumer a readable cell deleted is still an orphan.
+        dead = self.dead_node()
+        self.cloud.add_cell('cell2', readable=False)
+        unknown = cloud_mod.uuid('cell2-vm')
+        gone = self.cloud.instance('host9', deleted=True)
+        self.cloud.alloc(unknown, dead)
+        self.cloud.alloc(gone, dead)
+        self.assertEqual({
+            (unknown, dead): UNVERIFIABLE,
+            (gone, dead): (r.DELETED_INSTANCE, r.DELETE_CONSUMER),
+        }, self.cloud.verdicts())
+        row = {f.uuid: f for f in self.rows()}[dead]
+        self.assertEqual(DEAD + (2, 1), (row.reason, row.action,
+                                         row.allocations,
+                                         row.orphan_allocations))
+        self.assertIn('Allocations of %s on the tree are not orphans' %
+                      unknown, row.details)
+
+    def test_node_deleted_in_an_unreadable_cell_is_unverifiable(self):
+        # Its only row is in the cell that could not be read: nova has no
+        # record of it that can be read.
+        self.cloud.add_cell('cell2', readable=False)
+        dead = self.dead_node()
+        del self.cloud.nova.compute_nodes[dead]
+        self.cloud.alloc(cloud_mod.uuid('stranger'), dead)
+        row = {f.uuid: f for f in self.rows()}[dead]
+        self.assertEqual(UNVERIFIABLE + (None,),
+                         (row.reason, row.action, row.compute_node))
+        self.assertEqual('The tree\'s root is no compute node of any '
+                         'readable cell and cell(s) cell2 could not be '
+                         'read.', row.details)
 
     def test_live_consumer_named_in_details(self):
         dead = self.dead_node()

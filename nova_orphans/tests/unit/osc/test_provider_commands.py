@@ -23,6 +23,7 @@ from cliff import commandmanager
 from osc_lib import exceptions
 
 from nova_orphans.engine import model
+from nova_orphans.osc.v1 import orphan
 from nova_orphans.osc.v1 import provider_orphan
 from nova_orphans.tests.unit.osc import fakes
 from nova_orphans.tests.unit.osc import test_commands as base
@@ -41,11 +42,22 @@ class TraitPlacement(base.FailingPlacement):
                 params.get('required') == 'COMPUTE_NODE'):
             return fakes.Response(200, {'resource_providers': [
                 self.providers[u] for u in self.trait_roots]})
+        parts = path.strip('/').split('/')
+        if parts[0] == 'resource_providers' and parts[2:] == ['traits']:
+            if parts[1] not in self.providers:
+                return fakes.Response(404, {'errors': [{
+                    'detail': 'No resource provider with uuid %s found' %
+                    parts[1]}]})
+            return fakes.Response(200, {
+                'traits': ['COMPUTE_NODE'] if parts[1] in self.trait_roots
+                else [], 'resource_provider_generation': 1})
         return super().handle(method, path, params, body)
 
 
-class ProviderCommandTestCase(base.CommandTestCase):
-    """host1 and host2 are live; DEAD (with nova's trait) is not listed."""
+class _TraitTestCase(base.CommandTestCase):
+    """host1 and host2 are live; DEAD (with nova's trait) is not listed;
+    the stranger holds it too.
+    """
 
     def setUp(self):
         super().setUp()
@@ -58,6 +70,9 @@ class ProviderCommandTestCase(base.CommandTestCase):
         placement.provider(AGENT, 'neutron-agent')
         placement.trait_roots = (base.RP1, base.RP2, DEAD)
         placement.allocate(base.STRANGER, DEAD)
+
+
+class ProviderCommandTestCase(_TraitTestCase):
 
     def rows(self, *argv):
         return {r['uuid']: (r['reason'], r['action'], r['compute_node'])
@@ -116,6 +131,86 @@ class ProviderCommandTestCase(base.CommandTestCase):
         self.assertEqual([(DEAD, 'skipped: dry run')],
                          [(r['uuid'], r['outcome']) for r in rows])
         self.assertEqual([], self.placement.urls('DELETE'))
+
+
+class AllocationsOnDeletedTreeTestCase(_TraitTestCase):
+    """openstack allocation orphan list: the same proof, for the roots
+    that consumers no live server owns hold, and no others.
+    """
+
+    def verdicts(self, *argv):
+        return {(r['consumer'], r['resource_provider']):
+                (r['reason'], r['action'], r['host'])
+                for r in self.json_rows(orphan.ListOrphan, '--all', *argv)}
+
+    def trait_reads(self):
+        return [u for u in self.placement.urls()
+                if u.endswith('/traits') or 'required=COMPUTE_NODE' in u]
+
+    def test_stranger_on_a_deleted_node_is_unknown_consumer(self):
+        self.placement.allocate(base.STRANGER, AGENT)
+        self.assertEqual({
+            (base.LIVE, base.RP1): ('active_instance', 'none', 'host1'),
+            (base.GONE, base.RP2): ('deleted_instance', 'delete_consumer',
+                                    'host2'),
+            (base.STRANGER, base.RP2): ('unknown_consumer',
+                                        'delete_consumer', 'host2'),
+            # nova's deleted node: no host known.
+            (base.STRANGER, DEAD): ('unknown_consumer', 'delete_consumer',
+                                    None),
+            # Never nova's: maybe the other service's own consumer.
+            (base.STRANGER, AGENT): ('unmanaged_provider', 'none', None),
+        }, self.verdicts())
+        # One read per root off the live hypervisors' trees, no listing.
+        self.assertEqual(sorted('/resource_providers/%s/traits' % u
+                                for u in (AGENT, DEAD)),
+                         sorted(self.trait_reads()))
+
+    def test_clean_repairs_it(self):
+        rows = self.json_rows(orphan.CleanOrphan)
+        self.assertEqual(
+            {(base.GONE, base.RP2, 'done'), (base.STRANGER, base.RP2, 'done'),
+             (base.STRANGER, DEAD, 'done')},
+            {(r['consumer'], r['resource_provider'], r['outcome'])
+             for r in rows})
+        self.assertEqual({}, self.placement.consumers[base.STRANGER][
+            'allocations'])
+
+    def test_without_the_trait(self):
+        self.placement.trait_roots = (base.RP1, base.RP2)
+        self.assertEqual(('unmanaged_provider', 'none', None),
+                         self.verdicts()[(base.STRANGER, DEAD)])
+
+    def test_provider_gone_meanwhile(self):
+        handle = self.placement.handle
+
+        def gone(method, path, params, body):
+            if path == '/resource_providers/%s/traits' % DEAD:
+                return fakes.Response(404, {'errors': [{'detail': 'gone'}]})
+            return handle(method, path, params, body)
+
+        self.placement.handle = gone
+        self.assertEqual(('unmanaged_provider', 'none', None),
+                         self.verdicts()[(base.STRANGER, DEAD)])
+
+    def test_unlisted_compute_service_withholds_the_proof(self):
+        self.compute.services.append(fakes.service_doc('host3'))
+        self.assertEqual(('unmanaged_provider', 'none', None),
+                         self.verdicts()[(base.STRANGER, DEAD)])
+
+    def test_nothing_read_without_such_a_consumer(self):
+        # A live server's allocation off the hypervisors' trees asks
+        # nothing; nor does a cloud whose strangers are on live nodes.
+        self.placement.consumers[base.STRANGER]['allocations'].pop(DEAD)
+        self.placement.allocate(base.LIVE, AGENT)
+        self.verdicts()
+        self.assertEqual([], self.trait_reads())
+
+    def test_down_cell_reads_nothing(self):
+        self.compute.services.append(fakes.service_doc(
+            'host9', status='UNKNOWN'))
+        self.assertRaises(exceptions.CommandError, self.verdicts)
+        self.assertEqual([], self.trait_reads())
 
 
 class CoexistenceTestCase(base.base.BaseTestCase):
