@@ -349,23 +349,21 @@ class NovaDBReader:
         everything it might own from being repaired.
         """
         snapshot.recent_since = snapshot_mod.recent_since(self.grace_period)
-        by_cell = {}
-        for uuid in instance_uuids:
-            inst = snapshot.instances.get(uuid)
-            if inst is not None:
-                by_cell.setdefault(inst.cell, set()).add(uuid)
-        conns = [c for c in self._connections if c.uuid in by_cell and
-                 snapshot.cells[c.uuid].readable]
-        results = self._in_cells(
-            conns, lambda read: read.read_activity(by_cell[read.cell]))
-        self._merge_results(snapshot, conns, results)
-        return snapshot
+        return self._per_instance_cell(snapshot, instance_uuids,
+                                       _CellRead.read_activity)
 
     def read_claims(self, snapshot, instance_uuids):
         """What these live instances' ports and flavor claim (model.Claims).
 
         A cell that cannot be read now is marked unreadable, which keeps
         everything it might own from being repaired.
+        """
+        return self._per_instance_cell(snapshot, instance_uuids,
+                                       _CellRead.read_claims)
+
+    def _per_instance_cell(self, snapshot, instance_uuids, read):
+        """``read(cell_read, uuids)`` in each readable cell holding some
+        of these instances, merged into the snapshot.
         """
         by_cell = {}
         for uuid in instance_uuids:
@@ -375,7 +373,7 @@ class NovaDBReader:
         conns = [c for c in self._connections if c.uuid in by_cell and
                  snapshot.cells[c.uuid].readable]
         results = self._in_cells(
-            conns, lambda read: read.read_claims(by_cell[read.cell]))
+            conns, lambda cell_read: read(cell_read, by_cell[cell_read.cell]))
         self._merge_results(snapshot, conns, results)
         return snapshot
 
