@@ -128,16 +128,23 @@ class ConcurrentTestCase(base.FunctionalTestCase):
 
         # The first run's journal alone undoes the first run only.
         mine = {c for (c, _rp), o in out1.items() if o == DONE}
-        self.restore(first, 4 if mine else 0)
+        theirs = {c for (c, _rp), o in out2.items() if o == DONE}
+        self.restore_own(first, mine)
         self.assertEqual(cloud.undone(before, mine), cloud.state())
-        if len(mine) < cloud.orphans:
-            self.restore(second, 4)
-        elif os.path.exists(second):
-            # The first run did everything. The second may still have
-            # journaled a batch that placement then refused or found
-            # done: its journal has nothing to undo.
-            self.restore(second, 0)
+        self.restore_own(second, theirs)
         self.assertEqual(before, cloud.state())
+
+    def restore_own(self, path, done):
+        """Restore one run's journal: it undoes what that run did.
+
+        A run that lost every race wrote no journal (it never got as
+        far as a write), or journaled only batches placement then
+        refused or found done: either way there is nothing to undo.
+        """
+        if os.path.exists(path):
+            self.restore(path, 4 if done else 0)
+        else:
+            self.assertEqual(set(), done, path)
 
     def test_loser_of_a_race_skips_and_says_so_once(self):
         """Both runs read and journaled the same batch; the second
