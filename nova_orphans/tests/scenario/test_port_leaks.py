@@ -404,6 +404,17 @@ class PortLeakTest(PortLeakTestBase):
 class PortLookAlikeTest(PortLeakTestBase):
     """The same bandwidth, while nova works on it or cannot be read."""
 
+    # How long nova may stay paused: the whole cycle runs meanwhile. On
+    # a busy machine that is more than a minute, after which the gate
+    # (and the attach's RPC call) would give up and end nova's operation
+    # in an error, so that what the two front ends read is no longer
+    # the same picture.
+    PAUSE = 600
+
+    def setUp(self):
+        super().setUp()
+        self.flags(rpc_response_timeout=self.PAUSE)
+
     def start_attach(self, vm1):
         """Attach port A; nova stops before it binds the port.
 
@@ -417,7 +428,8 @@ class PortLookAlikeTest(PortLeakTestBase):
             vm1['id'], {'interfaceAttachment': {'port_id': PORT_A['id']}}),
             done.set()))
         self.addCleanup(lambda: thread.join(60))
-        gate = self.pause('nova.network.neutron.API.allocate_for_instance')
+        gate = self.pause('nova.network.neutron.API.allocate_for_instance',
+                          timeout=self.PAUSE)
         thread.start()
         gate.entered()
         return gate, thread, done
@@ -459,7 +471,8 @@ class PortLookAlikeTest(PortLeakTestBase):
         is still in the server's allocation.
         """
         vm1 = self.boot_qos('vm1')
-        gate = self.pause(MANAGER + '._deallocate_port_resource_for_instance')
+        gate = self.pause(MANAGER + '._deallocate_port_resource_for_instance',
+                          timeout=self.PAUSE)
         self.api.detach_interface(vm1['id'], PORT_A['id'])
         gate.entered()
         self.assertEqual([PORT_B['id']], self.vifs(vm1))
@@ -484,7 +497,8 @@ class PortLookAlikeTest(PortLeakTestBase):
         bridges).
         """
         vm1 = self.boot_qos('vm1')
-        gate = self.pause('nova.virt.fake.FakeDriver.live_migration')
+        gate = self.pause('nova.virt.fake.FakeDriver.live_migration',
+                          timeout=self.PAUSE)
         self.api.post_server_action(vm1['id'], {'os-migrateLive': {
             'host': 'host2', 'block_migration': 'auto'}})
         gate.entered()
