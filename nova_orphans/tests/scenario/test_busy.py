@@ -58,6 +58,7 @@ _INSTANCE_OF = {
     'instance_actions': 'instance_uuid = :u',
     'instance_actions_events': 'action_id IN (SELECT id FROM '
                                'instance_actions WHERE instance_uuid = :u)',
+    'instance_info_caches': 'instance_uuid = :u',
 }
 
 
