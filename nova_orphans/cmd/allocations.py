@@ -430,44 +430,69 @@ class AllocationCommands:
         2 instead of 3 or 4 and 0 when a cell could not be read; 130/143
         stopped by SIGINT/SIGTERM (what was done is printed).
         """
+        self._check_repair_options()
+        findings = [f for f in self._findings() if f.is_orphan]
+
+        def repair(repairer, journal_):
+            rows, outcomes = repairer.clean(findings)
+            return rows, outcomes, ()
+
+        return self._repair(findings, repair,
+                            _('No orphaned allocations found.'),
+                            _('repair(s)'), max_count=self.cmd.max_count,
+                            heal=self.cmd.heal)
+
+    def _check_repair_options(self):
+        """Refuse bad --max-count and --journal before anything is read."""
         if self.cmd.max_count is not None and self.cmd.max_count < 1:
             raise exception.InvalidInput(
                 reason=_('--max-count must be at least 1'))
         if self.cmd.journal is not None and not self.cmd.dry_run:
             journal.check_path(self.cmd.journal)
-        findings = [f for f in self._findings() if f.is_orphan]
+
+    def _repair(self, orphans, work, nothing, what, **options):
+        """One clean run of either category, around ``work``.
+
+        ``work(repairer, journal)`` does the writes and returns (rows,
+        outcomes, lines to say before the rows). The journal is opened
+        only when there is something to write and closed whatever
+        happens; its path and the command that undoes the run are
+        printed once it holds anything. ``options`` go to the Repairer.
+        """
         journal_ = None
-        if findings and not self.cmd.dry_run:
+        if orphans and not self.cmd.dry_run:
             journal_ = journal.Journal(
                 self.cmd.journal or
                 journal.default_path(self.conf.nova_orphans.state_path),
                 placement=self._client().endpoint)
         repairer = actions.Repairer(
             self._client(), self._nova, self._snapshot, journal=journal_,
-            dry_run=self.cmd.dry_run, max_count=self.cmd.max_count,
-            heal=self.cmd.heal,
+            dry_run=self.cmd.dry_run,
             concurrency=self.conf.nova_orphans.placement_concurrency,
             progress=self._progress(), rules=self._rules,
-            placement_db=self._placement_db, stop=self._stop)
+            placement_db=self._placement_db, stop=self._stop, **options)
         self._stop.start_writing(_STOPPING)
         try:
-            rows, outcomes = repairer.clean(findings)
+            rows, outcomes, lines = work(repairer, journal_)
         finally:
             if journal_ is not None:
                 journal_.close()
         if repairer.conflicts:
             print(actions.other_writers_note(repairer.conflicts),
                   file=sys.stderr)
-        self._finish_repairs(rows, outcomes,
-                             _('No orphaned allocations found.'))
+        if lines and self.cmd.format != 'json':
+            self._say(lines)
+        self._finish_repairs(rows, outcomes, nothing)
         if journal_ is not None and journal_.entries:
             print(_('Journal: %(path)s') % {'path': journal_.path},
                   file=sys.stderr)
-            print(_('To undo: %(command)s') % {
-                'command': self._command('restore', '--journal',
-                                         journal_.path)}, file=sys.stderr)
+            # restore is an "allocations" action whichever category ran.
+            undo = AllocationCommands._command(self, 'restore', '--journal',
+                                               journal_.path)
+            print(_('To undo: %(command)s') % {'command': undo},
+                  file=sys.stderr)
         if _stopped_short(self._stop, outcomes):
-            return self._interrupted(outcomes, _('repair(s)'))
+            return self._interrupted(outcomes, what)
         return self._complete_or(_repair_code(outcomes))
 
     @args('--journal', metavar='PATH', required=True,

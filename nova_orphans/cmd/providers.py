@@ -22,8 +22,6 @@ from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans import output
 from nova_orphans.readers import snapshot as snapshot_mod
-from nova_orphans.repair import actions
-from nova_orphans.repair import journal
 from nova_orphans.repair import providers as providers_repair
 
 args = allocations.args
@@ -220,52 +218,23 @@ class ProviderCommands(allocations.AllocationCommands):
         and 2 instead of 3 or 4 and 0 when a cell could not be read;
         130/143 stopped by SIGINT/SIGTERM.
         """
-        if self.cmd.max_count is not None and self.cmd.max_count < 1:
-            raise exception.InvalidInput(
-                reason=_('--max-count must be at least 1'))
-        if self.cmd.journal is not None and not self.cmd.dry_run:
-            journal.check_path(self.cmd.journal)
+        self._check_repair_options()
         found, findings = self._provider_findings()
         orphans = [f for f in found if f.is_orphan]
-        journal_ = None
-        if orphans and not self.cmd.dry_run:
-            journal_ = journal.Journal(
-                self.cmd.journal or
-                journal.default_path(self.conf.nova_orphans.state_path),
-                placement=self._client().endpoint)
-        repairer = actions.Repairer(
-            self._client(), self._nova, self._snapshot, journal=journal_,
-            dry_run=self.cmd.dry_run,
-            concurrency=self.conf.nova_orphans.placement_concurrency,
-            progress=self._progress(), rules=self._rules,
-            placement_db=self._placement_db, stop=self._stop)
-        cleaner = providers_repair.ProviderCleaner(
-            self._client(), repairer, self._judge_again, journal=journal_,
-            dry_run=self.cmd.dry_run, max_count=self.cmd.max_count,
-            stop=self._stop)
-        self._stop.start_writing(allocations._STOPPING)
-        try:
+
+        def delete_trees(repairer, journal_):
+            cleaner = providers_repair.ProviderCleaner(
+                self._client(), repairer, self._judge_again,
+                journal=journal_, dry_run=self.cmd.dry_run,
+                max_count=self.cmd.max_count, stop=self._stop)
             rows, outcomes = cleaner.clean(orphans, findings)
-        finally:
-            if journal_ is not None:
-                journal_.close()
-        if repairer.conflicts:
-            print(actions.other_writers_note(repairer.conflicts),
-                  file=sys.stderr)
-        if cleaner.repair_outcomes and self.cmd.format != 'json':
-            self._say([repairs_line(cleaner.repair_outcomes)])
-        self._finish_repairs(rows, outcomes,
-                             _('No orphaned resource providers found.'))
-        if journal_ is not None and journal_.entries:
-            print(_('Journal: %(path)s') % {'path': journal_.path},
-                  file=sys.stderr)
-            print(_('To undo: %(command)s') % {
-                'command': super()._command('restore', '--journal',
-                                            journal_.path)},
-                  file=sys.stderr)
-        if allocations._stopped_short(self._stop, outcomes):
-            return self._interrupted(outcomes, _('deletion(s)'))
-        return self._complete_or(allocations._repair_code(outcomes))
+            lines = ([repairs_line(cleaner.repair_outcomes)]
+                     if cleaner.repair_outcomes else [])
+            return rows, outcomes, lines
+
+        return self._repair(orphans, delete_trees,
+                            _('No orphaned resource providers found.'),
+                            _('deletion(s)'))
 
     def _judge_again(self, roots):
         """{root uuid: (reason, action, details)} from a fresh read of
