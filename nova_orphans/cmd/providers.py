@@ -224,9 +224,9 @@ class ProviderCommands(allocations.AllocationCommands):
 
         def delete_trees(repairer, journal_):
             cleaner = providers_repair.ProviderCleaner(
-                self._client(), repairer, self._judge_again,
-                journal=journal_, dry_run=self.cmd.dry_run,
-                max_count=self.cmd.max_count, stop=self._stop)
+                self._client(), repairer, journal=journal_,
+                dry_run=self.cmd.dry_run, max_count=self.cmd.max_count,
+                stop=self._stop)
             rows, outcomes = cleaner.clean(orphans, findings)
             lines = ([repairs_line(cleaner.repair_outcomes)]
                      if cleaner.repair_outcomes else [])
@@ -235,17 +235,3 @@ class ProviderCommands(allocations.AllocationCommands):
         return self._repair(orphans, delete_trees,
                             _('No orphaned resource providers found.'),
                             _('deletion(s)'))
-
-    def _judge_again(self, roots):
-        """{root uuid: (reason, action, details)} from a fresh read of
-        nova, right before a tree is deleted: a node nova-compute has
-        re-created under the same uuid meanwhile is live again.
-        """
-        nova = self._nova.read()
-        verdicts = {}
-        for root in roots:
-            provider = self._snapshot.placement.providers[root]
-            reason, action, details, _node = provider_rules.judge_root(
-                provider, nova)
-            verdicts[root] = (reason, action, details)
-        return verdicts

@@ -39,6 +39,7 @@ import urllib.parse
 
 from oslo_log import log as logging
 
+from nova_orphans.engine import provider_rules
 from nova_orphans.engine import reasons
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -99,16 +100,14 @@ def holders(client, tree):
 class ProviderCleaner:
     """Deletes orphaned provider trees; see the module docstring.
 
-    ``judge_again(roots)`` reads nova afresh and returns {root: (reason,
-    action, details)}; ``repairer`` is an actions.Repairer over the
-    audit's snapshot, sharing the journal.
+    ``repairer`` is an actions.Repairer over the audit's snapshot,
+    sharing the journal; its nova reader judges the trees again.
     """
 
-    def __init__(self, client, repairer, judge_again, journal=None,
-                 dry_run=False, max_count=None, stop=None):
+    def __init__(self, client, repairer, journal=None, dry_run=False,
+                 max_count=None, stop=None):
         self.client = client
         self.repairer = repairer
-        self.judge_again = judge_again
         self.journal = journal
         self.dry_run = dry_run
         self.max_count = max_count
@@ -118,6 +117,16 @@ class ProviderCleaner:
 
     def _stopped(self):
         return self.stop is not None and self.stop.is_set()
+
+    def _judge_again(self, roots):
+        """{root uuid: (reason, action, details)} from a fresh read of
+        nova, right before a tree is deleted: a node nova-compute has
+        re-created under the same uuid meanwhile is live again.
+        """
+        nova = self.repairer.nova.read()
+        providers = self.repairer.audit.placement.providers
+        return {root: provider_rules.judge_root(providers[root], nova)[:3]
+                for root in roots}
 
     def clean(self, rows, findings):
         """(rows, outcomes): one outcome per provider row of ``rows``
@@ -149,7 +158,7 @@ class ProviderCleaner:
         failed_repairs = {f.root_provider for f, o in zip(repaired,
                                                           repair_outcomes)
                           if o.startswith('failed')}
-        verdicts = self.judge_again(roots) if roots else {}
+        verdicts = self._judge_again(roots) if roots else {}
         for root in roots:
             tree = trees[root]
             if self._stopped():

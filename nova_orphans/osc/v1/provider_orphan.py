@@ -198,8 +198,8 @@ class CleanProviderOrphan(orphan._Repairing, _ProvidersAudited):
                 dry_run=parsed_args.dry_run,
                 concurrency=orphan.CONCURRENCY, stop=self.stop)
             cleaner = providers_repair.ProviderCleaner(
-                self.placement, repairer, self._judge_again,
-                journal=journal_, dry_run=parsed_args.dry_run,
+                self.placement, repairer, journal=journal_,
+                dry_run=parsed_args.dry_run,
                 max_count=parsed_args.max_count, stop=self.stop)
             self.stop.start_writing(self._notice())
             try:
@@ -220,12 +220,6 @@ class CleanProviderOrphan(orphan._Repairing, _ProvidersAudited):
                 'To undo: openstack allocation orphan restore --journal '
                 '%(path)s\n') % {'path': shlex.quote(journal_.path)})
         return listing(parsed_args, rows, self.report(outcomes))
-
-    def _judge_again(self, roots):
-        nova = self.nova.read()
-        providers = self.snapshot.placement.providers
-        return {root: provider_rules.judge_root(providers[root], nova)[:3]
-                for root in roots}
 
     def run(self, parsed_args):
         self.snapshot = None
