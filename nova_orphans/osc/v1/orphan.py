@@ -249,6 +249,43 @@ class _Repairing:
         """What a signal prints at once, if the app's stderr is ours."""
         return _STOPPING if self.app.stderr is sys.stderr else None
 
+    def repair(self, parsed_args, orphans, work, **options):
+        """One clean run of either command, around ``work``.
+
+        ``work(repairer, journal)`` does the writes and returns (rows,
+        outcomes, lines for stderr). The journal is opened only when
+        there is something to write and closed whatever happens; its
+        path and the command that undoes the run are said once it holds
+        anything. ``options`` go to the Repairer.
+        """
+        journal_ = None
+        if orphans and not parsed_args.dry_run:
+            journal_ = journal.Journal(
+                parsed_args.journal or journal.default_path(state_path()),
+                placement=self.placement.endpoint)
+        repairer = actions.Repairer(
+            self.placement, self.nova, self.snapshot, journal=journal_,
+            dry_run=parsed_args.dry_run, concurrency=CONCURRENCY,
+            stop=self.stop, **options)
+        self.stop.start_writing(self._notice())
+        try:
+            rows, outcomes, lines = work(repairer, journal_)
+        finally:
+            if journal_ is not None:
+                journal_.close()
+        for line in lines:
+            self.app.stderr.write(line + '\n')
+        if repairer.conflicts:
+            self.app.stderr.write(
+                actions.other_writers_note(repairer.conflicts) + '\n')
+        if journal_ is not None and journal_.entries:
+            self.app.stderr.write(_('Journal: %(path)s\n') %
+                                  {'path': journal_.path})
+            self.app.stderr.write(_(
+                'To undo: openstack allocation orphan restore --journal '
+                '%(path)s\n') % {'path': shlex.quote(journal_.path)})
+        return rows, outcomes
+
     def run(self, parsed_args):
         self.outcomes = []
         self.stop = interrupt.Stop()
@@ -300,31 +337,14 @@ class CleanOrphan(_Repairing, _Audited):
     def _take_action(self, parsed_args):
         with one_line_errors():
             findings = [f for f in self.audit(parsed_args) if f.is_orphan]
-            journal_ = None
-            if findings and not parsed_args.dry_run:
-                journal_ = journal.Journal(
-                    parsed_args.journal or journal.default_path(state_path()),
-                    placement=self.placement.endpoint)
-            repairer = actions.Repairer(
-                self.placement, self.nova, self.snapshot, journal=journal_,
-                dry_run=parsed_args.dry_run, max_count=parsed_args.max_count,
-                heal=parsed_args.heal, concurrency=CONCURRENCY,
-                stop=self.stop)
-            self.stop.start_writing(self._notice())
-            try:
+
+            def repair(repairer, journal_):
                 rows, outcomes = repairer.clean(findings)
-            finally:
-                if journal_ is not None:
-                    journal_.close()
-        if repairer.conflicts:
-            self.app.stderr.write(
-                actions.other_writers_note(repairer.conflicts) + '\n')
-        if journal_ is not None and journal_.entries:
-            self.app.stderr.write(_('Journal: %(path)s\n') %
-                                  {'path': journal_.path})
-            self.app.stderr.write(_(
-                'To undo: openstack allocation orphan restore --journal '
-                '%(path)s\n') % {'path': shlex.quote(journal_.path)})
+                return rows, outcomes, ()
+
+            rows, outcomes = self.repair(
+                parsed_args, findings, repair,
+                max_count=parsed_args.max_count, heal=parsed_args.heal)
         return columns_mod.listing(parsed_args, rows,
                                    self.report(outcomes))
 

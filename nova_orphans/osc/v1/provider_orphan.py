@@ -21,7 +21,6 @@ commands sit beside osc-placement's ``resource provider ...`` ones;
 ``allocation orphan restore`` undoes a clean.
 """
 
-import shlex
 
 from osc_lib.command import command
 from osc_lib import exceptions
@@ -38,8 +37,6 @@ from nova_orphans.readers import compute_api
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import provider_proof
 from nova_orphans.readers import snapshot as snapshot_mod
-from nova_orphans.repair import actions
-from nova_orphans.repair import journal
 from nova_orphans.repair import providers as providers_repair
 
 
@@ -187,38 +184,19 @@ class CleanProviderOrphan(orphan._Repairing, _ProvidersAudited):
         with orphan.one_line_errors():
             found, findings = self.audit(parsed_args)
             orphans = [f for f in found if f.is_orphan]
-            journal_ = None
-            if orphans and not parsed_args.dry_run:
-                journal_ = journal.Journal(
-                    parsed_args.journal or
-                    journal.default_path(orphan.state_path()),
-                    placement=self.placement.endpoint)
-            repairer = actions.Repairer(
-                self.placement, self.nova, self.snapshot, journal=journal_,
-                dry_run=parsed_args.dry_run,
-                concurrency=orphan.CONCURRENCY, stop=self.stop)
-            cleaner = providers_repair.ProviderCleaner(
-                self.placement, repairer, journal=journal_,
-                dry_run=parsed_args.dry_run,
-                max_count=parsed_args.max_count, stop=self.stop)
-            self.stop.start_writing(self._notice())
-            try:
+
+            def delete_trees(repairer, journal_):
+                cleaner = providers_repair.ProviderCleaner(
+                    self.placement, repairer, journal=journal_,
+                    dry_run=parsed_args.dry_run,
+                    max_count=parsed_args.max_count, stop=self.stop)
                 rows, outcomes = cleaner.clean(orphans, findings)
-            finally:
-                if journal_ is not None:
-                    journal_.close()
-        if cleaner.repair_outcomes:
-            self.app.stderr.write(providers_cmd.repairs_line(
-                cleaner.repair_outcomes) + '\n')
-        if repairer.conflicts:
-            self.app.stderr.write(
-                actions.other_writers_note(repairer.conflicts) + '\n')
-        if journal_ is not None and journal_.entries:
-            self.app.stderr.write(_('Journal: %(path)s\n') %
-                                  {'path': journal_.path})
-            self.app.stderr.write(_(
-                'To undo: openstack allocation orphan restore --journal '
-                '%(path)s\n') % {'path': shlex.quote(journal_.path)})
+                lines = ([providers_cmd.repairs_line(
+                    cleaner.repair_outcomes)]
+                    if cleaner.repair_outcomes else [])
+                return rows, outcomes, lines
+
+            rows, outcomes = self.repair(parsed_args, orphans, delete_trees)
         return listing(parsed_args, rows, self.report(outcomes))
 
     def run(self, parsed_args):
