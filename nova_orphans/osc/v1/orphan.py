@@ -130,7 +130,7 @@ class _Audited(command.Lister):
             compute_api.ComputeAPIReader(
                 clients.compute, CONCURRENCY,
                 grace_period=parsed_args.grace_period,
-                network=getattr(clients, 'network', None)),
+                network=clients.network),
             clients.placement, every_root=False)
         audit = snapshot_mod.Audit(
             placement_api.PlacementAPIReader(clients.placement, CONCURRENCY),
