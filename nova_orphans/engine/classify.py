@@ -41,34 +41,39 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None,
     """
     index = index_mod.SnapshotIndex(snapshot, cloud)
     findings = []
-    # Most allocations are live instances on their own node: the
-    # built-in chain's verdict for them is known without running it
-    # (rules.plainly_runs_here), and whether it is shown, once.
+    append = findings.append
+    # Most allocations are live instances on their own node or on a
+    # sharing provider: the built-in chain's verdict for them is known
+    # without running it (rules.plainly_active), and whether it is
+    # shown, once.
     shortcut = (rules is rules_mod.DEFAULT_RULES and
                 not index.unreadable_cells)
+    plain = {}
     if shortcut:
-        runs_here = rules_mod.runs_here()
-        show_runs_here = shown is None or shown(runs_here)
+        for make in (rules_mod.runs_here, rules_mod.shares):
+            verdict = make()
+            plain[make] = (verdict, shown is None or shown(verdict))
     instances = snapshot.nova.instances if shortcut else {}
     migrations = snapshot.nova.migrations
     claims = snapshot.nova.claims
     # Every allocation's provider is there (see SnapshotIndex).
     provider_facts = index.provider_facts
-    plainly_runs_here = rules_mod.plainly_runs_here
+    plainly_active = rules_mod.plainly_active
     for alloc in snapshot.placement.allocations:
         consumer = alloc.consumer
         inst = instances.get(consumer)
         if inst is not None and consumer not in migrations:
-            provider, node, _sharing = provider_facts[alloc.provider]
-            if plainly_runs_here(inst, node, alloc, claims):
-                if show_runs_here:
-                    findings.append(_finding(
-                        index, index.owner(consumer), provider, node, alloc,
-                        runs_here))
+            provider, node, sharing = provider_facts[alloc.provider]
+            make = plainly_active(inst, node, alloc, claims, sharing)
+            if make is not None:
+                verdict, show = plain[make]
+                if show:
+                    append(_finding(index, index.owner(consumer), provider,
+                                    node, alloc, verdict))
                 continue
         finding = _classify_allocation(index, alloc, rules, shown)
         if finding is not None:
-            findings.append(finding)
+            append(finding)
     findings.extend(f for f in _missing(index) if shown is None or shown(f))
     findings.sort(key=order)
     return findings

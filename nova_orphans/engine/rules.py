@@ -480,8 +480,7 @@ def active_instance(ctx):
     if ctx.on_instance_node():
         return runs_here()
     if ctx.sharing:
-        return Verdict(reasons.ACTIVE_INSTANCE, reasons.NONE,
-                       _('Sharing provider used by the instance.'))
+        return shares()
     if inst.task_state is not None:
         # A task may be about to move the instance; judge once it settles.
         return Verdict(reasons.ACTIVE_INSTANCE, reasons.NONE,
@@ -497,38 +496,53 @@ def runs_here():
                    _('The instance runs on this node.'))
 
 
+def shares():
+    """active_instance's verdict on a sharing provider nova uses."""
+    return Verdict(reasons.ACTIVE_INSTANCE, reasons.NONE,
+                   _('Sharing provider used by the instance.'))
+
+
 # vm_states in which some rule before active_instance may decide.
 _UNSETTLED_STATES = frozenset((nova_states.BUILDING,
                                nova_states.SOFT_DELETED,
                                nova_states.SHELVED_OFFLOADED))
 
 
-def plainly_runs_here(inst, node, alloc, claims):
-    """Whether DEFAULT_RULES' verdict is ``runs_here()``, at a glance.
+def plainly_active(inst, node, alloc, claims, sharing):
+    """DEFAULT_RULES' verdict at a glance, when it is active_instance's:
+    ``runs_here`` or ``shares`` (the function making it), else None.
 
-    For the instance's own allocation (its consumer is no migration) on
-    a compute node tree, when every cell could be read: most allocations
-    of a cloud, which classify then spares the whole chain. ``claims``:
-    the snapshot's (NovaSnapshot.claims). Every rule before
-    active_instance returns None for a live instance on its own node in
-    none of these vm_states: unverifiable (every cell read),
-    unmanaged_provider (a node), finished_migration and active_migration
-    (no migration consumer; on its node), deleted_instance (live),
-    building, soft_deleted and shelved_offloaded (its vm_state), and
-    leaked_port_allocation on the node's root, for what holds none of a
-    port's classes, and on a provider a port claims. A rule added before
-    active_instance must be reflected here; the unit tests compare both
-    ways on every kind of allocation.
+    For the instance's own allocation (its consumer is no migration),
+    when every cell could be read: most allocations of a cloud, which
+    classify then spares the whole chain. ``node``: the compute node
+    whose tree holds the provider (or None); ``sharing``: whether the
+    provider is a sharing provider nova uses; ``claims``: the
+    snapshot's (NovaSnapshot.claims).
+
+    Every rule before active_instance returns None for a live instance
+    in none of these vm_states, on its own node or on a sharing
+    provider: unverifiable (every cell read), unmanaged_provider (a
+    node, or sharing), finished_migration and active_migration (no
+    migration consumer; on its node or sharing), deleted_instance
+    (live), building, soft_deleted and shelved_offloaded (its
+    vm_state), and leaked_port_allocation: never on a sharing provider,
+    and on the node's tree only for what holds a port's classes below
+    the root that no port claims. A rule added before active_instance
+    must be reflected here; the unit tests compare both ways on every
+    kind of allocation.
     """
-    if (inst.deleted or inst.archived or
-            inst.vm_state in _UNSETTLED_STATES or not on_node(inst, node)):
-        return False
+    if inst.deleted or inst.archived or inst.vm_state in _UNSETTLED_STATES:
+        return None
+    if not on_node(inst, node):
+        return shares if sharing else None
     if alloc.provider == node.uuid or claims_mod.PORT_CLASSES.isdisjoint(
             alloc.resources):
-        return True
+        return runs_here
     found = claims.get(inst.uuid)
-    return (found is not None and found.port_providers is not None and
-            alloc.provider in found.port_providers)
+    if (found is not None and found.port_providers is not None and
+            alloc.provider in found.port_providers):
+        return runs_here
+    return None
 
 
 def evacuated_source(ctx):

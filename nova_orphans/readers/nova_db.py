@@ -40,6 +40,9 @@ LOG = logging.getLogger(__name__)
 
 CELL0_UUID = '00000000-0000-0000-0000-000000000000'
 
+# Where a look-up's uuids go (see db_utils.rows_in).
+_IN = db_utils.IN_VALUES
+
 
 # The releases whose schemas the readers know (see check_schema).
 OLDEST_RELEASE = '27 (2023.1)'
@@ -286,10 +289,9 @@ class NovaDBReader:
         mapping, cells = model.InstanceMapping, self._cell_ids
         return {
             uuid: mapping(uuid, cells.get(cell_id), bool(queued))
-            for chunk in db_utils.chunks(consumers)
-            for uuid, cell_id, queued in conn.execute(sa.select(
-                INSTANCE_MAPPINGS).where(
-                    INSTANCE_MAPPINGS.c.instance_uuid.in_(chunk)))}
+            for uuid, cell_id, queued in db_utils.rows_in(
+                conn, sa.select(INSTANCE_MAPPINGS).where(
+                    INSTANCE_MAPPINGS.c.instance_uuid.in_(_IN)), consumers)}
 
     # Cell databases -----------------------------------------------------
 
@@ -419,13 +421,10 @@ class NovaDBReader:
 
     def _api_rows(self, consumers):
         def read(conn):
-            builds = set()
-            for chunk in db_utils.chunks(consumers):
-                builds.update(conn.execute(sa.select(
-                    BUILD_REQUESTS.c.instance_uuid).where(
-                        BUILD_REQUESTS.c.instance_uuid.in_(chunk))
-                ).scalars())
-            return self._mappings(conn, consumers), frozenset(builds)
+            builds = frozenset(uuid for uuid, in db_utils.rows_in(
+                conn, sa.select(BUILD_REQUESTS.c.instance_uuid).where(
+                    BUILD_REQUESTS.c.instance_uuid.in_(_IN)), consumers))
+            return self._mappings(conn, consumers), builds
         return self._in_api(read)
 
     def _merge_results(self, snapshot, connections, results):
@@ -544,10 +543,8 @@ class _CellRead:
         # the database) in parallel with the other cells.
         live = sa.literal_column('0')
         with db_utils.serial_reads(self.db):
-            self._instances(INSTANCES, INSTANCES.c.deleted == live,
-                            bulk=True)
-            self._migrations(MIGRATIONS, MIGRATIONS.c.deleted == live,
-                             bulk=True)
+            self._instances(INSTANCES, INSTANCES.c.deleted == live)
+            self._migrations(MIGRATIONS, MIGRATIONS.c.deleted == live)
         return self
 
     def lookup(self, consumers, instance_uuids):
@@ -563,9 +560,9 @@ class _CellRead:
                      consumers | instance_uuids),
                     (MIGRATIONS, self._migrations, consumers),
                     (SHADOW_MIGRATIONS, self._migrations, consumers)):
-                wanted = uuids - set(self.instances) - set(self.migrations)
-                for chunk in db_utils.chunks(wanted):
-                    loader(table, table.c.uuid.in_(chunk),
+                wanted = uuids.difference(self.instances, self.migrations)
+                if wanted:
+                    loader(table, table.c.uuid.in_(_IN), wanted,
                            archived=table.name.startswith('shadow_'))
         return self
 
@@ -573,14 +570,12 @@ class _CellRead:
         """Every row that decides these consumers' fate, deleted or not,
         and the activity of the live instances among them.
         """
-        for chunk in db_utils.chunks(consumers):
-            self._migrations(MIGRATIONS, MIGRATIONS.c.uuid.in_(chunk))
+        self._migrations(MIGRATIONS, MIGRATIONS.c.uuid.in_(_IN), consumers)
         instance_uuids = set(consumers) | {
             m.instance_uuid for m in self.migrations.values()}
-        for chunk in db_utils.chunks(instance_uuids):
-            self._instances(INSTANCES, INSTANCES.c.uuid.in_(chunk))
-            self._migrations(MIGRATIONS,
-                             MIGRATIONS.c.instance_uuid.in_(chunk))
+        self._instances(INSTANCES, INSTANCES.c.uuid.in_(_IN), instance_uuids)
+        self._migrations(MIGRATIONS, MIGRATIONS.c.instance_uuid.in_(_IN),
+                         instance_uuids)
         self.lookup(set(consumers), instance_uuids)
         live = {uuid for uuid, inst in self.instances.items()
                 if not (inst.deleted or inst.archived)}
@@ -594,18 +589,19 @@ class _CellRead:
         Two look-ups per call, for the few instances that hold a port's
         classes on a child provider (classify.claim_candidates).
         """
-        for chunk in db_utils.chunks(instance_uuids):
-            caches = {uuid: (info, created, updated)
-                      for uuid, info, created, updated in self.db.execute(
-                          sa.select(INFO_CACHE_CLAIMS).where(
-                              INFO_CACHE_CLAIMS.c.instance_uuid.in_(chunk)))}
-            flavors = dict(self.db.execute(sa.select(FLAVOR_CLAIMS).where(
-                FLAVOR_CLAIMS.c.instance_uuid.in_(chunk))).all())
-            for uuid in chunk:
-                info, created, updated = caches.get(uuid, (None, None, None))
-                self.claims[uuid] = claims_mod.claims(
-                    info, claims_mod.flavor_record(flavors.get(uuid)),
-                    network_changed_at=_when(updated) or _when(created))
+        rows_in = db_utils.rows_in
+        caches = {uuid: (info, created, updated)
+                  for uuid, info, created, updated in rows_in(
+                      self.db, sa.select(INFO_CACHE_CLAIMS).where(
+                          INFO_CACHE_CLAIMS.c.instance_uuid.in_(_IN)),
+                      instance_uuids)}
+        flavors = dict(rows_in(self.db, sa.select(FLAVOR_CLAIMS).where(
+            FLAVOR_CLAIMS.c.instance_uuid.in_(_IN)), instance_uuids))
+        for uuid in instance_uuids:
+            info, created, updated = caches.get(uuid, (None, None, None))
+            self.claims[uuid] = claims_mod.claims(
+                info, claims_mod.flavor_record(flavors.get(uuid)),
+                network_changed_at=_when(updated) or _when(created))
         return self
 
     def read_activity(self, instance_uuids):
@@ -624,33 +620,34 @@ class _CellRead:
                                          when > changed[uuid]):
                     changed[uuid] = when
 
-        for chunk in db_utils.chunks(instance_uuids):
-            for uuid, created, updated in self.db.execute(sa.select(
-                    INSTANCE_TIMES).where(INSTANCE_TIMES.c.uuid.in_(chunk))):
-                seen(uuid, created, updated)
-            for uuid, created, updated in self.db.execute(sa.select(
-                    MIGRATION_TIMES).where(
-                        MIGRATION_TIMES.c.instance_uuid.in_(chunk))):
-                seen(uuid, created, updated)
-            # nova's "latest action" (action_get_by_request_id's
-            # counterpart): the newest row, ids only grow.
-            latest = sa.select(sa.func.max(ACTIONS.c.id)).where(
-                ACTIONS.c.instance_uuid.in_(chunk)).group_by(
-                    ACTIONS.c.instance_uuid)
-            actions = {}
-            for action_id, uuid, created, updated, start in self.db.execute(
-                    sa.select(ACTIONS).where(ACTIONS.c.id.in_(latest))):
-                actions[action_id] = uuid
-                seen(uuid, created, updated, start)
-            for chunk_ids in db_utils.chunks(actions):
-                for (action_id, event, start, finish, created,
-                     updated) in self.db.execute(sa.select(
-                         ACTION_EVENTS).where(
-                             ACTION_EVENTS.c.action_id.in_(chunk_ids))):
-                    uuid = actions[action_id]
-                    seen(uuid, start, finish, created, updated)
-                    if finish is None:
-                        pending[uuid] = (event, _when(start))
+        rows_in, db = db_utils.rows_in, self.db
+        for uuid, created, updated in rows_in(db, sa.select(
+                INSTANCE_TIMES).where(INSTANCE_TIMES.c.uuid.in_(_IN)),
+                instance_uuids):
+            seen(uuid, created, updated)
+        for uuid, created, updated in rows_in(db, sa.select(
+                MIGRATION_TIMES).where(
+                    MIGRATION_TIMES.c.instance_uuid.in_(_IN)),
+                instance_uuids):
+            seen(uuid, created, updated)
+        # nova's "latest action" (action_get_by_request_id's
+        # counterpart): the newest row, ids only grow.
+        latest = sa.select(sa.func.max(ACTIONS.c.id)).where(
+            ACTIONS.c.instance_uuid.in_(_IN)).group_by(
+                ACTIONS.c.instance_uuid)
+        actions = {}
+        for action_id, uuid, created, updated, start in rows_in(
+                db, sa.select(ACTIONS).where(ACTIONS.c.id.in_(latest)),
+                instance_uuids):
+            actions[action_id] = uuid
+            seen(uuid, created, updated, start)
+        for (action_id, event, start, finish, created,
+             updated) in rows_in(db, sa.select(ACTION_EVENTS).where(
+                 ACTION_EVENTS.c.action_id.in_(_IN)), actions):
+            uuid = actions[action_id]
+            seen(uuid, start, finish, created, updated)
+            if finish is None:
+                pending[uuid] = (event, _when(start))
         for uuid in set(changed) | set(pending):
             event, since = pending.get(uuid, (None, None))
             self.activity[uuid] = model.Activity(
@@ -685,22 +682,24 @@ class _CellRead:
                     jsonutils.loads(caches.get(uuid) or '[]'))
         return found
 
-    def _rows(self, table, where, bulk=False):
+    def _rows(self, table, where, values=None):
         """The table's columns, in declaration order, as tuples.
 
-        Hidden cross-cell copies come first, so a visible row overrides
-        them. Unless ``bulk``: then ``where`` has no parameters and the
-        table is ``instances`` or ``migrations``, whose uuids are unique
-        (nova's uniq_instances0uuid and migrations_uuid), so no row can
-        override another; the rows are read unsorted, through the driver
-        (see db_utils.driver_rows).
+        A look-up (``where`` holds db_utils.IN_VALUES, for ``values``):
+        hidden cross-cell copies come first, so a visible row overrides
+        them. A bulk read (no ``values``): ``where`` has no parameters
+        and the table is ``instances`` or ``migrations``, whose uuids are
+        unique (nova's uniq_instances0uuid and migrations_uuid), so no
+        row can override another; the rows are read unsorted. Both
+        through the driver (see db_utils.driver_rows and rows_in).
         """
         query = self.schema.select(table).where(where)
-        if bulk:
+        if values is None:
             return db_utils.driver_rows(self.db, query)
-        return self.db.execute(query.order_by(table.c.hidden.desc()))
+        return db_utils.rows_in(
+            self.db, query.order_by(table.c.hidden.desc()), values)
 
-    def _instances(self, table, where, archived=False, bulk=False):
+    def _instances(self, table, where, values=None, archived=False):
         node_ids = self.node_ids
         hidden = self.hidden
         instance = model.Instance
@@ -711,7 +710,7 @@ class _CellRead:
         same = {}.setdefault
         for (uuid, host, node, vm_state, task_state, project_id, user_id,
              deleted, is_hidden, compute_id) in self._rows(table, where,
-                                                           bulk):
+                                                           values):
             if is_hidden:
                 hidden.add(uuid)
             else:
@@ -724,12 +723,12 @@ class _CellRead:
                 same(user_id, user_id),
                 None if compute_id is None else node_ids.get(compute_id))
 
-    def _migrations(self, table, where, archived=False, bulk=False):
+    def _migrations(self, table, where, values=None, archived=False):
         hidden = self.hidden
         migration = model.Migration
         for (uuid, instance_uuid, status, migration_type, source_compute,
              source_node, dest_compute, dest_node, deleted,
-             is_hidden) in self._rows(table, where, bulk):
+             is_hidden) in self._rows(table, where, values):
             if uuid is None:
                 continue
             if is_hidden:

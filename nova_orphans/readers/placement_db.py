@@ -222,7 +222,6 @@ class PlacementDBReader:
             else:
                 _add_again(allocations, first, alloc)
         return allocations, everything
-        return allocations, everything
 
     def _consumer_records(self, conn, consumers, everything=False):
         if everything:
@@ -378,18 +377,18 @@ def _allocations_of(conn, consumer_uuids):
     classes = dict(conn.execute(
         sa.select(RESOURCE_CLASSES.c.id, RESOURCE_CLASSES.c.name)).all())
     allocations = {c: {} for c in consumer_uuids}
-    for chunk in db_utils.chunks(consumer_uuids):
-        for consumer, rp_uuid, rc_id, used in conn.execute(
-                sa.select(ALLOCATIONS.c.consumer_id, PROVIDERS.c.uuid,
-                          ALLOCATIONS.c.resource_class_id,
-                          ALLOCATIONS.c.used)
-                .select_from(ALLOCATIONS.join(
-                    PROVIDERS, ALLOCATIONS.c.resource_provider_id ==
-                    PROVIDERS.c.id))
-                .where(ALLOCATIONS.c.consumer_id.in_(chunk))):
-            allocations[consumer].setdefault(
-                rp_uuid, {'resources': {}})['resources'][
-                    _class_name(classes, rc_id)] = used
+    for consumer, rp_uuid, rc_id, used in db_utils.rows_in(
+            conn, sa.select(ALLOCATIONS.c.consumer_id, PROVIDERS.c.uuid,
+                            ALLOCATIONS.c.resource_class_id,
+                            ALLOCATIONS.c.used)
+            .select_from(ALLOCATIONS.join(
+                PROVIDERS, ALLOCATIONS.c.resource_provider_id ==
+                PROVIDERS.c.id))
+            .where(ALLOCATIONS.c.consumer_id.in_(db_utils.IN_VALUES)),
+            consumer_uuids):
+        allocations[consumer].setdefault(
+            rp_uuid, {'resources': {}})['resources'][
+                _class_name(classes, rc_id)] = used
     return allocations
 
 
@@ -399,14 +398,8 @@ def _where_in(conn, query, column, values, everything):
     """
     if everything:
         return db_utils.driver_rows(conn, query)
-    return (row for chunk in db_utils.chunks(values)
-            for row in _rows(conn.execute(query.where(column.in_(chunk)))))
-
-
-def _rows(result, size=10000):
-    """A result's rows, fetched in batches (much cheaper than one by one)."""
-    for batch in result.partitions(size):
-        yield from batch
+    return db_utils.rows_in(conn, query.where(column.in_(db_utils.IN_VALUES)),
+                            values)
 
 
 def _class_name(classes, rc_id):

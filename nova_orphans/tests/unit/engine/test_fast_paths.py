@@ -152,6 +152,8 @@ def _many_situations():
     moving = c.instance('host2')
     c.alloc(moving, host1)
     c.alloc(moving, host2)
+    # A move in progress decides nothing on a sharing provider.
+    c.alloc(moving, shared)
     mig = c.migration(moving, 'migrating', 'live-migration', 'host1',
                       'host2')
     c.alloc(mig, host1)
@@ -165,7 +167,7 @@ def _many_situations():
 
 
 class ShortcutTestCase(base.BaseTestCase):
-    """Allocations rules.plainly_runs_here spares the chain get the
+    """Allocations rules.plainly_active spares the chain get the
     chain's verdict; any other chain sees every allocation.
     """
 

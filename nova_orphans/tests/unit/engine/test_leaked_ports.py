@@ -335,7 +335,7 @@ class CandidatesTestCase(base.BaseTestCase):
         self.assertEqual({leaky}, classify.claim_candidates(c.snapshot()))
 
 
-class PlainlyRunsHereTestCase(base.BaseTestCase):
+class PlainlyActiveTestCase(base.BaseTestCase):
 
     def test_root_children_without_port_classes_and_claimed_ones(self):
         c = cloud_mod.Cloud()
@@ -345,9 +345,9 @@ class PlainlyRunsHereTestCase(base.BaseTestCase):
         inst, node = c.nova.instances[vm], c.nova.compute_nodes[host1]
 
         def plainly(rp, resources, claims_=None):
-            return rules.plainly_runs_here(
+            return rules.plainly_active(
                 inst, node, model.Allocation(vm, rp, resources),
-                claims_ or {})
+                claims_ or {}, False) is rules.runs_here
         self.assertTrue(plainly(host1, BW))
         self.assertTrue(plainly(child, {'VGPU': 1}))
         self.assertFalse(plainly(child, BW))
@@ -356,8 +356,22 @@ class PlainlyRunsHereTestCase(base.BaseTestCase):
             port_providers=frozenset(['another']))}))
         self.assertTrue(plainly(child, BW, {vm: model.Claims(
             port_providers=frozenset([child]))}))
-        self.assertFalse(rules.plainly_runs_here(
-            inst, None, model.Allocation(vm, child, {}), {}))
+        self.assertIsNone(rules.plainly_active(
+            inst, None, model.Allocation(vm, child, {}), {}, False))
+
+    def test_sharing_provider(self):
+        c = cloud_mod.Cloud()
+        c.node('host1')
+        vm = c.instance('host1')
+        inst = c.nova.instances[vm]
+        alloc = model.Allocation(vm, 'nfs', {'DISK_GB': 1})
+        self.assertIs(rules.shares,
+                      rules.plainly_active(inst, None, alloc, {}, True))
+        self.assertIsNone(rules.plainly_active(inst, None, alloc, {}, False))
+        shelved = c.nova.instances[c.instance(
+            'host1', vm_state='shelved_offloaded')]
+        self.assertIsNone(rules.plainly_active(shelved, None, alloc, {},
+                                               True))
 
 
 class ParseTestCase(base.BaseTestCase):
