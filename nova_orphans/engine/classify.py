@@ -56,14 +56,16 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None,
     instances = snapshot.nova.instances if shortcut else {}
     migrations = snapshot.nova.migrations
     claims = snapshot.nova.claims
-    # Every allocation's provider is there (see SnapshotIndex).
     provider_facts = index.provider_facts
     plainly_active = rules_mod.plainly_active
     for alloc in snapshot.placement.allocations:
         consumer = alloc.consumer
         inst = instances.get(consumer)
         if inst is not None and consumer not in migrations:
-            provider, node, sharing = provider_facts[alloc.provider]
+            facts = provider_facts.get(alloc.provider)
+            if facts is None:
+                facts = index.facts_for_provider(alloc.provider)
+            provider, node, sharing = facts
             make = plainly_active(inst, node, alloc, claims, sharing)
             if make is not None:
                 verdict, show = plain[make]

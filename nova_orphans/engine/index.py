@@ -77,6 +77,12 @@ class CloudIndex:
             if key not in self.nodes_by_host_node or not node.deleted:
                 self.nodes_by_host_node[key] = node
         self.nova_sharing = self._nova_sharing_providers()
+        # Every provider's (provider, compute node whose tree holds it,
+        # shared by nova?), asked of every allocation: answered once.
+        nodes, sharing = self.nodes_by_uuid, self.nova_sharing
+        self.provider_facts = {
+            uuid: (provider, nodes.get(provider.root_uuid), uuid in sharing)
+            for uuid, provider in self.providers.items()}
 
     def serves(self, snapshot):
         """Whether it was built from this snapshot's providers and nodes."""
@@ -122,46 +128,53 @@ class SnapshotIndex:
                   mig.status in nova_states.MIGRATION_SUCCEEDED):
                 self.evacuations[mig.instance_uuid].append(mig)
 
-        # Every allocated provider's (provider, compute node, shared by
-        # nova?) answered once, not once per allocation; and its root.
-        self.provider_facts = facts = {}
-        # {consumer: the roots of the trees it holds allocations in}, a
-        # tuple: most consumers hold on one tree, and share that tree's
-        # one-root tuple rather than each having a set of their own
-        # (a million sets took a fifth of a large run's memory).
-        self.roots_by_consumer = roots = {}
-        root_of = {}
-        for alloc in placement.allocations:
-            provider_uuid, consumer = alloc.provider, alloc.consumer
-            root = root_of.get(provider_uuid)
-            if root is None:
-                facts[provider_uuid] = self._provider_facts(provider_uuid)
-                provider = facts[provider_uuid][0]
-                root = root_of[provider_uuid] = (
-                    provider.root_uuid if provider else provider_uuid,)
-            held = roots.get(consumer)
-            if held is None:
-                roots[consumer] = root
-            elif root[0] not in held:
-                roots[consumer] = held + root
+        self.provider_facts = cloud.provider_facts
+        # {consumer: its Allocation, or {provider: Allocation}}: as the
+        # reader grouped them, or grouped here.
+        allocations = placement.allocations
+        self.by_consumer = (
+            allocations.by_consumer
+            if isinstance(allocations, model.GroupedAllocations) and
+            allocations.by_consumer is not None
+            else group_by_consumer(allocations))
+        # Only the rules that look beyond one allocation ask for a
+        # consumer's roots, of a few consumers: made when asked.
+        self._roots = {}
         # Instances whose migration consumers hold allocations: they are
         # not "missing" any, whatever the migration's state.
         self.held_by_migration = {
             mig.instance_uuid for mig in nova.migrations.values()
-            if mig.uuid in self.roots_by_consumer}
+            if mig.uuid in self.by_consumer}
         self._owners = {}
 
     def facts_for_provider(self, provider_uuid):
         """(provider or None, its compute node or None, nova sharing?)."""
         facts = self.provider_facts.get(provider_uuid)
         if facts is None:
-            facts = self._provider_facts(provider_uuid)
+            # A provider placement did not list (created since).
+            facts = (None, self.nodes_by_uuid.get(provider_uuid),
+                     provider_uuid in self.nova_sharing)
         return facts
 
-    def _provider_facts(self, provider_uuid):
-        return (self.providers.get(provider_uuid),
-                self.node_for_provider(provider_uuid),
-                provider_uuid in self.nova_sharing)
+    def roots_of(self, consumer):
+        """The roots of the trees the consumer holds allocations in,
+        each once, in the order of its allocations.
+        """
+        roots = self._roots.get(consumer)
+        if roots is None:
+            held = self.by_consumer.get(consumer, ())
+            if isinstance(held, model.Allocation):
+                held = (held,)
+            elif isinstance(held, dict):
+                held = held.values()
+            roots = []
+            for alloc in held:
+                provider = self.providers.get(alloc.provider)
+                root = provider.root_uuid if provider else alloc.provider
+                if root not in roots:
+                    roots.append(root)
+            roots = self._roots[consumer] = tuple(roots)
+        return roots
 
     def node_for_provider(self, provider_uuid):
         """The compute node whose tree holds this provider, if any."""
@@ -182,7 +195,7 @@ class SnapshotIndex:
         on a sharing provider nova uses.
         """
         return any(root in self.nodes_by_uuid or root in self.nova_sharing
-                   for root in self.roots_by_consumer.get(consumer, ()))
+                   for root in self.roots_of(consumer))
 
     def owner(self, consumer):
         owner = self._owners.get(consumer)
@@ -219,3 +232,30 @@ class SnapshotIndex:
     def consumer_record(self, consumer):
         """Placement's record, or one that knows nothing (not read)."""
         return self._records.get(consumer) or _UNREAD
+
+
+def consumers_of(allocations):
+    """The consumers holding these allocations, a set or a set-like view
+    (of a reader's grouping, rather than a million-entry set made again).
+    """
+    if (isinstance(allocations, model.GroupedAllocations) and
+            allocations.by_consumer is not None):
+        return allocations.by_consumer.keys()
+    return {a.consumer for a in allocations}
+
+
+def group_by_consumer(allocations):
+    """{consumer: its Allocation, or {provider: Allocation} when it holds
+    on several}: model.GroupedAllocations' grouping, for allocations a
+    reader did not group.
+    """
+    grouped = {}
+    for alloc in allocations:
+        consumer = alloc.consumer
+        held = grouped.setdefault(consumer, alloc)
+        if held is alloc:
+            continue
+        if not isinstance(held, dict):
+            held = grouped[consumer] = {held.provider: held}
+        held[alloc.provider] = alloc
+    return grouped

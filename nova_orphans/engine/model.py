@@ -51,6 +51,24 @@ class Allocation:
     resources: typing.Mapping[str, int]
 
 
+class GroupedAllocations(list):
+    """Allocations, with who holds what as a reader grouped them.
+
+    ``by_consumer``: {consumer: its Allocation, or {provider uuid:
+    Allocation} for a consumer holding on several providers}. A reader
+    that has to group the rows it reads by consumer anyway (placement's
+    database gives one row per resource class) hands that grouping on,
+    so the engine's index need not make it again from a million
+    allocations (engine.index.SnapshotIndex).
+    """
+
+    __slots__ = ('by_consumer',)
+
+    def __init__(self, allocations=(), by_consumer=None):
+        super().__init__(allocations)
+        self.by_consumer = by_consumer
+
+
 @dataclasses.dataclass(slots=True)
 class Consumer:
     """Placement's consumer record; ``None`` fields were not read."""

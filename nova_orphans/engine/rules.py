@@ -236,8 +236,7 @@ def finished_migration(ctx):
             (inst.host, inst.node) == (mig.source_compute, mig.source_node) and
             (ctx.node.host, ctx.node.hypervisor_hostname) ==
             (mig.source_compute, mig.source_node) and
-            ctx.node.uuid not in ctx.index.roots_by_consumer.get(
-                inst.uuid, ())):
+            ctx.node.uuid not in ctx.index.roots_of(inst.uuid)):
         return Verdict(reasons.FINISHED_MIGRATION,
                        reasons.RETURN_TO_INSTANCE,
                        details + ' ' + _('The instance is back on the source '
@@ -642,7 +641,7 @@ def missing_allocations(index):
     # Whether it holds allocations (in scope or elsewhere), asked first,
     # of every instance at once: most do, and it is then the one
     # question asked of them. The order does not matter: classify sorts.
-    for uuid in set(among).difference(index.roots_by_consumer,
+    for uuid in set(among).difference(index.by_consumer,
                                       placement.consumers_elsewhere,
                                       index.held_by_migration):
         inst = instances[uuid]

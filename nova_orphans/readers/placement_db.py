@@ -83,7 +83,7 @@ class PlacementDBReader:
         self._ids = {}              # provider uuid -> internal id
         self._records = {}          # consumer uuid -> model.Consumer
         # The last allocations(): (them, all providers read?).
-        self._allocated = ([], False)
+        self._allocated = (model.GroupedAllocations(by_consumer={}), False)
 
     # Plumbing -----------------------------------------------------------
 
@@ -202,12 +202,13 @@ class PlacementDBReader:
         # share one resources dict, never changed once built, rather
         # than each having a copy (a tenth of a large run's memory).
         shared = {}
-        allocations = []
+        # {consumer: its first allocation}: a consumer seen again holds
+        # on several providers, or its rows were not consecutive. It is
+        # the snapshot's grouping by consumer too (GroupedAllocations).
+        first = {}
+        allocations = model.GroupedAllocations(by_consumer=first)
         append = allocations.append
         allocation = model.Allocation
-        # {consumer: its first allocation}: a consumer seen again holds
-        # on several providers, or its rows were not consecutive.
-        first = {}
         for consumer, rp_id, key in _grouped(rows):
             provider = uuids.get(rp_id)
             if provider is None:
@@ -278,8 +279,8 @@ class PlacementDBReader:
         consumers", or none at all) has none.
         """
         allocations, everything = self._allocated
-        wanted = ({a.consumer for a in allocations} if consumers is None
-                  else set(consumers))
+        wanted = set(allocations.by_consumer if consumers is None
+                     else consumers)
         missing = wanted - self._records.keys()
         if missing:
             # Most of them (``list --all`` wants every consumer's): one

@@ -19,6 +19,7 @@ and the classification are the same for both.
 import contextlib
 import datetime
 import gc
+import itertools
 import threading
 import uuid as uuidlib
 
@@ -158,7 +159,7 @@ class Audit:
                 self.progress.stage(_('providers read'), len(targets))
             allocations = self.placement.allocations(targets,
                                                      progress=self.progress)
-        consumers = {a.consumer for a in allocations}
+        consumers = index_mod.consumers_of(allocations)
         placement = model.PlacementSnapshot(
             providers=providers, allocations=allocations,
             scope=None if scope is None else frozenset(scope))
@@ -167,7 +168,8 @@ class Audit:
         # What resolving and unknown_to_nova look at: the consumers no
         # live instance owns, a few of them. Sifted once here, not in
         # each from every consumer (each pass costs a look-up apiece).
-        unowned = consumers.difference(nova.instances)
+        unowned = set(itertools.filterfalse(nova.instances.__contains__,
+                                            consumers))
         self.nova.resolve(nova, unowned)
         # A reader that shows no deleted compute node proves those their
         # allocations are on (readers/provider_proof.py).

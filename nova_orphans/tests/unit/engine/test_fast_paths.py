@@ -259,8 +259,9 @@ class CloudIndexTestCase(base.BaseTestCase):
 
 
 class RootsTestCase(base.BaseTestCase):
-    """roots_by_consumer: the roots of every tree a consumer holds
-    allocations in, each once (tuples shared between consumers).
+    """roots_of: the roots of every tree a consumer holds allocations
+    in, each once, whether the reader grouped the allocations by
+    consumer or the index did.
     """
 
     def test_roots(self):
@@ -276,14 +277,24 @@ class RootsTestCase(base.BaseTestCase):
         c.alloc(two, nfs)
         c.alloc(nested, child)
         c.alloc(nested, host1)
-        idx = index.SnapshotIndex(c.snapshot())
+        snapshot = c.snapshot()
+        grouped = model.GroupedAllocations(
+            snapshot.placement.allocations,
+            index.group_by_consumer(snapshot.placement.allocations))
         self.assertEqual(
-            {one: (host1,), alone: (host1,), two: (host1, host2, nfs),
-             nested: (host1,)}, idx.roots_by_consumer)
-        self.assertIs(idx.roots_by_consumer[one],
-                      idx.roots_by_consumer[alone])
-        self.assertTrue(idx.holds_on_nova_nodes(two))
-        self.assertFalse(idx.holds_on_nova_nodes(c.instance('host1')))
+            {one: 1, alone: 1, two: 3, nested: 2},
+            {k: 1 if isinstance(v, model.Allocation) else len(v)
+             for k, v in grouped.by_consumer.items()})
+        for held in (snapshot.placement.allocations, grouped):
+            snapshot.placement.allocations = held
+            idx = index.SnapshotIndex(snapshot)
+            self.assertEqual(
+                {one: (host1,), alone: (host1,), two: (host1, host2, nfs),
+                 nested: (host1,), 'nothing': ()},
+                {k: idx.roots_of(k)
+                 for k in (one, alone, two, nested, 'nothing')})
+            self.assertTrue(idx.holds_on_nova_nodes(two))
+            self.assertFalse(idx.holds_on_nova_nodes(c.instance('host1')))
 
 
 class _RecordsCloud(base.BaseTestCase):
