@@ -82,10 +82,14 @@ def render_json(rows, stream):
     else:
         stream.write('[]\n')
         return
-    stream.write('[\n  ' + _json(first, '  '))
+    # Rows are dicts with the same keys, mostly: their keys are
+    # written once, in a template per set of keys. And the few distinct
+    # values they nest (a flavor's resources) once each.
+    templates, nested = {}, {}
+    stream.write('[\n  ' + _json_row(first, templates, nested))
     batch = []
     for row in rows:
-        batch.append(',\n  ' + _json(row, '  '))
+        batch.append(',\n  ' + _json_row(row, templates, nested))
         if len(batch) == 1000:
             stream.write(''.join(batch))
             batch = []
@@ -94,6 +98,37 @@ def render_json(rows, stream):
 
 
 _STRING = json.encoder.encode_basestring_ascii
+
+
+def _json_row(row, templates, nested):
+    """_json(row, '  '), with the keys of a dict row from a template and
+    its nested flat dicts from ``nested`` ({their items: JSON}).
+    """
+    if type(row) is not dict or not row:
+        return _json(row, '  ')
+    keys = tuple(row)
+    template = templates.get(keys)
+    if template is None:
+        if not all(type(k) is str for k in keys):
+            return _json(row, '  ')
+        template = templates[keys] = '{\n%s\n  }' % ',\n'.join(
+            '    ' + _STRING(k).replace('%', '%%') + ': %s' for k in keys)
+    return template % tuple([
+        _STRING(v) if type(v) is str else
+        'null' if v is None else _json_nested(v, nested)
+        for v in row.values()])
+
+
+def _json_nested(value, nested):
+    # Only {str: int}: 1, 1.0 and True are equal keys, not equal JSON.
+    if type(value) is not dict or not all(
+            type(k) is str and type(v) is int for k, v in value.items()):
+        return _json(value, '    ')
+    key = tuple(value.items())
+    text = nested.get(key)
+    if text is None:
+        text = nested[key] = _json(value, '    ')
+    return text
 
 
 def _json(value, indent):

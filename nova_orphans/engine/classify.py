@@ -151,8 +151,7 @@ def with_activity(snapshot, findings, instances, rules, shown=None,
                                  if m.instance_uuid in instances}
     part = model.PlacementSnapshot(
         providers=placement.providers,
-        allocations=[a for a in placement.allocations
-                     if a.consumer in affected],
+        allocations=index_mod.held_by(placement.allocations, affected),
         consumers=placement.consumers, scope=placement.scope,
         consumers_elsewhere=placement.consumers_elsewhere,
         # Only these instances may be missing allocations here.

@@ -244,6 +244,24 @@ def consumers_of(allocations):
     return {a.consumer for a in allocations}
 
 
+def held_by(allocations, consumers):
+    """The allocations of these consumers, from a reader's grouping when
+    there is one (a few consumers' out of a million allocations).
+    """
+    if (isinstance(allocations, model.GroupedAllocations) and
+            allocations.by_consumer is not None):
+        by_consumer = allocations.by_consumer
+        held = []
+        for consumer in consumers:
+            mine = by_consumer.get(consumer)
+            if isinstance(mine, dict):
+                held.extend(mine.values())
+            elif mine is not None:
+                held.append(mine)
+        return held
+    return [a for a in allocations if a.consumer in consumers]
+
+
 def group_by_consumer(allocations):
     """{consumer: its Allocation, or {provider: Allocation} when it holds
     on several}: model.GroupedAllocations' grouping, for allocations a

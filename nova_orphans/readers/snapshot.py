@@ -291,8 +291,7 @@ class Audit:
             return findings
         part = model.PlacementSnapshot(
             providers=placement.providers,
-            allocations=[a for a in placement.allocations
-                         if a.consumer in strangers],
+            allocations=index_mod.held_by(placement.allocations, strangers),
             consumers=placement.consumers, scope=placement.scope,
             # Only the strangers' findings are kept: spare building a
             # missing_allocations finding for every instance.

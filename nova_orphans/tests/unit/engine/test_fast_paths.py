@@ -295,6 +295,12 @@ class RootsTestCase(base.BaseTestCase):
                  for k in (one, alone, two, nested, 'nothing')})
             self.assertTrue(idx.holds_on_nova_nodes(two))
             self.assertFalse(idx.holds_on_nova_nodes(c.instance('host1')))
+            self.assertEqual(
+                sorted((a.consumer, a.provider)
+                       for a in snapshot.placement.allocations
+                       if a.consumer in (two, alone)),
+                sorted((a.consumer, a.provider) for a in index.held_by(
+                    held, {two, alone, 'nothing'})))
 
 
 class _RecordsCloud(base.BaseTestCase):
@@ -528,6 +534,16 @@ class RenderJSONTestCase(base.BaseTestCase):
                       'd': {'a': {'b': [1, {'c': None}, (2, 3)]}},
                       'k': {1: 'int key', None: 0}, 'tuple': (1, 'a')}])
         self._check([1, 'a', None, [], [[{}]]])
+
+    def test_rows_of_the_same_keys(self):
+        # Each set of keys is written from a template of its own.
+        self._check([{'a%s': 'x', '%(b)d': 1}, {'a%s': None, '%(b)d': {}},
+                     {'%(b)d': 2, 'a%s': 'y'}, {'a%s': 'z'}, {1: 'a'},
+                     {'a%s': '%s', '%(b)d': '%(b)d'}, [], {},
+                     {'r': {'VCPU': 1}}, {'r': {'VCPU': 1}},
+                     {'r': {'VCPU': True}}, {'r': {'VCPU': 1.0}},
+                     {'r': {'l': [1]}}, {'r': {'l': [1]}}, {'r': {}},
+                     {'r': {1: 2}}, {'r': {True: 2}}])
 
 
 class DriverRowsTestCase(base.BaseTestCase):
