@@ -23,7 +23,9 @@ the driver, run again through the driver alone. The full benchmark is
 """
 
 import collections
+import json
 import os
+import subprocess
 import sys
 
 import fixtures
@@ -109,6 +111,24 @@ class BenchSmokeTestCase(base.BaseTestCase):
             else:
                 # Only the workers' idle polling: no request was served.
                 self.assertLess(result['placement_cpu'], 0.2)
+        # phases.py: the same findings, and a line for every phase.
+        phases = subprocess.run(
+            [sys.executable, os.path.join(BENCH, 'phases.py'),
+             '--config-file', bench.fast_conf, '--config-dir',
+             os.path.dirname(bench.fast_conf), 'allocations', 'list',
+             '--format', 'json'],
+            capture_output=True, text=True, env=bench.env, timeout=120)
+        self.assertEqual(3, phases.returncode, phases.stderr)
+        self.assertEqual(sorted(truth['orphans']), sorted(
+            [f['consumer'], f['resource_provider'], f['reason']]
+            for f in json.loads(phases.stdout)))
+        labels = [line.split('  ')[0].strip()
+                  for line in phases.stderr.splitlines()]
+        self.assertEqual('total', labels[-1])
+        self.assertLessEqual(
+            {'placement providers', 'nova read', 'placement allocations',
+             'nova resolve', 'placement consumer records', 'classify',
+             'render json'}, set(labels))
         # The audit's parser and the generator's model of its algorithm.
         self.assertTrue(runner.score(
             truth, truth['audit_expected'], 'audit')['true_positives'])
