@@ -131,12 +131,9 @@ class SnapshotIndex:
         self.provider_facts = cloud.provider_facts
         # {consumer: its Allocation, or {provider: Allocation}}: as the
         # reader grouped them, or grouped here.
-        allocations = placement.allocations
-        self.by_consumer = (
-            allocations.by_consumer
-            if isinstance(allocations, model.GroupedAllocations) and
-            allocations.by_consumer is not None
-            else group_by_consumer(allocations))
+        self.by_consumer = _grouping(placement.allocations)
+        if self.by_consumer is None:
+            self.by_consumer = group_by_consumer(placement.allocations)
         # Only the rules that look beyond one allocation ask for a
         # consumer's roots, of a few consumers: made when asked.
         self._roots = {}
@@ -162,25 +159,14 @@ class SnapshotIndex:
         """
         roots = self._roots.get(consumer)
         if roots is None:
-            held = self.by_consumer.get(consumer, ())
-            if isinstance(held, model.Allocation):
-                held = (held,)
-            elif isinstance(held, dict):
-                held = held.values()
             roots = []
-            for alloc in held:
+            for alloc in _each(self.by_consumer.get(consumer)):
                 provider = self.providers.get(alloc.provider)
                 root = provider.root_uuid if provider else alloc.provider
                 if root not in roots:
                     roots.append(root)
             roots = self._roots[consumer] = tuple(roots)
         return roots
-
-    def node_for_provider(self, provider_uuid):
-        """The compute node whose tree holds this provider, if any."""
-        provider = self.providers.get(provider_uuid)
-        root = provider.root_uuid if provider else provider_uuid
-        return self.nodes_by_uuid.get(root)
 
     def node_for_host_node(self, host, node):
         if host is None or node is None:
@@ -234,13 +220,31 @@ class SnapshotIndex:
         return self._records.get(consumer) or _UNREAD
 
 
+def _grouping(allocations):
+    """A reader's grouping by consumer (model.GroupedAllocations), or
+    None.
+    """
+    if isinstance(allocations, model.GroupedAllocations):
+        return allocations.by_consumer
+    return None
+
+
+def _each(held):
+    """The allocations of one consumer's entry in a grouping."""
+    if held is None:
+        return ()
+    if isinstance(held, dict):
+        return held.values()
+    return (held,)
+
+
 def consumers_of(allocations):
     """The consumers holding these allocations, a set or a set-like view
     (of a reader's grouping, rather than a million-entry set made again).
     """
-    if (isinstance(allocations, model.GroupedAllocations) and
-            allocations.by_consumer is not None):
-        return allocations.by_consumer.keys()
+    grouped = _grouping(allocations)
+    if grouped is not None:
+        return grouped.keys()
     return {a.consumer for a in allocations}
 
 
@@ -248,18 +252,11 @@ def held_by(allocations, consumers):
     """The allocations of these consumers, from a reader's grouping when
     there is one (a few consumers' out of a million allocations).
     """
-    if (isinstance(allocations, model.GroupedAllocations) and
-            allocations.by_consumer is not None):
-        by_consumer = allocations.by_consumer
-        held = []
-        for consumer in consumers:
-            mine = by_consumer.get(consumer)
-            if isinstance(mine, dict):
-                held.extend(mine.values())
-            elif mine is not None:
-                held.append(mine)
-        return held
-    return [a for a in allocations if a.consumer in consumers]
+    grouped = _grouping(allocations)
+    if grouped is None:
+        return [a for a in allocations if a.consumer in consumers]
+    return [alloc for consumer in consumers
+            for alloc in _each(grouped.get(consumer))]
 
 
 def group_by_consumer(allocations):

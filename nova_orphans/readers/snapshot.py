@@ -168,6 +168,8 @@ class Audit:
         # What resolving and unknown_to_nova look at: the consumers no
         # live instance owns, a few of them. Sifted once here, not in
         # each from every consumer (each pass costs a look-up apiece).
+        # ``consumers`` may be the keys of the reader's grouping, which
+        # have no difference(): filtered in C all the same.
         unowned = set(itertools.filterfalse(nova.instances.__contains__,
                                             consumers))
         self.nova.resolve(nova, unowned)
