@@ -93,7 +93,8 @@ class _ProvidersAudited(command.Lister):
         self.nova = provider_proof.ProvingReader(
             compute_api.ComputeAPIReader(
                 clients.compute, orphan.CONCURRENCY,
-                grace_period=parsed_args.grace_period),
+                grace_period=parsed_args.grace_period,
+                network=clients.network),
             clients.placement)
         reader = placement_api.PlacementAPIReader(clients.placement,
                                                   orphan.CONCURRENCY)
