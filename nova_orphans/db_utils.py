@@ -179,11 +179,18 @@ def driver_rows(conn, query, size=10000):
     any value either: the rows are the same. Fetched in batches, and
     chained in C: nothing runs in Python per row.
     """
-    return itertools.chain.from_iterable(_batches(conn, query, size))
-
-
-def _batches(conn, query, size):
     sql = str(query.compile(dialect=conn.dialect))
+    return itertools.chain.from_iterable(
+        _batches(conn, [(sql, None)], size))
+
+
+def _batches(conn, statements, size):
+    """The rows of each (sql, parameters or None) in turn, in batches of
+    ``size``, run on the connection's own DB-API cursor.
+
+    Every read that passes SQLAlchemy by (driver_rows, rows_in) goes
+    through here: the benchmark counts the statements here too.
+    """
     if not conn.in_transaction():
         # What conn.execute() would do first. On sqlite it is what
         # makes oslo.db emit BEGIN: without it every read on the
@@ -192,12 +199,16 @@ def _batches(conn, query, size):
         conn.begin()
     cursor = conn.connection.cursor()
     try:
-        cursor.execute(sql)
-        while True:
-            batch = cursor.fetchmany(size)
-            if not batch:
-                return
-            yield batch
+        for sql, parameters in statements:
+            if parameters is None:
+                cursor.execute(sql)
+            else:
+                cursor.execute(sql, parameters)
+            while True:
+                batch = cursor.fetchmany(size)
+                if not batch:
+                    break
+                yield batch
     finally:
         cursor.close()
 
@@ -251,17 +262,10 @@ def rows_in(conn, query, values, size=IN_LIST_SIZE):
     if not marker or _IN_MARKER in tail:
         raise ValueError('a look-up takes IN_VALUES once')
     mark = '?' if conn.dialect.paramstyle == 'qmark' else '%s'
-    if not conn.in_transaction():
-        # As in _batches: every read of the connection in one transaction.
-        conn.begin()
-    cursor = conn.connection.cursor()
-    try:
-        for chunk in chunks(values, size):
-            cursor.execute(
-                head + ', '.join([mark] * len(chunk)) + tail, chunk)
-            yield from cursor.fetchall()
-    finally:
-        cursor.close()
+    statements = ((head + ', '.join([mark] * len(chunk)) + tail, chunk)
+                  for chunk in chunks(values, size))
+    return itertools.chain.from_iterable(
+        _batches(conn, statements, IN_LIST_SIZE))
 
 
 def chunks(items, size=IN_LIST_SIZE):

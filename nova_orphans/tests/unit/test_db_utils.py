@@ -158,6 +158,46 @@ class DriverRowsTestCase(base.BaseTestCase):
             # BEGIN, so later reads see the same state.
             self.assertTrue(conn.in_transaction())
 
+    def test_look_up_in_chunks(self):
+        engine = db_utils.create_reader_engine('sqlite://')
+        self.addCleanup(engine.dispose)
+        table = sa.table('t', sa.column('k'), sa.column('v'))
+        with engine.connect() as conn:
+            conn.exec_driver_sql('CREATE TABLE t (k TEXT, v INTEGER)')
+            conn.exec_driver_sql(
+                "INSERT INTO t VALUES ('a', 1), ('b', 2), ('c', 3), "
+                "('d', 4), ('e', 5)")
+            statements = []
+            conn.connection.dbapi_connection.set_trace_callback(
+                statements.append)
+            rows = db_utils.rows_in(
+                conn, sa.select(table).where(
+                    table.c.k.in_(db_utils.IN_VALUES)),
+                {'e', 'a', 'c', 'x'}, size=2)
+            self.assertEqual([('a', 1), ('c', 3), ('e', 5)],
+                             sorted(rows))
+            self.assertTrue(conn.in_transaction())
+        # Two chunks of sorted values, one statement each, their values
+        # bound by the driver.
+        self.assertEqual(
+            ["SELECT t.k, t.v FROM t WHERE t.k IN ('a', 'c')",
+             "SELECT t.k, t.v FROM t WHERE t.k IN ('e', 'x')"],
+            [' '.join(sql.split()) for sql in statements
+             if sql.lstrip().upper().startswith('SELECT')])
+
+    def test_a_look_up_takes_its_values_only(self):
+        table = sa.table('t', sa.column('k'), sa.column('v'))
+        conn = mock.Mock()
+        conn.dialect = sa.create_engine('sqlite://').dialect
+        self.assertRaises(
+            ValueError, db_utils.rows_in, conn,
+            sa.select(table).where(table.c.k.in_(db_utils.IN_VALUES),
+                                   table.c.v == 1), ['a'])
+        self.assertRaises(
+            ValueError, db_utils.rows_in, conn,
+            sa.select(table).where(table.c.v == 1), ['a'])
+        conn.connection.cursor.assert_not_called()
+
     def test_only_sqlite_reads_take_turns(self):
         engine = db_utils.create_reader_engine('sqlite://')
         self.addCleanup(engine.dispose)

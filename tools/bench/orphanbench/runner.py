@@ -58,13 +58,16 @@ def _record(url, statement, parameters):
 @sa.event.listens_for(sa.engine.Engine, "before_cursor_execute")
 def _count(conn, cursor, statement, parameters, context, executemany):
     _record(conn.engine.url, statement, parameters)
-# The bulk reads run on the driver's cursor, past SQLAlchemy's events.
+# The bulk reads and look-ups run on the driver's cursor, past
+# SQLAlchemy's events: each statement is counted as it is run.
 from nova_orphans import db_utils
 _batches = db_utils._batches
-def _counted_batches(conn, query, size):
-    sql = str(query.compile(dialect=conn.dialect))
-    _record(conn.engine.url, sql, ())
-    return _batches(conn, query, size)
+def _counted_batches(conn, statements, size):
+    def counted():
+        for sql, parameters in statements:
+            _record(conn.engine.url, sql, parameters or ())
+            yield sql, parameters
+    return _batches(conn, counted(), size)
 db_utils._batches = _counted_batches
 # And every statement the driver itself was given, as it ran: sqlite's
 # trace callback shows it with its values in place, PyMySQL's
