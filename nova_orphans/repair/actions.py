@@ -49,6 +49,7 @@ from nova_orphans.readers import placement_api
 from nova_orphans.readers import placement_db
 from nova_orphans.repair import documents
 from nova_orphans.repair import heal as heal_mod
+from nova_orphans.repair import streams as streams_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -213,36 +214,16 @@ class Repairer:
         while the others are: writes of different streams never meet on
         a provider's generation (placement would retry, or refuse, them).
         """
-        wanted = set(consumers)
         touched = collections.defaultdict(set)
         partners = {c: self._partner(c) for c in consumers}
-        followed = wanted | {p for p in partners.values() if p}
-        for alloc in self.audit.placement.allocations:
-            if alloc.consumer in followed:
-                touched[alloc.consumer].add(alloc.provider)
-        parent = {}
-
-        def find(rp):
-            while parent.setdefault(rp, rp) != rp:
-                parent[rp] = parent[parent[rp]]
-                rp = parent[rp]
-            return rp
-        groups = collections.OrderedDict()
-        keys = {}
-        for c in consumers:
-            rps = touched[c] | touched.get(partners[c], set())
-            rps = sorted(rps) or ['consumer:' + c]
-            for rp in rps[1:]:
-                parent[find(rp)] = find(rps[0])
-            keys[c] = rps[0]
-        for c in consumers:
-            groups.setdefault(find(keys[c]), []).append(c)
-        streams = [[] for _n in range(count)]
-        for group in sorted(groups.values(), key=len, reverse=True):
-            min(streams, key=len).extend(group)
-        order = {c: n for n, c in enumerate(consumers)}
-        return [sorted(stream, key=order.get) for stream in streams
-                if stream]
+        followed = set(consumers) | {p for p in partners.values() if p}
+        for alloc in index_mod.held_by(self.audit.placement.allocations,
+                                       followed):
+            touched[alloc.consumer].add(alloc.provider)
+        links = [sorted(touched[c] | touched.get(partners[c], set())) or
+                 ['consumer:' + c] for c in consumers]
+        return [[consumers[n] for n in stream]
+                for stream in streams_mod.split(links, count)]
 
     def _repair_batch(self, pool, batch, planned):
         """{consumer: outcomes} of one batch: read, verify, write."""

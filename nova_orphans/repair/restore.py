@@ -40,6 +40,7 @@ from nova_orphans.repair import actions
 from nova_orphans.repair import documents
 from nova_orphans.repair import journal
 from nova_orphans.repair import providers as providers_mod
+from nova_orphans.repair import streams as streams_mod
 
 
 def load(client, path, warn=None):
@@ -224,28 +225,11 @@ def _streams(entries, count):
     Entries linked by a consumer (one consumer's entries must be undone
     in turn) or by a provider they write are kept in one list.
     """
-    parent = {}
-
-    def find(node):
-        while parent.setdefault(node, node) != node:
-            parent[node] = parent[parent[node]]
-            node = parent[node]
-        return node
-    keys = []
-    for n, entry in enumerate(entries):
-        nodes = (['consumer:' + c for c in sorted(entry['consumers'])] +
-                 ['provider:' + rp for rp in sorted(_providers([entry]))])
-        nodes = nodes or ['entry:%d' % n]
-        for node in nodes[1:]:
-            parent[find(node)] = find(nodes[0])
-        keys.append(nodes[0])
-    groups = collections.OrderedDict()
-    for n, key in enumerate(keys):
-        groups.setdefault(find(key), []).append(n)
-    streams = [[] for _n in range(count)]
-    for group in sorted(groups.values(), key=len, reverse=True):
-        min(streams, key=len).extend(group)
-    return [sorted(stream) for stream in streams if stream]
+    links = [
+        (['consumer:' + c for c in sorted(entry['consumers'])] +
+         ['provider:' + rp for rp in sorted(_providers([entry]))]) or
+        ['entry:%d' % n] for n, entry in enumerate(entries)]
+    return streams_mod.split(links, count)
 
 
 def _restore_allocations(client, state, batch, dry_run, pool, stop,
