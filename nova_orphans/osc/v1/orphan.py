@@ -84,6 +84,23 @@ def state_path():
     return os.path.join(base, 'nova-orphans')
 
 
+def nova_reader(clients, grace_period, every_root=True):
+    """nova through the compute API, as both command families read it:
+    the ports' bindings through the network API (for
+    rules.leaked_port_allocation), deleted compute nodes proven by
+    their trait (readers/provider_proof.py; ``every_root=False``: only
+    the roots that consumers nothing live owns hold).
+    """
+    if grace_period < 0:
+        raise exceptions.CommandError(
+            _('--grace-period must not be negative'))
+    return provider_proof.ProvingReader(
+        compute_api.ComputeAPIReader(
+            clients.compute, CONCURRENCY, grace_period=grace_period,
+            network=clients.network),
+        clients.placement, every_root=every_root)
+
+
 class _Audited(command.Lister):
     """Shared by list and clean: filters, and one audit of the cloud."""
 
@@ -119,19 +136,12 @@ class _Audited(command.Lister):
                                    _('Resource provider'))
         clients = self.app.client_manager.nova_orphans
         self.placement = clients.placement
-        if parsed_args.grace_period < 0:
-            raise exceptions.CommandError(
-                _('--grace-period must not be negative'))
         # On a tree that is provably a compute node nova deleted, a
         # consumer nova has no trace of is unknown_consumer, as the
         # provider commands say: the roots such consumers hold are
         # proven, and only those.
-        self.nova = provider_proof.ProvingReader(
-            compute_api.ComputeAPIReader(
-                clients.compute, CONCURRENCY,
-                grace_period=parsed_args.grace_period,
-                network=clients.network),
-            clients.placement, every_root=False)
+        self.nova = nova_reader(clients, parsed_args.grace_period,
+                                every_root=False)
         audit = snapshot_mod.Audit(
             placement_api.PlacementAPIReader(clients.placement, CONCURRENCY),
             self.nova)

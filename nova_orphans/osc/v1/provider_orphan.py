@@ -33,9 +33,7 @@ from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.osc.v1 import columns as columns_mod
 from nova_orphans.osc.v1 import orphan
-from nova_orphans.readers import compute_api
 from nova_orphans.readers import placement_api
-from nova_orphans.readers import provider_proof
 from nova_orphans.readers import snapshot as snapshot_mod
 from nova_orphans.repair import providers as providers_repair
 
@@ -85,17 +83,9 @@ class _ProvidersAudited(command.Lister):
         """
         rp = snapshot_mod.validate_uuid(parsed_args.resource_provider,
                                         _('Resource provider'))
-        if parsed_args.grace_period < 0:
-            raise exceptions.CommandError(
-                _('--grace-period must not be negative'))
         clients = self.app.client_manager.nova_orphans
+        self.nova = orphan.nova_reader(clients, parsed_args.grace_period)
         self.placement = clients.placement
-        self.nova = provider_proof.ProvingReader(
-            compute_api.ComputeAPIReader(
-                clients.compute, orphan.CONCURRENCY,
-                grace_period=parsed_args.grace_period,
-                network=clients.network),
-            clients.placement)
         reader = placement_api.PlacementAPIReader(clients.placement,
                                                   orphan.CONCURRENCY)
         if rp is not None:
