@@ -62,10 +62,11 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None,
         consumer = alloc.consumer
         inst = instances.get(consumer)
         if inst is not None and consumer not in migrations:
-            facts = provider_facts.get(alloc.provider)
-            if facts is None:
-                facts = index.facts_for_provider(alloc.provider)
-            provider, node, sharing = facts
+            # The cloud index's answer, looked up here (once for most of
+            # the allocations of a cloud) rather than through a call.
+            provider, node, sharing = (
+                provider_facts.get(alloc.provider) or
+                index.facts_for_provider(alloc.provider))
             make = plainly_active(inst, node, alloc, claims, sharing)
             if make is not None:
                 verdict, show = plain[make]

@@ -84,6 +84,15 @@ class CloudIndex:
             uuid: (provider, nodes.get(provider.root_uuid), uuid in sharing)
             for uuid, provider in self.providers.items()}
 
+    def facts_for_provider(self, provider_uuid):
+        """(provider or None, its compute node or None, nova sharing?)."""
+        facts = self.provider_facts.get(provider_uuid)
+        if facts is None:
+            # A provider placement did not list (created since).
+            facts = (None, self.nodes_by_uuid.get(provider_uuid),
+                     provider_uuid in self.nova_sharing)
+        return facts
+
     def serves(self, snapshot):
         """Whether it was built from this snapshot's providers and nodes."""
         return (self.providers is snapshot.placement.providers and
@@ -129,6 +138,7 @@ class SnapshotIndex:
                 self.evacuations[mig.instance_uuid].append(mig)
 
         self.provider_facts = cloud.provider_facts
+        self._cloud = cloud
         # {consumer: its Allocation, or {provider: Allocation}}: as the
         # reader grouped them, or grouped here.
         self.by_consumer = _grouping(placement.allocations)
@@ -146,12 +156,7 @@ class SnapshotIndex:
 
     def facts_for_provider(self, provider_uuid):
         """(provider or None, its compute node or None, nova sharing?)."""
-        facts = self.provider_facts.get(provider_uuid)
-        if facts is None:
-            # A provider placement did not list (created since).
-            facts = (None, self.nodes_by_uuid.get(provider_uuid),
-                     provider_uuid in self.nova_sharing)
-        return facts
+        return self._cloud.facts_for_provider(provider_uuid)
 
     def roots_of(self, consumer):
         """The roots of the trees the consumer holds allocations in,
