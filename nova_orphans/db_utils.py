@@ -139,7 +139,9 @@ class ReaderEngines:
     """
 
     def __init__(self, **engine_args):
-        self._args = engine_args
+        # create_reader_engine's arguments: those of another process's
+        # ReaderEngines for the same reads (readers/second_process.py).
+        self.engine_args = engine_args
         self._engines = {}
         self._lock = threading.Lock()
 
@@ -155,7 +157,7 @@ class ReaderEngines:
             return engine
         # Created outside the lock: creating one connects, and a slow
         # cell must not hold up the reads of the others.
-        engine = create_reader_engine(url, **self._args)
+        engine = create_reader_engine(url, **self.engine_args)
         with self._lock:
             kept = self._engines.setdefault(url, engine)
         if kept is not engine:

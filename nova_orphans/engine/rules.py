@@ -35,6 +35,7 @@ their own through the ``nova_orphans.rules`` entry point namespace.
 """
 
 import collections
+import itertools
 
 from nova_orphans.engine import claims as claims_mod
 from nova_orphans.engine import nova_states
@@ -639,11 +640,14 @@ def missing_allocations(index):
     among = (instances if placement.missing_among is None else
              [uuid for uuid in placement.missing_among if uuid in instances])
     # Whether it holds allocations (in scope or elsewhere), asked first,
-    # of every instance at once: most do, and it is then the one
-    # question asked of them. The order does not matter: classify sorts.
-    for uuid in set(among).difference(index.by_consumer,
-                                      placement.consumers_elsewhere,
-                                      index.held_by_migration):
+    # of every instance, in C: most do, and it is then the one question
+    # asked of them (a set of every instance, made to take a difference,
+    # cost twice as much). The order does not matter: classify sorts.
+    elsewhere = placement.consumers_elsewhere
+    for uuid in itertools.filterfalse(index.by_consumer.__contains__,
+                                      among):
+        if uuid in elsewhere or uuid in index.held_by_migration:
+            continue
         inst = instances[uuid]
         if (inst.deleted or inst.archived or not inst.host or
                 not inst.node or

@@ -19,6 +19,7 @@ request while listing.
 
 import json
 import os
+from unittest import mock
 import uuid as uuidlib
 
 from oslo_config import cfg
@@ -27,6 +28,7 @@ from nova_orphans.clients import placement as client_mod
 from nova_orphans import conf as orphans_conf
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import placement_db
+from nova_orphans.readers import second_process
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import nova_db
 
@@ -185,6 +187,51 @@ class FastModeTestCase(base.FunctionalTestCase):
              'soft_deleted', 'unmanaged_provider'},
             {r['reason'] for r in self.list_json('--all')[1]} -
             {r['reason'] for r in rows})
+
+    def test_same_findings_with_a_second_process(self):
+        # Every provider read (the first three) is read there.
+        with mock.patch.object(placement_db, 'SECOND_PROCESS_FROM', 1), \
+                mock.patch.object(second_process, 'run',
+                                  wraps=second_process.run) as run:
+            for argv in ([], ['--all'], ['--reason', 'active_instance'],
+                         ['--host', 'host1', '--all']):
+                api, fast = self.both(*argv)
+                self.assertEqual(api, fast, argv)
+        self.assertEqual(3, run.call_count)
+
+    def _allocations(self, threshold):
+        reader = placement_db.PlacementDBReader(self.placement.db_url)
+        self.addCleanup(reader.close)
+        providers = reader.providers()
+        with mock.patch.object(placement_db, 'SECOND_PROCESS_FROM',
+                               threshold):
+            return reader.allocations(providers)
+
+    def test_second_process_reads_what_the_run_reads(self):
+        here = self._allocations(None)
+        with mock.patch.object(second_process, 'run',
+                               wraps=second_process.run) as run:
+            there = self._allocations(1)
+        self.assertEqual(1, run.call_count)
+        self.assertEqual(list(here), list(there))
+        self.assertEqual(here.by_consumer, there.by_consumer)
+        # Consumers on several providers, grouped alike.
+        self.assertTrue(any(isinstance(held, dict)
+                            for held in there.by_consumer.values()))
+
+    def test_second_process_that_cannot_start_reads_here(self):
+        here = self._allocations(None)
+        with mock.patch.object(second_process.sys, 'executable',
+                               '/nonexistent/python3'), \
+                mock.patch.object(placement_db.LOG, 'warning') as warning:
+            there = self._allocations(1)
+        self.assertEqual(list(here), list(there))
+        self.assertEqual(here.by_consumer, there.by_consumer)
+        warning.assert_called_once_with(
+            "Reading placement's allocations in a second process failed "
+            "(%(why)s); reading them here.",
+            {'why': 'could not start /nonexistent/python3: [Errno 2] No '
+                    "such file or directory: '/nonexistent/python3'"})
 
     def test_list_sends_placement_no_request(self):
         rc, out, err = self.manage('allocations', 'list', '--format', 'json',

@@ -61,6 +61,11 @@ def _count(conn, cursor, statement, parameters, context, executemany):
 # The bulk reads and look-ups run on the driver's cursor, past
 # SQLAlchemy's events: each statement is counted as it is run.
 from nova_orphans import db_utils
+# A large cloud's placement rows are read in a second process
+# (readers/second_process.py), whose statements nothing here would see:
+# the counted run reads them in its own process, with the same SQL.
+from nova_orphans.readers import placement_db
+placement_db.SECOND_PROCESS_FROM = None
 _batches = db_utils._batches
 def _counted_batches(conn, statements, size):
     def counted():
