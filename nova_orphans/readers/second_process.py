@@ -18,7 +18,7 @@ row (see db_utils.serial_reads). A second process does that read on
 another core, and hands back what it read in a form that costs the run
 far less to take in than reading it would (see placement_db).
 
-The process is a new interpreter running this module, not a fork and
+The process is a new interpreter, isolated (see _START), not a fork and
 not multiprocessing's spawn: by then the run has threads and open
 connections, which a forked child would inherit half-made, and spawn
 would run the main module of whatever program called the tool again.
@@ -42,6 +42,15 @@ POLL_INTERVAL = 0.2
 _LINE = 500
 
 
+# What the process runs. Isolated (-I): neither the directory it was
+# started in nor PYTHON* variables decide what it imports (``python -m``
+# would put the working directory first on its path, where any
+# sqlalchemy.py would be imported in the tool's place); the run's
+# sys.path, read first, does.
+_START = ('import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer); '
+          'from %s import _main; _main()' % __name__)
+
+
 class Unavailable(Exception):
     """No answer came from the second process: do the work here.
 
@@ -59,11 +68,14 @@ def run(function, args, cancelled=None):
     ``cancelled()`` says yes. Raises Unavailable when no process could
     be started or it ended without an answer.
     """
-    request = pickle.dumps((function.__module__, function.__qualname__,
-                            args))
+    # The run's own import path first: the process imports what the run
+    # imported, and nothing from where it was started (see _START).
+    request = (pickle.dumps(sys.path) +
+               pickle.dumps((function.__module__, function.__qualname__,
+                             args)))
     try:
         process = subprocess.Popen(
-            [sys.executable, '-m', __name__], stdin=subprocess.PIPE,
+            [sys.executable, '-I', '-c', _START], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as e:
         raise Unavailable('could not start %s: %s' % (sys.executable, e))
@@ -116,13 +128,10 @@ def _communicate(process, request, cancelled):
 
 
 def _main():
+    """The second process's side of run(), once _START set its path."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     module, name, args = pickle.load(sys.stdin.buffer)
     function = getattr(importlib.import_module(module), name)
     pickle.dump(function(*args), sys.stdout.buffer,
                 protocol=pickle.HIGHEST_PROTOCOL)
     sys.stdout.flush()
-
-
-if __name__ == '__main__':
-    _main()

@@ -134,6 +134,7 @@ def summarize(entry, runs, truth):
         'median_wall': statistics.median(walls),
         'min_wall': min(walls),
         'peak_rss_mib': max(r['rss_mib'] for r in runs),
+        'peak_rss_all_mib': max(r.get('rss_all_mib', 0.0) for r in runs),
         'median_placement_cpu': statistics.median(
             r['placement_cpu'] for r in runs),
         'median_tool_cpu': statistics.median(r['cpu'] for r in runs),
@@ -425,16 +426,18 @@ def floor_table(results):
         '| compute nodes | cells | allocations | nova / placement DB | '
         'cloud | fast mode wall (s) | floor wall (s) | wall / floor | '
         'fast mode CPU (s) | floor CPU (s) | CPU / CPU | statements, rows '
-        'read | fast mode peak RSS (MiB) | load average before | other '
-        'work\'s CPU during fast mode, floor (s) |',
-        '|---:|---:|---:|---|---|---|---|---|---|---|---|---|---:|---|---|']
+        'read | fast mode peak RSS (MiB) | all its processes at once '
+        '(MiB) | load average before | other work\'s CPU during fast mode, '
+        'floor (s) |',
+        '|---:|---:|---:|---|---|---|---|---|---|---|---|---|---:|---:|---|'
+        '---|']
     for r in sorted((r for r in results if r.get('floor')), key=_key):
         f = r['floor']
 
         def cpu(run):
             return run['cpu'] + run.get('db_cpu', 0.0)
         lines.append('| %d | %d | %d | %s / %s | %s | %s | %s | %s | %s | '
-                     '%s | %s | %d, %d | %.0f | %s | %s |' % (
+                     '%s | %s | %d, %d | %.0f | %.0f | %s | %s |' % (
                          r['providers'], r['cells'], r['allocations'],
                          r['nova_backend'],
                          r.get('placement_backend', 'sqlite'),
@@ -445,7 +448,7 @@ def floor_table(results):
                          _runs(cpu(x) for x in r['runs']),
                          _runs(cpu(x) for x in f['runs']),
                          _runs(f['cpu_ratios']), f['statements'], f['rows'],
-                         r['peak_rss_mib'],
+                         r['peak_rss_mib'], r.get('peak_rss_all_mib', 0.0),
                          _runs((x['loadavg_before'] for x in r['runs']),
                                '%.1f'),
                          '; '.join('%s, %s' % (_other(x), _other(y))

@@ -106,6 +106,9 @@ class BenchSmokeTestCase(base.BaseTestCase):
                              tool)
             self.assertEqual(3, result['rc'])
             self.assertGreater(result['rss_mib'], 0)
+            # Sampled: the one process's sum, within a sample of its peak.
+            self.assertGreater(result['rss_all_mib'], 0)
+            self.assertLess(result['rss_all_mib'], result['rss_mib'] * 1.5)
             if tool == 'api':
                 self.assertGreater(result['placement_cpu'], 0)
             else:

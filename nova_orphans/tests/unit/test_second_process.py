@@ -11,11 +11,14 @@
 #    under the License.
 """The second process itself: a real interpreter, no database."""
 
+import importlib
 import math
 import operator
+import os
 import time
 from unittest import mock
 
+import fixtures
 from oslotest import base
 
 from nova_orphans import exception
@@ -40,6 +43,19 @@ class RunTestCase(base.BaseTestCase):
                               second_process.run, math.sqrt, (-1,))
         self.assertEqual('it ended with exit code 1: ValueError: math '
                          'domain error', str(e))
+
+    def test_imports_nothing_from_where_it_was_started(self):
+        here = self.useFixture(fixtures.TempDir()).path
+        with open(os.path.join(here, 'nova_orphans_probe.py'), 'w') as f:
+            f.write('PLANTED = True\n')
+        self.addCleanup(os.chdir, os.getcwd())
+        os.chdir(here)
+        self.useFixture(fixtures.EnvironmentVariable('PYTHONPATH', here))
+        e = self.assertRaises(second_process.Unavailable,
+                              second_process.run, importlib.import_module,
+                              ('nova_orphans_probe',))
+        self.assertEqual("it ended with exit code 1: ModuleNotFoundError: "
+                         "No module named 'nova_orphans_probe'", str(e))
 
     def test_no_interpreter_is_unavailable(self):
         with mock.patch.object(second_process.sys, 'executable',

@@ -12,9 +12,10 @@
 """Serve a generated cloud and time the tools against it.
 
 Every tool runs in its own subprocess; its wall time and peak RSS
-(``ru_maxrss`` from ``wait4``, so its own children count too) are
-measured, and so is the CPU time placement's worker processes spent
-during the run (from /proc/<pid>/stat).
+(``ru_maxrss`` from ``wait4``: the largest of its processes; and the
+largest sum of all of them at once, sampled) are measured, and so is
+the CPU time placement's worker processes spent during the run (from
+/proc/<pid>/stat).
 """
 
 import collections
@@ -161,15 +162,37 @@ with open(sys.argv[2], "w") as f:
 # Runs the command as its child and reports the child's rusage: the
 # child is forked from this small process, not from the benchmark (whose
 # memory a direct child's ru_maxrss would include from before its exec).
+# ru_maxrss is the largest of the command's processes, not their sum:
+# the sum (the command and the processes it starts, such as fast mode's
+# second process) is sampled from /proc every 20 ms.
 _LAUNCH = '''
-import json, os, sys
+import json, os, sys, time
 out = sys.argv[1]
 pid = os.fork()
 if pid == 0:
     os.execv(sys.argv[2], sys.argv[2:])
-_pid, status, ru = os.wait4(pid, 0)
+page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
+def tree_kib(root):
+    total, todo = 0, [root]
+    while todo:
+        p = todo.pop()
+        try:
+            with open("/proc/%d/statm" % p) as f:
+                total += int(f.read().split()[1]) * page_kib
+            with open("/proc/%d/task/%d/children" % (p, p)) as f:
+                todo.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            pass
+    return total
+peak = 0
+while True:
+    _pid, status, ru = os.wait4(pid, os.WNOHANG)
+    if _pid:
+        break
+    peak = max(peak, tree_kib(pid))
+    time.sleep(0.02)
 with open(out, "w") as f:
-    json.dump({"maxrss_kib": ru.ru_maxrss,
+    json.dump({"maxrss_kib": ru.ru_maxrss, "tree_peak_kib": peak,
                "cpu": ru.ru_utime + ru.ru_stime}, f)
 sys.exit(os.waitstatus_to_exitcode(status))
 '''
@@ -280,7 +303,8 @@ def run_with_rusage(argv, env=None, timeout=None, stdout_path=None):
     if scratch:
         shutil.rmtree(scratch, ignore_errors=True)
     return {'rc': proc.returncode, 'wall': wall,
-            'rss_mib': ru['maxrss_kib'] / 1024.0, 'cpu': ru['cpu'],
+            'rss_mib': ru['maxrss_kib'] / 1024.0,
+            'rss_all_mib': ru['tree_peak_kib'] / 1024.0, 'cpu': ru['cpu'],
             'stdout': stdout, 'stderr': stderr}
 
 
