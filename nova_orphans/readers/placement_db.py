@@ -240,26 +240,25 @@ class PlacementDBReader:
             raise exception.PlacementDatabaseUnreadable(
                 url=db_utils.safe_url(self.url), error=error)
         consumers, rp_ids, key_at, keys = columns
+        if isinstance(consumers, str):
+            # Joined for the pipe (see _allocation_columns).
+            consumers = consumers.split('\n')
         classes = self._read(_resource_classes)
-        resources = [_resources(classes, key) for key in keys]
-        uuids = {v: k for k, v in self._ids.items()}
-        return _build(zip(consumers, rp_ids,
-                          map(resources.__getitem__, key_at)), uuids), True
+        return _build((consumers, rp_ids, key_at, keys), classes,
+                      self._ids), True
 
     def _allocations(self, conn, provider_uuids):
         """(allocations, whether every provider was read)."""
         if not self._ids:
             self._ids = dict(conn.execute(
                 sa.select(PROVIDERS.c.uuid, PROVIDERS.c.id)).all())
-        classes = _resource_classes(conn)
-        uuids = {v: k for k, v in self._ids.items()}
         wanted = [self._ids[u] for u in provider_uuids if u in self._ids]
         everything = bool(wanted) and len(wanted) == len(self._ids)
         rows = _where_in(conn, ALLOCATION_ROWS,
                          ALLOCATIONS.c.resource_provider_id, wanted,
                          everything)
-        return _build(_with_resources(_grouped(rows), classes),
-                      uuids), everything
+        return _build(_runs(rows), _resource_classes(conn),
+                      self._ids), everything
 
     def _consumer_records(self, conn, consumers, everything=False):
         if everything:
@@ -364,60 +363,68 @@ class PlacementDBReader:
         return records, allocations
 
 
-def _grouped(rows):
-    """(consumer, provider id, (class id, used, class id, used, ...)) for
-    each run of consecutive allocation rows of one consumer on one
-    provider: one per allocation, unless its rows are not consecutive
-    (see _add_again).
+def _runs(rows):
+    """The runs of consecutive allocation rows of one consumer on one
+    provider, in columns: ``(consumers, provider ids, key indexes,
+    keys)``, the i-th run being ``consumers[i]`` on ``provider_ids[i]``
+    holding ``keys[key_indexes[i]]``, a key ``(class id, used, class id,
+    used, ...)``.
+
+    Placement writes a consumer's rows together, so they come one after
+    the other: a run is an allocation, unless its rows were not
+    consecutive (see _add_again). Most allocations hold the same few
+    amounts (a flavor's), so the keys are a handful. Columns, not a
+    record per run: they are what the second process hands back (see
+    _allocation_columns), the fastest to pickle and load.
     """
+    consumers = []
+    rp_ids = array.array('q')
+    key_at = array.array('q')
+    keys = {}
+    add_consumer, add_rp_id = consumers.append, rp_ids.append
+    add_key, key_index = key_at.append, keys.setdefault
     consumer = rp_id = key = None
     for row_rp, row_consumer, rc_id, used in rows:
         if row_consumer == consumer and row_rp == rp_id:
             key += (rc_id, used)
-        else:
-            if key is not None:
-                yield consumer, rp_id, key
-            consumer, rp_id, key = row_consumer, row_rp, (rc_id, used)
+            continue
+        if key is not None:
+            add_consumer(consumer)
+            add_rp_id(rp_id)
+            add_key(key_index(key, len(keys)))
+        consumer, rp_id, key = row_consumer, row_rp, (rc_id, used)
     if key is not None:
-        yield consumer, rp_id, key
+        add_consumer(consumer)
+        add_rp_id(rp_id)
+        add_key(key_index(key, len(keys)))
+    return consumers, rp_ids, key_at, list(keys)
 
 
-def _with_resources(grouped, classes):
-    """_grouped's runs as (consumer, provider id, {class name: used}).
+def _build(runs, classes, ids):
+    """model.GroupedAllocations of _runs' columns.
 
-    Most allocations hold the same few amounts (a flavor's): they share
-    one resources dict, never changed once built, rather than each
-    having a copy (a tenth of a large run's memory).
+    ``ids``: {provider uuid: id} of the providers read. Each key's
+    resources dict is made once and shared by its allocations, never
+    changed once built, rather than each having a copy (a tenth of a
+    large run's memory).
     """
-    shared = {}
-    for consumer, rp_id, key in grouped:
-        resources = shared.get(key)
-        if resources is None:
-            resources = shared[key] = _resources(classes, key)
-        yield consumer, rp_id, resources
-
-
-def _build(allocated, uuids):
-    """model.GroupedAllocations of (consumer, provider id, resources).
-
-    One allocation per (consumer, provider) run of rows: placement
-    writes a consumer's rows together, so they come one after the other
-    (see _grouped); a consumer seen again holds on several providers,
-    or its rows were not consecutive (see _add_again). ``uuids``:
-    {provider id: uuid} of the providers read.
-    """
-    # {consumer: its first allocation}: the snapshot's grouping by
-    # consumer too (GroupedAllocations).
+    consumers, rp_ids, key_at, keys = runs
+    resources = [_resources(classes, key) for key in keys]
+    uuids = {id_: uuid for uuid, id_ in ids.items()}
+    # {consumer: its first allocation}: a consumer seen again holds on
+    # several providers (see _add_again). It is the snapshot's grouping
+    # by consumer too (GroupedAllocations).
     first = {}
     allocations = model.GroupedAllocations(by_consumer=first)
     append = allocations.append
     allocation = model.Allocation
-    for consumer, rp_id, resources in allocated:
+    for consumer, rp_id, held in zip(consumers, rp_ids,
+                                     map(resources.__getitem__, key_at)):
         provider = uuids.get(rp_id)
         if provider is None:
             # A provider created since providers() was read.
             continue
-        alloc = allocation(consumer, provider, resources)
+        alloc = allocation(consumer, provider, held)
         if first.setdefault(consumer, alloc) is alloc:
             append(alloc)
         else:
@@ -426,35 +433,27 @@ def _build(allocated, uuids):
 
 
 def _allocation_columns(url, engine_args):
-    """Every allocation row, grouped as _grouped groups them, in columns.
+    """Every allocation row's _runs, read in a second process (see
+    PlacementDBReader.reads_in_background).
 
-    Run in a second process (see PlacementDBReader.reads_in_background):
-    ``((consumers, provider ids, key indexes, keys), None)``, where the
-    i-th run of rows is ``consumers[i]`` on provider ``provider_ids[i]``
-    holding ``keys[key_indexes[i]]``; or ``(None, error)``, the error
-    free of credentials. Lists of strings and arrays of numbers take
-    the run a tenth of the time to unpickle that records would, and the
-    keys of a cloud's allocations are a few flavors' amounts.
+    ``(columns, None)`` or ``(None, error)``, the error free of
+    credentials. The consumers go joined by newlines, one string to
+    pickle and split instead of a million (consumer uuids have none;
+    should one, they go as they are).
     """
     engines = db_utils.ReaderEngines(**engine_args)
-    consumers = []
-    rp_ids = array.array('q')
-    key_at = array.array('q')
-    keys = {}
     try:
         with engines.connect(url) as conn:
-            add_consumer, add_rp_id = consumers.append, rp_ids.append
-            add_key, key_index = key_at.append, keys.setdefault
-            for consumer, rp_id, key in _grouped(
-                    db_utils.driver_rows(conn, ALLOCATION_ROWS)):
-                add_consumer(consumer)
-                add_rp_id(rp_id)
-                add_key(key_index(key, len(keys)))
+            consumers, rp_ids, key_at, keys = _runs(
+                db_utils.driver_rows(conn, ALLOCATION_ROWS))
     except Exception as e:
         return None, db_utils.safe_error(e, url)
     finally:
         engines.close()
-    return (consumers, rp_ids, key_at, list(keys)), None
+    joined = '\n'.join(consumers)
+    if len(consumers) > 1 and joined.count('\n') == len(consumers) - 1:
+        consumers = joined
+    return (consumers, rp_ids, key_at, keys), None
 
 
 def _resource_classes(conn):
@@ -464,7 +463,7 @@ def _resource_classes(conn):
 
 
 def _resources(classes, key):
-    """{class name: used} of a _grouped key."""
+    """{class name: used} of a _runs key."""
     return {(classes[rc_id] if rc_id in classes else
              _class_name(classes, rc_id)): used
             for rc_id, used in zip(key[::2], key[1::2])}

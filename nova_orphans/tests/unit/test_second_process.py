@@ -11,10 +11,12 @@
 #    under the License.
 """The second process itself: a real interpreter, no database."""
 
+import contextlib
 import importlib
 import math
 import operator
 import os
+import sqlite3
 import time
 from unittest import mock
 
@@ -120,3 +122,53 @@ class PlacementReaderTestCase(base.BaseTestCase):
             self.assertIsNone(self.reader.allocations(
                 set(self.reader._ids), cancelled=lambda: True))
         self.assertEqual(1, run.call_count)
+
+
+class AllocationColumnsTestCase(base.BaseTestCase):
+    """What the second process reads and answers, run here on a file
+    with placement's allocations table (its columns only).
+    """
+
+    def _columns(self, rows):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'placement.sqlite')
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute('CREATE TABLE allocations (id INTEGER PRIMARY KEY, '
+                         'resource_provider_id INTEGER, consumer_id '
+                         'VARCHAR(36), resource_class_id INTEGER, used '
+                         'INTEGER)')
+            conn.executemany(
+                'INSERT INTO allocations (resource_provider_id, '
+                'consumer_id, resource_class_id, used) VALUES (?, ?, ?, ?)',
+                rows)
+            conn.commit()
+        columns, error = placement_db._allocation_columns(
+            'sqlite:///' + path, {})
+        self.assertIsNone(error)
+        return columns
+
+    def test_runs_in_columns_consumers_joined(self):
+        consumers, rp_ids, key_at, keys = self._columns([
+            (1, 'a', 0, 2), (1, 'a', 1, 512), (2, 'a', 2, 10),
+            (1, 'b', 0, 2), (1, 'b', 1, 512),
+            # Not consecutive: a run of its own (merged by _build).
+            (1, 'a', 2, 5)])
+        self.assertEqual('a\na\nb\na', consumers)
+        self.assertEqual([1, 2, 1, 1], list(rp_ids))
+        self.assertEqual([0, 1, 0, 2], list(key_at))
+        self.assertEqual([(0, 2, 1, 512), (2, 10), (2, 5)], keys)
+        allocations = placement_db._build(
+            (consumers.split('\n'), rp_ids, key_at, keys),
+            {0: 'VCPU', 1: 'MEMORY_MB', 2: 'DISK_GB'},
+            {'rp1': 1, 'rp2': 2})
+        self.assertEqual(
+            [('a', 'rp1', {'VCPU': 2, 'MEMORY_MB': 512, 'DISK_GB': 5}),
+             ('a', 'rp2', {'DISK_GB': 10}),
+             ('b', 'rp1', {'VCPU': 2, 'MEMORY_MB': 512})],
+            [(a.consumer, a.provider, a.resources) for a in allocations])
+        self.assertEqual({'a', 'b'}, set(allocations.by_consumer))
+
+    def test_consumer_with_a_newline_goes_as_a_list(self):
+        consumers, _rp_ids, _key_at, _keys = self._columns([
+            (1, 'a', 0, 1), (1, 'b\nc', 0, 1)])
+        self.assertEqual(['a', 'b\nc'], consumers)
