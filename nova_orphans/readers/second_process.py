@@ -73,6 +73,9 @@ def run(function, args, cancelled=None):
     request = (pickle.dumps(sys.path) +
                pickle.dumps((function.__module__, function.__qualname__,
                              args)))
+    if not sys.executable:
+        # An embedding program that does not know its interpreter.
+        raise Unavailable('no Python interpreter to start')
     try:
         process = subprocess.Popen(
             [sys.executable, '-I', '-c', _START], stdin=subprocess.PIPE,

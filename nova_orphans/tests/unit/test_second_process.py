@@ -66,6 +66,12 @@ class RunTestCase(base.BaseTestCase):
                                   second_process.run, operator.add, (2, 3))
         self.assertIn('could not start /nonexistent/python3: ', str(e))
 
+    def test_unknown_interpreter_is_unavailable(self):
+        with mock.patch.object(second_process.sys, 'executable', ''):
+            e = self.assertRaises(second_process.Unavailable,
+                                  second_process.run, operator.add, (2, 3))
+        self.assertEqual('no Python interpreter to start', str(e))
+
     def test_cancelled_returns_none_and_ends_it(self):
         started = time.monotonic()
         processes = []
