@@ -19,9 +19,16 @@ modules (``nova.context``) pull in eventlet, after which threading mode
 refuses to start.
 """
 
+import logging
 import os
 
 os.environ.setdefault('OS_NOVA_DISABLE_EVENTLET_PATCHING', 'True')
+
+# nova.test sets oslo.log up on import, with a handler on the real stdout;
+# importing nova's compute and scheduler managers then logs, at INFO,
+# every periodic task they skip: a line in the suite's output from each
+# test worker, outside any test's log capture. Nothing a test asserts.
+logging.getLogger('oslo_service.periodic_task').setLevel(logging.WARNING)
 
 from nova import monkey_patch  # noqa: E402
 
