@@ -55,6 +55,7 @@ from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.engine import claims as claims_mod
 from nova_orphans.engine import model
 from nova_orphans.i18n import _
+from nova_orphans.readers import base
 from nova_orphans.readers import snapshot as snapshot_mod
 
 LOG = logging.getLogger(__name__)
@@ -150,7 +151,7 @@ def when(text):
     return value
 
 
-class ComputeAPIReader:
+class ComputeAPIReader(base.NovaReader):
 
     def __init__(self, client, concurrency=8,
                  grace_period=orphans_conf.DEFAULT_GRACE_PERIOD,

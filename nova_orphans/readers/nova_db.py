@@ -34,6 +34,7 @@ from nova_orphans.engine import claims as claims_mod
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans.readers import base
 from nova_orphans.readers import snapshot as snapshot_mod
 
 LOG = logging.getLogger(__name__)
@@ -210,7 +211,7 @@ class CellConnection:
         self.url = url
 
 
-class NovaDBReader:
+class NovaDBReader(base.NovaReader):
 
     def __init__(self, conf):
         self.conf = conf

@@ -23,11 +23,12 @@ import contextlib
 from oslo_log import log as logging
 
 from nova_orphans.engine import model
+from nova_orphans.readers import base
 
 LOG = logging.getLogger(__name__)
 
 
-class PlacementAPIReader:
+class PlacementAPIReader(base.PlacementReader):
 
     # Audit.run may read allocations while it reads nova: this reader
     # waits on placement, not on the tool's CPU.

@@ -42,6 +42,7 @@ from nova_orphans import db_utils
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans.readers import base
 from nova_orphans.readers import second_process
 
 LOG = logging.getLogger(__name__)
@@ -86,12 +87,14 @@ SECOND_PROCESS_FROM = 5000
 _HERE = object()
 
 
-class PlacementDBReader:
+class PlacementDBReader(base.PlacementReader):
     """PlacementAPIReader's interface, answered from placement's database.
 
     ``api_reader`` (a PlacementAPIReader) serves ``consumer()``, the one
     read that must be placement's own fresh document.
     """
+
+    reads_records_in_bulk = True
 
     def __init__(self, url, api_reader=None, max_retries=1,
                  retry_interval=1):

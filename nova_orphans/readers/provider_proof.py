@@ -43,12 +43,13 @@ import concurrent.futures
 
 from nova_orphans.engine import model
 from nova_orphans.i18n import _
+from nova_orphans.readers import base
 from nova_orphans.readers import compute_api
 
 COMPUTE_NODE_TRAIT = 'COMPUTE_NODE'
 
 
-class ProvingReader:
+class ProvingReader(base.NovaReader):
     """A ComputeAPIReader that adds the compute nodes proven deleted
     (``model.ComputeNode.proven_by_trait``) and marks the roots it
     cannot judge (``NovaSnapshot.unverifiable_roots``).
@@ -66,6 +67,10 @@ class ProvingReader:
 
     def __getattr__(self, name):
         return getattr(self._reader, name)
+
+    def read_claims(self, snapshot, instance_uuids):
+        # base.NovaReader has it too: __getattr__ would not be asked.
+        return self._reader.read_claims(snapshot, instance_uuids)
 
     def read(self):
         nova = self._reader.read()

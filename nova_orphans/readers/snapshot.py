@@ -144,7 +144,7 @@ class Audit:
     def _run(self, resource_provider, host, shown):
         providers = self.placement.providers()
         if (resource_provider is None and host is None and
-                getattr(self.placement, 'reads_in_background', False)):
+                self.placement.reads_in_background):
             # Every provider: nothing to learn from nova first, so the
             # allocations are read while nova is (placement works, the
             # tool waits). The providers were read first: a placement
@@ -175,15 +175,14 @@ class Audit:
         self.nova.resolve(nova, unowned)
         # A reader that shows no deleted compute node proves those their
         # allocations are on (readers/provider_proof.py).
-        prove = getattr(self.nova, 'prove_deleted_nodes', None)
-        if prove is not None:
-            prove(nova, providers, allocations, unowned)
+        self.nova.prove_deleted_nodes(nova, providers, allocations, unowned)
         if self.progress:
             self.progress(len(consumers))
             self.progress.finish()
         # A bulk reader (fast mode) reads consumer records from placement's
         # database: no per-consumer reads, no second classification.
-        bulk_records = getattr(self.placement, 'consumer_records', None)
+        bulk_records = (self.placement.consumer_records
+                        if self.placement.reads_records_in_bulk else None)
         shown_records = None
         if bulk_records is not None and (
                 shown is not None and self.rules is rules.DEFAULT_RULES):
@@ -230,14 +229,13 @@ class Audit:
         classifying: only those instances, most often none.
 
         A reader that cannot read claims leaves them unread, which the
-        rule takes as nothing proven.
+        rule takes as nothing proven (base.NovaReader).
         """
-        read = getattr(self.nova, 'read_claims', None)
-        if read is None or rules.leaked_port_allocation not in self.rules:
+        if rules.leaked_port_allocation not in self.rules:
             return
         candidates = classify.claim_candidates(snapshot)
         if candidates:
-            read(snapshot.nova, candidates)
+            self.nova.read_claims(snapshot.nova, candidates)
 
     def _classify(self, snapshot, shown):
         """Classify; then, for the orphans held by live instances, read

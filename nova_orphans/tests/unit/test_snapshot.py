@@ -20,12 +20,13 @@ from oslotest import base
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons as r
 from nova_orphans.engine import rules
+from nova_orphans.readers import base as readers_base
 from nova_orphans.readers import snapshot
 from nova_orphans.tests.unit import cloud as cloud_mod
 from nova_orphans.tests.unit.engine import test_fast_paths
 
 
-class _APIReader:
+class _APIReader(readers_base.PlacementReader):
     """PlacementAPIReader's interface over a hand-built snapshot."""
 
     reads_in_background = True
@@ -54,7 +55,7 @@ class _APIReader:
                  for c in consumers}, {})
 
 
-class _NovaReader:
+class _NovaReader(readers_base.NovaReader):
 
     def __init__(self, nova, fail=None, wait=None):
         self.nova = nova

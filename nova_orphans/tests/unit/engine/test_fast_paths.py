@@ -30,6 +30,7 @@ from nova_orphans.engine import model
 from nova_orphans.engine import reasons as r
 from nova_orphans.engine import rules
 from nova_orphans import output
+from nova_orphans.readers import base as readers_base
 from nova_orphans.readers import placement_db
 from nova_orphans.readers import snapshot
 from nova_orphans.tests.unit import cloud as cloud_mod
@@ -393,8 +394,10 @@ class RecordsAfterwardsTestCase(_RecordsCloud):
         self.assertEqual(12, len(self._check(lambda f: True)))
 
 
-class _BulkReader:
+class _BulkReader(readers_base.PlacementReader):
     """A fast-mode placement reader over a hand-built snapshot."""
+
+    reads_records_in_bulk = True
 
     def __init__(self, placement, records):
         self.placement = placement
@@ -417,7 +420,7 @@ class _BulkReader:
                  for c in consumers}, {})
 
 
-class _NovaReader:
+class _NovaReader(readers_base.NovaReader):
 
     def __init__(self, nova):
         self.nova = nova

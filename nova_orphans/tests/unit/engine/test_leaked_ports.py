@@ -21,6 +21,7 @@ from nova_orphans.engine import classify
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons as r
 from nova_orphans.engine import rules
+from nova_orphans.readers import base as readers_base
 from nova_orphans.readers import snapshot
 from nova_orphans.tests.unit import cloud as cloud_mod
 from nova_orphans.tests.unit.engine import test_classify
@@ -415,9 +416,7 @@ class ParseTestCase(base.BaseTestCase):
                          found.network_changed_at)
 
 
-class _Placement:
-
-    reads_in_background = False
+class _Placement(readers_base.PlacementReader):
 
     def __init__(self, placement):
         self.placement = placement
@@ -432,7 +431,7 @@ class _Placement:
         return {c: model.Consumer(c) for c in consumers}, {}
 
 
-class _Nova:
+class _Nova(readers_base.NovaReader):
     """A reader whose claims and activity come from dicts."""
 
     def __init__(self, nova, claims_, activity):

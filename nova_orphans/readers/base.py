@@ -1,0 +1,56 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""What the audit (readers/snapshot.py) may ask of a reader beyond reading.
+
+The readers differ in what they can do (the API against fast mode, the
+compute API against nova's databases). Each says so here, in its type,
+with the answer for a reader that cannot: the audit asks these, never
+whether a reader happens to have an attribute.
+"""
+
+
+class PlacementReader:
+    """Placement's side: providers(), allocations(), consumers() and
+    consumer() (see placement_api.PlacementAPIReader).
+    """
+
+    # allocations() of every provider may run in a thread while nova is
+    # read (Audit._read_both), because the reader then waits on
+    # something else than the run's own Python: placement's workers, a
+    # second process.
+    reads_in_background = False
+
+    # consumer_records() reads placement's consumer records in bulk, so
+    # the audit need not read a record per consumer through consumers().
+    reads_records_in_bulk = False
+
+    def consumer_records(self, consumers=None):
+        raise NotImplementedError()
+
+
+class NovaReader:
+    """nova's side: read(), resolve(), read_activity() and read_claims()
+    (see nova_db.NovaDBReader).
+    """
+
+    def read_claims(self, snapshot, instance_uuids):
+        """Add these live instances' claims (model.Claims) to the
+        snapshot; a reader that cannot leaves them unread, which
+        rules.leaked_port_allocation takes as nothing proven.
+        """
+
+    def prove_deleted_nodes(self, nova, providers, allocations, consumers):
+        """Add the compute nodes that these consumers' allocations prove
+        deleted, where nova shows no deleted ones (provider_proof).
+
+        A reader that shows them (nova's databases) has nothing to add.
+        """
