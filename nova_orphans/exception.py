@@ -64,9 +64,17 @@ class EndpointUnavailable(NovaOrphansException):
 
 
 class GenerationConflict(NovaOrphansException):
-    """Another writer changed the consumer between our read and our write."""
+    """Another writer changed the consumer between our read and our write.
+
+    ``detail``: placement's own words (its consumer's generation, or a
+    provider's; see repair.actions.write).
+    """
 
     msg_fmt = _('Consumer %(consumer)s was changed concurrently.')
+
+    def __init__(self, message=None, detail='', **kwargs):
+        super().__init__(message, **kwargs)
+        self.detail = detail
 
 
 class PlacementDatabaseUnreadable(NovaOrphansException):

@@ -184,7 +184,8 @@ def _check(method, url, resp, expected):
     codes, text = _errors(resp)
     reason = '%s %s' % (resp.status_code, text)
     if CONCURRENT_UPDATE in codes:
-        err = exception.GenerationConflict(consumer=url.rsplit('/')[-1])
+        err = exception.GenerationConflict(consumer=url.rsplit('/')[-1],
+                                           detail=text)
     else:
         err = exception.PlacementError(method=method, url=url,
                                        reason=reason)

@@ -105,7 +105,11 @@ def interrupted():
 
 
 class _Retry(Exception):
-    """The consumer changed under us; evaluate it again."""
+    """The consumer changed under us; evaluate it again.
+
+    Its text says which generation placement found changed, for the
+    journal (see write).
+    """
 
 
 class Repairer:
@@ -443,8 +447,7 @@ class Repairer:
         except _Retry as e:
             # Placement refused the whole request: restore must not try
             # to undo it (its consumers may well have changed since).
-            self.journal.not_applied_many(
-                entries, _('consumer generation conflict'))
+            self.journal.not_applied_many(entries, str(e))
             e.status_code = 409
             raise
         except exception.PlacementError as e:
@@ -579,8 +582,23 @@ def write(client, targets):
         else:
             client.request('POST', '/allocations', json=bodies,
                            version=version, expected=(204,))
-    except exception.GenerationConflict:
-        raise _Retry()
+    except exception.GenerationConflict as e:
+        raise _Retry(_conflict(e.detail))
+
+
+def _conflict(detail):
+    """Which generation a 409 placement.concurrent_update was about.
+
+    Placement refuses a write with that code for a consumer generation
+    the write carried that is no longer the consumer's ("consumer
+    generation conflict - expected ..."), and when a provider's
+    inventory or allocations kept changing under its own retries
+    ("Inventory and/or allocations changed while attempting to
+    allocate"): only the first is the consumer's.
+    """
+    if 'consumer generation' in detail:
+        return _('consumer generation conflict')
+    return _('resource provider generation conflict')
 
 
 def _interrupted(outcomes):

@@ -9,10 +9,14 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
+import json
 import signal
 from unittest import mock
 
 from oslotest import base
+import requests
+
+from nova_orphans.clients import placement as placement_client
 
 from nova_orphans.engine import index
 from nova_orphans.engine import model
@@ -160,3 +164,38 @@ class StopTestCase(base.BaseTestCase):
                 r._attempt('c1', ['f1', 'f2'], {}, None))
         self.assertEqual([], journal.mock_calls)
         self.assertEqual([], client.mock_calls)
+
+
+class ConflictTestCase(base.BaseTestCase):
+    """Which generation a refused write names, from placement's words."""
+
+    def _refused(self, detail):
+        resp = requests.models.Response()
+        resp.status_code = 409
+        resp.headers['Content-Type'] = 'application/json'
+        resp._content = json.dumps({'errors': [{
+            'status': 409, 'title': 'Conflict', 'detail': detail,
+            'code': 'placement.concurrent_update'}]}).encode()
+        client = mock.Mock(version=(1, 39))
+        client.request.side_effect = (
+            lambda method, url, **kw: placement_client._check(
+                method, url, resp, (204,)))
+        target = {'allocations': {}, 'project_id': 'p', 'user_id': 'u',
+                  'consumer_generation': 1, 'consumer_type': 'INSTANCE'}
+        e = self.assertRaises(actions._Retry, actions.write, client,
+                              {'c1': (target, 1), 'c2': (target, 1)})
+        return str(e)
+
+    def test_consumer_generation(self):
+        self.assertEqual('consumer generation conflict', self._refused(
+            'consumer generation conflict - expected 1 but got 2'))
+
+    def test_provider_generation(self):
+        # What placement says when a provider's inventory or allocations
+        # changed under its own retries.
+        self.assertEqual('resource provider generation conflict',
+                         self._refused(
+                             'Inventory and/or allocations changed while '
+                             'attempting to allocate: Another thread '
+                             'concurrently updated the data. Please retry '
+                             'your update'))
