@@ -83,9 +83,6 @@ ALLOCATION_ROWS = sa.select(ALLOCATIONS.c.resource_provider_id,
 # start.
 SECOND_PROCESS_FROM = 5000
 
-# _read_elsewhere's answer when the second process gave none.
-_HERE = object()
-
 
 class PlacementDBReader(base.PlacementReader):
     """PlacementAPIReader's interface, answered from placement's database.
@@ -207,14 +204,12 @@ class PlacementDBReader(base.PlacementReader):
         while it reads, and once it says yes None is returned.
         """
         provider_uuids = set(provider_uuids)
-        read = _HERE
         if self.reads_in_background and self._ids.keys() <= provider_uuids:
-            read = self._read_elsewhere(cancelled)
+            read = self._read_elsewhere(provider_uuids, cancelled)
             if read is None:
                 return None
-        if read is _HERE:
-            read = self._read(
-                lambda conn: self._allocations(conn, provider_uuids))
+        else:
+            read = self._read_here(provider_uuids)
         allocations, everything = read
         # Their consumers' set only if consumer_records() needs it: the
         # audit makes its own.
@@ -223,9 +218,14 @@ class PlacementDBReader(base.PlacementReader):
             progress(len(provider_uuids))
         return allocations
 
-    def _read_elsewhere(self, cancelled):
+    def _read_here(self, provider_uuids):
+        """(allocations, whether every provider was read), read here."""
+        return self._read(
+            lambda conn: self._allocations(conn, provider_uuids))
+
+    def _read_elsewhere(self, provider_uuids, cancelled):
         """Every allocation, read in a second process: (allocations,
-        True), None if cancelled, or _HERE if it has to be read here.
+        True), or None if cancelled. Read here if no process answers.
         """
         try:
             answer = second_process.run(
@@ -235,7 +235,7 @@ class PlacementDBReader(base.PlacementReader):
             LOG.warning('Reading placement\'s allocations in a second '
                         'process failed (%(why)s); reading them here.',
                         {'why': db_utils.safe_error(e, self.url)})
-            return _HERE
+            return self._read_here(provider_uuids)
         if answer is None:
             return None
         columns, error = answer
