@@ -110,9 +110,13 @@ def _communicate(process, request, cancelled):
     """
     try:
         process.stdin.write(request)
-        process.stdin.close()
     except BrokenPipeError:
         # It ended at once: its exit code and stderr say why.
+        pass
+    try:
+        process.stdin.close()
+    except BrokenPipeError:
+        # Closing flushes what a failed write left: closed all the same.
         pass
     out, err = [], []
     with selectors.DefaultSelector() as selector:
