@@ -132,6 +132,26 @@ class BenchSmokeTestCase(base.BaseTestCase):
             {'placement providers', 'nova read', 'placement allocations',
              'nova resolve', 'placement consumer records', 'classify',
              'render json'}, set(labels))
+        # bounds.py: the run still gives its findings, and every step
+        # is measured, each cell's (cell0 has no instances).
+        bounds = subprocess.run(
+            [sys.executable, os.path.join(BENCH, 'bounds.py'),
+             '--config-file', bench.fast_conf, '--config-dir',
+             os.path.dirname(bench.fast_conf), 'allocations', 'list',
+             '--format', 'json'],
+            capture_output=True, text=True, env=bench.env, timeout=120)
+        self.assertEqual(3, bounds.returncode, bounds.stderr)
+        self.assertEqual(sorted(truth['orphans']), sorted(
+            [f['consumer'], f['resource_provider'], f['reason']]
+            for f in json.loads(bounds.stdout)))
+        steps = [line.split('  least ')[0].strip()
+                 for line in bounds.stderr.splitlines()]
+        self.assertEqual(
+            ['cell cell1: live instances', 'cell cell2: live instances',
+             'placement: allocation rows, grouped',
+             'placement: allocations made of them',
+             'classify: %d allocations' % truth['allocations']],
+            [s for s in steps if s != 'cell cell0: live instances'])
         # The audit's parser and the generator's model of its algorithm.
         self.assertTrue(runner.score(
             truth, truth['audit_expected'], 'audit')['true_positives'])

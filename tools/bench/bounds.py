@@ -1,0 +1,150 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""What fast mode's reads and classification cost at the least.
+
+The floor (run.py) fetches the rows and drops them. A run must keep
+them, as records it can look up, and classify every allocation. This
+times, each step on its own with nothing else running, the tool's own
+code for each against the least that step can be:
+
+* each cell's live instances: fetched and dropped, against the tool's
+  read of them into records (``nova_db._CellRead._instances``);
+* placement's allocation rows: fetched and dropped, against the second
+  process's grouping of them (``placement_db._allocation_columns``) and
+  the run's making allocations of its answer (``placement_db._build``);
+* on the snapshot a run builds: ``classify``, against a loop doing
+  nothing but the one look-up per allocation classifying needs (its
+  consumer's instance).
+
+It runs ``allocations list`` as phases.py does and measures when the
+run has its snapshot; the run then goes on (its output is the
+command's). On a cloud kept with ``run.py --keep``::
+
+    python tools/bench/bounds.py --config-file C/fast/nova.conf \\
+        --config-dir C/fast allocations list --format json > out.json
+
+writes a line per step to stderr: the best of three wall times.
+"""
+
+import sys
+import time
+
+import sqlalchemy as sa
+
+from nova_orphans import db_utils
+from nova_orphans.engine import classify
+from nova_orphans.engine import index
+from nova_orphans.readers import nova_db
+from nova_orphans.readers import placement_db
+from nova_orphans.readers import snapshot
+
+REPEAT = 3
+
+
+def _best(work):
+    best = None
+    for _i in range(REPEAT):
+        began = time.perf_counter()
+        work()
+        took = time.perf_counter() - began
+        best = took if best is None else min(best, took)
+    return best
+
+
+def _report(label, least, tool):
+    sys.stderr.write('%-40s least %6.2f  tool %6.2f  (%+.2f)\n' % (
+        label, least, tool, tool - least))
+
+
+def _drop(rows):
+    for _row in rows:
+        pass
+
+
+def _cells(nova):
+    live = nova_db.INSTANCES.c.deleted == sa.literal_column('0')
+    engines = db_utils.ReaderEngines()
+    try:
+        for conn in nova._connections:
+            with engines.connect(conn.url) as db:
+                schema = nova_db.check_schema(db, 'cell', conn.url)
+                node_ids = nova._node_ids.get(conn.uuid)
+                _report('cell %s: live instances' % conn.name,
+                        _best(lambda: _drop(db_utils.driver_rows(
+                            db, schema.select(nova_db.INSTANCES)
+                            .where(live)))),
+                        _best(lambda: nova_db._CellRead(
+                            db, conn.uuid, node_ids, schema)._instances(
+                                nova_db.INSTANCES, live)))
+    finally:
+        engines.close()
+
+
+def _placement(reader):
+    engines = db_utils.ReaderEngines()
+    try:
+        with engines.connect(reader.url) as db:
+            fetch = _best(lambda: _drop(db_utils.driver_rows(
+                db, placement_db.ALLOCATION_ROWS)))
+            classes = placement_db._resource_classes(db)
+    finally:
+        engines.close()
+    answer = []
+    grouped = _best(lambda: answer.append(placement_db._allocation_columns(
+        reader.url, reader._engines.engine_args)))
+    columns, _error = answer[-1]
+    consumers, rp_ids, key_at, keys = columns
+    if isinstance(consumers, str):
+        consumers = consumers.split('\n')
+    _report('placement: allocation rows, grouped', fetch, grouped)
+    _report('placement: allocations made of them', 0.0, _best(
+        lambda: placement_db._build((consumers, rp_ids, key_at, keys),
+                                    classes, reader._ids)))
+
+
+def _classify(audit, snap, shown):
+    first = None if shown is None else (
+        lambda verdict: verdict.is_orphan or shown(verdict))
+    cloud = index.CloudIndex(snap.placement.providers,
+                             snap.nova.compute_nodes)
+    instance = snap.nova.instances.get
+    allocations = snap.placement.allocations
+
+    def look_up():
+        for alloc in allocations:
+            instance(alloc.consumer)
+
+    _report('classify: %d allocations' % len(allocations), _best(look_up),
+            _best(lambda: classify.classify(snap, audit.rules, shown=first,
+                                            cloud=cloud)))
+
+
+_classify_run = snapshot.Audit._classify
+
+
+def _measured(audit, snap, shown):
+    """Audit._classify, once the steps are measured."""
+    _cells(audit.nova)
+    _placement(audit.placement)
+    _classify(audit, snap, shown)
+    return _classify_run(audit, snap, shown)
+
+
+def main():
+    from nova_orphans.cmd import manage
+    snapshot.Audit._classify = _measured
+    sys.argv[0] = 'nova-orphans-manage'
+    return manage.main()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
