@@ -17,7 +17,9 @@ times, each step on its own with nothing else running, the tool's own
 code for each against the least that step can be:
 
 * each cell's live instances: fetched and dropped, against the tool's
-  read of them into records (``nova_db._CellRead._instances``);
+  read of them into records (``nova_db._CellRead._instances``), and
+  against a dict of the driver's own tuples, with the memory each
+  holds (traced by tracemalloc in a run of its own);
 * placement's allocation rows: fetched and dropped, against the second
   process's grouping of them (``placement_db._allocation_columns``) and
   the run's making allocations of its answer (``placement_db._build``);
@@ -37,6 +39,7 @@ writes a line per step to stderr: the best of three wall times.
 
 import sys
 import time
+import tracemalloc
 
 import sqlalchemy as sa
 
@@ -60,9 +63,22 @@ def _best(work):
     return best
 
 
-def _report(label, least, tool):
-    sys.stderr.write('%-40s least %6.2f  tool %6.2f  (%+.2f)\n' % (
-        label, least, tool, tool - least))
+def _held(work):
+    """MiB that what ``work()`` returns holds."""
+    tracemalloc.start()
+    try:
+        kept = work()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    del kept
+    return held / 2 ** 20
+
+
+def _report(label, least, tool, held=None):
+    sys.stderr.write('%-40s least %6.2f  tool %6.2f  (%+.2f)%s\n' % (
+        label, least, tool, tool - least,
+        '' if held is None else '  %.0f MiB held' % held))
 
 
 def _drop(rows):
@@ -77,14 +93,24 @@ def _cells(nova):
         for conn in nova._connections:
             with engines.connect(conn.url) as db:
                 schema = nova_db.check_schema(db, 'cell', conn.url)
+                query = schema.select(nova_db.INSTANCES).where(live)
                 node_ids = nova._node_ids.get(conn.uuid)
-                _report('cell %s: live instances' % conn.name,
-                        _best(lambda: _drop(db_utils.driver_rows(
-                            db, schema.select(nova_db.INSTANCES)
-                            .where(live)))),
-                        _best(lambda: nova_db._CellRead(
-                            db, conn.uuid, node_ids, schema)._instances(
-                                nova_db.INSTANCES, live)))
+
+                def records():
+                    read = nova_db._CellRead(db, conn.uuid, node_ids, schema)
+                    read._instances(nova_db.INSTANCES, live)
+                    return read
+
+                def tuples():
+                    return {row[0]: row
+                            for row in db_utils.driver_rows(db, query)}
+
+                fetched = _best(lambda: _drop(db_utils.driver_rows(db,
+                                                                   query)))
+                _report('cell %s: live instances' % conn.name, fetched,
+                        _best(records), _held(records))
+                _report('cell %s: as the driver\'s tuples' % conn.name,
+                        fetched, _best(tuples), _held(tuples))
     finally:
         engines.close()
 
