@@ -47,6 +47,23 @@ class BenchSmokeTestCase(base.BaseTestCase):
             sys.path.insert(0, BENCH)
         self.tmp = self.useFixture(fixtures.TempDir()).path
 
+    def _bench_script(self, script, bench, truth):
+        """The stderr lines of a tools/bench script running ``allocations
+        list`` on the bench's cloud in fast mode, which must still find
+        the generated orphans.
+        """
+        run = subprocess.run(
+            [sys.executable, os.path.join(BENCH, script),
+             '--config-file', bench.fast_conf, '--config-dir',
+             os.path.dirname(bench.fast_conf), 'allocations', 'list',
+             '--format', 'json'],
+            capture_output=True, text=True, env=bench.env, timeout=120)
+        self.assertEqual(3, run.returncode, run.stderr)
+        self.assertEqual(sorted(truth['orphans']), sorted(
+            [f['consumer'], f['resource_provider'], f['reason']]
+            for f in json.loads(run.stdout)))
+        return run.stderr.splitlines()
+
     def test_generated_orphans_are_found(self):
         from orphanbench import generate
         from orphanbench import runner
@@ -115,18 +132,8 @@ class BenchSmokeTestCase(base.BaseTestCase):
                 # Only the workers' idle polling: no request was served.
                 self.assertLess(result['placement_cpu'], 0.2)
         # phases.py: the same findings, and a line for every phase.
-        phases = subprocess.run(
-            [sys.executable, os.path.join(BENCH, 'phases.py'),
-             '--config-file', bench.fast_conf, '--config-dir',
-             os.path.dirname(bench.fast_conf), 'allocations', 'list',
-             '--format', 'json'],
-            capture_output=True, text=True, env=bench.env, timeout=120)
-        self.assertEqual(3, phases.returncode, phases.stderr)
-        self.assertEqual(sorted(truth['orphans']), sorted(
-            [f['consumer'], f['resource_provider'], f['reason']]
-            for f in json.loads(phases.stdout)))
-        labels = [line.split('  ')[0].strip()
-                  for line in phases.stderr.splitlines()]
+        labels = [line.split('  ')[0].strip() for line in
+                  self._bench_script('phases.py', bench, truth)]
         self.assertEqual('total', labels[-1])
         self.assertLessEqual(
             {'placement providers', 'nova read', 'placement allocations',
@@ -134,18 +141,8 @@ class BenchSmokeTestCase(base.BaseTestCase):
              'render json'}, set(labels))
         # bounds.py: the run still gives its findings, and every step
         # is measured, each cell's (cell0 has no instances).
-        bounds = subprocess.run(
-            [sys.executable, os.path.join(BENCH, 'bounds.py'),
-             '--config-file', bench.fast_conf, '--config-dir',
-             os.path.dirname(bench.fast_conf), 'allocations', 'list',
-             '--format', 'json'],
-            capture_output=True, text=True, env=bench.env, timeout=120)
-        self.assertEqual(3, bounds.returncode, bounds.stderr)
-        self.assertEqual(sorted(truth['orphans']), sorted(
-            [f['consumer'], f['resource_provider'], f['reason']]
-            for f in json.loads(bounds.stdout)))
-        steps = [line.split('  least ')[0].strip()
-                 for line in bounds.stderr.splitlines()]
+        steps = [line.split('  least ')[0].strip() for line in
+                 self._bench_script('bounds.py', bench, truth)]
         self.assertEqual(
             ['cell cell1: live instances',
              "cell cell1: as the driver's tuples",
