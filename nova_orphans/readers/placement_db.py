@@ -242,13 +242,8 @@ class PlacementDBReader(base.PlacementReader):
         if error is not None:
             raise exception.PlacementDatabaseUnreadable(
                 url=db_utils.safe_url(self.url), error=error)
-        consumers, rp_ids, key_at, keys = columns
-        if isinstance(consumers, str):
-            # Joined for the pipe (see _allocation_columns).
-            consumers = consumers.split('\n')
         classes = self._read(_resource_classes)
-        return _build((consumers, rp_ids, key_at, keys), classes,
-                      self._ids), True
+        return _build(_unjoined(columns), classes, self._ids), True
 
     def _allocations(self, conn, provider_uuids):
         """(allocations, whether every provider was read)."""
@@ -457,6 +452,16 @@ def _allocation_columns(url, engine_args):
     if len(consumers) > 1 and joined.count('\n') == len(consumers) - 1:
         consumers = joined
     return (consumers, rp_ids, key_at, keys), None
+
+
+def _unjoined(columns):
+    """_allocation_columns' columns with their consumers a list again
+    (joined for the pipe).
+    """
+    consumers, rp_ids, key_at, keys = columns
+    if isinstance(consumers, str):
+        consumers = consumers.split('\n')
+    return consumers, rp_ids, key_at, keys
 
 
 def _resource_classes(conn):

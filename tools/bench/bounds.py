@@ -92,7 +92,8 @@ def _cells(nova):
     try:
         for conn in nova._connections:
             with engines.connect(conn.url) as db:
-                schema = nova_db.check_schema(db, 'cell', conn.url)
+                # The run's own, checked when it read the cell.
+                schema = nova._schemas[conn.uuid]
                 query = schema.select(nova_db.INSTANCES).where(live)
                 node_ids = nova._node_ids.get(conn.uuid)
 
@@ -127,14 +128,10 @@ def _placement(reader):
     answer = []
     grouped = _best(lambda: answer.append(placement_db._allocation_columns(
         reader.url, reader._engines.engine_args)))
-    columns, _error = answer[-1]
-    consumers, rp_ids, key_at, keys = columns
-    if isinstance(consumers, str):
-        consumers = consumers.split('\n')
+    columns = placement_db._unjoined(answer[-1][0])
     _report('placement: allocation rows, grouped', fetch, grouped)
     _report('placement: allocations made of them', 0.0, _best(
-        lambda: placement_db._build((consumers, rp_ids, key_at, keys),
-                                    classes, reader._ids)))
+        lambda: placement_db._build(columns, classes, reader._ids)))
 
 
 def _classify(audit, snap, shown):
