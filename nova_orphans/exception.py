@@ -15,9 +15,14 @@ from nova_orphans.i18n import _
 
 
 class NovaOrphansException(Exception):
-    """Base class; ``msg_fmt`` is filled with the keyword arguments."""
+    """Base class; ``msg_fmt`` is filled with the keyword arguments.
+
+    ``exit_code`` is the code both front ends end with when this error
+    stops a run (see nova_orphans.exit_codes); 255 is kept for bugs.
+    """
 
     msg_fmt = _('An unknown error occurred.')
+    exit_code = 255
 
     def __init__(self, message=None, **kwargs):
         self.kwargs = kwargs
@@ -30,10 +35,39 @@ class InvalidInput(NovaOrphansException):
     """The operator asked for something that cannot be (exit code 127)."""
 
     msg_fmt = _('Invalid input: %(reason)s')
+    exit_code = 127
 
 
-class ConfigError(InvalidInput):
+class ConfigError(NovaOrphansException):
+    """The configuration cannot work: no file, an option missing or
+    invalid, no endpoint of the service in the catalog (exit code 7).
+    """
+
     msg_fmt = _('Configuration error: %(reason)s')
+    exit_code = 7
+
+
+class ServiceUnreachable(NovaOrphansException):
+    """Placement, keystone or neutron could not be reached (exit code 8)."""
+
+    msg_fmt = _('%(service)s could not be reached: %(reason)s')
+    exit_code = 8
+
+
+class CredentialsRefused(NovaOrphansException):
+    """Keystone, placement or nova refused the credentials (exit code 9)."""
+
+    msg_fmt = _('%(service)s refused the credentials: %(reason)s')
+    exit_code = 9
+
+
+class NovaUnreachable(NovaOrphansException):
+    """nova's API database, or its compute API, could not be read
+    (exit code 10).
+    """
+
+    msg_fmt = _('nova could not be read: %(reason)s')
+    exit_code = 10
 
 
 class PlacementError(NovaOrphansException):
@@ -85,6 +119,7 @@ class PlacementDatabaseUnreadable(NovaOrphansException):
 
     msg_fmt = _('The placement database %(url)s could not be read: '
                 '%(error)s')
+    exit_code = 2
 
 
 class CellUnreachable(NovaOrphansException):
@@ -101,3 +136,4 @@ class UnsupportedSchema(NovaOrphansException):
     msg_fmt = _('%(database)s has no %(missing)s: nova-orphans reads the '
                 'databases of nova %(oldest)s to %(newest)s, each upgraded '
                 'by its own nova-manage (api_db sync, db sync).')
+    exit_code = 6
