@@ -74,27 +74,30 @@ class PlacementError(NovaOrphansException):
     msg_fmt = _('Placement request %(method)s %(url)s failed: %(reason)s')
 
 
-class PlacementVersionTooOld(InvalidInput):
+class PlacementVersionTooOld(ConfigError):
     msg_fmt = _('Placement at %(endpoint)s supports microversions up to '
                 '%(max_version)s; nova-orphans needs at least '
                 '%(min_version)s.')
 
 
-class ComputeVersionTooOld(InvalidInput):
+class ComputeVersionTooOld(ConfigError):
     msg_fmt = _('The compute API at %(endpoint)s supports microversions up '
                 'to %(max_version)s; nova-orphans needs %(min_version)s.')
 
 
-class WrongEndpoint(InvalidInput):
-    """An endpoint answered, but not as the service would (exit 127)."""
+class WrongEndpoint(ConfigError):
+    """An endpoint answered, but not as the service would (exit 7)."""
 
     msg_fmt = _('%(service)s at %(url)s answered %(answer)s, not '
                 '%(expected)s: %(hint)s')
 
 
 class EndpointUnavailable(NovaOrphansException):
+    """The service answered that it cannot serve now (exit 8)."""
+
     msg_fmt = _('%(service)s at %(url)s answered %(answer)s, not '
                 '%(expected)s: %(hint)s')
+    exit_code = 8
 
 
 class GenerationConflict(NovaOrphansException):

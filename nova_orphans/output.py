@@ -9,13 +9,16 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Rendering findings for nova-orphans-manage (the osc plugin uses cliff).
+"""Rendering findings, the same for both front ends.
 
 JSON is the contract: a list of objects with exactly
 ``model.FINDING_KEYS`` (plus ``outcome`` for repairs), nothing else on
-stdout. Tables are for people: drawn by cliff's table formatter, as the
-osc plugin's are, so both front ends fit a terminal the same way, and
-closed by a summary.
+stdout. Every format draws on the same columns and cells (``columns``,
+``cells``): value and csv print plain fields (resources as
+``VCPU=1,MEMORY_MB=512``, an empty field for nothing), json and yaml
+the values themselves. Tables are for people: drawn by cliff's table
+formatter, as the osc plugin's are, so both front ends fit a terminal
+the same way, and closed by a summary.
 """
 
 import argparse
@@ -24,7 +27,9 @@ import json
 import os
 import re
 
+from cliff.formatters import commaseparated
 from cliff.formatters import table as cliff_table
+from cliff.formatters import value as cliff_value
 
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
@@ -36,6 +41,19 @@ TABLE_COLUMNS = ('consumer', 'consumer_type', 'resource_provider_name',
 HEADERS = {'consumer_type': 'Type', 'resource_provider': 'Provider UUID',
            'resource_provider_name': 'Provider', 'root_provider': 'Root',
            'project_id': 'Project', 'user_id': 'User'}
+PROVIDER_TABLE_COLUMNS = ('uuid', 'name', 'host', 'reason', 'action',
+                          'allocations', 'orphan_allocations')
+PROVIDER_HEADERS = {'uuid': 'UUID', 'root_provider': 'Root',
+                    'parent_provider': 'Parent',
+                    'compute_node': 'Compute node', 'allocations': 'Allocs',
+                    'orphan_allocations': 'Orphan allocs'}
+OUTCOME = 'outcome'
+
+TABLE = 'table'
+# Formats of plain fields, for scripts that split lines.
+PLAIN_FORMATS = ('value', 'csv')
+# Every list format both front ends offer; "prometheus" is list's own.
+FORMATS = ('table', 'json', 'value', 'csv', 'yaml')
 
 
 # Standard classes first, in the order nova's flavors name them.
@@ -50,6 +68,67 @@ _ADDRESS = re.compile(r' at 0x[0-9a-f]+', re.I)
 
 def format_resources(resources):
     return ', '.join('%s=%s' % item for item in sorted(resources.items()))
+
+
+def plain_resources(resources):
+    """``VCPU=1,MEMORY_MB=512``: one field, standard classes first."""
+    return ','.join('%s=%d' % item for item in _ordered(resources))
+
+
+def _ordered(amounts):
+    order = [rc for rc in STANDARD_CLASSES if rc in amounts]
+    order += sorted(rc for rc in amounts if rc not in STANDARD_CLASSES)
+    return [(rc, amounts[rc]) for rc in order]
+
+
+def header(key):
+    """A column's table header, the same in both front ends."""
+    if key in HEADERS:
+        return HEADERS[key]
+    if key in PROVIDER_HEADERS:
+        return PROVIDER_HEADERS[key]
+    return key.replace('_', ' ').capitalize()
+
+
+def columns(dicts, fmt, long=False):
+    """The keys shown for these rows: every key, except in a table that
+    is not ``long``, which shows the short set.
+
+    A restore of a provider clean has rows of both kinds: the
+    providers' keys follow the allocations', empty where a row has none.
+    """
+    providers = any('uuid' in d for d in dicts)
+    allocations = not dicts or any('consumer' in d for d in dicts)
+    keys, short = [], set()
+    if allocations:
+        keys += model.FINDING_KEYS
+        short |= set(TABLE_COLUMNS)
+    if providers:
+        keys += [k for k in model.PROVIDER_KEYS if k not in keys]
+        short |= set(PROVIDER_TABLE_COLUMNS)
+    if dicts and OUTCOME in dicts[0]:
+        keys.append(OUTCOME)
+        short.add(OUTCOME)
+    if fmt == TABLE and not long:
+        keys = [k for k in keys if k in short]
+    return keys
+
+
+def cell(key, value, fmt):
+    """One field as ``fmt`` prints it."""
+    if key == 'resources' and isinstance(value, dict):
+        if fmt == TABLE:
+            return format_resources(value)
+        if fmt in PLAIN_FORMATS:
+            return plain_resources(value)
+        return value
+    if value is None and (fmt == TABLE or fmt in PLAIN_FORMATS):
+        return ''
+    return value
+
+
+def cells(dicts, keys, fmt):
+    return [tuple(cell(k, d.get(k), fmt) for k in keys) for d in dicts]
 
 
 def rows_as_dicts(findings, outcomes=None):
@@ -176,16 +255,36 @@ def width_options(max_width=None, fit_width=None):
 
 def render_table(rows, stream, verbose=False, max_width=None,
                  fit_width=None):
-    """Rows as cliff draws a table, fitted as ``openstack`` fits its own."""
-    columns = list(model.FINDING_KEYS if verbose else TABLE_COLUMNS)
-    if rows and 'outcome' in rows[0]:
-        columns.append('outcome')
-    data = [[format_resources(row[c]) if c == 'resources'
-             else ('' if row[c] is None else row[c])
-             for c in columns] for row in rows]
-    cliff_table.TableFormatter().emit_list(
-        [HEADERS.get(c, c.capitalize()) for c in columns], data, stream,
-        width_options(max_width, fit_width))
+    """Rows as cliff draws a table, fitted as ``openstack`` fits its own.
+
+    Rows of both kinds (a restore of a provider clean) make a table
+    each, the allocations' first.
+    """
+    for kind in ([r for r in rows if 'consumer' in r],
+                 [r for r in rows if 'consumer' not in r]):
+        if kind:
+            keys = columns(kind, TABLE, long=verbose)
+            cliff_table.TableFormatter().emit_list(
+                [header(k) for k in keys], cells(kind, keys, TABLE), stream,
+                width_options(max_width, fit_width))
+
+
+def render(rows, fmt, stream, verbose=False, max_width=None,
+           fit_width=None):
+    """Rows (dicts) in any of FORMATS; json streams an iterable."""
+    if fmt == 'json':
+        render_json(rows, stream)
+    elif fmt == TABLE:
+        render_table(rows, stream, verbose, max_width, fit_width)
+    else:
+        keys = columns(rows, fmt)
+        formatter = {'value': cliff_value.ValueFormatter,
+                     'csv': commaseparated.CSVLister}.get(fmt)
+        if formatter is None:
+            from cliff.formatters import yaml_format
+            formatter = yaml_format.YAMLFormatter
+        formatter().emit_list(keys, cells(rows, keys, fmt), stream,
+                              argparse.Namespace(quote_mode='nonnumeric'))
 
 
 def capacity(rows):
@@ -193,9 +292,7 @@ def capacity(rows):
     total = collections.Counter()
     for row in rows:
         total.update(row['resources'])
-    order = [rc for rc in STANDARD_CLASSES if rc in total]
-    order += sorted(rc for rc in total if rc not in STANDARD_CLASSES)
-    return ', '.join('%s=%d' % (rc, total[rc]) for rc in order)
+    return ', '.join('%s=%d' % item for item in _ordered(total))
 
 
 def list_summary(rows, unreadable_cells=(), next_command=None):
@@ -277,3 +374,40 @@ def failure_lines(causes):
     return [_('Error %(number)d (%(count)d row(s)): %(text)s') % {
         'number': number, 'count': count, 'text': text}
         for number, count, text in causes]
+
+
+def provider_list_summary(rows, unreadable_cells=(), next_command=None):
+    """The lines that close a human ``providers list``."""
+    orphans = [r for r in rows if r['action'] != 'none']
+    lines = []
+    if orphans:
+        lines.append(_(
+            '%(providers)d resource provider(s) in %(trees)d tree(s) of '
+            'deleted compute nodes; %(allocations)d allocation(s) on them, '
+            '%(orphans)d of them orphans.') % {
+                'providers': len(orphans),
+                'trees': len({r['root_provider'] for r in orphans}),
+                'allocations': sum(r['allocations'] for r in orphans),
+                'orphans': sum(r['orphan_allocations'] for r in orphans)})
+    else:
+        lines.append(_('No orphaned resource providers found.'))
+    if unreadable_cells:
+        lines.append(_('Cells not read: %(cells)s; their nodes\' trees '
+                       'are unverifiable, and what they may own keeps a '
+                       'deleted node\'s tree.') % {
+            'cells': ', '.join(unreadable_cells)})
+    if orphans and next_command:
+        lines.append(_('Next: %(command)s') % {'command': next_command})
+    return lines
+
+
+def repairs_line(outcomes):
+    """What was done to a provider clean's trees' orphaned allocations
+    first.
+    """
+    counts = collections.Counter(
+        'failed' if o.startswith(FAILED) else o for o in outcomes)
+    return _('Orphaned allocations on these trees, repaired first: '
+             '%(outcomes)s.') % {'outcomes': ', '.join(
+                 '%d %s' % (n, o) for o, n in sorted(
+                     counts.items(), key=lambda item: (-item[1], item[0])))}

@@ -127,11 +127,21 @@ class PlacementClient:
         try:
             return self._adapter.request(url, method, **kwargs)
         except ks_exc.ConnectFailure as e:
-            raise exception.PlacementError(
+            err = exception.PlacementError(
                 method=method, url=url,
-                reason=diagnose.connection_error(e, self.endpoint))
+                reason=_('%(error)s; check that placement runs there, and '
+                         '[placement] (its endpoint, or auth_url, '
+                         'region_name and valid_interfaces)') % {
+                    'error': diagnose.connection_error(e, self.endpoint)})
+            err.exit_code = exception.ServiceUnreachable.exit_code
+            raise err
         except ks_exc.ClientException as e:
-            raise exception.PlacementError(method=method, url=url, reason=e)
+            # Authentication and the catalog: a known fault, its code.
+            known = diagnose.keystone_error(e)
+            err = exception.PlacementError(method=method, url=url,
+                                           reason=known)
+            err.exit_code = known.exit_code
+            raise err
 
     def request(self, method, url, json=None, version=None,
                 expected=(200,)):
@@ -190,6 +200,10 @@ def _check(method, url, resp, expected):
         err = exception.PlacementError(method=method, url=url,
                                        reason=reason)
     err.status_code = resp.status_code
+    if resp.status_code in (401, 403):
+        err.exit_code = exception.CredentialsRefused.exit_code
+    elif resp.status_code >= 500:
+        err.exit_code = exception.ServiceUnreachable.exit_code
     raise err
 
 

@@ -13,27 +13,8 @@
 
 Laid out like nova-manage: ``nova-orphans-manage [--config-file F]...
 CATEGORY ACTION [options]``, reading nova.conf; the categories are
-``allocations`` and ``providers``. Return codes (also in ``--help`` and
-the docs):
-
-===  ==========================================================
-0    nothing found, nothing to do (the whole cloud was read)
-1    at least one repair failed (the others were still done)
-2    incomplete: a cell, or placement's database in fast mode, could
-     not be read, and the part that was read has no orphan
-3    orphans found and nothing changed (list, clean --dry-run)
-4    orphans found and all repaired
-5    incomplete (as 2), and orphans found in the part that was read
-     (listed or repaired)
-6    unsupported or damaged nova schema: a table or column it reads is
-     missing (nothing was written)
-127  invalid input: bad uuid, unknown host, unreadable config
-130  interrupted by SIGINT (what was done is printed first)
-143  interrupted by SIGTERM (what was done is printed first)
-255  unexpected error
-===  ==========================================================
-
-When several apply, the first of 130/143, 1, 5, 2, 4, 3, 0 wins.
+``allocations`` and ``providers``. Return codes: nova_orphans.exit_codes,
+the table both front ends share, shown by ``--help`` and the docs.
 
 ``main(argv)`` may be called many times in one process (nova's
 functional harness, other tooling): it builds its own ConfigOpts each
@@ -47,7 +28,9 @@ import gc
 import inspect
 import io
 import logging as std_logging
+import os
 import re
+import signal
 import sys
 import textwrap
 
@@ -60,21 +43,26 @@ from nova_orphans.cmd import providers
 from nova_orphans import conf as orphans_conf
 from nova_orphans import db_utils
 from nova_orphans import exception
+from nova_orphans import exit_codes
+from nova_orphans.exit_codes import CONFIG_ERROR  # noqa: F401
+from nova_orphans.exit_codes import CREDENTIALS_REFUSED  # noqa: F401
+from nova_orphans.exit_codes import INCOMPLETE  # noqa: F401
+from nova_orphans.exit_codes import INCOMPLETE_WITH_ORPHANS  # noqa: F401
+from nova_orphans.exit_codes import INTERRUPTED  # noqa: F401
+from nova_orphans.exit_codes import INVALID_INPUT
+from nova_orphans.exit_codes import NOVA_UNREADABLE  # noqa: F401
+from nova_orphans.exit_codes import ORPHANS_FOUND  # noqa: F401
+from nova_orphans.exit_codes import REPAIR_FAILED  # noqa: F401
+from nova_orphans.exit_codes import REPAIRED  # noqa: F401
+from nova_orphans.exit_codes import SUCCESS
+from nova_orphans.exit_codes import TERMINATED  # noqa: F401
+from nova_orphans.exit_codes import UNEXPECTED
+from nova_orphans.exit_codes import UNREACHABLE  # noqa: F401
+from nova_orphans.exit_codes import UNSUPPORTED_SCHEMA  # noqa: F401
 from nova_orphans.i18n import _
+from nova_orphans import interrupt
 
 LOG = logging.getLogger(__name__)
-
-SUCCESS = 0
-REPAIR_FAILED = 1
-INCOMPLETE = 2
-ORPHANS_FOUND = 3
-REPAIRED = 4
-INCOMPLETE_WITH_ORPHANS = 5
-UNSUPPORTED_SCHEMA = 6
-INVALID_INPUT = 127
-INTERRUPTED = 130
-TERMINATED = 143
-UNEXPECTED = 255
 
 DESCRIPTION = _(
     'Find and repair placement allocations that no live nova object owns, '
@@ -102,41 +90,19 @@ JOURNAL_HELP = _(
     'oslo.log\'s --use-journal (given before the category), which sends '
     'log records to journald.')
 
-# What each return code means in --help. Each action lists only the
-# codes it can return.
-RETURN_CODES = {
-    0: _('nothing found, nothing to do'),
-    1: _('a repair failed (the others were still done)'),
-    2: _('incomplete: some allocations could not be verified (a cell, or '
-         'placement\'s database, could not be read) and no orphan was '
-         'found in the rest'),
-    3: _('orphans found, nothing changed (--dry-run, or every repair '
-         'skipped)'),
-    4: _('orphans found and all repaired'),
-    5: _('incomplete, and orphans found in the part that was read'),
-    6: _('unsupported or damaged nova schema; nothing was changed'),
-    127: _('invalid input; nothing was changed'),
-    130: _('interrupted (SIGINT) after what was done was printed'),
-    143: _('terminated (SIGTERM) after what was done was printed'),
-    255: _('unexpected error'),
-}
-# Where an action's code means something more precise.
-ACTION_MEANINGS = {
-    'list': {3: _('orphans found (list never changes anything)')},
-    'restore': {
-        0: _('nothing to restore (every entry was already undone)'),
-        1: _('an entry was refused or failed (the others were restored)'),
-        3: _('entries would be restored (--dry-run)'),
-        4: _('everything restored'),
-    },
-}
 ACTION_CODES = {
-    ('allocations', 'list'): (0, 2, 3, 5, 6, 127, 130, 143, 255),
-    ('allocations', 'clean'): (0, 1, 2, 3, 4, 5, 6, 127, 130, 143, 255),
-    ('allocations', 'restore'): (0, 1, 3, 4, 127, 130, 143, 255),
-    ('providers', 'list'): (0, 2, 3, 5, 6, 127, 130, 143, 255),
-    ('providers', 'clean'): (0, 1, 2, 3, 4, 5, 6, 127, 130, 143, 255),
+    ('allocations', 'list'): exit_codes.LIST_CODES,
+    ('allocations', 'clean'): exit_codes.CLEAN_CODES,
+    ('allocations', 'restore'): exit_codes.RESTORE_CODES,
+    ('providers', 'list'): exit_codes.LIST_CODES,
+    ('providers', 'clean'): exit_codes.CLEAN_CODES,
+    ('providers', 'restore'): exit_codes.RESTORE_CODES,
 }
+
+# Where oslo.config looks for nova.conf without --config-file (its
+# _get_config_dirs for the project "nova"), for the error that none
+# was found.
+CONFIG_DIRS = ('~/.nova', '~', '/etc/nova', '/etc')
 
 CATEGORIES = {
     'allocations': allocations.AllocationCommands,
@@ -159,20 +125,12 @@ class _HelpFormatter(argparse.HelpFormatter):
         return '\n\n'.join(blocks)
 
 
-def return_codes_help(codes, meanings=RETURN_CODES):
-    """The "Return codes:" block of an action's --help."""
-    lines = [_('Return codes:')]
-    for code in codes:
-        lines.append(textwrap.fill(
-            meanings[code], width=76, initial_indent='  %-5d' % code,
-            subsequent_indent=' ' * 7))
-    return '\n'.join(lines)
+return_codes_help = exit_codes.help_text
 
 
 def _epilog(category, action):
-    codes = ACTION_CODES[(category, action)]
-    blocks = [return_codes_help(
-        codes, {**RETURN_CODES, **ACTION_MEANINGS.get(action, {})})]
+    blocks = [exit_codes.help_text(ACTION_CODES[(category, action)],
+                                   restoring=action == 'restore')]
     if action in ('clean', 'restore'):
         blocks.append(JOURNAL_HELP)
     return '\n\n'.join(blocks)
@@ -216,20 +174,50 @@ def _parse(conf, argv):
             lines = err.getvalue().strip().splitlines()
             print(lines[-1] if lines else _('Invalid arguments'),
                   file=sys.stderr)
+            hint = _misplaced(conf, argv)
+            if hint:
+                print(hint, file=sys.stderr)
             return INVALID_INPUT
         return SUCCESS
     except (cfg.ConfigFilesNotFoundError, cfg.ConfigFileParseError,
             cfg.ConfigFileValueError, cfg.Error) as e:
         print(_('Invalid configuration: %(error)s') % {
             'error': db_utils.safe_error(e)}, file=sys.stderr)
-        return INVALID_INPUT
+        return exit_codes.CONFIG_ERROR
     except OSError as e:
         # oslo.config finds a file it then cannot read (a directory, no
         # permission) and lets the OSError through.
         print(_('Invalid configuration: cannot read %(file)s: %(error)s') %
               {'file': e.filename, 'error': e.strerror}, file=sys.stderr)
-        return INVALID_INPUT
+        return exit_codes.CONFIG_ERROR
+    if not conf.config_file and not conf.config_dir:
+        print(_('Configuration error: no configuration file was found: '
+                'looked for nova.conf and nova-orphans-manage.conf in '
+                '%(dirs)s; give one with --config-file PATH (before the '
+                'category).') % {'dirs': ', '.join(CONFIG_DIRS)},
+              file=sys.stderr)
+        return exit_codes.CONFIG_ERROR
     return None
+
+
+def _misplaced(conf, argv):
+    """The hint for a global option given after the category, which
+    argparse only calls unrecognized.
+    """
+    names = {'--' + opt['opt'].dest.replace('_', '-')
+             for opt in conf._cli_opts if opt['opt'].dest != 'category'}
+    names |= {'--config-file', '--config-dir'}
+    categories = [i for i, word in enumerate(argv) if word in CATEGORIES]
+    if not categories:
+        return None
+    late = [word.split('=')[0] for word in argv[categories[0] + 1:]
+            if word.split('=')[0] in names]
+    if not late:
+        return None
+    return _('%(options)s must come before the category, as in: '
+             'nova-orphans-manage %(option)s ... %(category)s ACTION') % {
+        'options': ', '.join(late), 'option': late[0],
+        'category': argv[categories[0]]}
 
 
 def _setup_logging(conf):
@@ -261,6 +249,19 @@ def _setup_logging(conf):
         root.addHandler(std_logging.NullHandler())
 
 
+def _take_late_signals():
+    """A signal after the run's report, while the process ends: said,
+    and the exit code says it too (130/143), never a traceback.
+    """
+    def ended(signum, frame):
+        interrupt.say(_('Interrupted by %(signal)s as the run ended; its '
+                        'report above is complete.') % {
+            'signal': interrupt.signal_name(signum)})
+        os._exit(exit_codes.of_signal(signum))
+    for signum in interrupt.SIGNALS:
+        signal.signal(signum, ended)
+
+
 def main(argv=None):
     console = argv is None
     if console:
@@ -279,24 +280,21 @@ def main(argv=None):
     category = conf.category
     commands = CATEGORIES[category.name](conf, console=console)
     try:
-        return getattr(commands, category.action_fn.replace('-', '_'))()
+        code = getattr(commands, category.action_fn.replace('-', '_'))()
+        if console:
+            _take_late_signals()
+        return code
     except exception.InvalidInput as e:
         print(db_utils.safe_error(e), file=sys.stderr)
-        return INVALID_INPUT
-    except exception.PlacementDatabaseUnreadable as e:
-        # Nothing could be checked: not "nothing found", not a crash.
-        print(_('ERROR: %(error)s') % {'error': db_utils.safe_error(e)},
-              file=sys.stderr)
-        return INCOMPLETE
-    except exception.UnsupportedSchema as e:
-        print(_('ERROR: %(error)s') % {'error': db_utils.safe_error(e)},
-              file=sys.stderr)
-        return UNSUPPORTED_SCHEMA
+        return e.exit_code
     except exception.NovaOrphansException as e:
+        # A known fault: its own code and one line (a placement database
+        # that cannot be read is 2: nothing could be checked, which is
+        # neither "nothing found" nor a crash).
         print(_('ERROR: %(error)s') % {'error': db_utils.safe_error(e)},
               file=sys.stderr)
         LOG.debug('Command failed', exc_info=True)
-        return UNEXPECTED
+        return exit_codes.of_error(e)
     except Exception as e:
         print(_('Unexpected error: %(error)s') % {
             'error': db_utils.safe_error(e)}, file=sys.stderr)

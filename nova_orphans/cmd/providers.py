@@ -9,110 +9,44 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""``nova-orphans-manage providers ...``: list, clean."""
+"""``nova-orphans-manage providers ...``: list, clean, restore.
 
-import collections
-import sys
+Options, output and exit codes; what each action does is
+nova_orphans/app/providers.py.
+"""
 
-from cliff.formatters import table as cliff_table
-
-from nova_orphans.cmd import allocations
-from nova_orphans.engine import provider_rules
-from nova_orphans import exception
+from nova_orphans.app import allocations as app_allocations
+from nova_orphans.app import providers as app
+from nova_orphans.cmd import common
+from nova_orphans.cmd.common import args
 from nova_orphans.i18n import _
 from nova_orphans import output
-from nova_orphans.readers import snapshot as snapshot_mod
-from nova_orphans.repair import providers as providers_repair
 
-args = allocations.args
+with_scope = common.with_scope(
+    _('Only the provider tree holding this provider.'),
+    _('Only the provider trees of this compute host\'s nodes, deleted '
+      'ones included.'), reasons_=False)
 
-TABLE_COLUMNS = ('uuid', 'name', 'host', 'reason', 'action', 'allocations',
-                 'orphan_allocations')
-VERBOSE_COLUMNS = ('uuid', 'name', 'root_provider', 'parent_provider',
-                   'host', 'cell', 'compute_node', 'reason', 'action',
-                   'allocations', 'orphan_allocations', 'details')
-HEADERS = {'uuid': 'UUID', 'root_provider': 'Root',
-           'parent_provider': 'Parent', 'compute_node': 'Compute node',
-           'allocations': 'Allocs', 'orphan_allocations': 'Orphan allocs'}
-
-FILTER_ARGS = (
-    args('--resource-provider', metavar='UUID', dest='resource_provider',
-         help=_('Only the provider tree holding this provider.')),
-    args('--host', metavar='HOST',
-         help=_('Only the provider trees of this compute host\'s nodes, '
-                'deleted ones included.')),
-)
+UNREADABLE = _('WARNING: cell %(cell)s could not be read (%(error)s); a '
+               'tree nova may still have live there is reported as '
+               'unverifiable, never as an orphan.')
 
 
-def with_filters(func):
-    for decorator in reversed(FILTER_ARGS):
-        func = decorator(func)
-    return func
-
-
-def render_table(rows, stream, verbose=False, max_width=None,
-                 fit_width=None):
-    """Provider rows as cliff draws a table (see output.render_table)."""
-    columns = list(VERBOSE_COLUMNS if verbose else TABLE_COLUMNS)
-    if rows and 'outcome' in rows[0]:
-        columns.append('outcome')
-    data = [['' if row[c] is None else row[c] for c in columns]
-            for row in rows]
-    cliff_table.TableFormatter().emit_list(
-        [HEADERS.get(c, c.replace('_', ' ').capitalize()) for c in columns],
-        data, stream, output.width_options(max_width, fit_width))
-
-
-def list_summary(rows, unreadable_cells=(), next_command=None):
-    """The lines that close a human ``providers list``."""
-    orphans = [r for r in rows if r['action'] != 'none']
-    lines = []
-    if orphans:
-        lines.append(_(
-            '%(providers)d resource provider(s) in %(trees)d tree(s) of '
-            'deleted compute nodes; %(allocations)d allocation(s) on them, '
-            '%(orphans)d of them orphans.') % {
-                'providers': len(orphans),
-                'trees': len({r['root_provider'] for r in orphans}),
-                'allocations': sum(r['allocations'] for r in orphans),
-                'orphans': sum(r['orphan_allocations'] for r in orphans)})
-    else:
-        lines.append(_('No orphaned resource providers found.'))
-    if unreadable_cells:
-        lines.append(_('Cells not read: %(cells)s; their nodes\' trees '
-                       'are unverifiable, and what they may own keeps a '
-                       'deleted node\'s tree.') % {
-            'cells': ', '.join(unreadable_cells)})
-    if orphans and next_command:
-        lines.append(_('Next: %(command)s') % {'command': next_command})
-    return lines
-
-
-def repairs_line(outcomes):
-    """What was done to the trees' orphaned allocations first."""
-    counts = collections.Counter(
-        'failed' if o.startswith(output.FAILED) else o for o in outcomes)
-    return _('Orphaned allocations on these trees, repaired first: '
-             '%(outcomes)s.') % {'outcomes': ', '.join(
-                 '%d %s' % (n, o) for o, n in sorted(
-                     counts.items(), key=lambda item: (-item[1], item[0])))}
-
-
-class ProviderCommands(allocations.AllocationCommands):
+class ProviderCommands(common.Commands):
     """Resource provider trees of compute nodes nova deleted."""
 
     CATEGORY = 'providers'
 
     @classmethod
     def actions(cls):
-        return [('list', cls.list), ('clean', cls.clean)]
+        return [('list', cls.list), ('clean', cls.clean),
+                ('restore', cls.restore)]
 
-    def _command(self, action, *argv):
-        return super()._command(action, *argv).replace(
-            ' allocations %s' % action, ' %s %s' % (self.CATEGORY, action),
-            1)
+    def scope(self, show_all=False):
+        return app_allocations.Scope(self.cmd.resource_provider,
+                                     self.cmd.host, show_all=show_all)
 
-    def _filters(self):
+    def filters(self):
         argv = []
         if self.cmd.resource_provider:
             argv += ['--resource-provider', self.cmd.resource_provider]
@@ -120,50 +54,15 @@ class ProviderCommands(allocations.AllocationCommands):
             argv += ['--host', self.cmd.host]
         return argv
 
-    def _render(self, rows):
-        if self.cmd.format == 'json':
-            output.render_json(rows, sys.stdout)
-        else:
-            render_table(rows, sys.stdout,
-                         verbose=getattr(self.cmd, 'verbose', False),
-                         max_width=self.cmd.max_width,
-                         fit_width=self.cmd.fit_width)
-
-    def _provider_findings(self):
-        """(provider findings of the trees in scope, allocation findings).
-
-        Every allocation on those trees is classified, orphans or not:
-        a provider's counts, and whether its tree may go, need them all.
-        """
-        rp = snapshot_mod.validate_uuid(self.cmd.resource_provider,
-                                        _('Resource provider'))
-        audit = self._audit()
-        if rp is not None:
-            providers = audit.placement.providers()
-            if rp not in providers:
-                raise exception.InvalidInput(
-                    reason=_('resource provider %(uuid)s does not exist') %
-                    {'uuid': rp})
-            # The whole tree: a tree goes, or stays, as a whole.
-            rp = providers[rp].root_uuid
-        findings = self._run(
-            audit, rp, lambda verdict: True,
-            _('WARNING: cell %(cell)s could not be read (%(error)s); a '
-              'tree nova may still have live there is reported as '
-              'unverifiable, never as an orphan.'))
-        return provider_rules.classify(audit.snapshot, findings), findings
-
-    @with_filters
+    @with_scope
     @args('--all', action='store_true', dest='show_all',
           help=_('Also list providers that are fine, with action "none" '
                  'and the reason they are fine.'))
-    @args('--format', choices=('table', 'json'), default='table',
-          dest='format', help=_('Output format (default: table).'))
-    @args('--verbose', action='store_true',
-          help=_('Show every column in tables.'))
-    @allocations.with_progress(_('providers read, consumers checked'))
-    @allocations.with_table_width
-    @allocations.interruptible
+    @common.with_format()
+    @common.with_long
+    @common.with_progress(_('providers read, consumers checked'))
+    @common.with_table_width
+    @common.interruptible
     def list(self):
         """List resource provider trees of compute nodes nova deleted.
 
@@ -174,35 +73,30 @@ class ProviderCommands(allocations.AllocationCommands):
         when a cell could not be read; 130/143 when stopped by
         SIGINT/SIGTERM.
         """
-        with self._collector_paused():
-            found, _allocs = self._provider_findings()
-            shown = [f for f in found if self.cmd.show_all or f.is_orphan]
-            rows = output.rows_as_dicts(shown)
-            if self.cmd.format == 'json':
-                self._render(rows)
+        scope = self.scope(self.cmd.show_all)
+        with self.collector_paused():
+            listing = app.list_providers(self.sources(), scope,
+                                         self.progress())
+            self.warn_unreadable(listing, UNREADABLE)
+            rows = output.rows_as_dicts(listing.rows)
+            if not self.table:
+                self.render(rows)
             else:
                 if rows:
-                    self._render(rows)
-                self._say(list_summary(
-                    rows, self._unreadable,
-                    self._command('clean', '--dry-run', *self._filters())))
-        return self._complete_or(3 if any(f.is_orphan for f in found)
-                                 else 0)
+                    self.render(rows)
+                self.say(output.provider_list_summary(
+                    rows, [c.label for c in listing.unreadable_cells],
+                    self.command('clean', '--dry-run', *self.filters())))
+        return listing.exit_code
 
-    @with_filters
-    @args('--dry-run', action='store_true', dest='dry_run',
-          help=_('Show what would be deleted; change nothing.'))
-    @args('--journal', metavar='PATH',
-          help=_('Journal file to append to (default: a new file in '
-                 '[nova_orphans] state_path, mode 0600).'))
-    @args('--max-count', metavar='N', type=int, dest='max_count',
-          help=_('Delete at most N provider trees.'))
-    @args('--format', choices=('table', 'json'), default='table',
-          dest='format', help=_('Output format (default: table).'))
-    @allocations.with_progress(_('providers read, consumers checked, '
-                                 'consumers repaired'))
-    @allocations.with_table_width
-    @allocations.interruptible
+    @with_scope
+    @common.with_repair_options(_('Delete at most N provider trees.'))
+    @common.with_format()
+    @common.with_long
+    @common.with_progress(_('providers read, consumers checked, '
+                            'consumers repaired'))
+    @common.with_table_width
+    @common.interruptible
     def clean(self):
         """Delete the provider trees of compute nodes nova deleted.
 
@@ -212,26 +106,41 @@ class ProviderCommands(allocations.AllocationCommands):
         skipped, naming the consumers that hold it; otherwise it is
         deleted children first, each provider's full record (inventories,
         traits, aggregates) journaled before its DELETE, so that
-        "allocations restore" can re-create it. Returns 0 nothing to do,
-        3 found but nothing changed (--dry-run, or every tree skipped),
-        4 deleted, 1 a deletion failed (the others were still done); 5
-        and 2 instead of 3 or 4 and 0 when a cell could not be read;
-        130/143 stopped by SIGINT/SIGTERM.
+        "providers restore" can re-create it. Returns 0 nothing to do,
+        3 orphaned trees remain (--dry-run, --max-count, or a tree
+        skipped), 4 every orphaned tree deleted, 1 a deletion failed
+        (the others were still done); 5 and 2 instead of 3 or 4 and 0
+        when a cell could not be read; 130/143 stopped by
+        SIGINT/SIGTERM.
         """
-        self._check_repair_options()
-        found, findings = self._provider_findings()
-        orphans = [f for f in found if f.is_orphan]
+        options = app_allocations.RepairOptions(
+            dry_run=self.cmd.dry_run, journal=self.cmd.journal,
+            max_count=self.cmd.max_count, notice=self.notice())
+        scope = self.scope()
+        options.check()
+        result = app.clean(
+            self.sources(), scope, options, self._stop, self.progress(),
+            audited=lambda listing: self.warn_unreadable(listing,
+                                                         UNREADABLE))
+        return self.report(result, _('deletion(s)'),
+                           _('No orphaned resource providers found.'))
 
-        def delete_trees(repairer, journal_):
-            cleaner = providers_repair.ProviderCleaner(
-                self._client(), repairer, journal=journal_,
-                dry_run=self.cmd.dry_run, max_count=self.cmd.max_count,
-                stop=self._stop)
-            rows, outcomes = cleaner.clean(orphans, findings)
-            lines = ([repairs_line(cleaner.repair_outcomes)]
-                     if cleaner.repair_outcomes else [])
-            return rows, outcomes, lines
+    @args('--journal', metavar='PATH', required=True,
+          help=_('The journal written by "providers clean".'))
+    @args('--dry-run', action='store_true', dest='dry_run',
+          help=_('Show what would be restored; change nothing.'))
+    @common.with_format()
+    @common.with_long
+    @common.with_progress(_('journal entries restored'))
+    @common.with_table_width
+    @common.interruptible
+    def restore(self):
+        """Re-create what a "providers clean" run deleted, parents first,
+        then the allocations that were on the trees.
 
-        return self._repair(orphans, delete_trees,
-                            _('No orphaned resource providers found.'),
-                            _('deletion(s)'))
+        The same as "allocations restore", which undoes the journal of
+        either category. Returns 0 nothing to do, 3 would restore
+        (--dry-run), 4 all restored, 1 something refused or failed,
+        130/143 stopped by SIGINT/SIGTERM (run it again for the rest).
+        """
+        return self.restore_journal()

@@ -71,9 +71,14 @@ ORPHANS_OPTS = [
     cfg.ListOpt('ignored_consumers', default=[],
                 help='Consumer uuids the "ignore_consumers" site rule keeps '
                      'out of the orphans (reason "ignored", action "none").'),
-    cfg.StrOpt('state_path', default='/var/lib/nova-orphans',
+    cfg.StrOpt('state_path',
                help='Directory for repair journals when --journal is not '
-                    'given. Created with mode 0700.'),
+                    'given, created with mode 0700. Unset, the same '
+                    'default as the openstack commands: '
+                    '/var/lib/nova-orphans when the user running the tool '
+                    'can write there (or create it), else '
+                    '$XDG_STATE_HOME/nova-orphans (by default '
+                    '~/.local/state/nova-orphans).'),
 ]
 
 

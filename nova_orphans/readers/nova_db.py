@@ -252,11 +252,11 @@ class NovaDBReader(base.NovaReader):
         except exception.UnsupportedSchema:
             raise
         except Exception as e:
-            raise exception.NovaOrphansException(
+            raise exception.NovaUnreachable(
                 _('The nova API database %(url)s could not be read: '
-                  '%(error)s') % {'url': db_utils.safe_url(self.api_url),
-                                  'error': db_utils.safe_error(
-                                      e, self.api_url)})
+                  '%(error)s; check [api_database] connection') % {
+                    'url': db_utils.safe_url(self.api_url),
+                    'error': db_utils.safe_error(e, self.api_url)})
 
     def read_api(self):
         """The cells and every build request.

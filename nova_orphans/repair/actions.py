@@ -99,6 +99,11 @@ def failed(why):
     return 'failed: %s' % why
 
 
+def dry_run():
+    """The outcome of every row of a --dry-run."""
+    return skipped(_('dry run'))
+
+
 def interrupted():
     """The outcome of a row a signal stopped before its write was sent."""
     return skipped(_('interrupted'))
@@ -154,7 +159,7 @@ class Repairer:
             if finding.action == reasons.HEAL and not self.heal:
                 outcomes[i] = skipped(_('healing needs --heal'))
             elif self.dry_run:
-                outcomes[i] = skipped(_('dry run'))
+                outcomes[i] = dry_run()
             else:
                 plan.setdefault(finding.consumer, []).append(i)
         consumers = list(plan)

@@ -62,6 +62,38 @@ _NUMBER = re.compile(r'-?[0-9]*\.?[0-9]*([eE][-+]?[0-9]*)?')
 _NUMBER_TAIL = re.compile(r'\.|[eE][-+]?')
 
 
+# Where journals go by default when this user may write there (the
+# systemd units' StateDirectory): a controller's operator, root or nova.
+SYSTEM_STATE_PATH = '/var/lib/nova-orphans'
+
+
+def default_directory(state_path=None):
+    """Where journals go without --journal, the same for both front ends.
+
+    ``state_path`` (``[nova_orphans] state_path``) if set; else
+    $XDG_STATE_HOME/nova-orphans if XDG_STATE_HOME is set; else
+    /var/lib/nova-orphans when this user can write there or create it;
+    else ~/.local/state/nova-orphans, as for a user of ``openstack`` on
+    a workstation.
+    """
+    if state_path:
+        return state_path
+    if os.environ.get('XDG_STATE_HOME'):
+        return os.path.join(os.environ['XDG_STATE_HOME'], 'nova-orphans')
+    if _writable(SYSTEM_STATE_PATH):
+        return SYSTEM_STATE_PATH
+    return os.path.join(os.path.expanduser('~'), '.local', 'state',
+                        'nova-orphans')
+
+
+def _writable(path):
+    if os.path.isdir(path):
+        return os.access(path, os.W_OK | os.X_OK)
+    parent = os.path.dirname(path)
+    return (not os.path.exists(path) and os.path.isdir(parent) and
+            os.access(parent, os.W_OK | os.X_OK))
+
+
 def default_path(state_path):
     """A new timestamped journal in the state directory (mode 0700)."""
     try:

@@ -146,7 +146,7 @@ class ProviderCleaner:
         if self.dry_run:
             for root in roots:
                 for row in trees[root]:
-                    outcomes[row.uuid] = actions.skipped(_('dry run'))
+                    outcomes[row.uuid] = actions.dry_run()
             return rows, [outcomes[r.uuid] for r in rows]
         wanted = {r.uuid for root in roots for r in trees[root]}
         repairs = [f for f in findings
@@ -302,7 +302,7 @@ def _restore_provider(client, entry, dry_run, not_back):
                 'refused: provider %(other)s is named %(name)s now') %
                 {'other': named[0]['uuid'], 'name': record['name']})
         if dry_run:
-            return actions.skipped(_('dry run'))
+            return actions.dry_run()
         _create(client, record)
     except exception.NovaOrphansException as e:
         return actions.failed(str(e))

@@ -425,7 +425,7 @@ def _judge(entry, current):
 def _simulate(state, targets):
     for c, (before, _generation) in targets.items():
         state.restored(c, documents.normalize(before))
-    return actions.skipped(_('dry run'))
+    return actions.dry_run()
 
 
 def _write(client, targets, stop=None):

@@ -9,102 +9,46 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""``openstack resource provider orphan list|clean``.
+"""``openstack resource provider orphan list|clean|restore``.
 
-The same rules, repairs and journal as ``nova-orphans-manage
-providers``. The compute API shows no deleted compute node, so a tree
-is ``deleted_compute_node`` here only on the proof
+The provider trees of compute nodes nova deleted, as
+``nova-orphans-manage providers``, through the APIs: a root is called a
+deleted ``compute_node`` here only on the proof
 :mod:`nova_orphans.readers.provider_proof` describes (nova's
 COMPUTE_NODE trait on the root, no hypervisor with its uuid, every cell
-answering); the columns are the manage command's JSON keys. These
-commands sit beside osc-placement's ``resource provider ...`` ones;
-``allocation orphan restore`` undoes a clean.
+answering); the columns are the manage command's JSON keys and the exit
+codes its table. These commands sit beside osc-placement's ``resource
+provider ...`` ones. What each does is nova_orphans/app/providers.py.
 """
 
-
-from osc_lib.command import command
-from osc_lib import exceptions
-
-from nova_orphans.cmd import providers as providers_cmd
-from nova_orphans.conf import orphans as orphans_conf
-from nova_orphans.engine import model
-from nova_orphans.engine import provider_rules
-from nova_orphans import exception
+from nova_orphans.app import allocations as app_allocations
+from nova_orphans.app import providers as app
 from nova_orphans.i18n import _
-from nova_orphans.osc.v1 import columns as columns_mod
+from nova_orphans.osc.v1 import common
 from nova_orphans.osc.v1 import orphan
-from nova_orphans.readers import placement_api
-from nova_orphans.readers import snapshot as snapshot_mod
-from nova_orphans.repair import providers as providers_repair
+from nova_orphans import output
+
+UNREADABLE = _('WARNING: cell %(cell)s could not be read (%(error)s); no '
+               'provider tree is called an orphan while a cell is not '
+               'read.')
 
 
-def listing(parsed_args, rows, outcomes=None):
-    """(columns, rows) of provider findings for a Lister."""
-    names = list(model.PROVIDER_KEYS)
-    if outcomes is not None:
-        names.append(columns_mod.OUTCOME)
-    dicts = [f.to_dict() for f in rows]
-    if outcomes is not None:
-        for row, outcome in zip(dicts, outcomes):
-            row[columns_mod.OUTCOME] = outcome
-    if (getattr(parsed_args, 'formatter', None) == 'table' and
-            not parsed_args.columns and not parsed_args.long):
-        names = [n for n in names if n in providers_cmd.TABLE_COLUMNS or
-                 n == columns_mod.OUTCOME]
-    return names, [tuple(row[n] for n in names) for row in dicts]
-
-
-class _ProvidersAudited(command.Lister):
-    """Shared by list and clean: filters, and one audit of the cloud."""
+class _ProvidersAudited(common.OrphanLister):
+    """Shared by list and clean: the scope's options."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument(
-            '--resource-provider', metavar='<uuid>',
-            help=_('Only the provider tree holding this resource '
-                   'provider.'))
-        parser.add_argument(
-            '--host', metavar='<host>',
-            help=_('Only the provider trees of this compute host\'s live '
-                   'nodes (the compute API does not name the host of a '
-                   'deleted node).'))
-        parser.add_argument(
-            '--grace-period', metavar='<seconds>', type=int,
-            default=orphans_conf.DEFAULT_GRACE_PERIOD,
-            help=_('As for "openstack allocation orphan": what a live '
-                   'server changed this recently holds is left alone '
-                   '(default: %(default)s).'))
-        columns_mod.add_long_argument(parser)
+        common.add_scope(
+            parser,
+            _('Only the provider tree holding this resource provider.'),
+            _('Only the provider trees of this compute host\'s live nodes '
+              '(the compute API does not name the host of a deleted '
+              'node).'), reasons_=False)
         return parser
 
-    def audit(self, parsed_args):
-        """(provider findings, allocation findings) of the trees in
-        scope; keeps the readers for repairs.
-        """
-        rp = snapshot_mod.validate_uuid(parsed_args.resource_provider,
-                                        _('Resource provider'))
-        clients = self.app.client_manager.nova_orphans
-        self.nova = orphan.nova_reader(clients, parsed_args.grace_period)
-        self.placement = clients.placement
-        reader = placement_api.PlacementAPIReader(clients.placement,
-                                                  orphan.CONCURRENCY)
-        if rp is not None:
-            providers = reader.providers()
-            if rp not in providers:
-                raise exception.InvalidInput(
-                    reason=_('resource provider %(uuid)s does not exist') %
-                    {'uuid': rp})
-            rp = providers[rp].root_uuid
-        audit = snapshot_mod.Audit(reader, self.nova)
-        findings = audit.run(resource_provider=rp, host=parsed_args.host,
-                             shown=lambda verdict: True)
-        self.snapshot = audit.snapshot
-        for cell in audit.snapshot.nova.unreadable_cells:
-            self.app.stderr.write(_(
-                'WARNING: cell %(cell)s could not be read (%(error)s); no '
-                'provider tree is called an orphan while a cell is not '
-                'read.\n') % {'cell': cell.label, 'error': cell.error})
-        return provider_rules.classify(audit.snapshot, findings), findings
+    def scope(self, parsed_args, show_all=False):
+        return app_allocations.Scope(parsed_args.resource_provider,
+                                     parsed_args.host, show_all=show_all)
 
 
 class ListProviderOrphan(_ProvidersAudited):
@@ -114,7 +58,8 @@ class ListProviderOrphan(_ProvidersAudited):
     action "clean" would take. Reads placement and the compute API;
     changes nothing. Through the compute API a tree is called deleted
     only when its root carries nova's COMPUTE_NODE trait and no
-    hypervisor has its uuid, every cell answering.
+    hypervisor has its uuid, every cell answering. Exit codes as
+    "allocation orphan list".
     """
 
     def get_parser(self, prog_name):
@@ -126,73 +71,49 @@ class ListProviderOrphan(_ProvidersAudited):
         return parser
 
     def take_action(self, parsed_args):
-        with orphan.interruptible(self):
-            with orphan.one_line_errors():
-                found, _findings = self.audit(parsed_args)
-        return listing(parsed_args, [f for f in found if
-                                     parsed_args.show_all or f.is_orphan])
-
-    def run(self, parsed_args):
-        """Print every row first; then fail if incomplete."""
-        self.snapshot = None
-        result = super().run(parsed_args)
-        columns_mod.raise_if_incomplete(self.snapshot)
-        return result
+        self.result = app.list_providers(
+            self.sources(parsed_args),
+            self.scope(parsed_args, parsed_args.show_all))
+        self.warn_unreadable(self.result, UNREADABLE)
+        return common.listing(parsed_args,
+                              output.rows_as_dicts(self.result.rows))
 
 
-class CleanProviderOrphan(orphan._Repairing, _ProvidersAudited):
+class CleanProviderOrphan(_ProvidersAudited, common.Repairing):
     """Delete the resource provider trees of compute nodes nova deleted.
 
     Each tree's orphaned allocations are repaired first, as "openstack
     allocation orphan clean" does; a tree that still holds any other
     allocation is skipped, naming its consumers; otherwise it is
     deleted children first, each provider's full record journaled
-    before its DELETE. "openstack allocation orphan restore" re-creates
-    them.
+    before its DELETE. "openstack resource provider orphan restore"
+    re-creates them. Exit codes as "allocation orphan clean".
     """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument(
-            '--dry-run', action='store_true',
-            help=_('Show what would be deleted; change nothing.'))
-        parser.add_argument(
-            '--journal', metavar='<path>',
-            help=_('Journal file to append to (default: a new file in '
-                   '$XDG_STATE_HOME/nova-orphans, mode 0600).'))
-        parser.add_argument(
-            '--max-count', metavar='<n>', type=int,
-            help=_('Delete at most N provider trees.'))
+        common.add_repair_options(parser,
+                                  _('Delete at most N provider trees.'))
         return parser
 
     def take_action(self, parsed_args):
-        if parsed_args.max_count is not None and parsed_args.max_count < 1:
-            raise exceptions.CommandError(_('--max-count must be at least 1'))
-        with orphan.interruptible(self):
-            return self._take_action(parsed_args)
+        options = app_allocations.RepairOptions(
+            dry_run=parsed_args.dry_run, journal=parsed_args.journal,
+            max_count=parsed_args.max_count, notice=self.notice())
+        scope = self.scope(parsed_args)
+        options.check()
+        result = app.clean(
+            self.sources(parsed_args), scope, options, self.stop,
+            audited=lambda listing: self.warn_unreadable(listing,
+                                                         UNREADABLE))
+        return common.listing(parsed_args,
+                              self.report(result, _('deletion(s)')))
 
-    def _take_action(self, parsed_args):
-        with orphan.one_line_errors():
-            found, findings = self.audit(parsed_args)
-            orphans = [f for f in found if f.is_orphan]
 
-            def delete_trees(repairer, journal_):
-                cleaner = providers_repair.ProviderCleaner(
-                    self.placement, repairer, journal=journal_,
-                    dry_run=parsed_args.dry_run,
-                    max_count=parsed_args.max_count, stop=self.stop)
-                rows, outcomes = cleaner.clean(orphans, findings)
-                lines = ([providers_cmd.repairs_line(
-                    cleaner.repair_outcomes)]
-                    if cleaner.repair_outcomes else [])
-                return rows, outcomes, lines
+class RestoreProviderOrphan(orphan.RestoreOrphan):
+    """Re-create what a "resource provider orphan clean" deleted.
 
-            rows, outcomes = self.repair(parsed_args, orphans, delete_trees)
-        return listing(parsed_args, rows, self.report(outcomes))
-
-    def run(self, parsed_args):
-        self.snapshot = None
-        result = super().run(parsed_args)
-        if not self.stopped_short:
-            columns_mod.raise_if_incomplete(self.snapshot)
-        return result
+    The same as "openstack allocation orphan restore", which undoes the
+    journal of either command: providers parents first, then the
+    allocations that were on them.
+    """

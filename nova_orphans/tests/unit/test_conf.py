@@ -19,7 +19,7 @@ import fixtures
 from oslo_config import cfg
 from oslotest import base
 
-from nova_orphans.cmd import allocations
+from nova_orphans.app import sources
 from nova_orphans.cmd import manage
 from nova_orphans import conf as orphans_conf
 from nova_orphans.conf import opts
@@ -71,7 +71,7 @@ class PlacementOptsTestCase(base.BaseTestCase):
             '--config-file', self.path, 'allocations', 'list']))
         self.assertRaises(cfg.NoSuchOptError, getattr, conf.placement,
                           'endpoint')
-        client = allocations.AllocationCommands(conf)._client()
+        client = sources.DatabaseSources(conf).placement
         self.assertEqual('http://placement.example:8778', client.endpoint)
         self.assertEqual(7, conf.placement.timeout)
 
@@ -102,15 +102,17 @@ class ConsoleLoggingTestCase(base.BaseTestCase):
     """As the console script: stdout stays the output, stderr one line."""
 
     CODE = '''
-import logging, sys
-from nova_orphans.cmd import allocations, manage
+import logging, sys, types
+from nova_orphans.app import allocations, results
+from nova_orphans.cmd import manage
 
-def findings(self, show_all=False):
+def findings(sources, scope, progress=None, everything=False):
     logging.getLogger('nova_orphans').warning('a warning')
     logging.getLogger('oslo_db.sqlalchemy.engines').warning('a retry')
-    return []
+    nova = types.SimpleNamespace(unreadable_cells=[])
+    return results.Listing([], types.SimpleNamespace(nova=nova))
 
-allocations.AllocationCommands._findings = findings
+allocations.list_allocations = findings
 sys.argv = ['nova-orphans-manage', '--config-file'] + sys.argv[1:] + [
     'allocations', 'list', '--format', 'json']
 sys.exit(manage.main())

@@ -239,7 +239,11 @@ class ClientDiagnosticsTestCase(_Base):
         client = placement.PlacementClient(_adapter(url, 'placement'))
         e = self.assertRaises(exception.PlacementError, lambda: client.version)
         self.assertEqual('Placement request GET / failed: cannot connect to '
-                         '%s ([Errno 111] Connection refused)' % url, str(e))
+                         '%s ([Errno 111] Connection refused); check that '
+                         'placement runs there, and [placement] (its '
+                         'endpoint, or auth_url, region_name and '
+                         'valid_interfaces)' % url, str(e))
+        self.assertEqual(8, e.exit_code)
 
     def test_html_error_page_later_in_the_run(self):
         # Negotiated, then a proxy's error page for a listing: named in
@@ -328,24 +332,27 @@ class ConsoleDiagnosticsTestCase(_Base):
 
     def test_manage(self):
         for path, error, line in PLACEMENT_CASES:
-            rc = 127 if issubclass(error, exception.InvalidInput) else 255
+            rc = error.exit_code
+            self.assertIn(rc, (7, 8))
             self.assertOneLine(
-                rc, line if rc == 127 else 'ERROR: ' + line,
+                rc, 'ERROR: ' + line,
                 self.manage(self.server.url(path)))
 
     def test_manage_connection_refused(self):
         url = _refused_url()
         self.assertOneLine(
-            255, 'ERROR: Placement request GET / failed: cannot connect to '
-            '%s ([Errno 111] Connection refused)' % url, self.manage(url))
+            8, 'ERROR: Placement request GET / failed: cannot connect to '
+            '%s ([Errno 111] Connection refused); check that placement runs '
+            'there, and [placement] (its endpoint, or auth_url, region_name '
+            'and valid_interfaces)' % url, self.manage(url))
 
     def test_openstack(self):
-        for path, _error, line in COMPUTE_CASES:
+        for path, error, line in COMPUTE_CASES:
             self.assertOneLine(
-                1, line, self.openstack(self.server.url('/placement'),
-                                        self.server.url(path)))
+                error.exit_code, line, self.openstack(
+                    self.server.url('/placement'), self.server.url(path)))
 
     def test_openstack_placement(self):
-        path, _error, line = PLACEMENT_CASES[0]
-        self.assertOneLine(1, line, self.openstack(
+        path, error, line = PLACEMENT_CASES[0]
+        self.assertOneLine(error.exit_code, line, self.openstack(
             self.server.url(path), self.server.url('/compute/v2.1')))

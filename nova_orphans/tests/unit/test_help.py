@@ -32,6 +32,11 @@ def _run(*argv):
     return done
 
 
+LIST = [0, 2, 3, 5, 6, 7, 8, 9, 10, 127, 130, 143, 255]
+CLEAN = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 127, 130, 143, 255]
+RESTORE = [0, 1, 3, 4, 7, 8, 9, 127, 130, 143, 255]
+
+
 def _return_codes(text):
     """The codes of the "Return codes:" block of a --help."""
     block = text.split('Return codes:\n', 1)[1].split('\n\n', 1)[0]
@@ -63,24 +68,23 @@ class ManageHelpTestCase(base.BaseTestCase):
 
     def test_each_action_lists_only_its_return_codes(self):
         for action, codes in (
-                ('list', [0, 2, 3, 5, 6, 127, 130, 143, 255]),
-                ('clean', [0, 1, 2, 3, 4, 5, 6, 127, 130, 143, 255]),
-                ('restore', [0, 1, 3, 4, 127, 130, 143, 255])):
+                ('list', LIST),
+                ('clean', CLEAN),
+                ('restore', RESTORE)):
             self.assertEqual(codes, _return_codes(
                 self.help('allocations', action)), action)
-        self.assertEqual([0, 1, 2, 3, 4, 5, 6, 127, 130, 143, 255],
-                         _return_codes(self.help('allocations')))
+        self.assertEqual(CLEAN, _return_codes(self.help('allocations')))
 
     def test_providers_actions_return_codes_as_allocations(self):
         for action, codes in (
-                ('list', [0, 2, 3, 5, 6, 127, 130, 143, 255]),
-                ('clean', [0, 1, 2, 3, 4, 5, 6, 127, 130, 143, 255])):
+                ('list', LIST), ('clean', CLEAN), ('restore', RESTORE)):
             out = self.help('providers', action)
             self.assertEqual(codes, _return_codes(out), action)
         out = ' '.join(self.help('providers', 'clean').split())
         for option in ('--host HOST', '--resource-provider UUID',
                        '--dry-run', '--journal PATH', '--max-count N',
-                       '--format {table,json}'):
+                       '-f {table,json,value,csv,yaml}, --format '
+                       '{table,json,value,csv,yaml}'):
             self.assertIn(option, out)
         self.assertIn('"providers list" and "providers clean" do the same',
                       ' '.join(self.help().split()))

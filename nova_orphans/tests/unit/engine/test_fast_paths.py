@@ -22,7 +22,7 @@ import fixtures
 from oslotest import base
 import sqlalchemy as sa
 
-from nova_orphans.cmd import allocations
+from nova_orphans.app import sources
 from nova_orphans import db_utils
 from nova_orphans.engine import classify
 from nova_orphans.engine import index
@@ -712,7 +712,7 @@ class OnFirstUseTestCase(base.BaseTestCase):
         def factory():
             built.append(1)
             return type('Reader', (), {'consumer': lambda self, c: c})()
-        lazy = allocations._OnFirstUse(factory)
+        lazy = sources._OnFirstUse(factory)
         self.assertEqual([], built)
         self.assertEqual('a', lazy.consumer('a'))
         self.assertEqual('b', lazy.consumer('b'))

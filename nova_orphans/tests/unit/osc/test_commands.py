@@ -17,14 +17,15 @@ import types
 from unittest import mock
 
 import fixtures
-from osc_lib import exceptions
 from oslotest import base
 
 from nova_orphans.clients import compute
 from nova_orphans.clients import placement
 from nova_orphans.engine import model
+from nova_orphans import exit_codes
 from nova_orphans.osc import plugin
 from nova_orphans.osc.v1 import orphan
+from nova_orphans import output
 from nova_orphans.tests.unit.osc import fakes
 
 LIVE = '11111111-1111-4111-8111-111111111111'
@@ -89,7 +90,8 @@ class CommandTestCase(base.BaseTestCase):
         parsed = cmd.get_parser('openstack allocation orphan').parse_args(
             list(argv))
         self.app.stdout = io.StringIO()
-        cmd.run(parsed)
+        self.app.stderr = io.StringIO()
+        self.code = cmd.run(parsed)
         return self.app.stdout.getvalue()
 
     def formats(self, cls):
@@ -98,11 +100,10 @@ class CommandTestCase(base.BaseTestCase):
     def json_rows(self, cls, *argv):
         return json.loads(self.run_cmd(cls, *(argv + ('-f', 'json'))))
 
-    def assertOneLineError(self, expected, cls, *argv):
-        e = self.assertRaises(exceptions.CommandError, self.run_cmd, cls,
-                              *argv)
-        self.assertEqual(expected, str(e))
-        self.assertNotIn('\n', str(e))
+    def assertOneLineError(self, expected, cls, *argv, code=127):
+        self.assertEqual('', self.run_cmd(cls, *argv))
+        self.assertEqual(code, self.code)
+        self.assertEqual(expected + '\n', self.app.stderr.getvalue())
 
 
 class ListOrphanTestCase(CommandTestCase):
@@ -151,12 +152,12 @@ class ListOrphanTestCase(CommandTestCase):
         out = self.run_cmd(orphan.ListOrphan)
         header = [c.strip() for c in out.splitlines()[1].strip('|').split(
             '|')]
-        self.assertEqual(['consumer', 'consumer_type',
-                          'resource_provider_name', 'host', 'reason',
-                          'action', 'resources'], header)
+        # nova-orphans-manage's headers.
+        self.assertEqual(['Consumer', 'Type', 'Provider', 'Host', 'Reason',
+                          'Action', 'Resources'], header)
         self.assertIn('DISK_GB=1, MEMORY_MB=512, VCPU=1', out)
         out = self.run_cmd(orphan.ListOrphan, '--long')
-        self.assertEqual(list(model.FINDING_KEYS), [
+        self.assertEqual([output.header(k) for k in model.FINDING_KEYS], [
             c.strip() for c in out.splitlines()[1].strip('|').split('|')])
 
     def test_columns_and_value_format(self):
@@ -183,7 +184,8 @@ class ListOrphanTestCase(CommandTestCase):
         self.compute.version = '2.53'
         self.assertOneLineError(
             'The compute API at http://compute/v2.1 supports microversions '
-            'up to 2.53; nova-orphans needs 2.69.', orphan.ListOrphan)
+            'up to 2.53; nova-orphans needs 2.69.', orphan.ListOrphan,
+            code=exit_codes.CONFIG_ERROR)
 
     def down_cell(self):
         self.compute.services.append({'host': 'host9',
@@ -192,9 +194,10 @@ class ListOrphanTestCase(CommandTestCase):
 
     def test_down_cell_prints_rows_then_fails(self):
         self.down_cell()
-        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
-                              orphan.ListOrphan, '--all', '-f', 'json')
-        self.assertEqual(INCOMPLETE, str(e))
+        self.run_cmd(orphan.ListOrphan, '--all', '-f', 'json')
+        self.assertEqual(exit_codes.INCOMPLETE_WITH_ORPHANS, self.code)
+        self.assertTrue(self.app.stderr.getvalue().endswith(INCOMPLETE +
+                                                            '\n'))
         rows = json.loads(self.app.stdout.getvalue())
         self.assertEqual({'unverifiable'}, {
             r['reason'] for r in rows if r['consumer'] == STRANGER})
@@ -203,9 +206,10 @@ class ListOrphanTestCase(CommandTestCase):
 
     def test_down_cell_prints_metrics_then_fails(self):
         self.down_cell()
-        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
-                              orphan.ListOrphan, '-f', 'prometheus')
-        self.assertEqual(INCOMPLETE, str(e))
+        self.run_cmd(orphan.ListOrphan, '-f', 'prometheus')
+        self.assertEqual(exit_codes.INCOMPLETE_WITH_ORPHANS, self.code)
+        self.assertTrue(self.app.stderr.getvalue().endswith(INCOMPLETE +
+                                                            '\n'))
         self.assertIn('\nnova_orphans_unreadable_cells 1\n',
                       self.app.stdout.getvalue())
 
@@ -218,10 +222,12 @@ class CleanOrphanTestCase(CommandTestCase):
                                       'binary': 'nova-compute',
                                       'status': 'UNKNOWN'})
         path = os.path.join(self.tmp, 'j.jsonl')
-        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
-                              orphan.CleanOrphan, '--journal', path,
-                              '-f', 'json')
-        self.assertEqual(INCOMPLETE, str(e))
+        self.run_cmd(orphan.CleanOrphan, '--journal', path, '-f', 'json')
+        # GONE repaired, STRANGER unverifiable: no orphan left in the
+        # part read, which was not the whole cloud.
+        self.assertEqual(exit_codes.INCOMPLETE_WITH_ORPHANS, self.code)
+        self.assertTrue(self.app.stderr.getvalue().endswith(INCOMPLETE +
+                                                            '\n'))
         self.assertEqual([(GONE, 'done')], [
             (r['consumer'], r['outcome'])
             for r in json.loads(self.app.stdout.getvalue())])
@@ -247,23 +253,24 @@ class CleanOrphanTestCase(CommandTestCase):
         rows = self.json_rows(orphan.CleanOrphan, '--dry-run')
         self.assertEqual(['skipped: dry run'] * 2,
                          [r['outcome'] for r in rows])
+        self.assertEqual(exit_codes.ORPHANS_FOUND, self.code)
         rows = self.json_rows(orphan.CleanOrphan, '--max-count', '1')
         self.assertEqual(['done', 'skipped: --max-count reached'],
                          [r['outcome'] for r in rows])
+        # One orphan is left: never 4, "all repaired".
+        self.assertEqual(exit_codes.ORPHANS_FOUND, self.code)
         # The default journal lands in the user's state directory.
         self.assertEqual(1, len(os.listdir(os.path.join(self.tmp,
                                                         'nova-orphans'))))
-        self.assertOneLineError('--max-count must be at least 1',
-                                orphan.CleanOrphan, '--max-count', '0')
+        self.assertOneLineError(
+            'Invalid input: --max-count must be at least 1',
+            orphan.CleanOrphan, '--max-count', '0')
 
     def test_failures_end_in_error_after_the_rest(self):
         self.placement.fail = {GONE}
         path = os.path.join(self.tmp, 'j.jsonl')
-        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
-                              orphan.CleanOrphan, '--journal', path, '-f',
-                              'json')
-        self.assertEqual('1 of 2 repairs failed; see the outcome column.',
-                         str(e))
+        self.run_cmd(orphan.CleanOrphan, '--journal', path, '-f', 'json')
+        self.assertEqual(exit_codes.REPAIR_FAILED, self.code)
         outcomes = {r['consumer']: r['outcome']
                     for r in json.loads(self.app.stdout.getvalue())}
         self.assertTrue(outcomes[GONE].startswith('failed: '))
@@ -274,11 +281,8 @@ class CleanOrphanTestCase(CommandTestCase):
         path = os.path.join(self.tmp, 'j.jsonl')
         self.run_cmd(orphan.CleanOrphan, '--journal', path)
         self.placement.allocate(GONE, RP1)
-        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
-                              orphan.RestoreOrphan, '--journal', path, '-f',
-                              'json')
-        self.assertEqual('1 of 2 repairs failed; see the outcome column.',
-                         str(e))
+        self.run_cmd(orphan.RestoreOrphan, '--journal', path, '-f', 'json')
+        self.assertEqual(exit_codes.REPAIR_FAILED, self.code)
         outcomes = {r['consumer']: r['outcome']
                     for r in json.loads(self.app.stdout.getvalue())}
         self.assertEqual('done', outcomes[STRANGER])
@@ -314,16 +318,16 @@ class InterruptTestCase(CommandTestCase):
             ['done', 'skipped: interrupted'],
             [r['outcome'] for r in json.loads(self.app.stdout.getvalue())])
         self.assertEqual(
-            'Interrupted by SIGTERM: 1 done; 1 not attempted (skipped: '
-            'interrupted).\n', self.app.stderr.getvalue())
+            'Interrupted by SIGTERM: 1 restore(s) done; 1 not attempted '
+            '(skipped: interrupted).\n', self.app.stderr.getvalue())
         # Handlers are put back.
         self.assertIs(signal.default_int_handler,
                       signal.getsignal(signal.SIGINT))
 
     def test_list_stopped_while_reading_is_one_line(self):
         self.kill_at('GET', signal.SIGINT)
-        self.assertRaises(KeyboardInterrupt, self.run_cmd,
-                          orphan.ListOrphan)
+        self.run_cmd(orphan.ListOrphan)
+        self.assertEqual(130, self.code)
         self.assertEqual('Interrupted by SIGINT; nothing was changed.\n',
                          self.app.stderr.getvalue())
 

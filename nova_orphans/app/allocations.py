@@ -1,0 +1,178 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``allocations list``, ``clean`` and ``restore``: what they do.
+
+Shared by the provider commands (app/providers.py): a clean run of
+either category goes through ``repair``, and both categories' journals
+through ``restore``.
+"""
+
+import contextlib
+
+from nova_orphans.app import results
+from nova_orphans import exception
+from nova_orphans.i18n import _
+from nova_orphans.readers import snapshot as snapshot_mod
+from nova_orphans.repair import actions
+from nova_orphans.repair import journal
+from nova_orphans.repair import restore as restore_mod
+
+
+class Scope:
+    """Which part of the cloud a run looks at, and what it shows.
+
+    ``reasons``: only findings with these reasons; ``show_all``: also
+    what is fine (action "none").
+    """
+
+    def __init__(self, resource_provider=None, host=None, reasons=None,
+                 show_all=False):
+        # Bad input is refused before anything is contacted.
+        self.resource_provider = snapshot_mod.validate_uuid(
+            resource_provider, _('Resource provider'))
+        self.host = host
+        self.reasons = reasons
+        self.show_all = show_all
+
+    def shown(self):
+        """Which findings to show, by reason and action (see Audit.run).
+
+        Called once per allocation, so the options are read once, here.
+        """
+        reasons = self.reasons
+        if reasons:
+            return lambda finding: finding.reason in reasons
+        if self.show_all:
+            return lambda finding: True
+        return lambda finding: finding.is_orphan
+
+
+class RepairOptions:
+    """A clean's options. ``notice``: what a signal prints at once
+    while the writes in flight finish (None: nothing).
+    """
+
+    def __init__(self, dry_run=False, journal=None, max_count=None,
+                 heal=False, notice=None):
+        self.dry_run = dry_run
+        self.journal = journal
+        self.max_count = max_count
+        self.heal = heal
+        self.notice = notice
+
+    def check(self):
+        """Refuse a bad --max-count or --journal before anything is read."""
+        if self.max_count is not None and self.max_count < 1:
+            raise exception.InvalidInput(
+                reason=_('--max-count must be at least 1'))
+        if self.journal is not None and not self.dry_run:
+            journal.check_path(self.journal)
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """No cyclic collection while a run's snapshot is built and shown
+    (see snapshot.gc_paused): front ends hold it around their output.
+    """
+    with snapshot_mod.gc_paused():
+        yield
+
+
+def audit(sources, scope, shown, progress=None, resource_provider=None):
+    """One read of the cloud: the findings ``shown`` picks (every one
+    for None) and the snapshot they came from.
+    """
+    run = snapshot_mod.Audit(sources.placement_reader(), sources.nova(),
+                             progress=progress, rules=sources.rules)
+    findings = run.run(
+        resource_provider=resource_provider or scope.resource_provider,
+        host=scope.host, shown=shown)
+    return results.Listing(findings, run.snapshot)
+
+
+def list_allocations(sources, scope, progress=None, everything=False):
+    """The findings the scope shows; ``everything``: every finding,
+    whatever the scope shows (metrics count them all).
+    """
+    return audit(sources, scope, None if everything else scope.shown(),
+                 progress)
+
+
+def clean(sources, scope, options, stop, progress=None, audited=None):
+    """Repair the orphans in scope, each re-verified right before its
+    write, generation-checked and journaled first.
+
+    ``audited(listing)`` is called before the first write: a front end
+    warns there of the cells it could not read.
+    """
+    options.check()
+    listing = audit(sources, scope, scope.shown(), progress)
+    if audited is not None:
+        audited(listing)
+    orphans = listing.orphans
+
+    def work(repairer, journal_):
+        rows, outcomes = repairer.clean(orphans)
+        return rows, outcomes, []
+
+    return repair(sources, listing, orphans, work, options, stop, progress,
+                  max_count=options.max_count, heal=options.heal)
+
+
+def repair(sources, listing, orphans, work, options, stop, progress=None,
+           **repairer_options):
+    """One clean run of either category, around ``work``.
+
+    ``work(repairer, journal)`` does the writes and returns (rows,
+    outcomes, the outcomes of the allocation repairs it made first).
+    The journal is opened only when there is something to write, and
+    closed whatever happens.
+    """
+    journal_ = None
+    if orphans and not options.dry_run:
+        journal_ = journal.Journal(
+            options.journal or journal.default_path(sources.journal_dir()),
+            placement=sources.placement.endpoint)
+    repairer = actions.Repairer(
+        sources.placement, sources.nova(), listing.snapshot,
+        journal=journal_, dry_run=options.dry_run,
+        concurrency=sources.concurrency, progress=progress,
+        rules=sources.rules, placement_db=sources.placement_db, stop=stop,
+        **repairer_options)
+    stop.start_writing(options.notice)
+    try:
+        rows, outcomes, first = work(repairer, journal_)
+    finally:
+        if journal_ is not None:
+            journal_.close()
+    return results.Repair(
+        rows, outcomes, listing,
+        journal_path=(journal_.path if journal_ is not None and
+                      journal_.entries else None),
+        signum=stop.signum, conflicts=repairer.conflicts,
+        allocation_outcomes=first)
+
+
+def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
+            notice=None):
+    """Put back what a clean of either category changed, newest first.
+
+    ``warn(line)`` is told of each journal line that was cut short.
+    """
+    entries = restore_mod.load(sources.placement, path, warn=warn)
+    stop.start_writing(notice)
+    done = restore_mod.restore(
+        sources.placement, entries, dry_run=dry_run,
+        concurrency=sources.concurrency, progress=progress, stop=stop,
+        placement_db=sources.placement_db)
+    return results.Repair([f for f, _o in done], [o for _f, o in done],
+                          signum=stop.signum, restoring=True)

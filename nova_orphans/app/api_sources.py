@@ -1,0 +1,53 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The sources of an ``openstack`` run: the APIs (see app/sources.py)."""
+
+from nova_orphans.app import sources
+from nova_orphans import exception
+from nova_orphans.i18n import _
+from nova_orphans.readers import compute_api
+from nova_orphans.readers import placement_api
+from nova_orphans.readers import provider_proof
+
+
+class APISources(sources.Sources):
+    """osc's clients: the compute, placement and network APIs.
+
+    ``every_root``: prove every root with nova's trait deleted or not
+    (the provider commands), or only the roots that consumers nothing
+    live owns hold (the allocation commands; see provider_proof).
+    """
+
+    def __init__(self, clients, grace_period, every_root=True,
+                 state_path=None):
+        if grace_period < 0:
+            raise exception.InvalidInput(
+                reason=_('--grace-period must not be negative'))
+        self.clients = clients
+        self.state_path = state_path
+        self._nova = provider_proof.ProvingReader(
+            compute_api.ComputeAPIReader(
+                clients.compute, sources.API_CONCURRENCY,
+                grace_period=grace_period,
+                network=clients.network),
+            clients.placement, every_root=every_root)
+
+    @property
+    def placement(self):
+        return self.clients.placement
+
+    def placement_reader(self):
+        return placement_api.PlacementAPIReader(self.placement,
+                                                sources.API_CONCURRENCY)
+
+    def nova(self):
+        return self._nova

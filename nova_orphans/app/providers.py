@@ -1,0 +1,74 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``providers list`` and ``clean``: the trees of deleted compute nodes.
+
+A tree's orphaned allocations are repaired first, through the same
+repair run as ``allocations clean`` (app/allocations.py); ``restore``
+is the allocations' one, which re-creates providers too.
+"""
+
+from nova_orphans.app import allocations
+from nova_orphans.app import results
+from nova_orphans.engine import provider_rules
+from nova_orphans import exception
+from nova_orphans.i18n import _
+from nova_orphans.repair import providers as providers_repair
+
+# Undoing a providers clean is the same journal replay.
+restore = allocations.restore
+
+
+def list_providers(sources, scope, progress=None):
+    """Provider findings of the trees in scope (``findings``, the rows
+    the scope shows in ``rows``) and every allocation finding on them
+    (``allocations``): a provider's counts, and whether its tree may
+    go, need them all.
+    """
+    rp = scope.resource_provider
+    if rp is not None:
+        providers = sources.placement_reader().providers()
+        if rp not in providers:
+            raise exception.InvalidInput(
+                reason=_('resource provider %(uuid)s does not exist') %
+                {'uuid': rp})
+        # The whole tree: a tree goes, or stays, as a whole.
+        rp = providers[rp].root_uuid
+    audit = allocations.audit(sources, scope, lambda verdict: True,
+                              progress, resource_provider=rp)
+    found = provider_rules.classify(audit.snapshot, audit.findings)
+    return results.Listing(
+        found, audit.snapshot, allocations=audit.findings,
+        rows=[f for f in found if scope.show_all or f.is_orphan])
+
+
+def clean(sources, scope, options, stop, progress=None, audited=None):
+    """Delete the orphaned trees in scope, children first, each
+    provider's record journaled before its DELETE; a tree's orphaned
+    allocations are repaired first, and a tree still holding others is
+    skipped. ``audited``: as for app.allocations.clean.
+    """
+    options.check()
+    listing = list_providers(sources, scope, progress)
+    if audited is not None:
+        audited(listing)
+    orphans = listing.orphans
+
+    def delete_trees(repairer, journal_):
+        cleaner = providers_repair.ProviderCleaner(
+            sources.placement, repairer, journal=journal_,
+            dry_run=options.dry_run, max_count=options.max_count,
+            stop=repairer.stop)
+        rows, outcomes = cleaner.clean(orphans, listing.allocations)
+        return rows, outcomes, cleaner.repair_outcomes
+
+    return allocations.repair(sources, listing, orphans, delete_trees,
+                              options, stop, progress)

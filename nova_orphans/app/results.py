@@ -1,0 +1,134 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""What a run found or did, and the exit code that says so."""
+
+from nova_orphans import exit_codes
+from nova_orphans.repair import actions
+
+# Outcomes after which the orphan is no more: repaired here, or by
+# another writer (nova, an operator, another run) meanwhile.
+_RESOLVED = (actions.DONE, actions.gone(), actions.other_writer())
+
+
+class Listing:
+    """An audit's findings (``findings``) and its snapshot.
+
+    ``rows``: the findings to show (by default all of them). The
+    provider commands' listing also keeps the allocation findings of
+    the trees in scope (``allocations``): the repairs need them.
+    """
+
+    def __init__(self, findings, snapshot, allocations=None, rows=None):
+        self.findings = findings
+        self.snapshot = snapshot
+        self.allocations = allocations
+        self.rows = findings if rows is None else rows
+
+    @property
+    def unreadable_cells(self):
+        """The cells not read, each with ``label`` and ``error``."""
+        return self.snapshot.nova.unreadable_cells
+
+    @property
+    def incomplete(self):
+        return bool(self.unreadable_cells)
+
+    @property
+    def orphans(self):
+        return [f for f in self.findings if f.is_orphan]
+
+    @property
+    def exit_code(self):
+        return exit_codes.of_listing(
+            any(f.is_orphan for f in self.findings), self.incomplete)
+
+
+class Repair:
+    """The rows of a clean or restore and their outcomes.
+
+    ``journal_path``: the journal, once it holds an entry (None for a
+    dry run or a run that wrote nothing); ``signum``: the signal that
+    came once the writes had begun; ``conflicts``: consumers another
+    writer changed between the read and the write;
+    ``allocation_outcomes``: the outcomes of the allocation repairs a
+    provider clean made first.
+    """
+
+    def __init__(self, rows, outcomes, listing=None, journal_path=None,
+                 signum=None, conflicts=0, allocation_outcomes=(),
+                 restoring=False):
+        self.rows = rows
+        self.outcomes = outcomes
+        self.listing = listing
+        self.journal_path = journal_path
+        self.signum = signum
+        self.conflicts = conflicts
+        self.allocation_outcomes = list(allocation_outcomes)
+        self.restoring = restoring
+
+    @property
+    def unreadable_cells(self):
+        return self.listing.unreadable_cells if self.listing else []
+
+    def conflicts_note(self):
+        return actions.other_writers_note(self.conflicts)
+
+    @property
+    def done(self):
+        return self.outcomes.count(actions.DONE)
+
+    @property
+    def not_attempted(self):
+        return self.outcomes.count(actions.interrupted())
+
+    @property
+    def exit_code(self):
+        """130/143 if a signal came once writing had begun, whatever was
+        left undone: the operator asked the run to stop, and a script
+        must not read it as finished.
+        """
+        if self.signum is not None:
+            return exit_codes.of_signal(self.signum)
+        code = (self._restore_code() if self.restoring
+                else self._clean_code())
+        if code == exit_codes.REPAIR_FAILED or not self.unreadable_cells:
+            return code
+        if code in (exit_codes.ORPHANS_FOUND, exit_codes.REPAIRED):
+            return exit_codes.INCOMPLETE_WITH_ORPHANS
+        return exit_codes.INCOMPLETE
+
+    def _failed(self):
+        return any(o.startswith(actions.failed('')) for o in self.outcomes)
+
+    def _clean_code(self):
+        """4 only when no orphan found is left: every row repaired, here
+        or by another writer; one skipped for any reason (--max-count,
+        --dry-run, re-verified otherwise) leaves 3.
+        """
+        if self._failed():
+            return exit_codes.REPAIR_FAILED
+        if not self.outcomes:
+            return exit_codes.SUCCESS
+        if all(o in _RESOLVED for o in self.outcomes):
+            return (exit_codes.REPAIRED if actions.DONE in self.outcomes
+                    else exit_codes.SUCCESS)
+        return exit_codes.ORPHANS_FOUND
+
+    def _restore_code(self):
+        """Entries already undone, or never applied, need nothing."""
+        if self._failed():
+            return exit_codes.REPAIR_FAILED
+        if actions.DONE in self.outcomes:
+            return exit_codes.REPAIRED
+        if actions.dry_run() in self.outcomes:
+            return exit_codes.ORPHANS_FOUND
+        return exit_codes.SUCCESS

@@ -1,0 +1,146 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The readers and the placement client of one run.
+
+Two kinds, one per front end, each saying in its type what it reads:
+
+* ``DatabaseSources`` (nova-orphans-manage): nova's API and cell
+  databases from nova.conf, and placement through its API, or, in fast
+  mode (``[placement_database] connection`` set), its database for the
+  bulk reads and the API for everything else;
+* ``api_sources.APISources`` (openstack): the compute, placement and
+  network APIs through osc's session (a module of its own: importing
+  the compute API's reader costs keystoneauth, which a fast-mode list
+  of nova-orphans-manage never needs).
+
+The application layer asks a run's sources only what is declared here.
+"""
+
+from nova_orphans.conf import placement as placement_conf
+from nova_orphans.engine import rules as rules_mod
+from nova_orphans.engine import site_rules
+from nova_orphans.readers import nova_db
+from nova_orphans.readers import placement_api
+from nova_orphans.readers import placement_db as placement_db_mod
+from nova_orphans.repair import journal
+
+# Requests in flight at once through the APIs, as [nova_orphans]
+# placement_concurrency's default.
+API_CONCURRENCY = 8
+
+
+class Sources:
+    """What a run reads and writes through.
+
+    ``placement`` is the placement API client every write goes through;
+    ``placement_db`` a database reader in fast mode, else None;
+    ``rules`` the classification rules; ``concurrency`` the placement
+    requests in flight at once; ``state_path`` where journals go by
+    default.
+    """
+
+    placement_db = None
+    rules = rules_mod.DEFAULT_RULES
+    concurrency = API_CONCURRENCY
+    state_path = None
+
+    @property
+    def placement(self):
+        raise NotImplementedError()
+
+    def placement_reader(self):
+        """The reader of the audit's bulk reads."""
+        raise NotImplementedError()
+
+    def nova(self):
+        """The nova reader; made on first use (a restore reads no nova)."""
+        raise NotImplementedError()
+
+    def journal_dir(self):
+        return journal.default_directory(self.state_path)
+
+    def close(self):
+        """Let go of the connections the run kept."""
+
+
+class DatabaseSources(Sources):
+    """nova.conf: nova's databases, placement's API (or its database)."""
+
+    def __init__(self, conf):
+        self.conf = conf
+        opts = conf.nova_orphans
+        self.concurrency = opts.placement_concurrency
+        self.state_path = opts.state_path
+        self._placement = None
+        self._nova = None
+        self._rules = None
+        self.placement_db = None
+        if conf.placement_database.connection:
+            self.placement_db = placement_db_mod.PlacementDBReader(
+                conf.placement_database.connection,
+                api_reader=_OnFirstUse(self._api_reader),
+                max_retries=opts.db_max_retries,
+                retry_interval=opts.db_retry_interval)
+
+    @property
+    def placement(self):
+        if self._placement is None:
+            # keystoneauth, and [placement]'s options, only from here on
+            # (see nova_orphans.conf.register_opts).
+            from nova_orphans.clients import placement as placement_client
+            placement_conf.register_opts(self.conf)
+            self._placement = placement_client.PlacementClient.from_conf(
+                self.conf)
+        return self._placement
+
+    @property
+    def rules(self):
+        if self._rules is None:
+            self._rules = site_rules.chain(self.conf)
+        return self._rules
+
+    def _api_reader(self):
+        return placement_api.PlacementAPIReader(self.placement,
+                                                self.concurrency)
+
+    def placement_reader(self):
+        return self.placement_db or self._api_reader()
+
+    def nova(self):
+        if self._nova is None:
+            self._nova = nova_db.NovaDBReader(self.conf)
+        return self._nova
+
+    def close(self):
+        for reader in (self._nova, self.placement_db):
+            if reader is not None:
+                reader.close()
+
+
+class _OnFirstUse:
+    """An object built by ``factory()`` the first time it is used.
+
+    Fast mode hands the placement API reader to the database reader for
+    the rare reads that must come from the API; a ``list`` makes none,
+    and loading keystoneauth's auth plugin looks through the installed
+    packages' entry points (a quarter of a second when stevedore's cache
+    of them is cold).
+    """
+
+    def __init__(self, factory):
+        self._factory = factory
+        self._obj = None
+
+    def __getattr__(self, name):
+        if self._obj is None:
+            self._obj = self._factory()
+        return getattr(self._obj, name)

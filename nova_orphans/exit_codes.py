@@ -1,0 +1,138 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The one exit-code table of both front ends.
+
+Operators run the tool from cron, systemd timers and pipelines, where
+the exit code is all a script reads: ``nova-orphans-manage`` and the
+``openstack`` commands end every run with a code from this table, and
+both ``--help`` outputs and doc/source/cli/exit-codes.rst show it.
+
+A code says what is true of the cloud, never more: 0 and 4 only when
+nothing is left to do in the whole cloud; a known fault (a service out
+of reach, refused credentials, a bad configuration) has its own code and
+255 is left for bugs in the tool.
+"""
+
+import textwrap
+
+from nova_orphans.i18n import _
+
+SUCCESS = 0
+REPAIR_FAILED = 1
+INCOMPLETE = 2
+ORPHANS_FOUND = 3
+REPAIRED = 4
+INCOMPLETE_WITH_ORPHANS = 5
+UNSUPPORTED_SCHEMA = 6
+CONFIG_ERROR = 7
+UNREACHABLE = 8
+CREDENTIALS_REFUSED = 9
+NOVA_UNREADABLE = 10
+INVALID_INPUT = 127
+INTERRUPTED = 130
+TERMINATED = 143
+UNEXPECTED = 255
+
+MEANINGS = {
+    SUCCESS: _('nothing found, nothing to do (the whole cloud was read)'),
+    REPAIR_FAILED: _('a repair failed (the others were still done)'),
+    INCOMPLETE: _('incomplete: a cell, or placement\'s database, could not '
+                  'be read, and the part that was read has no orphan'),
+    ORPHANS_FOUND: _('orphans remain: found and not all repaired '
+                     '(list, --dry-run, --max-count, or repairs skipped); '
+                     'no repair failed'),
+    REPAIRED: _('every orphan found was repaired'),
+    INCOMPLETE_WITH_ORPHANS: _('incomplete (as 2), and orphans found in '
+                               'the part that was read'),
+    UNSUPPORTED_SCHEMA: _('unsupported or damaged nova schema; nothing was '
+                          'changed'),
+    CONFIG_ERROR: _('configuration error: no configuration file found, an '
+                    'option missing or invalid, no placement endpoint in '
+                    'the catalog for the region and interface; nothing '
+                    'was changed'),
+    UNREACHABLE: _('a service could not be reached (placement, keystone, '
+                   'neutron); nothing was changed'),
+    CREDENTIALS_REFUSED: _('the credentials were refused (keystone, or '
+                           'placement and nova: the admin role is '
+                           'needed); nothing was changed'),
+    NOVA_UNREADABLE: _('nova could not be read: its API database, or its '
+                       'compute API; nothing was changed'),
+    INVALID_INPUT: _('invalid input on the command line (an option, a '
+                     'uuid, a host, a journal); nothing was changed'),
+    INTERRUPTED: _('interrupted by SIGINT; what was done is printed first'),
+    TERMINATED: _('terminated by SIGTERM; what was done is printed first'),
+    UNEXPECTED: _('unexpected error: a bug in nova-orphans'),
+}
+
+# Where an action's code means something more precise.
+RESTORE_MEANINGS = {
+    SUCCESS: _('nothing to restore (every entry was already undone)'),
+    REPAIR_FAILED: _('an entry was refused or failed (the others were '
+                     'restored)'),
+    ORPHANS_FOUND: _('entries would be restored (--dry-run)'),
+    REPAIRED: _('everything restored'),
+}
+
+# The codes every action can end with, whatever it does.
+_FAULTS = (UNSUPPORTED_SCHEMA, CONFIG_ERROR, UNREACHABLE,
+           CREDENTIALS_REFUSED, NOVA_UNREADABLE, INVALID_INPUT,
+           INTERRUPTED, TERMINATED, UNEXPECTED)
+LIST_CODES = (SUCCESS, INCOMPLETE, ORPHANS_FOUND,
+              INCOMPLETE_WITH_ORPHANS) + _FAULTS
+CLEAN_CODES = (SUCCESS, REPAIR_FAILED, INCOMPLETE, ORPHANS_FOUND, REPAIRED,
+               INCOMPLETE_WITH_ORPHANS) + _FAULTS
+RESTORE_CODES = (SUCCESS, REPAIR_FAILED, ORPHANS_FOUND, REPAIRED,
+                 CONFIG_ERROR, UNREACHABLE, CREDENTIALS_REFUSED,
+                 INVALID_INPUT, INTERRUPTED, TERMINATED, UNEXPECTED)
+ALL_CODES = tuple(sorted(MEANINGS))
+
+PRECEDENCE = _('When several apply, the first of 130/143, 1, 5, 2, 4, 3, '
+               '0 wins. The codes are the same for nova-orphans-manage and '
+               'the openstack commands.')
+
+
+def of_listing(orphans_found, incomplete):
+    """A list's code: 3 when orphans were found; 5 and 2 when part of
+    the cloud could not be read, so that no incomplete run looks clean.
+    """
+    if incomplete:
+        return INCOMPLETE_WITH_ORPHANS if orphans_found else INCOMPLETE
+    return ORPHANS_FOUND if orphans_found else SUCCESS
+
+
+def of_signal(signum):
+    """128 + the signal number, as a shell reports a killed process."""
+    return 128 + signum
+
+
+def of_error(error):
+    """The code of an error that stopped a run: a known fault's own
+    code, 255 for anything else (a bug).
+    """
+    return getattr(error, 'exit_code', UNEXPECTED)
+
+
+def help_text(codes, restoring=False):
+    """The "Return codes:" block of an action's --help, either front
+    end's.
+    """
+    meanings = {**MEANINGS, **(RESTORE_MEANINGS if restoring else {})}
+    lines = [_('Return codes:')]
+    for code in codes:
+        lines.append(textwrap.fill(
+            meanings[code], width=76, initial_indent='  %-5d' % code,
+            subsequent_indent=' ' * 7))
+    lines.append(textwrap.fill(
+        PRECEDENCE + ' ' + _('All of them: doc/source/cli/exit-codes.rst '
+                             '(nova-orphans docs, "Exit codes").'),
+        width=76, initial_indent='  ', subsequent_indent='  '))
+    return '\n'.join(lines)

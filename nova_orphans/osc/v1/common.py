@@ -1,0 +1,207 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""What the openstack commands share: options, Ctrl-C, exit codes and
+their columns.
+
+Every command ends with a code from nova_orphans.exit_codes, the table
+nova-orphans-manage shares: ``run`` returns it after every row is
+printed (cliff's own convention, 1 for any error and 2 for a usage
+error, would tell a script neither what happened nor the same as
+nova-orphans-manage). What a command does is nova_orphans/app.
+"""
+
+import functools
+import shlex
+import sys
+
+from keystoneauth1 import exceptions as ks_exc
+from osc_lib.command import command
+
+from nova_orphans.app import api_sources
+from nova_orphans.clients import diagnose
+from nova_orphans.conf import orphans as orphans_conf
+from nova_orphans import db_utils
+from nova_orphans.engine import reasons
+from nova_orphans import exception
+from nova_orphans import exit_codes
+from nova_orphans.i18n import _
+from nova_orphans import interrupt
+from nova_orphans import output
+
+STOPPING = _('%(signal)s: stopping; the requests in flight finish, then '
+             'what was done is printed.')
+
+
+def _usage_error(parser, message):
+    """argparse's usage error, as one line and exit code 127."""
+    parser.exit(exit_codes.INVALID_INPUT, '%s: error: %s\n' % (
+        parser.prog, message))
+
+
+def add_scope(parser, provider_help, host_help, reasons_=True):
+    parser.add_argument('--resource-provider', metavar='<uuid>',
+                        help=provider_help)
+    parser.add_argument('--host', metavar='<host>', help=host_help)
+    if reasons_:
+        parser.add_argument(
+            '--reason', metavar='<reason>', action='append',
+            choices=reasons.REASONS, dest='reasons',
+            help=_('Only findings with this reason; repeatable. Choices: '
+                   '%s.') % ', '.join(reasons.REASONS))
+    parser.add_argument(
+        '--grace-period', metavar='<seconds>', type=int,
+        default=orphans_conf.DEFAULT_GRACE_PERIOD,
+        help=_('Leave alone what a live server or its migrations hold if '
+               'nova changed the server, a migration or its latest action '
+               'less than this many seconds ago (default: %(default)s; as '
+               '[nova_orphans] grace_period): nova may still be moving or '
+               'deleting those allocations.'))
+
+
+def add_repair_options(parser, max_count_help):
+    parser.add_argument(
+        '--dry-run', action='store_true',
+        help=_('Show what would be changed; change nothing.'))
+    parser.add_argument(
+        '--journal', metavar='<path>',
+        help=_('Journal file to append to (default: a new file in '
+               '/var/lib/nova-orphans if writable, else '
+               '$XDG_STATE_HOME/nova-orphans; mode 0600).'))
+    parser.add_argument('--max-count', metavar='<n>', type=int,
+                        help=max_count_help)
+
+
+def listing(parsed_args, dicts):
+    """(columns, rows) for a Lister: the manage command's keys, its short
+    table with the same headers unless --long or -c asks for more.
+    """
+    fmt = getattr(parsed_args, 'formatter', None)
+    keys = output.columns(dicts, fmt,
+                          long=parsed_args.long or bool(parsed_args.columns))
+    if fmt != output.TABLE:
+        return keys, output.cells(dicts, keys, fmt)
+    # -c takes the keys, as in every other format.
+    parsed_args.columns = [output.header(c) if c in keys else c
+                           for c in parsed_args.columns or ()]
+    return [output.header(k) for k in keys], output.cells(dicts, keys, fmt)
+
+
+class OrphanLister(command.Lister):
+    """Every command's base: its signals, its errors and its exit code.
+
+    ``take_action`` keeps its run's result (app.results) in
+    ``self.result``; ``finished()`` says what the rows cannot (the
+    cells not read) once they are printed.
+    """
+
+    # The codes its --help lists (nova_orphans.exit_codes).
+    CODES = exit_codes.LIST_CODES
+    RESTORING = False
+
+    def get_epilog(self):
+        return exit_codes.help_text(self.CODES, restoring=self.RESTORING)
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.error = functools.partial(_usage_error, parser)
+        parser.add_argument(
+            '--long', '--verbose', action='store_true', dest='long',
+            help=_('Show every column in tables (other formats always '
+                   'have them all).'))
+        return parser
+
+    def sources(self, parsed_args, every_root=True):
+        return api_sources.APISources(
+            self.app.client_manager.nova_orphans,
+            getattr(parsed_args, 'grace_period',
+                    orphans_conf.DEFAULT_GRACE_PERIOD),
+            every_root=every_root)
+
+    def say(self, line):
+        self.app.stderr.write(line + '\n')
+
+    def notice(self):
+        """What a signal prints at once, if the app's stderr is ours."""
+        return STOPPING if self.app.stderr is sys.stderr else None
+
+    def warn_unreadable(self, listing, warning):
+        for cell in listing.unreadable_cells:
+            self.say(warning % {'cell': cell.label, 'error': cell.error})
+
+    def finished(self):
+        cells = self.result.unreadable_cells if self.result else []
+        if cells:
+            self.say(_('Incomplete: %(count)d cell(s) could not be read '
+                       '(%(cells)s); their consumers were not checked, and '
+                       'are neither listed nor repaired as orphans.') % {
+                'count': len(cells),
+                'cells': ', '.join(sorted(c.label for c in cells))})
+
+    def run(self, parsed_args):
+        self.stop = interrupt.Stop()
+        self.result = None
+        try:
+            with self.stop.handled():
+                super().run(parsed_args)
+                self.finished()
+                code = self.result.exit_code
+                if (self.stop.signum is not None and
+                        code != exit_codes.of_signal(self.stop.signum)):
+                    self.say(_('Interrupted by %(signal)s as the run ended; '
+                               'its report above is complete.') % {
+                        'signal': interrupt.signal_name(self.stop.signum)})
+                    code = exit_codes.of_signal(self.stop.signum)
+                return code
+        except interrupt.Interrupted as e:
+            self.say(_('Interrupted by %(signal)s; nothing was changed.') %
+                     {'signal': interrupt.signal_name(e.signum)})
+            return exit_codes.of_signal(e.signum)
+        except ks_exc.ClientException as e:
+            # Authentication happens on the first request, in osc's
+            # session: keystone's answer, not a request of ours.
+            error = diagnose.keystone_error(e)
+            self.say(db_utils.safe_error(error))
+            return exit_codes.of_error(error)
+        except exception.NovaOrphansException as e:
+            self.say(db_utils.safe_error(e))
+            return exit_codes.of_error(e)
+
+
+class Repairing(OrphanLister):
+    """clean and restore: every row is printed first, with its outcome;
+    then what failed, the journal, and what a signal stopped.
+    """
+
+    CODES = exit_codes.CLEAN_CODES
+
+    def report(self, result, what):
+        """The rows' outcomes as shown: one line per cause of failure."""
+        self.result = result
+        shown, causes = output.group_failures(result.outcomes)
+        for line in output.failure_lines(causes):
+            self.say(line)
+        if result.allocation_outcomes:
+            self.say(output.repairs_line(result.allocation_outcomes))
+        if result.conflicts:
+            self.say(result.conflicts_note())
+        if result.journal_path is not None:
+            self.say(_('Journal: %(path)s') % {'path': result.journal_path})
+            self.say(_('To undo: openstack allocation orphan restore '
+                       '--journal %(path)s') % {
+                'path': shlex.quote(result.journal_path)})
+        if result.signum is not None:
+            self.say(_('Interrupted by %(signal)s: %(done)d %(what)s done; '
+                       '%(left)d not attempted (skipped: interrupted).') % {
+                'signal': interrupt.signal_name(result.signum),
+                'done': result.done, 'left': result.not_attempted,
+                'what': what})
+        return output.rows_as_dicts(result.rows, shown)
