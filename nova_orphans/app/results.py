@@ -14,10 +14,6 @@
 from nova_orphans import exit_codes
 from nova_orphans.repair import actions
 
-# Outcomes after which the orphan is no more: repaired here, or by
-# another writer (nova, an operator, another run) meanwhile.
-_RESOLVED = (actions.DONE, actions.gone(), actions.other_writer())
-
 
 class Listing:
     """An audit's findings (``findings``) and its snapshot.
@@ -110,15 +106,14 @@ class Repair:
         return any(o.startswith(actions.failed('')) for o in self.outcomes)
 
     def _clean_code(self):
-        """4 only when no orphan found is left: every row repaired, here
-        or by another writer; one skipped for any reason (--max-count,
-        --dry-run, re-verified otherwise) leaves 3.
+        """4 only when no orphan found is left (actions.resolved); one
+        skipped for --max-count, --dry-run or any other reason leaves 3.
         """
         if self._failed():
             return exit_codes.REPAIR_FAILED
         if not self.outcomes:
             return exit_codes.SUCCESS
-        if all(o in _RESOLVED for o in self.outcomes):
+        if all(actions.resolved(o) for o in self.outcomes):
             return (exit_codes.REPAIRED if actions.DONE in self.outcomes
                     else exit_codes.SUCCESS)
         return exit_codes.ORPHANS_FOUND

@@ -95,6 +95,30 @@ def other_writer():
     return skipped(_('changed by another writer'))
 
 
+# What a consumer read again may now be that needs no repair any more.
+_SETTLED = frozenset(reasons.HEALTHY_REASONS) - {reasons.UNVERIFIABLE}
+
+
+def no_longer(action, now):
+    """Read again right before its write, the row no longer needs
+    ``action``: it is ``now`` another reason, or another action.
+    """
+    return skipped(_('no longer %(action)s: now %(reason)s') % {
+        'action': action, 'reason': now})
+
+
+def resolved(outcome):
+    """Whether no orphan is left of a row after ``outcome``: repaired
+    here, removed or made moot by another writer, or now a live
+    owner's. A row skipped for anything else (--max-count, --dry-run,
+    nested resources, now another orphan) leaves its orphan.
+    """
+    if outcome in (DONE, gone(), other_writer()):
+        return True
+    return (outcome.startswith(no_longer('\0', '\0').split('\0')[0]) and
+            outcome.rsplit(' ', 1)[-1] in _SETTLED)
+
+
 def failed(why):
     return 'failed: %s' % why
 
@@ -503,10 +527,9 @@ class Repairer:
         if not now:
             return gone()
         # Same reason, other action: the action is what changed.
-        return skipped(_('no longer %(action)s: now %(reason)s') % {
-            'action': finding.action,
-            'reason': now[0].reason if now[0].reason != finding.reason
-            else now[0].action})
+        return no_longer(finding.action,
+                         now[0].reason if now[0].reason != finding.reason
+                         else now[0].action)
 
     def _change(self, consumer, partner, docs, act, fresh):
         """{consumer: allocations after}, or why not (str), or None."""

@@ -9,7 +9,10 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""``.. manage-help::``: nova-orphans-manage's --help, from the code."""
+"""``.. manage-help::``: nova-orphans-manage's --help, from the code;
+``.. exit-codes::``: the exit-code table both front ends share, from
+nova_orphans.exit_codes.
+"""
 
 import argparse
 
@@ -17,6 +20,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from nova_orphans.cmd import manage
+from nova_orphans import exit_codes
 
 
 class ManageHelp(SphinxDirective):
@@ -42,6 +46,34 @@ def _subparser(parser, category, name):
     return actions[name]
 
 
+class ExitCodes(SphinxDirective):
+
+    def run(self):
+        table = nodes.table()
+        group = nodes.tgroup(cols=2)
+        table += group
+        group += nodes.colspec(colwidth=8)
+        group += nodes.colspec(colwidth=72)
+        head = nodes.thead()
+        head += _row(['Code', 'Meaning'])
+        group += head
+        body = nodes.tbody()
+        for code in exit_codes.ALL_CODES:
+            body += _row([str(code), exit_codes.MEANINGS[code]])
+        group += body
+        return [table, nodes.paragraph(text=exit_codes.PRECEDENCE)]
+
+
+def _row(cells):
+    row = nodes.row()
+    for text in cells:
+        entry = nodes.entry()
+        entry += nodes.paragraph(text=text)
+        row += entry
+    return row
+
+
 def setup(app):
     app.add_directive('manage-help', ManageHelp)
+    app.add_directive('exit-codes', ExitCodes)
     return {'parallel_read_safe': True}

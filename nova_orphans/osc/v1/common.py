@@ -26,6 +26,7 @@ import sys
 from keystoneauth1 import exceptions as ks_exc
 from osc_lib.command import command
 
+from nova_orphans.app import allocations as app_allocations
 from nova_orphans.app import api_sources
 from nova_orphans.clients import diagnose
 from nova_orphans.conf import orphans as orphans_conf
@@ -205,3 +206,27 @@ class Repairing(OrphanLister):
                 'done': result.done, 'left': result.not_attempted,
                 'what': what})
         return output.rows_as_dicts(result.rows, shown)
+
+
+class Restoring(Repairing):
+    """restore, of either command family: the same journal replay."""
+
+    CODES = exit_codes.RESTORE_CODES
+    RESTORING = True
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--journal', metavar='<path>', required=True,
+            help=_('The journal written by "clean".'))
+        parser.add_argument(
+            '--dry-run', action='store_true',
+            help=_('Show what would be restored; change nothing.'))
+        return parser
+
+    def take_action(self, parsed_args):
+        result = app_allocations.restore(
+            self.sources(parsed_args), parsed_args.journal, self.stop,
+            dry_run=parsed_args.dry_run, warn=self.say,
+            notice=self.notice())
+        return listing(parsed_args, self.report(result, _('restore(s)')))

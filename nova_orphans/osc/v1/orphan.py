@@ -27,7 +27,6 @@ from cliff.formatters import base as cliff_base
 import stevedore
 
 from nova_orphans.app import allocations as app
-from nova_orphans import exit_codes
 from nova_orphans.i18n import _
 from nova_orphans import metrics
 from nova_orphans.osc.v1 import common
@@ -167,7 +166,7 @@ class CleanOrphan(_Audited, common.Repairing):
                               self.report(result, _('repair(s)')))
 
 
-class RestoreOrphan(common.Repairing):
+class RestoreOrphan(common.Restoring):
     """Put back what a "clean" run changed, newest change first.
 
     Journals of "allocation orphan clean" and "resource provider orphan
@@ -178,24 +177,3 @@ class RestoreOrphan(common.Repairing):
     then exits 1 after restoring the rest. Exit codes: 4 all restored,
     3 would restore (--dry-run), 0 nothing to restore.
     """
-
-    CODES = exit_codes.RESTORE_CODES
-    RESTORING = True
-
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        parser.add_argument(
-            '--journal', metavar='<path>', required=True,
-            help=_('The journal written by "clean".'))
-        parser.add_argument(
-            '--dry-run', action='store_true',
-            help=_('Show what would be restored; change nothing.'))
-        return parser
-
-    def take_action(self, parsed_args):
-        result = app.restore(
-            self.sources(parsed_args), parsed_args.journal, self.stop,
-            dry_run=parsed_args.dry_run,
-            warn=self.say, notice=self.notice())
-        return common.listing(parsed_args,
-                              self.report(result, _('restore(s)')))

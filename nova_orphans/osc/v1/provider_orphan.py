@@ -25,7 +25,6 @@ from nova_orphans.app import allocations as app_allocations
 from nova_orphans.app import providers as app
 from nova_orphans.i18n import _
 from nova_orphans.osc.v1 import common
-from nova_orphans.osc.v1 import orphan
 from nova_orphans import output
 
 UNREADABLE = _('WARNING: cell %(cell)s could not be read (%(error)s); no '
@@ -110,7 +109,7 @@ class CleanProviderOrphan(_ProvidersAudited, common.Repairing):
                               self.report(result, _('deletion(s)')))
 
 
-class RestoreProviderOrphan(orphan.RestoreOrphan):
+class RestoreProviderOrphan(common.Restoring):
     """Re-create what a "resource provider orphan clean" deleted.
 
     The same as "openstack allocation orphan restore", which undoes the

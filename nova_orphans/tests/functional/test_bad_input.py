@@ -20,6 +20,7 @@ as it was (the cloud has an orphan, so any write would show).
 import configparser
 import json
 import os
+import subprocess
 import uuid as uuidlib
 
 from nova_orphans.repair import journal as journal_mod
@@ -28,7 +29,9 @@ from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional import processes
 
 INVALID_INPUT = 127
-UNEXPECTED = 255
+CONFIG_ERROR = 7
+UNREACHABLE = 8
+NOVA_UNREADABLE = 10
 # Nothing could be checked (fast mode without placement's database).
 INCOMPLETE = 2
 REPAIR_FAILED = 1
@@ -89,7 +92,7 @@ class BadInputTestCase(base.FunctionalTestCase):
         self.assertRefused(
             ('allocations', 'list'),
             'Invalid configuration: Failed to find some config files: %s'
-            % missing, conf_file=missing)
+            % missing, rc=CONFIG_ERROR, conf_file=missing)
 
     def test_unparsable_config(self):
         path = os.path.join(self.tmp, 'broken.conf')
@@ -99,14 +102,14 @@ class BadInputTestCase(base.FunctionalTestCase):
             ('allocations', 'clean'),
             'Invalid configuration: Failed to parse %s: at %s:1, Invalid '
             'section (must end with ]): \'[placement\'' % (path, path),
-            conf_file=path)
+            rc=CONFIG_ERROR, conf_file=path)
 
     def test_unreadable_config(self):
         """A directory given as the config file: no traceback."""
         self.assertRefused(
             ('allocations', 'clean'),
             'Invalid configuration: cannot read %s: Is a directory'
-            % self.tmp, conf_file=self.tmp)
+            % self.tmp, rc=CONFIG_ERROR, conf_file=self.tmp)
 
     def test_config_without_permission(self):
         if os.geteuid() == 0:
@@ -121,6 +124,33 @@ class BadInputTestCase(base.FunctionalTestCase):
         self.assertRefused(('allocations', 'clean', '--max-count', 'many'),
                            "argument --max-count: invalid int value: "
                            "'many'")
+
+    def test_option_after_the_category(self):
+        code, out, err = processes.run('allocations', 'list',
+                                       '--config-file', self.conf_file)
+        self.assertEqual((INVALID_INPUT, ''), (code, out))
+        self.assertEqual([
+            'nova-orphans-manage: error: unrecognized arguments: '
+            '--config-file %s' % self.conf_file,
+            '--config-file must come before the category, as in: '
+            'nova-orphans-manage --config-file ... allocations ACTION'],
+            err.splitlines())
+
+    def test_no_config_file_found(self):
+        """Without --config-file, where oslo.config looked is named."""
+        if any(os.path.exists(os.path.join(d, 'nova.conf'))
+               for d in ('/etc/nova', '/etc')):
+            self.skipTest('this machine has a nova.conf of its own')
+        env = dict(processes.environment(), HOME=self.tmp)
+        done = subprocess.run(
+            [processes.console_script(), 'allocations', 'list'], env=env,
+            capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        self.assertEqual((CONFIG_ERROR, ''), (done.returncode, done.stdout))
+        self.assertEqual(
+            'Configuration error: no configuration file was found: looked '
+            'for nova.conf and nova-orphans-manage.conf in ~/.nova, ~, '
+            '/etc/nova, /etc; give one with --config-file PATH (before the '
+            'category).\n', done.stderr)
 
     def test_bad_uuid(self):
         self.assertRefused(('allocations', 'clean', '--resource-provider',
@@ -139,7 +169,9 @@ class BadInputTestCase(base.FunctionalTestCase):
                                   'ERROR: The nova API database '
                                   'mysql+pymysql://nova:***@127.0.0.1:1/'
                                   'nova_api could not be read: ',
-                                  rc=UNEXPECTED, conf_file=conf)
+                                  rc=NOVA_UNREADABLE, conf_file=conf)
+        self.assertTrue(line.endswith('; check [api_database] connection'),
+                        line)
         self.assertTrue(line.startswith('ERROR: '), line)
 
     def test_placement_database_password_never_shown(self):
@@ -156,8 +188,10 @@ class BadInputTestCase(base.FunctionalTestCase):
         self.assertRefused(('allocations', 'clean'),
                            'ERROR: Placement request GET / failed: cannot '
                            'connect to http://127.0.0.1:1 ([Errno 111] '
-                           'Connection refused)',
-                           rc=UNEXPECTED, conf_file=conf)
+                           'Connection refused); check that placement runs '
+                           'there, and [placement] (its endpoint, or '
+                           'auth_url, region_name and valid_interfaces)',
+                           rc=UNREACHABLE, conf_file=conf)
 
     # Journals ---------------------------------------------------------
 

@@ -100,7 +100,7 @@ class OperationsTestCase(base.FunctionalTestCase):
         self.assertEqual({self.live, self.stranger},
                          set(self.placement.dump_state()))
 
-    def test_unknown_site_rule_is_invalid_input(self):
+    def test_unknown_site_rule_is_a_config_error(self):
         conf = self._with_site_rule()
         with open(conf, 'a') as f:
             f.write('\n')
@@ -110,7 +110,7 @@ class OperationsTestCase(base.FunctionalTestCase):
         with open(conf, 'w') as f:
             parser.write(f)
         rc, out, err = self.manage('allocations', 'list', conf_file=conf)
-        self.assertEqual((127, ''), (rc, out))
+        self.assertEqual((7, ''), (rc, out))
         self.assertIn('no rule named no_such_rule', err)
 
 

@@ -73,18 +73,19 @@ class OpenStackClientPluginTestCase(base.base.BaseTestCase):
             list(argv), capture_output=True, text=True, env=environment(),
             timeout=120)
 
-    def test_usage_error_exits_2(self):
+    def test_usage_error_exits_127(self):
+        """The exit-code table's, as nova-orphans-manage's: one line."""
         proc = self.openstack('allocation', 'orphan', 'restore')
-        self.assertEqual(2, proc.returncode, proc.stderr)
+        self.assertEqual(127, proc.returncode, proc.stderr)
         self.assertEqual('', proc.stdout)
-        self.assertIn('openstack allocation orphan restore: error: the '
-                      'following arguments are required: --journal',
-                      proc.stderr)
+        self.assertEqual('openstack allocation orphan restore: error: the '
+                         'following arguments are required: --journal\n',
+                         proc.stderr)
 
-    def test_invalid_input_exits_1(self):
+    def test_invalid_input_exits_127(self):
         proc = self.openstack('allocation', 'orphan', 'list',
                               '--resource-provider', 'xyz')
-        self.assertEqual(1, proc.returncode, proc.stderr)
+        self.assertEqual(127, proc.returncode, proc.stderr)
         self.assertEqual('', proc.stdout)
         self.assertEqual(1, len(proc.stderr.splitlines()), proc.stderr)
         self.assertIn('xyz', proc.stderr)
