@@ -21,6 +21,8 @@ against it, as an operator would on a controller.
     tools/sandbox                 # seed, list, stop
     tools/sandbox --keep          # ... and keep serving; try commands
 
+Exits 0 when the list finds the seeded orphans (its exit code 3), else 1.
+
 With ``--keep`` it serves until SIGINT (Ctrl-C) or SIGTERM, with or
 without a terminal (``tools/sandbox --keep &``), and then removes its
 temporary directories.
