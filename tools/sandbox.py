@@ -40,13 +40,7 @@ import subprocess
 import sys
 import uuid
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
-sys.path.insert(0, ROOT)
-# The commands it runs use this tree too, whatever the virtualenv's
-# install points at.
-os.environ['PYTHONPATH'] = os.pathsep.join(
-    [ROOT] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep)
-              if p])
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
 from nova_orphans.tests.functional.fixtures import nova_db  # noqa: E402
 from nova_orphans.tests.functional.fixtures import placement  # noqa: E402
