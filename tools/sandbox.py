@@ -21,6 +21,8 @@ against it, as an operator would on a controller.
     tools/sandbox                 # seed, list, stop
     tools/sandbox --keep          # ... and keep serving; try commands
 
+Exits 0 when the list finds the seeded orphans (its exit code 3), else 1.
+
 With ``--keep`` it serves until SIGINT (Ctrl-C) or SIGTERM, with or
 without a terminal (``tools/sandbox --keep &``), and then removes its
 temporary directories.
@@ -29,6 +31,8 @@ temporary directories.
 import argparse
 import contextlib
 import os
+import random
+import re
 import shlex
 import shutil
 import signal
@@ -46,21 +50,43 @@ BIG = {'VCPU': 30, 'MEMORY_MB': 741376, 'DISK_GB': 1638}
 INVENTORY = {'VCPU': 36, 'MEMORY_MB': 786432, 'DISK_GB': 1760}
 
 
+# nova's traits on a compute node's root provider: COMPUTE_NODE from
+# every release, OWNER_NOVA from nova 34 (the sandbox's), and
+# COMPUTE_STATUS_DISABLED while the node's service is disabled.
+NODE_TRAITS = ('COMPUTE_NODE', 'OWNER_NOVA')
+DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'
+# The same uuids on every run, so that the rows, their order and the
+# admin guide's transcripts are the same every time.
+UUID_SEED = 'nova-orphans sandbox'
+
+
 def seed(rp_api, nova):
     """The seed documents' situations, plus healthy look-alikes.
 
-    Returns {name: consumer uuid} for the summary.
+    Returns {name: consumer uuid} for the summary, and the providers
+    under 'nodes'.
     """
+    rng = random.Random(UUID_SEED)
+
+    def new_uuid():
+        return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
     nodes = {}
-    for host in ('devstack1', 'devstack2', 'devstack3'):
-        nodes[host] = nova.add_compute_node('cell1', host)
-        rp_api.create_provider(host, uuid=nodes[host], inventory=INVENTORY)
-    # devstack1 is down and fenced (seed 000).
-    nova.execute('cell1', nova.table('cell1', 'services').update().where(
-        nova.table('cell1', 'services').c.host == 'devstack1').values(
-        forced_down=True))
+    for host in ('devstack1', 'devstack2', 'devstack3', 'devstack4'):
+        nodes[host] = nova.add_compute_node('cell1', host, uuid=new_uuid())
+        traits = NODE_TRAITS + ((DISABLED_TRAIT,) if host == 'devstack1'
+                                else ())
+        rp_api.create_provider(host, uuid=nodes[host], inventory=INVENTORY,
+                               traits=traits)
+    # devstack1 is down and fenced (seed 000): forced down, and disabled
+    # as the evacuation guide says.
+    services = nova.table('cell1', 'services')
+    nova.execute('cell1', services.update().where(
+        services.c.host == 'devstack1').values(
+        forced_down=True, disabled=True,
+        disabled_reason='fenced: evacuating'))
     bw = rp_api.create_provider(
-        'devstack1:eth0', parent=nodes['devstack1'],
+        'devstack1:eth0', uuid=new_uuid(), parent=nodes['devstack1'],
         inventory={'NET_BW_EGR_KILOBIT_PER_SEC': 10000000})
     nodes['devstack1:eth0'] = bw
 
@@ -68,55 +94,76 @@ def seed(rp_api, nova):
         rp_api.put_allocations(consumer, allocations, nova_db.PROJECT,
                                nova_db.USER, consumer_type=None)
 
+    def instance(host, **kwargs):
+        return nova.add_instance('cell1', uuid=new_uuid(), host=host,
+                                 node=host, **kwargs)
+
+    def migration(vm, source, dest, **kwargs):
+        return nova.add_migration('cell1', vm, uuid=new_uuid(),
+                                  source_compute=source, source_node=source,
+                                  dest_compute=dest, dest_node=dest,
+                                  **kwargs)
+
     made = {'nodes': nodes}
     # Healthy servers.
     for n, host in enumerate(('devstack2', 'devstack3')):
-        vm = nova.add_instance('cell1', host=host, node=host)
+        vm = instance(host)
         allocate(vm, {nodes[host]: FLAVOR})
         made['healthy-%d' % n] = vm
     # Seed 000: vm1 evacuated from devstack1 to devstack2; the source
     # keeps its allocation (and one on a bandwidth child provider).
-    vm1 = nova.add_instance('cell1', host='devstack2', node='devstack2')
+    vm1 = instance('devstack2')
     allocate(vm1, {nodes['devstack1']: FLAVOR,
                    bw: {'NET_BW_EGR_KILOBIT_PER_SEC': 1000},
                    nodes['devstack2']: FLAVOR})
-    nova.add_migration('cell1', vm1, migration_type='evacuation',
-                       status='done', source_compute='devstack1',
-                       source_node='devstack1', dest_compute='devstack2',
-                       dest_node='devstack2')
+    migration(vm1, 'devstack1', 'devstack2', migration_type='evacuation',
+              status='done')
     made['evacuated'] = vm1
     # Seed 001: a cold migration to devstack3 timed out; the instance is
     # back on devstack2, the target kept VCPU 30 of its 36.
-    big = nova.add_instance('cell1', host='devstack2', node='devstack2',
-                            vm_state='stopped')
+    big = instance('devstack2', vm_state='stopped')
     allocate(big, {nodes['devstack2']: BIG, nodes['devstack3']: BIG})
-    nova.add_migration('cell1', big, migration_type='migration',
-                       status='error', source_compute='devstack2',
-                       source_node='devstack2', dest_compute='devstack3',
-                       dest_node='devstack3')
+    migration(big, 'devstack2', 'devstack3', migration_type='migration',
+              status='error')
     made['failed-migration'] = big
     # Seed 003: an ERROR instance forced to deleted in SQL.
-    forced = nova.add_instance('cell1', host='devstack3', node='devstack3',
-                               vm_state='error')
+    forced = instance('devstack3', vm_state='error')
     allocate(forced, {nodes['devstack3']: FLAVOR})
     nova.force_delete_instance('cell1', forced)
     made['forced-deleted'] = forced
     # Nobody knows this consumer.
-    stranger = str(uuid.uuid4())
+    stranger = new_uuid()
     allocate(stranger, {nodes['devstack3']: FLAVOR})
     made['unknown'] = stranger
     # A look-alike: a resize awaiting confirmation holds both nodes.
-    resized = nova.add_instance('cell1', host='devstack3', node='devstack3',
-                                vm_state='resized')
-    mig = nova.add_migration('cell1', resized, migration_type='resize',
-                             status='finished', source_compute='devstack2',
-                             source_node='devstack2',
-                             dest_compute='devstack3',
-                             dest_node='devstack3')
+    resized = instance('devstack3', vm_state='resized')
+    mig = migration(resized, 'devstack2', 'devstack3',
+                    migration_type='resize', status='finished')
     allocate(mig, {nodes['devstack2']: FLAVOR})
     allocate(resized, {nodes['devstack3']: FLAVOR})
     made['resize-awaiting-confirm'] = resized
+    # devstack4, retired: its last server was cold-migrated to devstack2
+    # and confirmed, but the source allocation its migration held stayed;
+    # then "openstack compute service delete" deleted the service and
+    # the compute node, and placement refused to delete the provider.
+    moved = instance('devstack2')
+    retired = migration(moved, 'devstack4', 'devstack2',
+                        migration_type='migration', status='confirmed')
+    allocate(retired, {nodes['devstack4']: FLAVOR})
+    allocate(moved, {nodes['devstack2']: FLAVOR})
+    delete_host(nova, 'devstack4')
+    made['deleted-node-migration'] = retired
     return made
+
+
+def delete_host(nova, host):
+    """What ``openstack compute service delete`` leaves of a host in
+    nova's cell database: its service and compute node rows soft-deleted.
+    """
+    for table in ('compute_nodes', 'services'):
+        t = nova.table('cell1', table)
+        nova.execute('cell1', t.update().where(t.c.host == host).values(
+            deleted=t.c.id))
 
 
 def _console_script(name):
@@ -177,8 +224,8 @@ def walkthrough(outdir, conf, rp_api, nodes, nova):
         ('07-restore', ['allocations', 'restore', '--journal', journal], 4),
         ('08-list-restored', ['allocations', 'list', '--all'], 3),
         ('10-providers-list', ['providers', 'list'], 3),
-        ('11-providers-clean', ['providers', 'clean', '--host', 'devstack1',
-                                '--journal', journal + '.2'], 4),
+        ('11-providers-clean', ['providers', 'clean', '--journal',
+                                journal + '.2'], 4),
         ('12-providers-list-after', ['providers', 'list', '--all'], 0),
     ]
     failures = []
@@ -202,10 +249,7 @@ def _delete_service(outdir, name, nova, host):
     the service and its compute nodes, and gives up on the provider
     when placement refuses (409).
     """
-    for table in ('compute_nodes', 'services'):
-        t = nova.table('cell1', table)
-        nova.execute('cell1', t.update().where(t.c.host == host).values(
-            deleted=t.c.id))
+    delete_host(nova, host)
     text = ('$ openstack compute service delete <nova-compute on %s>\n'
             '(nova deletes the service and its compute node; placement '
             'refuses to delete the provider tree, which still holds '
@@ -278,7 +322,7 @@ def sandbox(args):
         command = [_console_script('nova-orphans-manage'), '--config-file',
                    conf, 'allocations', 'list', '--format', args.format]
         print('\n$ ' + ' '.join(map(shlex.quote, command)), flush=True)
-        rc = subprocess.call(command)
+        rc = subprocess.call(command) if args.keep else list_once(command)
         print('(exit code %d: %s)' % (rc, {0: 'nothing found',
                                            3: 'orphans found'}.get(rc, '?')))
         if args.keep:
@@ -289,6 +333,23 @@ def sandbox(args):
                       os.getpid(), flush=True)
                 wait_for_stop()
     return 0 if rc == 3 else 1
+
+
+def list_once(command):
+    """Run the list for a sandbox about to be removed: its "Next:" line
+    would name a nova.conf that is gone once this returns, so it says
+    how to try that command on a sandbox that stays up instead.
+    """
+    result = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+    for line in result.stdout.splitlines(True):
+        match = re.match(r'Next: .* --config-file \S+ (.*)$', line)
+        if match:
+            line = ('Next: run "tools/sandbox --keep" to try "%s" on a '
+                    'sandbox that stays up (this one is removed now).\n' %
+                    match.group(1))
+        sys.stdout.write(line)
+    sys.stdout.flush()
+    return result.returncode
 
 
 CLOUDS_YAML = """clouds:
@@ -345,6 +406,21 @@ def compute_api(nova, rp_api):
         proc.stdout.close()
 
 
+# The commands the kept sandbox suggests, as nova-orphans-manage's
+# argv; OSC_COMMANDS spells their groups for openstack.
+HINTS = (
+    ['allocations', 'list', '--all'],
+    ['allocations', 'clean', '--dry-run'],
+    ['allocations', 'clean'],
+    ['allocations', 'restore', '--journal', 'PATH'],
+    ['providers', 'list'],
+    ['providers', 'clean', '--dry-run'],
+    ['providers', 'clean'],
+)
+OSC_COMMANDS = {'allocations': ['allocation', 'orphan'],
+                'providers': ['resource', 'provider', 'orphan']}
+
+
 def osc_hint(clouds):
     """How to point openstack at the sandbox, if it can be."""
     if clouds is None:
@@ -359,10 +435,9 @@ def osc_hint(clouds):
         return '\n'.join(lines)
     lines.extend(['', 'Try, in another shell (after the "." line above):',
                   '  export OS_CLIENT_CONFIG_FILE=%s' % shlex.quote(clouds)])
-    for argv in ('list', 'clean --dry-run', 'clean',
-                 'restore --journal PATH'):
-        lines.append('  openstack --os-cloud sandbox allocation orphan %s' %
-                     argv)
+    for argv in HINTS:
+        lines.append('  openstack --os-cloud sandbox %s' % ' '.join(
+            OSC_COMMANDS[argv[0]] + argv[1:]))
     return '\n'.join(lines)
 
 
@@ -374,11 +449,11 @@ def keep_hint(conf):
     if os.path.exists(activate):
         lines.append('  . %s' % shlex.quote(activate))
         manage = 'nova-orphans-manage'
-    for argv in (['list', '--all'], ['clean', '--dry-run'], ['clean'],
-                 ['restore', '--journal', 'PATH']):
-        lines.append('  %s --config-file %s allocations %s' % (
+    for argv in HINTS:
+        lines.append('  %s --config-file %s %s' % (
             manage, shlex.quote(conf), ' '.join(argv)))
-    lines.append('("clean" prints its journal\'s path for "restore".)')
+    lines.append('("clean" prints its journal\'s path for "restore", which '
+                 'also undoes a "providers clean".)')
     return '\n'.join(lines)
 
 

@@ -31,6 +31,7 @@ import collections
 import concurrent.futures
 import urllib.parse
 
+from nova_orphans.engine import classify
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -110,7 +111,8 @@ def _providers(entries):
 
 def restore(client, entries, dry_run=False, concurrency=8, progress=None,
             stop=None, placement_db=None):
-    """Returns [(finding, outcome)] for every finding of every entry.
+    """Returns [(finding, outcome)] for every finding of every entry, in
+    the order they are shown (see shown_order).
 
     Entries are undone newest first, in batches of entries that share no
     consumer (so undoing them together is undoing them in turn): their
@@ -198,7 +200,21 @@ def restore(client, entries, dry_run=False, concurrency=8, progress=None,
                        for row in entry.get('findings', ()))
     if progress:
         progress.finish()
+    results.sort(key=shown_order)
     return results
+
+
+def shown_order(result):
+    """The order restore's rows are shown in: the providers first, as
+    they were put back (parents first, as ``providers clean`` deleted
+    them, one at a time); then the allocations in a list's order
+    (classify.order), whatever order the clean's parallel streams wrote
+    the journal in.
+    """
+    finding = result[0]
+    if isinstance(finding, model.ProviderFinding):
+        return (0,)
+    return (1,) + classify.order(finding)
 
 
 def _segments(entries):

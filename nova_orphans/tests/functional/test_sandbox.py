@@ -12,7 +12,10 @@
 """tools/sandbox --keep without a terminal, stopped by a signal.
 
 While it runs, both front ends read it: nova-orphans-manage through the
-databases, openstack through nova's own compute API.
+databases, openstack through nova's own compute API. Its listing is the
+admin guide's first transcript, byte for byte; and the deleted compute
+node it seeds goes through both front ends' provider commands: listed,
+cleaned, restored.
 """
 
 import json
@@ -28,10 +31,37 @@ from oslotest import base
 import requests
 
 from nova_orphans.tests.functional.fixtures import nova_db
+from nova_orphans.tests.functional import processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 READY = 'Stop it with Ctrl-C, or: kill -TERM '
+DOC = os.path.join(ROOT, 'doc', 'source', 'admin', 'sandbox')
+# The sandbox seeds the same uuids every run: devstack4's node and
+# provider, deleted in nova with a confirmed migration's allocation
+# left on it, and the traits of its compute node providers.
+DEVSTACK4 = 'c9eb3ee5-db6b-4b00-907e-645bf521835c'
+MIGRATION = '6a123be5-b022-4df0-9bda-eb5274f9aadd'
+DEVSTACK4_ROW = {
+    'uuid': DEVSTACK4, 'name': 'devstack4', 'root_provider': DEVSTACK4,
+    'parent_provider': None, 'host': 'devstack4', 'cell': 'cell1',
+    'compute_node': DEVSTACK4, 'reason': 'deleted_compute_node',
+    'action': 'delete_provider', 'allocations': 1, 'orphan_allocations': 1,
+    'details': 'Compute node %s (devstack4 on host devstack4) is deleted in '
+               'cell cell1; no cell has it live.' % DEVSTACK4}
+# The compute API shows no deleted node: openstack proves it by the
+# root's COMPUTE_NODE trait, and knows no host or cell.
+DEVSTACK4_OSC_ROW = dict(
+    DEVSTACK4_ROW, host=None, cell=None,
+    details='The tree\'s root %s carries nova\'s COMPUTE_NODE trait, and '
+            'the compute API, every cell answering, lists no hypervisor '
+            'with its uuid: nova deleted that compute node.' % DEVSTACK4)
+TRAITS = {'devstack1': ['COMPUTE_NODE', 'COMPUTE_STATUS_DISABLED',
+                        'OWNER_NOVA'],
+          'devstack1:eth0': [],
+          'devstack2': ['COMPUTE_NODE', 'OWNER_NOVA'],
+          'devstack3': ['COMPUTE_NODE', 'OWNER_NOVA'],
+          'devstack4': ['COMPUTE_NODE', 'OWNER_NOVA']}
 
 
 class KeepTestCase(base.BaseTestCase):
@@ -44,14 +74,14 @@ class KeepTestCase(base.BaseTestCase):
         cache = nova_db.schema_templates()
         os.symlink(cache, os.path.join(self.tmp, os.path.basename(cache)))
         self.cache = os.path.basename(cache)
+        self.env = dict(processes.environment(), TMPDIR=self.tmp)
 
     def start(self):
         proc = subprocess.Popen(
             [sys.executable, os.path.join(ROOT, 'tools', 'sandbox.py'),
              '--keep'],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True,
-            env=dict(os.environ, TMPDIR=self.tmp))
+            stderr=subprocess.STDOUT, text=True, env=self.env)
         self.addCleanup(proc.stdout.close)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         lines = []
@@ -63,11 +93,33 @@ class KeepTestCase(base.BaseTestCase):
         self.assertIn(READY + '%d\n' % proc.pid, out)
         return proc, out
 
+    def assert_listing_documented(self, out, conf):
+        """The sandbox's listing is the admin guide's 01-list.txt."""
+        with open(os.path.join(DOC, '01-list.txt')) as f:
+            doc = f.read().replace('/etc/nova/nova.conf', conf).splitlines()
+        listed = out.split(' allocations list --format table\n', 1)[1]
+        self.assertEqual(doc[1:-1], listed.splitlines()[:len(doc) - 2])
+        self.assertEqual(('(exit code 3)', '(exit code 3: orphans found)'),
+                         (doc[-1], listed.splitlines()[len(doc) - 2]))
+
+    def run_all(self, *commands):
+        """Run the commands at once: [(return code, stdout, stderr)]."""
+        procs = [subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=env)
+            for argv, env in commands]
+        results = []
+        for p in procs:
+            stdout, stderr = p.communicate(timeout=120)
+            results.append((p.returncode, stdout, stderr))
+        return results
+
     def stop(self, signum):
         proc, out = self.start()
         conf = re.search(r'--config-file (\S+) allocations clean --dry-run',
                          out).group(1)
         self.assertTrue(os.path.isabs(conf), conf)
+        self.assert_listing_documented(out, conf)
         activate = re.search(r'^  \. (\S+)$', out, re.M).group(1)
         self.assertTrue(os.path.isabs(activate), activate)
         self.assertTrue(os.path.exists(activate), activate)
@@ -75,30 +127,9 @@ class KeepTestCase(base.BaseTestCase):
         time.sleep(1)
         self.assertIsNone(proc.poll())
         bin_dir = os.path.dirname(activate)
-        done = subprocess.run(
-            [os.path.join(bin_dir, 'nova-orphans-manage'), '--config-file',
-             conf, 'allocations', 'list', '--format', 'json'],
-            capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        self.assertEqual(3, done.returncode, done.stderr)
-        manage_rows = json.loads(done.stdout)
         compute = re.search(r'compute_endpoint_override: (\S+)', out).group(1)
         if signum == signal.SIGTERM:
-            # The plugin, through nova's own compute API: same findings.
-            clouds = re.search(r'^  export OS_CLIENT_CONFIG_FILE=(\S+)$', out,
-                               re.M).group(1)
-            env = {k: v for k, v in os.environ.items()
-                   if not k.startswith('OS_')}
-            done = subprocess.run(
-                [os.path.join(bin_dir, 'openstack'), '--os-cloud', 'sandbox',
-                 'allocation', 'orphan', 'list', '-f', 'json'],
-                capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                env=dict(env, OS_CLIENT_CONFIG_FILE=clouds))
-            self.assertEqual((0, ''), (done.returncode, done.stderr))
-            key = (lambda r: (r['consumer'], r['resource_provider'],
-                              r['reason'], r['action']))
-            self.assertEqual(sorted(map(key, manage_rows)),
-                             sorted(map(key, json.loads(done.stdout))))
-            self.assertEqual(5, len(manage_rows))
+            self.front_ends(out, bin_dir, conf)
         proc.send_signal(signum)
         rest = proc.stdout.read()
         self.assertEqual(0, proc.wait(timeout=60), rest)
@@ -110,6 +141,89 @@ class KeepTestCase(base.BaseTestCase):
         # nova's compute API went with it.
         self.assertRaises(requests.ConnectionError, requests.get, compute,
                           timeout=10)
+
+    def front_ends(self, out, bin_dir, conf):
+        """Both front ends on the kept sandbox: the same allocations, and
+        the deleted node's tree listed, cleaned by openstack and restored
+        by nova-orphans-manage.
+        """
+        clouds = re.search(r'^  export OS_CLIENT_CONFIG_FILE=(\S+)$', out,
+                           re.M).group(1)
+        placement = re.search(r'^ +endpoint: (\S+)$', out, re.M).group(1)
+        osc_env = dict(self.env, OS_CLIENT_CONFIG_FILE=clouds)
+
+        def manage(*argv):
+            return ([os.path.join(bin_dir, 'nova-orphans-manage'),
+                     '--config-file', conf] + list(argv), self.env)
+
+        def openstack(*argv):
+            return ([os.path.join(bin_dir, 'openstack'), '--os-cloud',
+                     'sandbox'] + list(argv) + ['-f', 'json'], osc_env)
+
+        allocs, providers, osc_allocs, osc_providers = self.run_all(
+            manage('allocations', 'list', '--format', 'json'),
+            manage('providers', 'list', '--format', 'json'),
+            openstack('allocation', 'orphan', 'list'),
+            openstack('resource', 'provider', 'orphan', 'list'))
+        self.assertEqual(3, allocs[0], allocs[2])
+        self.assertEqual((0, ''), (osc_allocs[0], osc_allocs[2]))
+        key = (lambda r: (r['consumer'], r['resource_provider'],
+                          r['reason'], r['action']))
+        manage_rows = json.loads(allocs[1])
+        self.assertEqual(sorted(map(key, manage_rows)),
+                         sorted(map(key, json.loads(osc_allocs[1]))))
+        self.assertEqual(6, len(manage_rows))
+        self.assertIn((MIGRATION, DEVSTACK4, 'finished_migration',
+                       'delete_consumer'), map(key, manage_rows))
+        self.assertEqual((3, [DEVSTACK4_ROW], ''),
+                         (providers[0], json.loads(providers[1]),
+                          providers[2]))
+        self.assertEqual((0, [DEVSTACK4_OSC_ROW], ''),
+                         (osc_providers[0], json.loads(osc_providers[1]),
+                          osc_providers[2]))
+        self.assertEqual(TRAITS, self.traits(placement))
+        journal = os.path.join(os.path.dirname(conf), 'providers.jsonl')
+        [(rc, stdout, stderr)] = self.run_all(openstack(
+            'resource', 'provider', 'orphan', 'clean', '--journal', journal))
+        self.assertEqual((0, [dict(DEVSTACK4_OSC_ROW, outcome='done')]),
+                         (rc, json.loads(stdout)), stderr)
+        self.assertEqual(
+            'Orphaned allocations on these trees, repaired first: 1 done.\n'
+            'Journal: %(journal)s\n'
+            'To undo: openstack allocation orphan restore --journal '
+            '%(journal)s\n' % {'journal': journal}, stderr)
+        self.assertNotIn('devstack4', self.traits(placement))
+        [(rc, stdout, stderr)] = self.run_all(
+            manage('providers', 'list', '--format', 'json'))
+        self.assertEqual((0, [], ''), (rc, json.loads(stdout), stderr))
+        [(rc, stdout, stderr)] = self.run_all(manage(
+            'allocations', 'restore', '--journal', journal, '--format',
+            'json'))
+        self.assertEqual(4, rc, stderr)
+        self.assertEqual(
+            [(DEVSTACK4, 'done'), (MIGRATION, 'done')],
+            [(r.get('uuid') or r['consumer'], r['outcome'])
+             for r in json.loads(stdout)])
+        # Back as it was, with the COMPUTE_NODE trait openstack proves
+        # a deleted node by.
+        self.assertEqual(TRAITS, self.traits(placement))
+        [(rc, stdout, stderr)] = self.run_all(
+            manage('providers', 'list', '--format', 'json'))
+        self.assertEqual((3, [DEVSTACK4_ROW], ''),
+                         (rc, json.loads(stdout), stderr))
+
+    @staticmethod
+    def traits(placement):
+        """{provider name: its traits}, read from placement."""
+        def get(path):
+            resp = requests.get(placement + path, timeout=30, headers={
+                'X-Auth-Token': 'admin',
+                'OpenStack-API-Version': 'placement 1.39'})
+            resp.raise_for_status()
+            return resp.json()
+        return {rp['name']: sorted(get('/resource_providers/%s/traits' %
+                                       rp['uuid'])['traits'])
+                for rp in get('/resource_providers')['resource_providers']}
 
     def test_sigterm(self):
         self.stop(signal.SIGTERM)

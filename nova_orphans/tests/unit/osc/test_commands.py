@@ -26,6 +26,7 @@ from nova_orphans import exit_codes
 from nova_orphans.osc import plugin
 from nova_orphans.osc.v1 import orphan
 from nova_orphans import output
+from nova_orphans.repair import journal
 from nova_orphans.tests.unit.osc import fakes
 
 LIVE = '11111111-1111-4111-8111-111111111111'
@@ -314,9 +315,14 @@ class InterruptTestCase(CommandTestCase):
             ['--journal', path, '-f', 'json'])
         self.app.stdout = io.StringIO()
         self.assertEqual(143, cmd.run(parsed))
+        # Newest first: the last consumer cleaned is put back, the other
+        # not attempted (rows are shown in a list's order).
+        older, newer = [list(e['consumers']) for e in
+                        journal.load(path).entries]
         self.assertEqual(
-            ['done', 'skipped: interrupted'],
-            [r['outcome'] for r in json.loads(self.app.stdout.getvalue())])
+            {newer[0]: 'done', older[0]: 'skipped: interrupted'},
+            {r['consumer']: r['outcome']
+             for r in json.loads(self.app.stdout.getvalue())})
         self.assertEqual(
             'Interrupted by SIGTERM: 1 restore(s) done; 1 not attempted '
             '(skipped: interrupted).\n', self.app.stderr.getvalue())

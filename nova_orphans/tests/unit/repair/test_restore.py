@@ -14,6 +14,7 @@ from unittest import mock
 import fixtures
 from oslotest import base
 
+from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.repair import journal
 from nova_orphans.repair import restore
@@ -168,3 +169,45 @@ class RestoreOrderTestCase(base.BaseTestCase):
                          set(events[:4]))
         self.assertEqual({('allocations', 'old%d' % n) for n in range(4)},
                          set(events[5:]))
+
+
+class ShownOrderTestCase(base.BaseTestCase):
+
+    @staticmethod
+    def finding(consumer, host, provider):
+        return model.Finding(
+            consumer=consumer, consumer_type='instance', instance=consumer,
+            resource_provider=(provider or 'gone') + '-uuid',
+            resource_provider_name=provider, root_provider=None,
+            host=host, cell='cell1', reason='deleted_instance',
+            action='delete_consumer', resources={'VCPU': 1}, project_id='p',
+            user_id='u', details='')
+
+    @staticmethod
+    def provider(name):
+        return model.ProviderFinding(
+            uuid=name + '-uuid', name=name, root_provider='root-uuid',
+            parent_provider=None, host=None, cell=None, compute_node=None,
+            reason='deleted_compute_node', action='delete_provider',
+            allocations=0, orphan_allocations=0, details='')
+
+    def test_providers_as_put_back_then_allocations_as_a_list_shows(self):
+        # As replayed, newest first: providers parents first, then the
+        # allocations in the order a clean's streams happened to write.
+        replayed = [
+            (self.provider('root'), 'done'),
+            (self.provider('child'), 'done'),
+            (self.finding('b', 'host2', 'host2'), 'done'),
+            (self.finding('c', 'host1', 'host1:eth0'), 'done'),
+            (self.finding('a', 'host2', 'host2'), 'skipped: already as '
+             'before'),
+            (self.finding('z', 'host1', 'host1'), 'done'),
+            (self.finding('a', None, None), 'done'),
+        ]
+        shown = sorted(replayed, key=restore.shown_order)
+        self.assertEqual(
+            [('root', 'done'), ('child', 'done'), ('a', 'done'),
+             ('z', 'done'), ('c', 'done'),
+             ('a', 'skipped: already as before'), ('b', 'done')],
+            [(getattr(f, 'name', None) or f.consumer, outcome)
+             for f, outcome in shown])
