@@ -111,13 +111,13 @@ class ListOrphanTestCase(CommandTestCase):
         text = self.run_cmd(orphan.ListOrphan, '-f', 'prometheus')
         samples = dict(line.rsplit(' ', 1) for line in text.splitlines()
                        if not line.startswith('#'))
-        self.assertEqual('1', samples[
+        self.assertEqual('1.0', samples[
             'nova_orphans_allocations{reason="deleted_instance"}'])
-        self.assertEqual('1', samples[
+        self.assertEqual('1.0', samples[
             'nova_orphans_allocations{reason="unknown_consumer"}'])
-        self.assertEqual('0', samples[
+        self.assertEqual('0.0', samples[
             'nova_orphans_allocations{reason="evacuated_source"}'])
-        self.assertEqual('0', samples['nova_orphans_unreadable_cells'])
+        self.assertEqual('0.0', samples['nova_orphans_unreadable_cells'])
 
     def test_prometheus_is_offered_to_list_only(self):
         self.assertIn('prometheus', self.formats(orphan.ListOrphan))
@@ -206,7 +206,7 @@ class ListOrphanTestCase(CommandTestCase):
         e = self.assertRaises(exceptions.CommandError, self.run_cmd,
                               orphan.ListOrphan, '-f', 'prometheus')
         self.assertEqual(INCOMPLETE, str(e))
-        self.assertIn('\nnova_orphans_unreadable_cells 1\n',
+        self.assertIn('\nnova_orphans_unreadable_cells 1.0\n',
                       self.app.stdout.getvalue())
 
 
