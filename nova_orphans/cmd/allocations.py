@@ -96,6 +96,16 @@ def with_table_width(func):
                 )(func)
 
 
+def with_metrics_file(func):
+    """``--metrics-file PATH``: see nova_orphans.metrics."""
+    return args('--metrics-file', metavar='PATH', dest='metrics_file',
+                help=_('Also write the run\'s Prometheus metrics to PATH, '
+                       'atomically (for node_exporter\'s textfile '
+                       'collector), incomplete runs included; a run that '
+                       'stops on an error leaves the file as it was.')
+                )(func)
+
+
 def interruptible(func):
     """SIGINT and SIGTERM end the action with 130 or 143, never a
     traceback (see nova_orphans.interrupt).
@@ -150,6 +160,7 @@ class AllocationCommands:
         self._progress_ = None
         self._stop = interrupt.Stop()
         self._snapshot = None
+        self._started = time.monotonic()
 
     def close(self):
         """Let go of the database connections the command kept."""
@@ -273,6 +284,7 @@ class AllocationCommands:
                  'reason, ignoring --reason and --all.'))
     @args('--verbose', action='store_true',
           help=_('Show every column in tables.'))
+    @with_metrics_file
     @with_progress(_('providers read, consumers checked'))
     @with_table_width
     @interruptible
@@ -285,12 +297,18 @@ class AllocationCommands:
         stopped by SIGINT/SIGTERM. A table ends with what the orphans
         hold and the command to run next.
         """
+        self._check_metrics_file()
         if self.cmd.format == 'prometheus':
             return self._metrics()
         # The snapshot stays alive while the rows are built: no
         # collector passes over it.
         with self._collector_paused():
-            findings = self._findings(self.cmd.show_all)
+            findings = self._findings(self.cmd.show_all,
+                                      everything=bool(self.cmd.metrics_file))
+            if self.cmd.metrics_file:
+                self._scan_metrics(findings)
+                shown = self._shown(self.cmd.show_all)
+                findings = [f for f in findings if shown(f)]
             if self.cmd.format == 'json':
                 # Streamed: a row is made when it is written.
                 self._render(output.iter_dicts(findings))
@@ -305,14 +323,24 @@ class AllocationCommands:
                                  else 0)
 
     def _metrics(self):
-        start = time.monotonic()
         with self._collector_paused():
             findings = self._findings(everything=True)
-            sys.stdout.write(metrics.render(
-                findings, time.monotonic() - start,
-                unreadable_cells=len(self._snapshot.nova.unreadable_cells)))
+            sys.stdout.write(self._scan_metrics(findings))
         return self._complete_or(3 if any(f.is_orphan for f in findings)
                                  else 0)
+
+    def _check_metrics_file(self):
+        if getattr(self.cmd, 'metrics_file', None):
+            metrics.check_path(self.cmd.metrics_file)
+
+    def _unreadable_cells(self):
+        return (len(self._snapshot.nova.unreadable_cells)
+                if self._snapshot is not None else 0)
+
+    def _scan_metrics(self, findings):
+        return metrics.scan(findings, time.monotonic() - self._started,
+                            unreadable_cells=self._unreadable_cells(),
+                            metrics_file=self.cmd.metrics_file)
 
     def _complete_or(self, code):
         """``code``, unless part of the cloud could not be read.
@@ -375,6 +403,17 @@ class AllocationCommands:
         cause, and the summary.
         """
         shown, causes = output.group_failures(outcomes)
+        if (getattr(self.cmd, 'metrics_file', None) or
+                self.cmd.format == 'prometheus'):
+            text = metrics.repair(
+                self.cmd.action_fn, rows, outcomes,
+                time.monotonic() - self._started,
+                unreadable_cells=self._unreadable_cells(),
+                metrics_file=self.cmd.metrics_file)
+            if self.cmd.format == 'prometheus':
+                sys.stdout.write(text)
+                self._say(output.failure_lines(causes), sys.stderr)
+                return
         dicts = output.rows_as_dicts(rows, shown)
         # A restore of "providers clean" has rows of both kinds: one
         # table each, one JSON list.
@@ -413,8 +452,11 @@ class AllocationCommands:
     @args('--heal', action='store_true',
           help=_('Also create allocations for live instances that have '
                  'none (missing_allocations), from their flavor.'))
-    @args('--format', choices=('table', 'json'), default='table',
-          dest='format', help=_('Output format (default: table).'))
+    @args('--format', choices=('table', 'json', 'prometheus'),
+          default='table', dest='format',
+          help=_('Output format (default: table). "prometheus": the '
+                 'run\'s metrics, not its rows.'))
+    @with_metrics_file
     @with_progress(_('providers read, consumers checked, consumers '
                      'repaired'))
     @with_table_width
@@ -447,6 +489,7 @@ class AllocationCommands:
         if self.cmd.max_count is not None and self.cmd.max_count < 1:
             raise exception.InvalidInput(
                 reason=_('--max-count must be at least 1'))
+        self._check_metrics_file()
         if self.cmd.journal is not None and not self.cmd.dry_run:
             journal.check_path(self.cmd.journal)
 
@@ -480,7 +523,7 @@ class AllocationCommands:
         if repairer.conflicts:
             print(actions.other_writers_note(repairer.conflicts),
                   file=sys.stderr)
-        if lines and self.cmd.format != 'json':
+        if lines and self.cmd.format == 'table':
             self._say(lines)
         self._finish_repairs(rows, outcomes, nothing)
         if journal_ is not None and journal_.entries:
@@ -499,8 +542,11 @@ class AllocationCommands:
           help=_('The journal written by "clean".'))
     @args('--dry-run', action='store_true', dest='dry_run',
           help=_('Show what would be restored; change nothing.'))
-    @args('--format', choices=('table', 'json'), default='table',
-          dest='format', help=_('Output format (default: table).'))
+    @args('--format', choices=('table', 'json', 'prometheus'),
+          default='table', dest='format',
+          help=_('Output format (default: table). "prometheus": the '
+                 'run\'s metrics, not its rows.'))
+    @with_metrics_file
     @with_progress(_('journal entries restored'))
     @with_table_width
     @interruptible
@@ -516,6 +562,7 @@ class AllocationCommands:
         something refused or failed, 130/143 stopped by SIGINT/SIGTERM
         (run it again for the rest).
         """
+        self._check_metrics_file()
         client = self._client()
         entries = restore_mod.load(
             client, self.cmd.journal,

@@ -101,6 +101,56 @@ def nova_reader(clients, grace_period, every_root=True):
         clients.placement, every_root=every_root)
 
 
+def add_metrics_file_argument(parser):
+    parser.add_argument(
+        '--metrics-file', metavar='<path>',
+        help=_('Also write the run\'s Prometheus metrics to <path>, '
+               'atomically (for node_exporter\'s textfile collector), '
+               'incomplete runs included; a run that stops on an error '
+               'leaves the file as it was.'))
+
+
+def shown_by(parsed_args, show_all=False):
+    """Which findings the filters show (see Audit.run)."""
+    def shown(finding):
+        if parsed_args.reasons:
+            return finding.reason in parsed_args.reasons
+        return show_all or finding.is_orphan
+    return shown
+
+
+class _Prometheus:
+    """"-f prometheus" for this command only: a cliff formatter plugin
+    would offer it to every openstack listing.
+    """
+
+    def _load_formatter_plugins(self):
+        manager = super()._load_formatter_plugins()
+        if self.formatter_namespace != 'cliff.formatter.list':
+            return manager
+        prometheus = stevedore.extension.Extension(
+            'prometheus', None, PrometheusFormatter, PrometheusFormatter())
+        return stevedore.ExtensionManager.make_test_instance(
+            list(manager) + [prometheus], namespace=manager.namespace)
+
+    def metrics_text(self, parsed_args, text):
+        if parsed_args.formatter == 'prometheus':
+            self._formatter_plugins['prometheus'].obj.text = text
+
+    def repair_metrics(self, parsed_args, rows, outcomes,
+                       unreadable_cells=0):
+        """A clean's or restore's metrics (``metrics_command``), for -f
+        prometheus and --metrics-file; ``started`` is set by _Repairing.
+        """
+        if parsed_args.formatter == 'prometheus' or parsed_args.metrics_file:
+            with one_line_errors():
+                self.metrics_text(parsed_args, metrics.repair(
+                    self.metrics_command, rows, outcomes,
+                    time.monotonic() - self.started,
+                    unreadable_cells=unreadable_cells,
+                    metrics_file=parsed_args.metrics_file))
+
+
 class _Audited(command.Lister):
     """Shared by list and clean: filters, and one audit of the cloud."""
 
@@ -128,6 +178,7 @@ class _Audited(command.Lister):
                    '%(default)s; as [nova_orphans] grace_period): nova may '
                    'still be moving or deleting those allocations.'))
         columns_mod.add_long_argument(parser)
+        add_metrics_file_argument(parser)
         return parser
 
     def audit(self, parsed_args, show_all=False, everything=False):
@@ -145,15 +196,10 @@ class _Audited(command.Lister):
         audit = snapshot_mod.Audit(
             placement_api.PlacementAPIReader(clients.placement, CONCURRENCY),
             self.nova)
-
-        def shown(finding):
-            if parsed_args.reasons:
-                return finding.reason in parsed_args.reasons
-            return show_all or finding.is_orphan
-
         findings = audit.run(resource_provider=parsed_args.resource_provider,
                              host=parsed_args.host,
-                             shown=None if everything else shown)
+                             shown=None if everything else shown_by(
+                                 parsed_args, show_all))
         self.snapshot = audit.snapshot
         for cell in audit.snapshot.nova.unreadable_cells:
             self.app.stderr.write(_(
@@ -163,7 +209,7 @@ class _Audited(command.Lister):
         return findings
 
 
-class ListOrphan(_Audited):
+class ListOrphan(_Prometheus, _Audited):
     """List placement allocations that no live nova object owns.
 
     Reads placement and, through the compute API, nova's hypervisors,
@@ -181,32 +227,29 @@ class ListOrphan(_Audited):
                    '"none" and the reason they are fine.'))
         return parser
 
-    def _load_formatter_plugins(self):
-        # "-f prometheus" for this command only: a cliff formatter plugin
-        # would offer it to every openstack listing.
-        manager = super()._load_formatter_plugins()
-        if self.formatter_namespace != 'cliff.formatter.list':
-            return manager
-        prometheus = stevedore.extension.Extension(
-            'prometheus', None, PrometheusFormatter, PrometheusFormatter())
-        return stevedore.ExtensionManager.make_test_instance(
-            list(manager) + [prometheus], namespace=manager.namespace)
-
     def take_action(self, parsed_args):
         with interruptible(self):
             return self._take_action(parsed_args)
 
     def _take_action(self, parsed_args):
-        if parsed_args.formatter == 'prometheus':
-            start = time.monotonic()
-            with one_line_errors():
-                findings = self.audit(parsed_args, everything=True)
-            self._formatter_plugins['prometheus'].obj.text = metrics.render(
-                findings, time.monotonic() - start,
-                unreadable_cells=len(self.snapshot.nova.unreadable_cells))
-            return columns_mod.listing(parsed_args, [])
+        start = time.monotonic()
+        every = (parsed_args.formatter == 'prometheus' or
+                 bool(parsed_args.metrics_file))
         with one_line_errors():
-            findings = self.audit(parsed_args, show_all=parsed_args.show_all)
+            if parsed_args.metrics_file:
+                metrics.check_path(parsed_args.metrics_file)
+            findings = self.audit(parsed_args, show_all=parsed_args.show_all,
+                                  everything=every)
+            if every:
+                self.metrics_text(parsed_args, metrics.scan(
+                    findings, time.monotonic() - start,
+                    unreadable_cells=len(self.snapshot.nova.unreadable_cells),
+                    metrics_file=parsed_args.metrics_file))
+        if parsed_args.formatter == 'prometheus':
+            return columns_mod.listing(parsed_args, [])
+        if every:
+            shown = shown_by(parsed_args, parsed_args.show_all)
+            findings = [f for f in findings if shown(f)]
         return columns_mod.listing(parsed_args, findings)
 
     def run(self, parsed_args):
@@ -297,6 +340,7 @@ class _Repairing:
         return rows, outcomes
 
     def run(self, parsed_args):
+        self.started = time.monotonic()
         self.outcomes = []
         self.stop = interrupt.Stop()
         self.stopped_short = False
@@ -307,7 +351,7 @@ class _Repairing:
         return result
 
 
-class CleanOrphan(_Repairing, _Audited):
+class CleanOrphan(_Prometheus, _Repairing, _Audited):
     """Repair orphaned allocations, journaled and generation-checked.
 
     Each consumer is read again from nova and placement right before its
@@ -317,6 +361,8 @@ class CleanOrphan(_Repairing, _Audited):
     run. Repairs that fail are reported in the outcome column after the
     others are done, and the command then exits 1.
     """
+
+    metrics_command = 'clean'
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -341,6 +387,9 @@ class CleanOrphan(_Repairing, _Audited):
     def take_action(self, parsed_args):
         if parsed_args.max_count is not None and parsed_args.max_count < 1:
             raise exceptions.CommandError(_('--max-count must be at least 1'))
+        with one_line_errors():
+            if parsed_args.metrics_file:
+                metrics.check_path(parsed_args.metrics_file)
         with interruptible(self):
             return self._take_action(parsed_args)
 
@@ -355,6 +404,9 @@ class CleanOrphan(_Repairing, _Audited):
             rows, outcomes = self.repair(
                 parsed_args, findings, repair,
                 max_count=parsed_args.max_count, heal=parsed_args.heal)
+        self.repair_metrics(
+            parsed_args, rows, outcomes,
+            unreadable_cells=len(self.snapshot.nova.unreadable_cells))
         return columns_mod.listing(parsed_args, rows,
                                    self.report(outcomes))
 
@@ -369,7 +421,7 @@ class CleanOrphan(_Repairing, _Audited):
         return result
 
 
-class RestoreOrphan(_Repairing, command.Lister):
+class RestoreOrphan(_Prometheus, _Repairing, command.Lister):
     """Put back what a "clean" run changed, newest change first.
 
     Journals of "allocation orphan clean" and "resource provider orphan
@@ -381,6 +433,8 @@ class RestoreOrphan(_Repairing, command.Lister):
     rest.
     """
 
+    metrics_command = 'restore'
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument(
@@ -390,11 +444,14 @@ class RestoreOrphan(_Repairing, command.Lister):
             '--dry-run', action='store_true',
             help=_('Show what would be restored; change nothing.'))
         columns_mod.add_long_argument(parser)
+        add_metrics_file_argument(parser)
         return parser
 
     def take_action(self, parsed_args):
         with interruptible(self):
             with one_line_errors():
+                if parsed_args.metrics_file:
+                    metrics.check_path(parsed_args.metrics_file)
                 client = self.app.client_manager.nova_orphans.placement
                 entries = restore_mod.load(
                     client, parsed_args.journal,
@@ -404,6 +461,8 @@ class RestoreOrphan(_Repairing, command.Lister):
                 results = restore_mod.restore(
                     client, entries, dry_run=parsed_args.dry_run,
                     stop=self.stop)
+        self.repair_metrics(parsed_args, [f for f, _o in results],
+                            [o for _f, o in results])
         return columns_mod.listing(
             parsed_args, [f for f, _o in results],
             self.report([o for _f, o in results]))
