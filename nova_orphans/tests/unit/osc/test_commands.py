@@ -320,6 +320,20 @@ class CleanOrphanTestCase(CommandTestCase):
         self.assertEqual('done', outcomes[STRANGER])
         self.assertIn('refused: consumer %s changed' % GONE, outcomes[GONE])
 
+    def assertRows(self, command, ones, samples):
+        """nova_orphans_<command>_rows: 1 for each (outcome, reason) in
+        ``ones``, 0 for the other outcomes of those reasons.
+        """
+        reasons_ = {reason for _o, reason in ones}
+        self.assertEqual({
+            'nova_orphans_%s_rows{action="delete_consumer",outcome="%s",'
+            'reason="%s"}' % (command, outcome, reason):
+            '1.0' if (outcome, reason) in ones else '0.0'
+            for outcome in ('repaired', 'failed', 'skipped')
+            for reason in reasons_},
+            {k: v for k, v in samples.items()
+             if k.startswith('nova_orphans_%s_rows' % command)})
+
     def test_metrics_of_a_failed_clean_then_of_a_success(self):
         self.placement.fail = {GONE}
         path = os.path.join(self.tmp, 'clean.prom')
@@ -330,18 +344,8 @@ class CleanOrphanTestCase(CommandTestCase):
         with open(path) as f:
             self.assertEqual(text, f.read())
         samples = metric_samples(text)
-        rows = {k: v for k, v in samples.items()
-                if k.startswith('nova_orphans_clean_rows')}
-        self.assertEqual({
-            'nova_orphans_clean_rows{action="delete_consumer",'
-            'outcome="%s",reason="%s"}' % (outcome, reason): value
-            for outcome, reason, value in (
-                ('repaired', 'deleted_instance', '0.0'),
-                ('failed', 'deleted_instance', '1.0'),
-                ('skipped', 'deleted_instance', '0.0'),
-                ('repaired', 'unknown_consumer', '1.0'),
-                ('failed', 'unknown_consumer', '0.0'),
-                ('skipped', 'unknown_consumer', '0.0'))}, rows)
+        self.assertRows('clean', {('failed', 'deleted_instance'),
+                                  ('repaired', 'unknown_consumer')}, samples)
         self.assertEqual('0.0', samples[
             'nova_orphans_clean_last_success_timestamp_seconds'])
         self.placement.fail = set()
@@ -362,18 +366,9 @@ class CleanOrphanTestCase(CommandTestCase):
         self.run_cmd(orphan.CleanOrphan, '--journal', path)
         text = self.run_cmd(orphan.RestoreOrphan, '--journal', path,
                             '-f', 'prometheus')
-        self.assertEqual({
-            'nova_orphans_restore_rows{action="delete_consumer",'
-            'outcome="%s",reason="%s"}' % (outcome, reason): value
-            for outcome, reason, value in (
-                ('repaired', 'deleted_instance', '1.0'),
-                ('failed', 'deleted_instance', '0.0'),
-                ('skipped', 'deleted_instance', '0.0'),
-                ('repaired', 'unknown_consumer', '1.0'),
-                ('failed', 'unknown_consumer', '0.0'),
-                ('skipped', 'unknown_consumer', '0.0'))},
-            {k: v for k, v in metric_samples(text).items()
-             if k.startswith('nova_orphans_restore_rows')})
+        self.assertRows('restore', {('repaired', 'deleted_instance'),
+                                    ('repaired', 'unknown_consumer')},
+                        metric_samples(text))
 
     def test_restore_bad_journal(self):
         path = os.path.join(self.tmp, 'none.jsonl')
