@@ -261,10 +261,10 @@ class ListOrphan(_Prometheus, _Audited):
 
 
 class PrometheusFormatter(cliff_base.ListFormatter):
-    """node_exporter textfile-collector metrics of the whole scan.
-
-    The same metrics as "nova-orphans-manage allocations list --format
-    prometheus"; the rows of the listing are not used.
+    """node_exporter textfile-collector metrics of the run (see
+    nova_orphans.metrics): of the whole scan for list, of the rows for
+    clean and restore, as "nova-orphans-manage allocations ... --format
+    prometheus"; the rows of the listing are not printed.
     """
 
     text = ''
