@@ -133,6 +133,14 @@ class JournalError(InvalidInput):
     msg_fmt = _('Journal %(path)s: %(reason)s')
 
 
+class MetricsFileError(InvalidInput):
+    """--metrics-file names a file that cannot be written (see
+    nova_orphans.metrics.check_path, refused before anything is read).
+    """
+
+    msg_fmt = _('Metrics file %(path)s: %(reason)s')
+
+
 class UnsupportedSchema(NovaOrphansException):
     """A nova database lacks what the readers select (exit code 6)."""
 

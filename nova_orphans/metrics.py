@@ -9,79 +9,286 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Prometheus text exposition for node_exporter's textfile collector.
+"""Prometheus metrics of a scan, a clean and a restore.
 
-A cron job writes ``list --format prometheus`` into the collector's
-directory; alerts fire on orphan counts. Every reason gets a series even
-at zero, so "no orphans" is a value, not a missing series.
+For node_exporter's textfile collector: the front ends print them
+(``--format prometheus``) and write them to a file (``--metrics-file``)
+for every run that got as far as computing them, incomplete runs (a
+cell not read, a repair failed, a signal) included. A run that stops
+before (an error) leaves the last file in place, so its timestamp goes
+stale and the staleness alert fires (etc/prometheus).
+
+Every orphan reason gets a series even at zero, so "no orphans" is a
+value, not a missing series. The front ends use only these:
+
+``scan(findings, duration, unreadable_cells=0, metrics_file=None,
+now=None)``
+    the text of a ``list`` (every finding, whatever the filters showed);
+``repair(command, rows, outcomes, duration, unreadable_cells=0,
+metrics_file=None, now=None)``
+    the text of a ``clean`` or ``restore`` (``command``), from its rows
+    (anything with ``reason`` and ``action``) and their outcomes;
+``check_path(path)``
+    refuses, before anything is read, a metrics file that could not be
+    written (MetricsFileError, an InvalidInput).
+
+Both write ``metrics_file``, when given, atomically (:func:`write`).
+Built on prometheus_client, imported on first use: it costs a list that
+writes no metrics 30 ms of imports otherwise.
 """
 
 import collections
+import os
+import tempfile
 import time
 
 from nova_orphans.engine import reasons
+from nova_orphans import exception
+from nova_orphans.i18n import _
 
 PREFIX = 'nova_orphans_'
 # Orphans, what could not be checked, and what nova is still working on
 # (in_progress: above zero for hours, a compute died in an operation).
 COUNTED_REASONS = reasons.ORPHAN_REASONS + (reasons.UNVERIFIABLE,
                                             reasons.IN_PROGRESS)
+# The commands that repair, and what their rows' outcomes count as.
+REPAIR_COMMANDS = ('clean', 'restore')
+REPAIRED = 'repaired'
+FAILED = 'failed'
+SKIPPED = 'skipped'
+OUTCOMES = (REPAIRED, FAILED, SKIPPED)
+# The outcome of a row a signal stopped (repair.actions.interrupted()).
+_INTERRUPTED = 'skipped: interrupted'
 
 
-def _labels(**labels):
-    return '{%s}' % ','.join(
-        '%s="%s"' % (k, str(v).replace('\\', '\\\\').replace('"', '\\"'))
-        for k, v in sorted(labels.items()) if v is not None)
+def outcome_kind(outcome):
+    """repaired, failed or skipped: an outcome of repair.actions."""
+    if outcome == 'done':
+        return REPAIRED
+    if outcome.startswith('failed'):
+        return FAILED
+    return SKIPPED
 
 
-def _metric(lines, name, help_text, samples):
-    lines.append('# HELP %s%s %s' % (PREFIX, name, help_text))
-    lines.append('# TYPE %s%s gauge' % (PREFIX, name))
-    for labels, value in samples:
-        lines.append('%s%s%s %s' % (PREFIX, name, labels, value))
+class _Families:
+    """A prometheus_client collector of fixed families: one run's values."""
+
+    def __init__(self):
+        self.families = []
+
+    def collect(self):
+        return self.families
+
+    def gauge(self, name, help_text, samples=None, labels=None, value=None):
+        """Add PREFIX+name; ``samples`` are (label values, value) pairs."""
+        from prometheus_client import core
+        family = core.GaugeMetricFamily(PREFIX + name, help_text,
+                                        value=value, labels=labels)
+        for label_values, sample in samples or ():
+            family.add_metric(['' if v is None else str(v)
+                               for v in label_values], sample)
+        self.families.append(family)
+
+    def text(self):
+        import prometheus_client
+        registry = prometheus_client.CollectorRegistry(auto_describe=False)
+        registry.register(self)
+        return prometheus_client.generate_latest(registry).decode('utf-8')
 
 
-def render(findings, duration, unreadable_cells=0, now=None):
-    """The metrics for one scan, as text ending in a newline."""
+def _sorted(counter):
+    return sorted(counter.items(),
+                  key=lambda kv: tuple(str(x) for x in kv[0]))
+
+
+def scan(findings, duration, unreadable_cells=0, metrics_file=None,
+         now=None):
+    """The metrics of one scan, as exposition text; also written to
+    ``metrics_file`` when given.
+
+    ``findings`` are every finding of the scan (not only those shown);
+    ``unreadable_cells`` how many cells could not be read; ``now`` the
+    Unix time the scan finished (default: now).
+    """
     counted = [f for f in findings if f.reason in COUNTED_REASONS]
     per_reason = collections.Counter(f.reason for f in counted)
     consumers = {r: len({f.consumer for f in counted if f.reason == r})
                  for r in COUNTED_REASONS}
     per_provider = collections.Counter(
-        (f.reason, f.resource_provider, f.resource_provider_name, f.host)
+        (f.host, f.reason, f.resource_provider, f.resource_provider_name)
         for f in counted)
     amounts = collections.Counter()
     for f in counted:
         for rc, amount in f.resources.items():
-            amounts[(f.reason, rc, f.resource_provider,
-                     f.resource_provider_name, f.host)] += amount
-    lines = []
-    _metric(lines, 'allocations',
-            'Allocations (one consumer on one provider) by reason.',
-            [(_labels(reason=r), per_reason[r]) for r in COUNTED_REASONS])
-    _metric(lines, 'consumers', 'Consumers with such allocations by reason.',
-            [(_labels(reason=r), consumers[r]) for r in COUNTED_REASONS])
-    _metric(lines, 'provider_allocations',
-            'Allocations by reason and resource provider.',
-            [(_labels(reason=r, resource_provider=rp,
-                      resource_provider_name=name, host=host), n)
-             for (r, rp, name, host), n in sorted(
-                 per_provider.items(), key=lambda kv: tuple(
-                     str(x) for x in kv[0]))])
-    _metric(lines, 'resources',
-            'Resources held by such allocations, by reason, resource class '
-            'and provider.',
-            [(_labels(reason=r, resource_class=rc, resource_provider=rp,
-                      resource_provider_name=name, host=host), n)
-             for (r, rc, rp, name, host), n in sorted(
-                 amounts.items(), key=lambda kv: tuple(
-                     str(x) for x in kv[0]))])
-    _metric(lines, 'unreadable_cells',
-            'Cells whose database could not be read in this scan.',
-            [('', unreadable_cells)])
-    _metric(lines, 'scan_duration_seconds', 'How long the scan took.',
-            [('', '%.3f' % duration)])
-    _metric(lines, 'last_scan_timestamp_seconds',
-            'When the scan finished (Unix time).',
-            [('', '%.3f' % (time.time() if now is None else now))])
-    return '\n'.join(lines) + '\n'
+            amounts[(f.host, f.reason, rc, f.resource_provider,
+                     f.resource_provider_name)] += amount
+    out = _Families()
+    out.gauge('allocations',
+              'Allocations (one consumer on one provider) by reason.',
+              [((r,), per_reason[r]) for r in COUNTED_REASONS],
+              labels=['reason'])
+    out.gauge('consumers', 'Consumers with such allocations by reason.',
+              [((r,), consumers[r]) for r in COUNTED_REASONS],
+              labels=['reason'])
+    out.gauge('provider_allocations',
+              'Allocations by reason and resource provider.',
+              _sorted(per_provider),
+              labels=['host', 'reason', 'resource_provider',
+                      'resource_provider_name'])
+    out.gauge('resources',
+              'Resources held by such allocations, by reason, resource '
+              'class and provider.', _sorted(amounts),
+              labels=['host', 'reason', 'resource_class',
+                      'resource_provider', 'resource_provider_name'])
+    out.gauge('unreadable_cells',
+              'Cells whose database could not be read in this scan.',
+              value=unreadable_cells)
+    out.gauge('scan_duration_seconds', 'How long the scan took.',
+              value=round(duration, 3))
+    out.gauge('last_scan_timestamp_seconds',
+              'When the scan finished (Unix time).',
+              value=round(time.time() if now is None else now, 3))
+    return _finish(out, metrics_file)
+
+
+def render(findings, duration, unreadable_cells=0, now=None):
+    """scan()'s text, written nowhere."""
+    return scan(findings, duration, unreadable_cells, now=now)
+
+
+def repair(command, rows, outcomes, duration, unreadable_cells=0,
+           metrics_file=None, now=None):
+    """The metrics of one ``clean`` or ``restore`` run (``command``), as
+    exposition text; also written to ``metrics_file`` when given.
+
+    ``rows`` (anything with ``reason`` and ``action``: findings,
+    provider findings, journal entries) and ``outcomes`` (their
+    repair.actions outcomes) are the run's, in the same order.
+    ``unreadable_cells`` counts the cells a clean could not read.
+
+    The run succeeded when it read everything, no row failed and no
+    signal stopped it; otherwise the time of the last success is read
+    back from ``metrics_file`` as it was (0: none known), so that a
+    failed run never hides how long ago one last succeeded.
+    """
+    if command not in REPAIR_COMMANDS:
+        raise ValueError(command)
+    now = round(time.time() if now is None else now, 3)
+    kinds = [outcome_kind(o) for o in outcomes]
+    succeeded = (FAILED not in kinds and not unreadable_cells and
+                 _INTERRUPTED not in outcomes)
+    counts = collections.Counter(
+        (row.action, kind, row.reason) for row, kind in zip(rows, kinds))
+    # Every outcome of each reason and action the run met, zeros too:
+    # "nothing failed" is a value.
+    pairs = sorted({(action, reason) for action, _k, reason in counts})
+    out = _Families()
+    out.gauge(
+        command + '_rows',
+        'Rows of the last %s (one consumer\'s allocation on one provider, '
+        'or one provider) by reason, action and outcome (repaired, failed, '
+        'skipped).' % command,
+        [((action, kind, reason), counts[(action, kind, reason)])
+         for action, reason in pairs for kind in OUTCOMES],
+        labels=['action', 'outcome', 'reason'])
+    if command == 'clean':
+        out.gauge('clean_unreadable_cells',
+                  'Cells whose database the last clean could not read.',
+                  value=unreadable_cells)
+    out.gauge(command + '_duration_seconds',
+              'How long the last %s took.' % command, value=round(duration, 3))
+    out.gauge(command + '_last_run_timestamp_seconds',
+              'When the last %s finished (Unix time).' % command, value=now)
+    last = now if succeeded else (
+        last_success(metrics_file, command) if metrics_file else None)
+    out.gauge(command + '_last_success_timestamp_seconds',
+              'When the last %s that read everything and in which nothing '
+              'failed finished (Unix time; 0: none known).' % command,
+              value=last or 0)
+    return _finish(out, metrics_file)
+
+
+def _finish(families, metrics_file):
+    text = families.text()
+    if metrics_file:
+        write(metrics_file, text)
+    return text
+
+
+def last_success(path, command):
+    """``nova_orphans_<command>_last_success_timestamp_seconds`` as the
+    metrics file at ``path`` holds it; None if the file is missing, not
+    readable or has no such sample.
+    """
+    from prometheus_client import parser
+    name = '%s%s_last_success_timestamp_seconds' % (PREFIX, command)
+    try:
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+        for family in parser.text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name:
+                    return sample.value or None
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def check_path(path):
+    """Refuse, before anything is read, a metrics file that could not be
+    written: a directory, or in a directory that is missing or that this
+    user cannot create a file in (the write renames one into place).
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        reason = _('is a directory')
+    elif not os.path.isdir(parent):
+        reason = _('directory %(dir)s does not exist') % {'dir': parent}
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        reason = _('directory %(dir)s is not writable') % {'dir': parent}
+    else:
+        return
+    raise exception.MetricsFileError(path=path, reason=reason)
+
+
+def write(path, text):
+    """Put ``text`` at ``path`` atomically: a reader (node_exporter) sees
+    the old file or the new one, never a part, and a crash, even of the
+    machine, leaves one of them whole.
+
+    A temporary file in the same directory (named so that the textfile
+    collector, which reads ``*.prom``, skips it) is written, flushed to
+    disk, made readable by all (mode 0644) and renamed over ``path``;
+    then the directory is flushed. prometheus_client's
+    write_to_textfile renames without the fsyncs.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(
+            dir=directory, prefix='.%s.' % os.path.basename(path),
+            suffix='.tmp')
+    except OSError as e:
+        raise exception.MetricsFileError(path=path, reason=e.strerror)
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            f.write(text.encode('utf-8'))
+            f.flush()
+            os.fsync(f.fileno())
+            os.fchmod(f.fileno(), 0o644)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise exception.MetricsFileError(path=path, reason=e.strerror)
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)

@@ -17,10 +17,12 @@ through ``restore``.
 """
 
 import contextlib
+import time
 
 from nova_orphans.app import results
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import metrics as metrics_mod
 from nova_orphans.readers import snapshot as snapshot_mod
 from nova_orphans.repair import actions
 from nova_orphans.repair import journal
@@ -78,6 +80,39 @@ class RepairOptions:
             journal.check_path(self.journal)
 
 
+class Metrics:
+    """A run's Prometheus metrics (nova_orphans.metrics): ``text`` once
+    made, for ``--format prometheus``; written atomically to ``path``
+    (--metrics-file) when given, for every run that made them,
+    incomplete ones and failed repairs included.
+    """
+
+    def __init__(self, path=None):
+        self.path = path
+        self.started = time.monotonic()
+        self.text = None
+
+    def check(self):
+        """Refuse a path that cannot be written before anything is read."""
+        if self.path:
+            metrics_mod.check_path(self.path)
+
+    def _duration(self):
+        return time.monotonic() - self.started
+
+    def scan(self, listing):
+        self.text = metrics_mod.scan(
+            listing.findings, self._duration(),
+            unreadable_cells=len(listing.unreadable_cells),
+            metrics_file=self.path)
+
+    def repair(self, command, result):
+        self.text = metrics_mod.repair(
+            command, result.rows, result.outcomes, self._duration(),
+            unreadable_cells=len(result.unreadable_cells),
+            metrics_file=self.path)
+
+
 @contextlib.contextmanager
 def collector_paused():
     """No cyclic collection while a run's snapshot is built and shown
@@ -99,22 +134,38 @@ def audit(sources, scope, shown, progress=None, resource_provider=None):
     return results.Listing(findings, run.snapshot)
 
 
-def list_allocations(sources, scope, progress=None, everything=False):
-    """The findings the scope shows; ``everything``: every finding,
-    whatever the scope shows (metrics count them all).
+def list_allocations(sources, scope, progress=None, metrics=None,
+                     rows=True):
+    """The findings the scope shows.
+
+    With ``metrics`` (a Metrics), every finding is audited whatever the
+    scope shows, for the metrics count them all; the rows are then the
+    scope's, unless ``rows`` is False (only the metrics are wanted: no
+    consumer record is read for rows nobody sees).
     """
-    return audit(sources, scope, None if everything else scope.shown(),
-                 progress)
+    if metrics is None:
+        return audit(sources, scope, scope.shown(), progress)
+    metrics.check()
+    listing = audit(sources, scope,
+                    (lambda finding: True) if rows else None, progress)
+    metrics.scan(listing)
+    shown = scope.shown()
+    listing.rows = [f for f in listing.findings if shown(f)] if rows else []
+    return listing
 
 
-def clean(sources, scope, options, stop, progress=None, audited=None):
+def clean(sources, scope, options, stop, progress=None, audited=None,
+          metrics=None):
     """Repair the orphans in scope, each re-verified right before its
     write, generation-checked and journaled first.
 
     ``audited(listing)`` is called before the first write: a front end
-    warns there of the cells it could not read.
+    warns there of the cells it could not read. ``metrics`` (a Metrics)
+    are made of the run's rows and outcomes.
     """
     options.check()
+    if metrics is not None:
+        metrics.check()
     listing = audit(sources, scope, scope.shown(), progress)
     if audited is not None:
         audited(listing)
@@ -124,8 +175,12 @@ def clean(sources, scope, options, stop, progress=None, audited=None):
         rows, outcomes = repairer.clean(orphans)
         return rows, outcomes, []
 
-    return repair(sources, listing, orphans, work, options, stop, progress,
-                  max_count=options.max_count, heal=options.heal)
+    result = repair(sources, listing, orphans, work, options, stop,
+                    progress, max_count=options.max_count,
+                    heal=options.heal)
+    if metrics is not None:
+        metrics.repair('clean', result)
+    return result
 
 
 def repair(sources, listing, orphans, work, options, stop, progress=None,
@@ -163,16 +218,22 @@ def repair(sources, listing, orphans, work, options, stop, progress=None,
 
 
 def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
-            notice=None):
+            notice=None, metrics=None):
     """Put back what a clean of either category changed, newest first.
 
-    ``warn(line)`` is told of each journal line that was cut short.
+    ``warn(line)`` is told of each journal line that was cut short;
+    ``metrics`` (a Metrics) are made of the run's rows and outcomes.
     """
+    if metrics is not None:
+        metrics.check()
     entries = restore_mod.load(sources.placement, path, warn=warn)
     stop.start_writing(notice)
     done = restore_mod.restore(
         sources.placement, entries, dry_run=dry_run,
         concurrency=sources.concurrency, progress=progress, stop=stop,
         placement_db=sources.placement_db)
-    return results.Repair([f for f, _o in done], [o for _f, o in done],
-                          signum=stop.signum, restoring=True)
+    result = results.Repair([f for f, _o in done], [o for _f, o in done],
+                            signum=stop.signum, restoring=True)
+    if metrics is not None:
+        metrics.repair('restore', result)
+    return result

@@ -16,13 +16,11 @@ nova_orphans/app/allocations.py.
 """
 
 import sys
-import time
 
 from nova_orphans.app import allocations as app
 from nova_orphans.cmd import common
 from nova_orphans.cmd.common import args
 from nova_orphans.i18n import _
-from nova_orphans import metrics
 from nova_orphans import output
 
 with_scope = common.with_scope(
@@ -67,6 +65,7 @@ class AllocationCommands(common.Commands):
         ' "prometheus" writes node_exporter textfile-collector metrics for '
         'every reason, ignoring --reason and --all.'))
     @common.with_long
+    @common.with_metrics_file
     @common.with_progress(_('providers read, consumers checked'))
     @common.with_table_width
     @common.interruptible
@@ -80,15 +79,18 @@ class AllocationCommands(common.Commands):
         hold and the command to run next.
         """
         scope = self.scope(self.cmd.show_all)
-        if self.cmd.format == 'prometheus':
-            return self._metrics(scope)
+        metrics = self.metrics()
+        prometheus = self.cmd.format == 'prometheus'
         # The snapshot stays alive while the rows are built: no
         # collector passes over it.
         with self.collector_paused():
             listing = app.list_allocations(self.sources(), scope,
-                                           self.progress())
+                                           self.progress(), metrics=metrics,
+                                           rows=not prometheus)
             self.warn_unreadable(listing, UNREADABLE)
-            if self.cmd.format == 'json':
+            if prometheus:
+                sys.stdout.write(metrics.text)
+            elif self.cmd.format == 'json':
                 # Streamed: a row is made when it is written.
                 self.render(output.iter_dicts(listing.rows))
             elif not self.table:
@@ -102,24 +104,14 @@ class AllocationCommands(common.Commands):
                     self.command('clean', '--dry-run', *self.filters())))
         return listing.exit_code
 
-    def _metrics(self, scope):
-        start = time.monotonic()
-        with self.collector_paused():
-            listing = app.list_allocations(self.sources(), scope,
-                                           self.progress(), everything=True)
-            self.warn_unreadable(listing, UNREADABLE)
-            sys.stdout.write(metrics.render(
-                listing.findings, time.monotonic() - start,
-                unreadable_cells=len(listing.unreadable_cells)))
-        return listing.exit_code
-
     @with_scope
     @common.with_repair_options(_('Change at most N consumers.'))
     @args('--heal', action='store_true',
           help=_('Also create allocations for live instances that have '
                  'none (missing_allocations), from their flavor.'))
-    @common.with_format()
+    @common.with_format('prometheus', help_extra=common.PROMETHEUS_HELP)
     @common.with_long
+    @common.with_metrics_file
     @common.with_progress(_('providers read, consumers checked, consumers '
                             'repaired'))
     @common.with_table_width
@@ -142,19 +134,22 @@ class AllocationCommands(common.Commands):
             notice=self.notice())
         scope = self.scope()
         options.check()
+        metrics = self.metrics()
         result = app.clean(
             self.sources(), scope, options, self._stop, self.progress(),
             audited=lambda listing: self.warn_unreadable(listing,
-                                                         UNREADABLE))
+                                                         UNREADABLE),
+            metrics=metrics)
         return self.report(result, _('repair(s)'),
-                           _('No orphaned allocations found.'))
+                           _('No orphaned allocations found.'), metrics)
 
     @args('--journal', metavar='PATH', required=True,
           help=_('The journal written by "clean".'))
     @args('--dry-run', action='store_true', dest='dry_run',
           help=_('Show what would be restored; change nothing.'))
-    @common.with_format()
+    @common.with_format('prometheus', help_extra=common.PROMETHEUS_HELP)
     @common.with_long
+    @common.with_metrics_file
     @common.with_progress(_('journal entries restored'))
     @common.with_table_width
     @common.interruptible

@@ -106,6 +106,20 @@ def with_repair_options(what):
              help=what))
 
 
+def with_metrics_file(func):
+    """``--metrics-file PATH``: see nova_orphans.metrics."""
+    return args('--metrics-file', metavar='PATH', dest='metrics_file',
+                help=_('Also write the run\'s Prometheus metrics to PATH, '
+                       'atomically (for node_exporter\'s textfile '
+                       'collector), incomplete runs included; a run that '
+                       'stops on an error leaves the file as it was.')
+                )(func)
+
+
+PROMETHEUS_HELP = _(' "prometheus": the run\'s metrics (node_exporter '
+                    'textfile collector) instead of its rows.')
+
+
 def with_progress(what):
     """``--progress`` and ``--no-progress``: by default progress is shown
     on a terminal, for table output, once a run lasts a few seconds.
@@ -255,6 +269,15 @@ class Commands:
     def notice(self):
         return STOPPING
 
+    def metrics(self):
+        """The run's app.allocations.Metrics, or None when neither
+        --format prometheus nor --metrics-file asks for them.
+        """
+        path = getattr(self.cmd, 'metrics_file', None)
+        if path or self.cmd.format == 'prometheus':
+            return app_allocations.Metrics(path)
+        return None
+
     # Output ------------------------------------------------------------
 
     @property
@@ -315,10 +338,10 @@ class Commands:
             print(warning % {'cell': cell.label, 'error': cell.error},
                   file=sys.stderr)
 
-    def report(self, result, what, nothing):
-        """Print a clean's or restore's rows, what failed once per
-        cause, its summary, its journal and what a signal stopped;
-        return its exit code.
+    def report(self, result, what, nothing, metrics=None):
+        """Print a clean's or restore's rows (or its ``metrics``, for
+        --format prometheus), what failed once per cause, its summary,
+        its journal and what a signal stopped; return its exit code.
         """
         if result.conflicts:
             print(result.conflicts_note(), file=sys.stderr)
@@ -326,7 +349,9 @@ class Commands:
             self.say([output.repairs_line(result.allocation_outcomes)])
         shown, causes = output.group_failures(result.outcomes)
         dicts = output.rows_as_dicts(result.rows, shown)
-        if dicts or not self.table:
+        if self.cmd.format == 'prometheus':
+            sys.stdout.write(metrics.text)
+        elif dicts or not self.table:
             self.render(dicts)
         if self.table:
             self.say([output.outcome_summary(result.outcomes)]
@@ -349,13 +374,15 @@ class Commands:
 
     def restore_journal(self):
         """Either category's restore: the same journal replay."""
+        metrics = self.metrics()
         result = app_allocations.restore(
             self.sources(), self.cmd.journal, self._stop,
             dry_run=self.cmd.dry_run, progress=self.progress(),
             warn=lambda warning: print(warning, file=sys.stderr),
-            notice=self.notice())
+            notice=self.notice(), metrics=metrics)
         code = self.report(result, _('restore(s)'),
-                           _('The journal holds no change to restore.'))
+                           _('The journal holds no change to restore.'),
+                           metrics)
         if result.signum is not None and result.not_attempted:
             print(_('To restore the rest: %(command)s') % {
                 'command': self.command('restore', '--journal',

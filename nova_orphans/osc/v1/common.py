@@ -23,8 +23,10 @@ import functools
 import shlex
 import sys
 
+from cliff.formatters import base as cliff_base
 from keystoneauth1 import exceptions as ks_exc
 from osc_lib.command import command
+import stevedore
 
 from nova_orphans.app import allocations as app_allocations
 from nova_orphans.app import api_sources
@@ -224,9 +226,72 @@ class Restoring(Repairing):
             help=_('Show what would be restored; change nothing.'))
         return parser
 
+    def metrics(self, parsed_args):
+        """No metrics, but where WithMetrics comes first."""
+        return None
+
+    def show_metrics(self, parsed_args, metrics):
+        pass
+
     def take_action(self, parsed_args):
+        metrics = self.metrics(parsed_args)
         result = app_allocations.restore(
             self.sources(parsed_args), parsed_args.journal, self.stop,
             dry_run=parsed_args.dry_run, warn=self.say,
-            notice=self.notice())
-        return listing(parsed_args, self.report(result, _('restore(s)')))
+            notice=self.notice(), metrics=metrics)
+        rows = self.report(result, _('restore(s)'))
+        self.show_metrics(parsed_args, metrics)
+        return listing(parsed_args, rows)
+
+
+class PrometheusFormatter(cliff_base.ListFormatter):
+    """node_exporter textfile-collector metrics of the run (see
+    nova_orphans.metrics): of the whole scan for list, of the rows for
+    clean and restore, as "nova-orphans-manage allocations ... --format
+    prometheus"; the rows of the listing are not printed.
+    """
+
+    text = ''
+
+    def add_argument_group(self, parser):
+        pass
+
+    def emit_list(self, column_names, data, stdout, parsed_args):
+        stdout.write(self.text)
+
+
+class WithMetrics:
+    """``-f prometheus`` and ``--metrics-file`` (the allocation orphan
+    commands), first among a command's bases.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--metrics-file', metavar='<path>',
+            help=_('Also write the run\'s Prometheus metrics to <path>, '
+                   'atomically (for node_exporter\'s textfile '
+                   'collector), incomplete runs included; a run that '
+                   'stops on an error leaves the file as it was.'))
+        return parser
+
+    def _load_formatter_plugins(self):
+        # "-f prometheus" for these commands only: a cliff formatter
+        # plugin would offer it to every openstack listing.
+        manager = super()._load_formatter_plugins()
+        if self.formatter_namespace != 'cliff.formatter.list':
+            return manager
+        prometheus = stevedore.extension.Extension(
+            'prometheus', None, PrometheusFormatter, PrometheusFormatter())
+        return stevedore.ExtensionManager.make_test_instance(
+            list(manager) + [prometheus], namespace=manager.namespace)
+
+    def metrics(self, parsed_args):
+        """The run's app.allocations.Metrics, or None."""
+        if parsed_args.metrics_file or parsed_args.formatter == 'prometheus':
+            return app_allocations.Metrics(parsed_args.metrics_file)
+        return None
+
+    def show_metrics(self, parsed_args, metrics):
+        if parsed_args.formatter == 'prometheus':
+            self._formatter_plugins['prometheus'].obj.text = metrics.text

@@ -21,14 +21,8 @@ either is read by the same tooling, and the exit codes are its table
 nova_orphans/app/allocations.py.
 """
 
-import time
-
-from cliff.formatters import base as cliff_base
-import stevedore
-
 from nova_orphans.app import allocations as app
 from nova_orphans.i18n import _
-from nova_orphans import metrics
 from nova_orphans.osc.v1 import common
 from nova_orphans import output
 
@@ -61,7 +55,7 @@ class _Audited(common.OrphanLister):
         return super().sources(parsed_args, every_root=False)
 
 
-class ListOrphan(_Audited):
+class ListOrphan(common.WithMetrics, _Audited):
     """List placement allocations that no live nova object owns.
 
     Reads placement and, through the compute API, nova's hypervisors,
@@ -81,52 +75,19 @@ class ListOrphan(_Audited):
                    '"none" and the reason they are fine.'))
         return parser
 
-    def _load_formatter_plugins(self):
-        # "-f prometheus" for this command only: a cliff formatter plugin
-        # would offer it to every openstack listing.
-        manager = super()._load_formatter_plugins()
-        if self.formatter_namespace != 'cliff.formatter.list':
-            return manager
-        prometheus = stevedore.extension.Extension(
-            'prometheus', None, PrometheusFormatter, PrometheusFormatter())
-        return stevedore.ExtensionManager.make_test_instance(
-            list(manager) + [prometheus], namespace=manager.namespace)
-
     def take_action(self, parsed_args):
         scope = self.scope(parsed_args, parsed_args.show_all)
-        sources = self.sources(parsed_args)
-        if parsed_args.formatter == 'prometheus':
-            start = time.monotonic()
-            self.result = app.list_allocations(sources, scope,
-                                               everything=True)
-            self.warn_unreadable(self.result, UNREADABLE)
-            self._formatter_plugins['prometheus'].obj.text = metrics.render(
-                self.result.findings, time.monotonic() - start,
-                unreadable_cells=len(self.result.unreadable_cells))
-            return common.listing(parsed_args, [])
-        self.result = app.list_allocations(sources, scope)
+        metrics = self.metrics(parsed_args)
+        self.result = app.list_allocations(
+            self.sources(parsed_args), scope, metrics=metrics,
+            rows=parsed_args.formatter != 'prometheus')
         self.warn_unreadable(self.result, UNREADABLE)
+        self.show_metrics(parsed_args, metrics)
         return common.listing(parsed_args,
                               output.rows_as_dicts(self.result.rows))
 
 
-class PrometheusFormatter(cliff_base.ListFormatter):
-    """node_exporter textfile-collector metrics of the whole scan.
-
-    The same metrics as "nova-orphans-manage allocations list --format
-    prometheus"; the rows of the listing are not used.
-    """
-
-    text = ''
-
-    def add_argument_group(self, parser):
-        pass
-
-    def emit_list(self, column_names, data, stdout, parsed_args):
-        stdout.write(self.text)
-
-
-class CleanOrphan(_Audited, common.Repairing):
+class CleanOrphan(common.WithMetrics, _Audited, common.Repairing):
     """Repair orphaned allocations, journaled and generation-checked.
 
     Each consumer is read again from nova and placement right before its
@@ -158,15 +119,18 @@ class CleanOrphan(_Audited, common.Repairing):
             notice=self.notice())
         scope = self.scope(parsed_args)
         options.check()
+        metrics = self.metrics(parsed_args)
         result = app.clean(
             self.sources(parsed_args), scope, options, self.stop,
             audited=lambda listing: self.warn_unreadable(listing,
-                                                         UNREADABLE))
-        return common.listing(parsed_args,
-                              self.report(result, _('repair(s)')))
+                                                         UNREADABLE),
+            metrics=metrics)
+        rows = self.report(result, _('repair(s)'))
+        self.show_metrics(parsed_args, metrics)
+        return common.listing(parsed_args, rows)
 
 
-class RestoreOrphan(common.Restoring):
+class RestoreOrphan(common.WithMetrics, common.Restoring):
     """Put back what a "clean" run changed, newest change first.
 
     Journals of "allocation orphan clean" and "resource provider orphan

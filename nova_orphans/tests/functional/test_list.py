@@ -384,7 +384,7 @@ class DownCellTestCase(base.FunctionalTestCase):
         rc, out, err = self.manage('allocations', 'list', '--format',
                                    'prometheus')
         self.assertEqual(manage.INCOMPLETE, rc, err)
-        self.assertIn('\nnova_orphans_unreadable_cells 1\n', out)
+        self.assertIn('\nnova_orphans_unreadable_cells 1.0\n', out)
 
     def test_slow_cell_bounded_by_cell_timeout(self):
         host1 = self.add_node('host1')

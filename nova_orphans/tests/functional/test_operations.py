@@ -41,22 +41,22 @@ class OperationsTestCase(base.FunctionalTestCase):
                    for line in out.splitlines() if not line.startswith('#')}
         provider = ('resource_provider="%s",resource_provider_name="host1"'
                     % self.host1)
-        self.assertEqual('1', samples[
+        self.assertEqual('1.0', samples[
             'nova_orphans_allocations{reason="deleted_instance"}'])
-        self.assertEqual('1', samples[
+        self.assertEqual('1.0', samples[
             'nova_orphans_allocations{reason="unknown_consumer"}'])
-        self.assertEqual('0', samples[
+        self.assertEqual('0.0', samples[
             'nova_orphans_allocations{reason="evacuated_source"}'])
-        self.assertEqual('2', samples[
+        self.assertEqual('2.0', samples[
             'nova_orphans_resources{host="host1",reason="unknown_consumer",'
             'resource_class="VCPU",%s}' % provider])
-        self.assertEqual('512', samples[
+        self.assertEqual('512.0', samples[
             'nova_orphans_resources{host="host1",reason="deleted_instance",'
             'resource_class="MEMORY_MB",%s}' % provider])
-        self.assertEqual('1', samples[
+        self.assertEqual('1.0', samples[
             'nova_orphans_provider_allocations{host="host1",'
             'reason="deleted_instance",%s}' % provider])
-        self.assertEqual('0', samples['nova_orphans_unreadable_cells'])
+        self.assertEqual('0.0', samples['nova_orphans_unreadable_cells'])
         self.assertIn('nova_orphans_scan_duration_seconds', samples)
         self.assertIn('nova_orphans_last_scan_timestamp_seconds', samples)
         # The live instance is not an orphan: nothing counts it.

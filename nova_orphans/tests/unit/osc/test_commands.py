@@ -25,6 +25,7 @@ from nova_orphans.engine import model
 from nova_orphans import exit_codes
 from nova_orphans.osc import plugin
 from nova_orphans.osc.v1 import orphan
+from nova_orphans.osc.v1 import provider_orphan
 from nova_orphans import output
 from nova_orphans.repair import journal
 from nova_orphans.tests.unit.osc import fakes
@@ -53,6 +54,11 @@ class FailingPlacement(fakes.FakePlacement):
         if method == 'PUT' and path.rsplit('/', 1)[-1] in self.fail:
             return fakes.Response(500, {'errors': [{'detail': 'boom'}]})
         return super().handle(method, path, params, body)
+
+
+def metric_samples(text):
+    return dict(line.rsplit(' ', 1) for line in text.splitlines()
+                if not line.startswith('#'))
 
 
 class CommandTestCase(base.BaseTestCase):
@@ -110,20 +116,50 @@ class CommandTestCase(base.BaseTestCase):
 class ListOrphanTestCase(CommandTestCase):
 
     def test_prometheus_format(self):
-        text = self.run_cmd(orphan.ListOrphan, '-f', 'prometheus')
-        samples = dict(line.rsplit(' ', 1) for line in text.splitlines()
-                       if not line.startswith('#'))
-        self.assertEqual('1', samples[
+        samples = metric_samples(self.run_cmd(orphan.ListOrphan, '-f',
+                                              'prometheus'))
+        self.assertEqual('1.0', samples[
             'nova_orphans_allocations{reason="deleted_instance"}'])
-        self.assertEqual('1', samples[
+        self.assertEqual('1.0', samples[
             'nova_orphans_allocations{reason="unknown_consumer"}'])
-        self.assertEqual('0', samples[
+        self.assertEqual('0.0', samples[
             'nova_orphans_allocations{reason="evacuated_source"}'])
-        self.assertEqual('0', samples['nova_orphans_unreadable_cells'])
+        self.assertEqual('0.0', samples['nova_orphans_unreadable_cells'])
 
-    def test_prometheus_is_offered_to_list_only(self):
-        self.assertIn('prometheus', self.formats(orphan.ListOrphan))
-        self.assertNotIn('prometheus', self.formats(orphan.CleanOrphan))
+    def test_prometheus_is_offered_to_allocation_orphans_only(self):
+        for cls in (orphan.ListOrphan, orphan.CleanOrphan,
+                    orphan.RestoreOrphan):
+            self.assertIn('prometheus', self.formats(cls))
+        for cls in (provider_orphan.ListProviderOrphan,
+                    provider_orphan.CleanProviderOrphan):
+            self.assertNotIn('prometheus', self.formats(cls))
+
+    def test_metrics_file_beside_the_table(self):
+        path = os.path.join(self.tmp, 'list.prom')
+        out = self.run_cmd(orphan.ListOrphan, '--metrics-file', path,
+                           '--reason', 'unknown_consumer', '-f', 'value',
+                           '-c', 'consumer')
+        self.assertEqual(STRANGER + '\n', out)
+        with open(path) as f:
+            samples = metric_samples(f.read())
+        # Every reason, whatever --reason showed.
+        self.assertEqual('1.0', samples[
+            'nova_orphans_allocations{reason="deleted_instance"}'])
+        self.assertEqual('1.0', samples[
+            'nova_orphans_allocations{reason="unknown_consumer"}'])
+
+    def test_metrics_file_refused_before_anything_is_read(self):
+        path = os.path.join(self.tmp, 'no', 'list.prom')
+        requests = []
+        self.placement.before = lambda method, path: requests.append(path)
+        for cls, argv in ((orphan.ListOrphan, ()),
+                          (orphan.CleanOrphan, ()),
+                          (orphan.RestoreOrphan, ('--journal', path))):
+            self.assertOneLineError(
+                'Invalid input: Metrics file %s: directory %s does not '
+                'exist' % (path, os.path.dirname(path)),
+                cls, '--metrics-file', path, *argv)
+        self.assertEqual([], requests)
 
     def test_json_columns_are_the_finding_keys(self):
         rows = self.json_rows(orphan.ListOrphan)
@@ -211,7 +247,7 @@ class ListOrphanTestCase(CommandTestCase):
         self.assertEqual(exit_codes.INCOMPLETE_WITH_ORPHANS, self.code)
         self.assertTrue(self.app.stderr.getvalue().endswith(INCOMPLETE +
                                                             '\n'))
-        self.assertIn('\nnova_orphans_unreadable_cells 1\n',
+        self.assertIn('\nnova_orphans_unreadable_cells 1.0\n',
                       self.app.stdout.getvalue())
 
 
@@ -288,6 +324,56 @@ class CleanOrphanTestCase(CommandTestCase):
                     for r in json.loads(self.app.stdout.getvalue())}
         self.assertEqual('done', outcomes[STRANGER])
         self.assertIn('refused: consumer %s changed' % GONE, outcomes[GONE])
+
+    def assertRows(self, command, ones, samples):
+        """nova_orphans_<command>_rows: 1 for each (outcome, reason) in
+        ``ones``, 0 for the other outcomes of those reasons.
+        """
+        reasons_ = {reason for _o, reason in ones}
+        self.assertEqual({
+            'nova_orphans_%s_rows{action="delete_consumer",outcome="%s",'
+            'reason="%s"}' % (command, outcome, reason):
+            '1.0' if (outcome, reason) in ones else '0.0'
+            for outcome in ('repaired', 'failed', 'skipped')
+            for reason in reasons_},
+            {k: v for k, v in samples.items()
+             if k.startswith('nova_orphans_%s_rows' % command)})
+
+    def test_metrics_of_a_failed_clean_then_of_a_success(self):
+        self.placement.fail = {GONE}
+        path = os.path.join(self.tmp, 'clean.prom')
+        self.run_cmd(orphan.CleanOrphan, '--metrics-file', path, '-f',
+                     'prometheus')
+        self.assertEqual(exit_codes.REPAIR_FAILED, self.code)
+        text = self.app.stdout.getvalue()
+        with open(path) as f:
+            self.assertEqual(text, f.read())
+        samples = metric_samples(text)
+        self.assertRows('clean', {('failed', 'deleted_instance'),
+                                  ('repaired', 'unknown_consumer')}, samples)
+        self.assertEqual('0.0', samples[
+            'nova_orphans_clean_last_success_timestamp_seconds'])
+        self.placement.fail = set()
+        self.run_cmd(orphan.CleanOrphan, '--metrics-file', path)
+        with open(path) as f:
+            samples = metric_samples(f.read())
+        self.assertEqual('1.0', samples[
+            'nova_orphans_clean_rows{action="delete_consumer",'
+            'outcome="repaired",reason="deleted_instance"}'])
+        self.assertEqual(
+            samples['nova_orphans_clean_last_run_timestamp_seconds'],
+            samples['nova_orphans_clean_last_success_timestamp_seconds'])
+        self.assertNotEqual('0.0', samples[
+            'nova_orphans_clean_last_success_timestamp_seconds'])
+
+    def test_restore_metrics(self):
+        path = os.path.join(self.tmp, 'j.jsonl')
+        self.run_cmd(orphan.CleanOrphan, '--journal', path)
+        text = self.run_cmd(orphan.RestoreOrphan, '--journal', path,
+                            '-f', 'prometheus')
+        self.assertRows('restore', {('repaired', 'deleted_instance'),
+                                    ('repaired', 'unknown_consumer')},
+                        metric_samples(text))
 
     def test_restore_bad_journal(self):
         path = os.path.join(self.tmp, 'none.jsonl')

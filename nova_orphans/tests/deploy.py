@@ -1,0 +1,79 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The shipped deployment files (etc/), read as systemd and cron do."""
+
+import os
+import re
+import shlex
+
+from nova_orphans.tests import programs
+
+ETC = os.path.join(programs.REPO, 'etc')
+SYSTEMD = os.path.join(ETC, 'systemd')
+CRON = os.path.join(ETC, 'cron')
+PROMETHEUS = os.path.join(ETC, 'prometheus')
+# Where etc/cron/nova-orphans expects etc/cron/nova-orphans-metrics.
+METRICS_SCRIPT = '/usr/local/bin/nova-orphans-metrics'
+
+
+def unit(name):
+    """{key: [values]} of a unit file in etc/systemd, sections merged."""
+    keys = {}
+    with open(os.path.join(SYSTEMD, name)) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith(('#', ';', '[')):
+                continue
+            key, value = line.split('=', 1)
+            keys.setdefault(key, []).append(value)
+    return keys
+
+
+def environment(keys):
+    """The unit's Environment= assignments."""
+    env = {}
+    for value in keys.get('Environment', ()):
+        for word in shlex.split(value):
+            name, val = word.split('=', 1)
+            env[name] = val
+    return env
+
+
+def exec_start(keys, env):
+    """The unit's ExecStart= as argv, ``${NAME}`` expanded from ``env``
+    as systemd does it (one word each).
+    """
+    [line] = keys['ExecStart']
+    return [re.sub(r'\$\{(\w+)\}', lambda m: env[m.group(1)], word)
+            for word in shlex.split(line)]
+
+
+def success_codes(keys):
+    return {0} | {int(c) for v in keys.get('SuccessExitStatus', ())
+                  for c in v.split()}
+
+
+def crontab(name):
+    """(environment, [(schedule, user, command)]) of a cron.d file."""
+    env, jobs = {}, []
+    with open(os.path.join(CRON, name)) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith('#'):
+                continue
+            if re.match(r'^\w+=', line):
+                name_, value = line.split('=', 1)
+                env[name_] = value
+                continue
+            fields = line.split(None, 6)
+            jobs.append((' '.join(fields[:5]), fields[5], fields[6]))
+    return env, jobs

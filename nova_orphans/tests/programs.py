@@ -1,0 +1,62 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Programs from distribution packages that some tests run.
+
+Outside CI a test skips, saying what to install, when its program is
+missing; in CI (``CI`` set to 1, true or yes, as .ci/run does) it fails:
+the checks must run there.
+"""
+
+import os
+import shutil
+import subprocess
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# Debian packages (see bindep.txt).
+PACKAGES = {'promtool': 'prometheus', 'systemd-analyze': 'systemd'}
+
+
+def in_ci():
+    return os.environ.get('CI', '').lower() in ('1', 'true', 'yes')
+
+
+def require(test, program):
+    """The path of ``program``; else skip ``test``, or fail it in CI."""
+    path = shutil.which(program)
+    if path:
+        return path
+    package = PACKAGES[program]
+    if in_ci():
+        test.fail('CI=%s but %s is missing: install %s' % (
+            os.environ['CI'], program, package))
+    test.skipTest('%s missing: apt-get install -y %s to run this test' % (
+        program, package))
+
+
+def run(test, program, *argv, stdin=None):
+    """``program ARGV`` run to its end; the test fails unless it exits 0.
+
+    Returns its stdout and stderr together.
+    """
+    proc = subprocess.run([require(test, program)] + list(argv), input=stdin,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, cwd=REPO, timeout=120)
+    test.assertEqual(0, proc.returncode, '%s %s:\n%s' % (
+        program, ' '.join(argv), proc.stdout))
+    return proc.stdout
+
+
+def check_metrics(test, text):
+    """``promtool check metrics`` passes ``text``, without a warning."""
+    test.assertEqual('', run(test, 'promtool', 'check', 'metrics',
+                             stdin=text))

@@ -1,0 +1,106 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The shipped alert rules, systemd units and cron files, checked by
+the tools that read them (their runs: tests/functional/test_deploy.py).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import fixtures
+from oslotest import base
+
+from nova_orphans.conf import orphans as orphans_conf
+from nova_orphans.tests import deploy
+from nova_orphans.tests import programs
+
+RULES = os.path.join(deploy.PROMETHEUS, 'nova-orphans.rules.yaml')
+UNITS = ('nova-orphans-metrics.service', 'nova-orphans-metrics.timer',
+         'nova-orphans-clean.service', 'nova-orphans-clean.timer')
+
+
+class RulesTestCase(base.BaseTestCase):
+
+    def test_check_rules(self):
+        self.assertIn('SUCCESS: 5 rules found',
+                      programs.run(self, 'promtool', 'check', 'rules', RULES))
+
+    def test_each_alert_fires_and_does_not(self):
+        """nova-orphans.rules.test.yaml: orphans for an hour, a cell not
+        read, a stale scan, a failed clean, no clean success for days.
+        """
+        out = programs.run(self, 'promtool', 'test', 'rules', os.path.join(
+            deploy.PROMETHEUS, 'nova-orphans.rules.test.yaml'))
+        self.assertIn('SUCCESS', out)
+
+
+class SystemdTestCase(base.BaseTestCase):
+
+    def test_verify(self):
+        """systemd-analyze verify, offline: it wants ExecStart's program
+        in systemd's own search path, and a test's console script is in
+        a virtualenv, so the copies verified name it by its path.
+        """
+        tmp = self.useFixture(fixtures.TempDir()).path
+        script = shutil.which('nova-orphans-manage') or os.path.join(
+            os.path.dirname(sys.executable), 'nova-orphans-manage')
+        for name in UNITS:
+            with open(os.path.join(deploy.SYSTEMD, name)) as f:
+                text = f.read()
+            self.assertEqual(name.endswith('.service'),
+                             '\nExecStart=nova-orphans-manage ' in text)
+            with open(os.path.join(tmp, name), 'w') as f:
+                f.write(text.replace('\nExecStart=nova-orphans-manage ',
+                                     '\nExecStart=%s ' % script))
+        self.assertEqual('', programs.run(
+            self, 'systemd-analyze', 'verify', '--man=no',
+            *[os.path.join(tmp, name) for name in UNITS]))
+
+    def test_users_and_state_directory(self):
+        for name in ('nova-orphans-metrics.service',
+                     'nova-orphans-clean.service'):
+            keys = deploy.unit(name)
+            self.assertEqual((['nova'], ['nova']),
+                             (keys['User'], keys['Group']), name)
+        keys = deploy.unit('nova-orphans-clean.service')
+        # The journals' default directory, made for user nova, 0700.
+        default = [o.default for o in orphans_conf.ORPHANS_OPTS
+                   if o.name == 'state_path']
+        self.assertEqual(default, ['/var/lib/' + d
+                                   for d in keys['StateDirectory']])
+        self.assertEqual(['0700'], keys['StateDirectoryMode'])
+        self.assertEqual({0, 3, 4}, deploy.success_codes(keys))
+        self.assertEqual({0, 2, 3, 5}, deploy.success_codes(
+            deploy.unit('nova-orphans-metrics.service')))
+
+
+class CronTestCase(base.BaseTestCase):
+
+    def test_script_parses(self):
+        script = os.path.join(deploy.CRON, 'nova-orphans-metrics')
+        self.assertTrue(os.access(script, os.X_OK))
+        proc = subprocess.run(['sh', '-n', script], capture_output=True,
+                              text=True)
+        self.assertEqual((0, ''), (proc.returncode, proc.stderr))
+
+    def test_crontab(self):
+        env, jobs = deploy.crontab('nova-orphans')
+        self.assertEqual(['NOVA_ORPHANS_CLEAN_METRICS', 'NOVA_ORPHANS_CONFIG',
+                          'NOVA_ORPHANS_METRICS', 'PATH'], sorted(env))
+        self.assertEqual(
+            [('*/15 * * * *', 'nova', deploy.METRICS_SCRIPT),
+             ('30 3 * * *', 'nova')],
+            [jobs[0], jobs[1][:2]])
+        # cron ends a command at an unescaped %.
+        self.assertNotIn('%', jobs[1][2])

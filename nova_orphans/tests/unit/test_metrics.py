@@ -1,0 +1,314 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+import os
+import stat
+
+import fixtures
+from oslotest import base
+
+from nova_orphans.engine import model
+from nova_orphans import exception
+from nova_orphans import metrics
+from nova_orphans.repair import actions
+from nova_orphans.tests import programs
+
+VM = '11111111-1111-1111-1111-111111111111'
+VM2 = '22222222-2222-2222-2222-222222222222'
+RP = 'aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa'
+NOW = 1800000000.0
+EARLIER = 1700000000.0
+
+
+def finding(consumer=VM, reason='deleted_instance', action='delete_consumer',
+            host='compute-1', resources=None):
+    return model.Finding(
+        consumer=consumer, consumer_type='instance', instance=consumer,
+        resource_provider=RP, resource_provider_name='compute-"1"',
+        root_provider=RP, host=host, cell='cell1', reason=reason,
+        action=action, resources=resources or {'VCPU': 2}, project_id='p',
+        user_id='u', details='')
+
+
+def samples(text):
+    """{sample line without its value: value} of exposition text."""
+    return {line.rsplit(' ', 1)[0]: line.rsplit(' ', 1)[1]
+            for line in text.splitlines() if not line.startswith('#')}
+
+
+class ScanTestCase(base.BaseTestCase):
+
+    def test_exact_text(self):
+        text = metrics.scan(
+            [finding(),
+             finding(VM2, 'unverifiable', 'none', host=None,
+                     resources={'VCPU': 1, 'MEMORY_MB': 512}),
+             finding(VM2, 'active_instance', 'none')],
+            1.23456, unreadable_cells=1, now=NOW)
+        per_reason = ''.join(
+            'nova_orphans_%s{reason="%s"} %s\n' % (
+                name, r, '1.0' if r in ('deleted_instance', 'unverifiable')
+                else '0.0')
+            for name in ('allocations', 'consumers')
+            for r in metrics.COUNTED_REASONS)
+        lines = per_reason.splitlines(True)
+        half = len(metrics.COUNTED_REASONS)
+        provider = 'resource_provider="%s",resource_provider_name=' \
+                   '"compute-\\"1\\""' % RP
+        self.assertEqual(
+            '# HELP nova_orphans_allocations Allocations (one consumer on '
+            'one provider) by reason.\n'
+            '# TYPE nova_orphans_allocations gauge\n' +
+            ''.join(lines[:half]) +
+            '# HELP nova_orphans_consumers Consumers with such allocations '
+            'by reason.\n'
+            '# TYPE nova_orphans_consumers gauge\n' +
+            ''.join(lines[half:]) +
+            '# HELP nova_orphans_provider_allocations Allocations by reason '
+            'and resource provider.\n'
+            '# TYPE nova_orphans_provider_allocations gauge\n'
+            'nova_orphans_provider_allocations{host="",reason="unverifiable"'
+            ',%(rp)s} 1.0\n'
+            'nova_orphans_provider_allocations{host="compute-1",'
+            'reason="deleted_instance",%(rp)s} 1.0\n'
+            '# HELP nova_orphans_resources Resources held by such '
+            'allocations, by reason, resource class and provider.\n'
+            '# TYPE nova_orphans_resources gauge\n'
+            'nova_orphans_resources{host="",reason="unverifiable",'
+            'resource_class="MEMORY_MB",%(rp)s} 512.0\n'
+            'nova_orphans_resources{host="",reason="unverifiable",'
+            'resource_class="VCPU",%(rp)s} 1.0\n'
+            'nova_orphans_resources{host="compute-1",'
+            'reason="deleted_instance",resource_class="VCPU",%(rp)s} 2.0\n'
+            '# HELP nova_orphans_unreadable_cells Cells whose database could '
+            'not be read in this scan.\n'
+            '# TYPE nova_orphans_unreadable_cells gauge\n'
+            'nova_orphans_unreadable_cells 1.0\n'
+            '# HELP nova_orphans_scan_duration_seconds How long the scan '
+            'took.\n'
+            '# TYPE nova_orphans_scan_duration_seconds gauge\n'
+            'nova_orphans_scan_duration_seconds 1.235\n'
+            '# HELP nova_orphans_last_scan_timestamp_seconds When the scan '
+            'finished (Unix time).\n'
+            '# TYPE nova_orphans_last_scan_timestamp_seconds gauge\n'
+            'nova_orphans_last_scan_timestamp_seconds 1.8e+09\n'
+            % {'rp': provider}, text)
+        programs.check_metrics(self, text)
+
+    def test_nothing_found_is_zeros(self):
+        text = metrics.render([], 0.5, now=NOW)
+        self.assertEqual(
+            {'0.0'}, {v for k, v in samples(text).items()
+                      if k.startswith(('nova_orphans_allocations',
+                                       'nova_orphans_consumers'))})
+        self.assertEqual(2 * len(metrics.COUNTED_REASONS) + 3,
+                         len(samples(text)))
+        programs.check_metrics(self, text)
+
+    def test_written_to_metrics_file(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova_orphans.prom')
+        text = metrics.scan([finding()], 1, metrics_file=path, now=NOW)
+        with open(path) as f:
+            self.assertEqual(text, f.read())
+
+
+class RepairTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.path = os.path.join(self.dir, 'clean.prom')
+        self.rows = [finding(), finding(VM2),
+                     finding(VM2, 'unknown_consumer', 'delete_consumer')]
+
+    def clean(self, outcomes, **kw):
+        return metrics.repair('clean', self.rows, outcomes, 2.5,
+                              metrics_file=self.path, **kw)
+
+    def test_exact_text(self):
+        text = self.clean([actions.DONE, actions.failed('boom'),
+                           actions.skipped('dry run')], now=NOW)
+        self.assertEqual(
+            '# HELP nova_orphans_clean_rows Rows of the last clean (one '
+            'consumer\'s allocation on one provider, or one provider) by '
+            'reason, action and outcome (repaired, failed, skipped).\n'
+            '# TYPE nova_orphans_clean_rows gauge\n'
+            'nova_orphans_clean_rows{action="delete_consumer",'
+            'outcome="repaired",reason="deleted_instance"} 1.0\n'
+            'nova_orphans_clean_rows{action="delete_consumer",'
+            'outcome="failed",reason="deleted_instance"} 1.0\n'
+            'nova_orphans_clean_rows{action="delete_consumer",'
+            'outcome="skipped",reason="deleted_instance"} 0.0\n'
+            'nova_orphans_clean_rows{action="delete_consumer",'
+            'outcome="repaired",reason="unknown_consumer"} 0.0\n'
+            'nova_orphans_clean_rows{action="delete_consumer",'
+            'outcome="failed",reason="unknown_consumer"} 0.0\n'
+            'nova_orphans_clean_rows{action="delete_consumer",'
+            'outcome="skipped",reason="unknown_consumer"} 1.0\n'
+            '# HELP nova_orphans_clean_unreadable_cells Cells whose database '
+            'the last clean could not read.\n'
+            '# TYPE nova_orphans_clean_unreadable_cells gauge\n'
+            'nova_orphans_clean_unreadable_cells 0.0\n'
+            '# HELP nova_orphans_clean_duration_seconds How long the last '
+            'clean took.\n'
+            '# TYPE nova_orphans_clean_duration_seconds gauge\n'
+            'nova_orphans_clean_duration_seconds 2.5\n'
+            '# HELP nova_orphans_clean_last_run_timestamp_seconds When the '
+            'last clean finished (Unix time).\n'
+            '# TYPE nova_orphans_clean_last_run_timestamp_seconds gauge\n'
+            'nova_orphans_clean_last_run_timestamp_seconds 1.8e+09\n'
+            '# HELP nova_orphans_clean_last_success_timestamp_seconds When '
+            'the last clean that read everything and in which nothing '
+            'failed finished (Unix time; 0: none known).\n'
+            '# TYPE nova_orphans_clean_last_success_timestamp_seconds '
+            'gauge\n'
+            'nova_orphans_clean_last_success_timestamp_seconds 0.0\n', text)
+        with open(self.path) as f:
+            self.assertEqual(text, f.read())
+        programs.check_metrics(self, text)
+
+    def last_success(self, text):
+        return samples(text)[
+            'nova_orphans_clean_last_success_timestamp_seconds']
+
+    def test_success_is_the_run_time(self):
+        text = self.clean([actions.DONE] * 3, now=EARLIER)
+        self.assertEqual('1.7e+09', self.last_success(text))
+        self.assertEqual(EARLIER, metrics.last_success(self.path, 'clean'))
+
+    def test_failed_run_keeps_the_last_success(self):
+        self.clean([actions.DONE] * 3, now=EARLIER)
+        for outcomes, cells in (
+                ([actions.DONE, actions.failed('x'), actions.DONE], 0),
+                ([actions.DONE, actions.interrupted(),
+                  actions.interrupted()], 0),
+                ([actions.DONE] * 3, 1)):
+            text = self.clean(outcomes, unreadable_cells=cells, now=NOW)
+            self.assertEqual('1.7e+09', self.last_success(text))
+            self.assertEqual('1.8e+09', samples(text)[
+                'nova_orphans_clean_last_run_timestamp_seconds'])
+        # A success again moves it on.
+        self.assertEqual('1.8e+09', self.last_success(
+            self.clean([actions.gone()] * 3, now=NOW)))
+
+    def test_failed_run_without_a_file_knows_no_success(self):
+        for path in (None, self.path):
+            text = metrics.repair('clean', self.rows,
+                                  [actions.failed('x')] * 3, 1,
+                                  metrics_file=path, now=NOW)
+            self.assertEqual('0.0', self.last_success(text))
+
+    def test_damaged_file_knows_no_success(self):
+        for content in ('not metrics {\n', '\xff', ''):
+            with open(self.path, 'w') as f:
+                f.write(content)
+            self.assertIsNone(metrics.last_success(self.path, 'clean'))
+        self.assertIsNone(metrics.last_success(self.dir, 'clean'))
+
+    def test_restore(self):
+        path = os.path.join(self.dir, 'restore.prom')
+        metrics.repair('restore', self.rows[:1], [actions.DONE], 1,
+                       metrics_file=path, now=EARLIER)
+        text = metrics.repair('restore', self.rows[:1],
+                              [actions.failed('refused')], 1,
+                              metrics_file=path, now=NOW)
+        self.assertEqual({
+            'nova_orphans_restore_rows{action="delete_consumer",'
+            'outcome="repaired",reason="deleted_instance"}': '0.0',
+            'nova_orphans_restore_rows{action="delete_consumer",'
+            'outcome="failed",reason="deleted_instance"}': '1.0',
+            'nova_orphans_restore_rows{action="delete_consumer",'
+            'outcome="skipped",reason="deleted_instance"}': '0.0',
+            'nova_orphans_restore_duration_seconds': '1.0',
+            'nova_orphans_restore_last_run_timestamp_seconds': '1.8e+09',
+            'nova_orphans_restore_last_success_timestamp_seconds':
+                '1.7e+09'}, samples(text))
+        programs.check_metrics(self, text)
+
+    def test_nothing_to_do(self):
+        self.rows = []
+        self.assertEqual({
+            'nova_orphans_clean_unreadable_cells': '0.0',
+            'nova_orphans_clean_duration_seconds': '2.5',
+            'nova_orphans_clean_last_run_timestamp_seconds': '1.8e+09',
+            'nova_orphans_clean_last_success_timestamp_seconds': '1.8e+09'},
+            samples(self.clean([], now=NOW)))
+
+    def test_unknown_command(self):
+        self.assertRaises(ValueError, metrics.repair, 'list', [], [], 1)
+
+
+class WriteTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.path = os.path.join(self.dir, 'nova_orphans.prom')
+
+    def test_replaces_readable_by_all_and_leaves_nothing_else(self):
+        old = os.umask(0o077)
+        self.addCleanup(os.umask, old)
+        with open(self.path, 'w') as f:
+            f.write('old\n')
+        fsynced = []
+        real_fsync = os.fsync
+        self.useFixture(fixtures.MonkeyPatch(
+            'os.fsync', lambda fd: fsynced.append(fd) or real_fsync(fd)))
+        metrics.write(self.path, 'new\n')
+        with open(self.path) as f:
+            self.assertEqual('new\n', f.read())
+        self.assertEqual(0o644, stat.S_IMODE(os.stat(self.path).st_mode))
+        self.assertEqual(['nova_orphans.prom'], os.listdir(self.dir))
+        # The file's data, then the directory's entry.
+        self.assertEqual(2, len(fsynced))
+
+    def test_failed_write_keeps_the_old_file(self):
+        with open(self.path, 'w') as f:
+            f.write('old\n')
+        self.useFixture(fixtures.MonkeyPatch(
+            'os.replace', lambda *a: (_ for _ in ()).throw(
+                OSError(28, 'No space left on device'))))
+        e = self.assertRaises(exception.MetricsFileError, metrics.write,
+                              self.path, 'new\n')
+        self.assertEqual('Metrics file %s: No space left on device' %
+                         self.path, str(e))
+        with open(self.path) as f:
+            self.assertEqual('old\n', f.read())
+        self.assertEqual(['nova_orphans.prom'], os.listdir(self.dir))
+
+    def test_missing_directory(self):
+        path = os.path.join(self.dir, 'no', 'x.prom')
+        e = self.assertRaises(exception.MetricsFileError, metrics.write,
+                              path, 'x')
+        self.assertEqual('Metrics file %s: No such file or directory' % path,
+                         str(e))
+
+    def test_check_path(self):
+        metrics.check_path(self.path)
+        with open(self.path, 'w'):
+            pass
+        metrics.check_path(self.path)
+        for path, reason in (
+                (self.dir, 'is a directory'),
+                (os.path.join(self.dir, 'no', 'x.prom'),
+                 'directory %s/no does not exist' % self.dir)):
+            e = self.assertRaises(exception.MetricsFileError,
+                                  metrics.check_path, path)
+            self.assertEqual('Metrics file %s: %s' % (path, reason), str(e))
+            self.assertIsInstance(e, exception.InvalidInput)
+
+    def test_check_path_not_writable(self):
+        self.useFixture(fixtures.MockPatch('os.access', return_value=False))
+        e = self.assertRaises(exception.MetricsFileError,
+                              metrics.check_path, self.path)
+        self.assertEqual('Metrics file %s: directory %s is not writable' % (
+            self.path, self.dir), str(e))
