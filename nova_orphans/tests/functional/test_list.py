@@ -325,10 +325,10 @@ class FilterTestCase(base.FunctionalTestCase):
             self.assertIn(text, err)
             self.assertNotIn('Traceback', err)
 
-    def test_unreadable_config_is_127(self):
+    def test_unreadable_config_is_a_config_error(self):
         rc, out, err = self.manage('allocations', 'list',
                                    conf_file='/nonexistent/nova.conf')
-        self.assertEqual(127, rc)
+        self.assertEqual(7, rc)
         self.assertIn('/nonexistent/nova.conf', err)
 
 

@@ -106,7 +106,7 @@ import logging, sys, types
 from nova_orphans.app import allocations, results
 from nova_orphans.cmd import manage
 
-def findings(sources, scope, progress=None, everything=False):
+def findings(sources, scope, progress=None, metrics=None, rows=True):
     logging.getLogger('nova_orphans').warning('a warning')
     logging.getLogger('oslo_db.sqlalchemy.engines').warning('a retry')
     nova = types.SimpleNamespace(unreadable_cells=[])

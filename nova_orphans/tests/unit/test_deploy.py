@@ -21,7 +21,7 @@ import sys
 import fixtures
 from oslotest import base
 
-from nova_orphans.conf import orphans as orphans_conf
+from nova_orphans.repair import journal
 from nova_orphans.tests import deploy
 from nova_orphans.tests import programs
 
@@ -75,10 +75,8 @@ class SystemdTestCase(base.BaseTestCase):
                              (keys['User'], keys['Group']), name)
         keys = deploy.unit('nova-orphans-clean.service')
         # The journals' default directory, made for user nova, 0700.
-        default = [o.default for o in orphans_conf.ORPHANS_OPTS
-                   if o.name == 'state_path']
-        self.assertEqual(default, ['/var/lib/' + d
-                                   for d in keys['StateDirectory']])
+        self.assertEqual([journal.SYSTEM_STATE_PATH],
+                         ['/var/lib/' + d for d in keys['StateDirectory']])
         self.assertEqual(['0700'], keys['StateDirectoryMode'])
         self.assertEqual({0, 3, 4}, deploy.success_codes(keys))
         self.assertEqual({0, 2, 3, 5}, deploy.success_codes(

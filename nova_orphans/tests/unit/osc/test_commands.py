@@ -156,8 +156,8 @@ class ListOrphanTestCase(CommandTestCase):
                           (orphan.CleanOrphan, ()),
                           (orphan.RestoreOrphan, ('--journal', path))):
             self.assertOneLineError(
-                'Invalid input: Metrics file %s: directory %s does not '
-                'exist' % (path, os.path.dirname(path)),
+                'Metrics file %s: directory %s does not exist' % (
+                    path, os.path.dirname(path)),
                 cls, '--metrics-file', path, *argv)
         self.assertEqual([], requests)
 
