@@ -42,7 +42,10 @@ def _fmt(version):
 
 
 class ComputeError(exception.NovaOrphansException):
+    """nova could not be read through its compute API (exit code 10)."""
+
     msg_fmt = _('Compute request %(method)s %(url)s failed: %(reason)s')
+    exit_code = exception.NovaUnreachable.exit_code
 
 
 class ComputeClient:
@@ -93,13 +96,21 @@ class ComputeClient:
                 method=method, url=url,
                 reason=diagnose.connection_error(e, self.endpoint))
         except ks_exc.ClientException as e:
-            raise ComputeError(method=method, url=url, reason=e)
+            # Authentication and the catalog: their own codes.
+            known = diagnose.keystone_error(e)
+            err = ComputeError(method=method, url=url, reason=known)
+            if known.exit_code != exception.NovaOrphansException.exit_code:
+                err.exit_code = known.exit_code
+            raise err
 
     def _request(self, method, url, version=VERSION, expected=(200,)):
         resp = self._send(method, url, version)
         if resp.status_code not in expected:
-            raise ComputeError(method=method, url=url, reason='%s %s' % (
+            err = ComputeError(method=method, url=url, reason='%s %s' % (
                 resp.status_code, _fault(resp)))
+            if resp.status_code in (401, 403):
+                err.exit_code = exception.CredentialsRefused.exit_code
+            raise err
         return resp
 
     def get(self, url, params=None):
