@@ -17,11 +17,14 @@ it needs must be a declared requirement, not something a test requirement
 happens to pull in.
 """
 
+import json
 import os
+import re
 import subprocess
 import sys
 
 from nova_orphans.tests.functional import base
+from nova_orphans.tests import programs
 
 
 def console_script(name):
@@ -89,3 +92,55 @@ class OpenStackClientPluginTestCase(base.base.BaseTestCase):
         self.assertEqual('', proc.stdout)
         self.assertEqual(1, len(proc.stderr.splitlines()), proc.stderr)
         self.assertIn('xyz', proc.stderr)
+
+
+class WheelTestCase(base.FunctionalTestCase):
+    """The wheel .ci/run builds, installed in a virtualenv of its own
+    (NOVA_ORPHANS_WHEEL_BIN is its bin directory), run from a directory
+    outside the repository: nothing comes from the checkout.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.bin = os.environ.get('NOVA_ORPHANS_WHEEL_BIN')
+        if not self.bin:
+            if programs.in_ci():
+                self.fail('CI=%s but NOVA_ORPHANS_WHEEL_BIN is not set: '
+                          '.ci/run builds and installs the wheel'
+                          % os.environ['CI'])
+            self.skipTest('no installed wheel (NOVA_ORPHANS_WHEEL_BIN)')
+
+    def run_installed(self, *argv):
+        env = {k: v for k, v in environment().items()
+               if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
+        return subprocess.run(
+            [os.path.join(self.bin, argv[0])] + list(argv[1:]),
+            capture_output=True, text=True, env=env, cwd=self.tmp,
+            stdin=subprocess.DEVNULL, timeout=120)
+
+    def test_version_help_and_list(self):
+        done = self.run_installed(
+            'python', '-c',
+            'import nova_orphans; print(nova_orphans.__file__)')
+        self.assertTrue(done.stdout.startswith(
+            os.path.dirname(os.path.realpath(self.bin))), done.stdout)
+        done = self.run_installed('nova-orphans-manage', '--version')
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertRegex(done.stdout, r'^\d+\.\d+\.\d+\S*\n$')
+        done = self.run_installed('nova-orphans-manage', 'allocations',
+                                  'list', '--help')
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertIn('Return codes', done.stdout)
+        host1 = self.add_node('host1')
+        gone = self.nova.add_instance('cell1', host='host1', node='host1',
+                                      vm_state='error')
+        self.allocate(gone, host1)
+        self.nova.force_delete_instance('cell1', gone)
+        done = self.run_installed('nova-orphans-manage', '--config-file',
+                                  self.conf_file, 'allocations', 'list',
+                                  '--format', 'json')
+        self.assertEqual((3, ''), (done.returncode, done.stderr))
+        self.assertEqual([(gone, host1, 'deleted_instance')], [
+            (r['consumer'], r['resource_provider'], r['reason'])
+            for r in json.loads(done.stdout)])
+        self.assertFalse(re.search('Traceback', done.stderr))
