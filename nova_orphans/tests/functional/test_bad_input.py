@@ -23,6 +23,8 @@ import os
 import subprocess
 import uuid as uuidlib
 
+import fixtures
+
 from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
@@ -141,7 +143,8 @@ class BadInputTestCase(base.FunctionalTestCase):
         if any(os.path.exists(os.path.join(d, 'nova.conf'))
                for d in ('/etc/nova', '/etc')):
             self.skipTest('this machine has a nova.conf of its own')
-        env = dict(processes.environment(), HOME=self.tmp)
+        home = self.useFixture(fixtures.TempDir()).path
+        env = dict(processes.environment(), HOME=home)
         done = subprocess.run(
             [processes.console_script(), 'allocations', 'list'], env=env,
             capture_output=True, text=True, stdin=subprocess.DEVNULL)
