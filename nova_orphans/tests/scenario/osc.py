@@ -35,6 +35,7 @@ from wsgi_intercept import interceptor
 
 from nova.tests import fixtures as nova_fixtures
 
+from nova_orphans.repair import actions
 from nova_orphans.tests.scenario.base import uuids
 
 CLOUD = 'nova-orphans-scenario'
@@ -212,9 +213,35 @@ class OpenStackClientMixin:
         return rc, out.getvalue(), err.getvalue()
 
     def osc_json(self, *argv):
+        """``openstack ARGV -f json``, parsed; its exit code checked
+        against its rows (see expected_code).
+        """
         rc, out, err = self.openstack(*(argv + ('-f', 'json')))
-        self.assertEqual(0, rc, err)
-        return json.loads(out)
+        rows = json.loads(out)
+        self.assertEqual(expected_code(argv, rows, err), rc, err)
+        return rows
+
+
+def expected_code(argv, rows, err):
+    """The exit code (nova_orphans.exit_codes) that the rows of
+    ``openstack ARGV`` call for: the same table as nova-orphans-manage's.
+    """
+    outcomes = [r['outcome'] for r in rows if 'outcome' in r]
+    if any(o.startswith('failed') for o in outcomes):
+        return 1
+    if 'restore' in argv:
+        return (4 if 'done' in outcomes else
+                3 if 'skipped: dry run' in outcomes else 0)
+    if 'clean' in argv:
+        code = (3 if not all(map(actions.resolved, outcomes)) else
+                4 if 'done' in outcomes else 0)
+    elif 'orphan' in argv and 'list' in argv:
+        code = 3 if any(r['action'] != 'none' for r in rows) else 0
+    else:
+        return 0
+    if 'Incomplete: ' in err:
+        return 5 if code in (3, 4) else 2
+    return code
 
 
 @contextlib.contextmanager
