@@ -121,18 +121,26 @@ def of_error(error):
     return getattr(error, 'exit_code', UNEXPECTED)
 
 
-def help_text(codes, restoring=False):
+def help_text(codes, restoring=False, bullets=False):
     """The "Return codes:" block of an action's --help, either front
-    end's.
+    end's; ``bullets``: as a list that reads as reStructuredText too (the
+    openstack commands' help is also their reference page).
     """
     meanings = {**MEANINGS, **(RESTORE_MEANINGS if restoring else {})}
     lines = [_('Return codes:')]
+    if bullets:
+        lines.append('')
     for code in codes:
         lines.append(textwrap.fill(
-            meanings[code], width=76, initial_indent='  %-5d' % code,
-            subsequent_indent=' ' * 7))
+            meanings[code], width=76, break_on_hyphens=False,
+            initial_indent=('* %d: ' if bullets else '  %-5d') % code,
+            subsequent_indent=' ' * (2 if bullets else 7)))
+    indent = '' if bullets else '  '
+    if bullets:
+        lines.append('')
     lines.append(textwrap.fill(
         PRECEDENCE + ' ' + _('All of them: doc/source/cli/exit-codes.rst '
                              '(nova-orphans docs, "Exit codes").'),
-        width=76, initial_indent='  ', subsequent_indent='  '))
+        width=76, initial_indent=indent, subsequent_indent=indent,
+        break_on_hyphens=False))
     return '\n'.join(lines)

@@ -23,6 +23,7 @@ import functools
 import shlex
 import sys
 
+from cliff import _argparse as cliff_argparse
 from cliff.formatters import base as cliff_base
 from keystoneauth1 import exceptions as ks_exc
 from osc_lib.command import command
@@ -42,6 +43,18 @@ from nova_orphans import output
 
 STOPPING = _('%(signal)s: stopping; the requests in flight finish, then '
              'what was done is printed.')
+
+
+class _HelpFormatter(cliff_argparse.SmartHelpFormatter):
+    """Descriptions and the return codes as written, line by line (the
+    codes are a list: refilled, they run into one paragraph).
+    """
+
+    def _fill_text(self, text, width, indent):
+        if '\n' not in text:
+            return super()._fill_text(text, width, indent)
+        return '\n'.join(indent + line if line else ''
+                         for line in text.splitlines())
 
 
 def _usage_error(parser, message):
@@ -111,10 +124,12 @@ class OrphanLister(command.Lister):
     RESTORING = False
 
     def get_epilog(self):
-        return exit_codes.help_text(self.CODES, restoring=self.RESTORING)
+        return exit_codes.help_text(self.CODES, restoring=self.RESTORING,
+                                    bullets=True)
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
+        parser.formatter_class = _HelpFormatter
         parser.error = functools.partial(_usage_error, parser)
         parser.add_argument(
             '--long', '--verbose', action='store_true', dest='long',

@@ -124,3 +124,19 @@ class OpenStackHelpTestCase(base.BaseTestCase):
         self.assertIn('the repair action "clean" would take', ' '.join(
             _run('openstack', 'allocation', 'orphan', 'list',
                  '--help').stdout.split()))
+
+    def test_each_command_lists_the_table_of_manage(self):
+        """The same codes as nova-orphans-manage's same action."""
+        for argv, codes in (
+                (('allocation', 'orphan', 'list'), LIST),
+                (('allocation', 'orphan', 'clean'), CLEAN),
+                (('allocation', 'orphan', 'restore'), RESTORE),
+                (('resource', 'provider', 'orphan', 'list'), LIST),
+                (('resource', 'provider', 'orphan', 'clean'), CLEAN),
+                (('resource', 'provider', 'orphan', 'restore'), RESTORE)):
+            done = _run('openstack', *(argv + ('--help',)))
+            self.assertEqual(0, done.returncode, done.stderr)
+            block = done.stdout.split('Return codes:\n\n', 1)[1]
+            self.assertEqual(codes, [int(m.group(1)) for m in re.finditer(
+                r'^\* (\d+): ', block, re.M)], argv)
+            self.assertIn('doc/source/cli/exit-codes.rst', block)
