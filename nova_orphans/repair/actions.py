@@ -95,8 +95,11 @@ def other_writer():
     return skipped(_('changed by another writer'))
 
 
-# What a consumer read again may now be that needs no repair any more.
-_SETTLED = frozenset(reasons.HEALTHY_REASONS) - {reasons.UNVERIFIABLE}
+# What a consumer read again may now be that needs no repair any more:
+# not what cannot be judged now, nor what nova is still working on (it
+# may be an orphan once nova is done, or a compute died mid-operation).
+_SETTLED = frozenset(reasons.HEALTHY_REASONS) - {reasons.UNVERIFIABLE,
+                                                 reasons.IN_PROGRESS}
 
 
 def no_longer(action, now):

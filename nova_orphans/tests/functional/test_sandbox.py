@@ -165,8 +165,9 @@ class KeepTestCase(base.BaseTestCase):
             manage('providers', 'list', '--format', 'json'),
             openstack('allocation', 'orphan', 'list'),
             openstack('resource', 'provider', 'orphan', 'list'))
+        # The same exit code from both front ends: orphans found.
         self.assertEqual(3, allocs[0], allocs[2])
-        self.assertEqual((0, ''), (osc_allocs[0], osc_allocs[2]))
+        self.assertEqual((3, ''), (osc_allocs[0], osc_allocs[2]))
         key = (lambda r: (r['consumer'], r['resource_provider'],
                           r['reason'], r['action']))
         manage_rows = json.loads(allocs[1])
@@ -178,14 +179,14 @@ class KeepTestCase(base.BaseTestCase):
         self.assertEqual((3, [DEVSTACK4_ROW], ''),
                          (providers[0], json.loads(providers[1]),
                           providers[2]))
-        self.assertEqual((0, [DEVSTACK4_OSC_ROW], ''),
+        self.assertEqual((3, [DEVSTACK4_OSC_ROW], ''),
                          (osc_providers[0], json.loads(osc_providers[1]),
                           osc_providers[2]))
         self.assertEqual(TRAITS, self.traits(placement))
         journal = os.path.join(os.path.dirname(conf), 'providers.jsonl')
         [(rc, stdout, stderr)] = self.run_all(openstack(
             'resource', 'provider', 'orphan', 'clean', '--journal', journal))
-        self.assertEqual((0, [dict(DEVSTACK4_OSC_ROW, outcome='done')]),
+        self.assertEqual((4, [dict(DEVSTACK4_OSC_ROW, outcome='done')]),
                          (rc, json.loads(stdout)), stderr)
         self.assertEqual(
             'Orphaned allocations on these trees, repaired first: 1 done.\n'
