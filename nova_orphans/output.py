@@ -278,13 +278,8 @@ def render(rows, fmt, stream, verbose=False, max_width=None,
         render_table(rows, stream, verbose, max_width, fit_width)
     else:
         keys = columns(rows, fmt)
-        formatter = {'value': cliff_value.ValueFormatter,
-                     'csv': commaseparated.CSVLister}.get(fmt)
-        if formatter is None:
-            from cliff.formatters import yaml_format
-            formatter = yaml_format.YAMLFormatter
-        formatter().emit_list(keys, cells(rows, keys, fmt), stream,
-                              argparse.Namespace(quote_mode='nonnumeric'))
+        _formatter(fmt).emit_list(keys, cells(rows, keys, fmt), stream,
+                                  argparse.Namespace(quote_mode='nonnumeric'))
 
 
 def capacity(rows):
@@ -411,3 +406,32 @@ def repairs_line(outcomes):
              '%(outcomes)s.') % {'outcomes': ', '.join(
                  '%d %s' % (n, o) for o, n in sorted(
                      counts.items(), key=lambda item: (-item[1], item[0])))}
+
+
+def render_records(rows, keys, fmt, stream, max_width=None,
+                   fit_width=None):
+    """Rows (dicts) of other records than findings (journals): every
+    format, the keys in order, headers as ``header``.
+    """
+    if fmt == 'json':
+        render_json(rows, stream)
+        return
+    data = cells(rows, keys, fmt)
+    if fmt == TABLE:
+        cliff_table.TableFormatter().emit_list(
+            [header(k) for k in keys], data, stream,
+            width_options(max_width, fit_width))
+        return
+    _formatter(fmt).emit_list(keys, data, stream,
+                              argparse.Namespace(quote_mode='nonnumeric'))
+
+
+def _formatter(fmt):
+    """cliff's formatter of a plain or yaml format."""
+    formatter = {'value': cliff_value.ValueFormatter,
+                 'csv': commaseparated.CSVLister}.get(fmt)
+    if formatter is None:
+        # PyYAML only for yaml: every run would pay for its import.
+        from cliff.formatters import yaml_format
+        formatter = yaml_format.YAMLFormatter
+    return formatter()

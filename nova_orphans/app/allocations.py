@@ -19,6 +19,7 @@ through ``restore``.
 import contextlib
 import time
 
+from nova_orphans.app import journals
 from nova_orphans.app import results
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -234,6 +235,8 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
         placement_db=sources.placement_db)
     result = results.Repair([f for f, _o in done], [o for _f, o in done],
                             signum=stop.signum, restoring=True)
+    if not dry_run:
+        journals.mark_restored(path, result, warn=warn)
     if metrics is not None:
         metrics.repair('restore', result)
     return result

@@ -40,6 +40,7 @@ from oslo_log import handlers as log_handlers
 from oslo_log import log as logging
 
 from nova_orphans.cmd import allocations
+from nova_orphans.cmd import journals
 from nova_orphans.cmd import providers
 from nova_orphans import conf as orphans_conf
 from nova_orphans import db_utils
@@ -98,6 +99,8 @@ ACTION_CODES = {
     ('providers', 'list'): exit_codes.LIST_CODES,
     ('providers', 'clean'): exit_codes.CLEAN_CODES,
     ('providers', 'restore'): exit_codes.RESTORE_CODES,
+    ('journals', 'list'): exit_codes.JOURNAL_CODES,
+    ('journals', 'prune'): exit_codes.JOURNAL_CODES,
 }
 
 # Where oslo.config looks for nova.conf without --config-file (its
@@ -108,6 +111,7 @@ CONFIG_DIRS = ('~/.nova', '~', '/etc/nova', '/etc')
 CATEGORIES = {
     'allocations': allocations.AllocationCommands,
     'providers': providers.ProviderCommands,
+    'journals': journals.JournalCommands,
 }
 
 

@@ -71,6 +71,12 @@ ORPHANS_OPTS = [
     cfg.ListOpt('ignored_consumers', default=[],
                 help='Consumer uuids the "ignore_consumers" site rule keeps '
                      'out of the orphans (reason "ignored", action "none").'),
+    cfg.IntOpt('journal_retention_days', default=90, min=1,
+               help='"journals prune" removes the journals of the journal '
+                    'directory that nothing wrote to for this many days '
+                    '(--older-than overrides it). A journal is what '
+                    '"restore" needs to undo a clean: keep them for as '
+                    'long as a repair may have to be undone.'),
     cfg.StrOpt('state_path',
                help='Directory for repair journals when --journal is not '
                     'given, created with mode 0700. Unset, the same '

@@ -47,9 +47,9 @@ from nova_orphans.i18n import _
 
 LOG = logging.getLogger(__name__)
 
-# Written by this release: run headers, cut marks, and one "not applied"
-# line per refused request. Version 1 journals (no header, one "not
-# applied" line per entry) are still read.
+# Written by this release: run headers, cut marks, one "not applied"
+# line per refused request, and a "restored" mark per restore. Version 1
+# journals (no header, one "not applied" line per entry) are still read.
 VERSION = 2
 READABLE = (1, 2)
 # How far back a reopening run looks for the start of the last line.
@@ -189,6 +189,13 @@ class Journal:
             self.entries += len(ids)
         return ids
 
+    def restored(self, done, failed):
+        """A restore of this journal ended, with ``done`` changes undone
+        and ``failed`` refused or failed: so that ``journals list`` can
+        tell a journal restored from one that never was.
+        """
+        self._write({'restored': {'done': done, 'failed': failed}})
+
     def not_applied(self, entry_id, reason):
         """Placement refused the write of entry ``entry_id``."""
         self.not_applied_many([entry_id], reason)
@@ -275,8 +282,10 @@ def _reopen_prefix(fd):
 
 
 # What load() returns. ``runs``: [Run], oldest first; ``warnings``: one
-# line per line of the file that was cut short.
-Contents = collections.namedtuple('Contents', 'entries warnings runs')
+# line per line of the file that was cut short; ``restores``: the marks
+# restores left (see Journal.restored), oldest first.
+Contents = collections.namedtuple('Contents', 'entries warnings runs '
+                                  'restores')
 
 
 class Run:
@@ -361,7 +370,7 @@ def load(path):
         else:
             follows_a_run = ('run' in entry or 'cut' in entry or
                              (i > 0 and lines[i - 1][0] == number))
-    warnings, runs = [], [Run()]
+    warnings, runs, restores = [], [Run()], []
     entries, by_id = [], {}
     for i, (number, entry, error) in enumerate(lines):
         if not entry:
@@ -394,6 +403,9 @@ def load(path):
             continue
         if 'cut' in entry:
             continue
+        if 'restored' in entry:
+            restores.append(entry)
+            continue
         if 'not_applied' in entry:
             refused = entry['not_applied']
             for entry_id in ([refused] if isinstance(refused, str)
@@ -411,7 +423,8 @@ def load(path):
             by_id[entry['id']] = entry
         entries.append(entry)
         runs[-1].entries.append(entry)
-    return Contents(entries, warnings, [r for r in runs if r.entries])
+    return Contents(entries, warnings, [r for r in runs if r.entries],
+                    restores)
 
 
 def _parse(line):
@@ -435,7 +448,7 @@ def _parse(line):
         if not (isinstance(refused, str) or isinstance(refused, list) and
                 all(isinstance(r, str) for r in refused)):
             raise ValueError(_('a malformed "not applied" mark'))
-    elif 'run' in entry or 'cut' in entry:
+    elif 'run' in entry or 'cut' in entry or 'restored' in entry:
         if version < 2:
             raise ValueError(_('a run header in a version 1 line'))
     elif 'provider' in entry:

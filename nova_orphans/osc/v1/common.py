@@ -111,6 +111,17 @@ def listing(parsed_args, dicts):
     return [output.header(k) for k in keys], output.cells(dicts, keys, fmt)
 
 
+def record_listing(parsed_args, dicts, keys):
+    """(columns, rows) of other records than findings (journals)."""
+    if getattr(parsed_args, 'formatter', None) == output.TABLE:
+        parsed_args.columns = [output.header(c) if c in keys else c
+                               for c in parsed_args.columns or ()]
+        names = [output.header(k) for k in keys]
+    else:
+        names = list(keys)
+    return names, output.cells(dicts, keys, parsed_args.formatter)
+
+
 class OrphanLister(command.Lister):
     """Every command's base: its signals, its errors and its exit code.
 

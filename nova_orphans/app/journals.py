@@ -1,0 +1,147 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``journals list`` and ``prune``: journals an operator can keep.
+
+A clean from cron writes a journal a night; an operator needs to see
+which runs they hold and whether they were restored, and to let old ones
+go after a retention period. Only the journal directory's own files
+(``journal-*.jsonl``, the names clean gives them) are pruned: a journal
+kept elsewhere with --journal is the operator's to keep.
+"""
+
+import datetime
+import glob
+import os
+
+from nova_orphans import exception
+from nova_orphans.i18n import _
+from nova_orphans.repair import journal
+
+PATTERN = 'journal-*.jsonl'
+DAY = 86400
+
+
+class JournalRun:
+    """One run of a journal, as ``journals list`` shows it."""
+
+    KEYS = ('journal', 'run', 'command', 'host', 'started', 'entries',
+            'not_applied', 'restored')
+
+    def __init__(self, path, run, restores):
+        header = run.header
+        self.journal = path
+        self.run = header.get('run')
+        self.command = header.get('command', 'clean')
+        self.host = header.get('host')
+        self.started = header.get('time') or run.entries[0].get('time')
+        self.entries = len(run.entries)
+        self.not_applied = sum(1 for e in run.entries
+                               if e.get('applied') is False)
+        # The last restore of the journal after this run, if any.
+        later = [r.get('time') for r in restores
+                 if (r.get('time') or '') >= (self.started or '')]
+        self.restored = later[-1] if later else None
+
+    def to_dict(self):
+        return {key: getattr(self, key) for key in self.KEYS}
+
+
+class Pruned:
+    """A journal file prune removed, or would remove (``outcome``)."""
+
+    KEYS = ('journal', 'modified', 'outcome')
+
+    def __init__(self, path, modified, outcome):
+        self.journal = path
+        self.modified = modified
+        self.outcome = outcome
+
+    def to_dict(self):
+        return {key: getattr(self, key) for key in self.KEYS}
+
+
+def default_directory(state_path):
+    """Where clean puts journals (see journal.default_directory)."""
+    return journal.default_directory(state_path)
+
+
+def _files(directory):
+    return sorted(glob.glob(os.path.join(directory, PATTERN)))
+
+
+def list_runs(directory, warn=None):
+    """Every run of every journal in ``directory``, oldest first.
+
+    A journal that cannot be read is told to ``warn(line)`` and skipped:
+    the others are still listed.
+    """
+    rows = []
+    for path in _files(directory):
+        try:
+            contents = journal.load(path)
+        except exception.JournalError as e:
+            if warn is not None:
+                warn(_('WARNING: %(error)s') % {'error': e})
+            continue
+        rows += [JournalRun(path, run, contents.restores)
+                 for run in contents.runs]
+    rows.sort(key=lambda r: (r.started or '', r.journal))
+    return rows
+
+
+def prune(directory, older_than_days, dry_run=False, now=None):
+    """Remove the journals of ``directory`` that nothing wrote to for
+    ``older_than_days`` days (their last change, restores included).
+    """
+    if older_than_days is None or older_than_days < 1:
+        raise exception.InvalidInput(
+            reason=_('the retention must be at least 1 day (--older-than, '
+                     '[nova_orphans] journal_retention_days)'))
+    now = now if now is not None else datetime.datetime.now(
+        datetime.timezone.utc).timestamp()
+    rows = []
+    for path in _files(directory):
+        modified = os.stat(path).st_mtime
+        if now - modified < older_than_days * DAY:
+            continue
+        stamp = datetime.datetime.fromtimestamp(
+            modified, datetime.timezone.utc).isoformat()
+        if dry_run:
+            rows.append(Pruned(path, stamp, 'skipped: dry run'))
+            continue
+        try:
+            os.unlink(path)
+        except OSError as e:
+            rows.append(Pruned(path, stamp, 'failed: %s' % e.strerror))
+        else:
+            rows.append(Pruned(path, stamp, 'done'))
+    return rows
+
+
+def mark_restored(path, result, warn=None):
+    """Say in the journal that a restore of it ended (see
+    Journal.restored); a journal that cannot be written to is told to
+    ``warn`` and left as it is: the restore itself is done.
+    """
+    done = result.done
+    failed = sum(1 for o in result.outcomes if o.startswith('failed'))
+    if not done and not failed:
+        return
+    mark = journal.Journal(path, command='restore')
+    try:
+        mark.restored(done, failed)
+    except exception.JournalError as e:
+        if warn is not None:
+            warn(_('WARNING: %(error)s; "journals list" will not show it '
+                   'restored.') % {'error': e})
+    finally:
+        mark.close()

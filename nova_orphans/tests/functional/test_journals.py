@@ -1,0 +1,132 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``journals list|prune`` of both front ends, on journals real cleans and
+restores wrote.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional import processes
+
+DAY = 86400
+
+
+class JournalsTestCase(base.FunctionalTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.host1 = self.add_node('host1')
+        self.gone = []
+        for _i in range(2):
+            vm = self.nova.add_instance('cell1', host='host1', node='host1',
+                                        vm_state='error')
+            self.allocate(vm, self.host1)
+            self.nova.force_delete_instance('cell1', vm)
+            self.gone.append(vm)
+        self.dir = os.path.join(self.tmp, 'journals')
+        os.mkdir(self.dir)
+
+    def manage(self, *argv):
+        code, out, err = processes.run('--config-file', self.conf_file,
+                                       *argv)
+        self.assertNotIn('Traceback', err)
+        return code, out, err
+
+    def openstack(self, *argv):
+        done = subprocess.run(
+            [os.path.join(os.path.dirname(processes.console_script()),
+                          'openstack'), '--os-auth-type', 'admin_token',
+             '--os-endpoint', 'http://127.0.0.1:9', '--os-token', 'admin',
+             'allocation', 'orphan', 'journal'] + list(argv),
+            capture_output=True, text=True, env=processes.environment(),
+            stdin=subprocess.DEVNULL, timeout=120)
+        self.assertNotIn('Traceback', done.stderr)
+        return done.returncode, done.stdout, done.stderr
+
+    def clean(self, name, *argv):
+        path = os.path.join(self.dir, name)
+        code, _out, err = self.manage('allocations', 'clean', '--journal',
+                                      path, *argv)
+        return code, path, err
+
+    def listed(self, front_end):
+        code, out, err = front_end('list', '--journal-dir', self.dir,
+                                   '-f', 'json')
+        self.assertEqual((0, ''), (code, err))
+        return json.loads(out)
+
+    def test_list_tells_restored_runs(self):
+        self.assertEqual(3, self.clean('journal-1.jsonl', '--max-count',
+                                       '1')[0])
+        code, second, _err = self.clean('journal-2.jsonl')
+        self.assertEqual(4, code)
+        first = os.path.join(self.dir, 'journal-1.jsonl')
+        code, _out, err = self.manage('allocations', 'restore',
+                                      '--journal', first)
+        self.assertEqual(4, code, err)
+        for front_end in (self.manage_journals, self.openstack):
+            rows = self.listed(front_end)
+            self.assertEqual(
+                [(first, 'clean', 1, 0, True),
+                 (second, 'clean', 1, 0, False)],
+                [(r['journal'], r['command'], r['entries'],
+                  r['not_applied'], r['restored'] is not None)
+                 for r in rows])
+            self.assertEqual(['journal', 'run', 'command', 'host', 'started',
+                              'entries', 'not_applied', 'restored'],
+                             list(rows[0]))
+        # A restore of a restored journal still reads its entries.
+        code, out, err = self.manage('allocations', 'restore', '--journal',
+                                     first, '--format', 'json')
+        self.assertEqual((0, ['skipped: already as before']),
+                         (code, [r['outcome'] for r in json.loads(out)]),
+                         err)
+
+    def manage_journals(self, *argv):
+        return self.manage('journals', *argv)
+
+    def test_prune_by_age(self):
+        code, old, _err = self.clean('journal-old.jsonl')
+        self.assertEqual(4, code)
+        kept = os.path.join(self.dir, 'journal-new.jsonl')
+        shutil.copy(old, kept)
+        elsewhere = os.path.join(self.dir, 'mine.jsonl')
+        shutil.copy(old, elsewhere)
+        ten_days_ago = time.time() - 10 * DAY
+        for path in (old, elsewhere):
+            os.utime(path, (ten_days_ago, ten_days_ago))
+        for front_end in (self.manage_journals, self.openstack):
+            code, out, err = front_end('prune', '--journal-dir', self.dir,
+                                       '--older-than', '7', '--dry-run',
+                                       '-f', 'json')
+            self.assertEqual((0, [(old, 'skipped: dry run')]),
+                             (code, [(r['journal'], r['outcome'])
+                                     for r in json.loads(out)]), err)
+        self.assertTrue(os.path.exists(old))
+        code, out, err = self.openstack('prune', '--journal-dir', self.dir,
+                                        '--older-than', '7', '-f', 'json')
+        self.assertEqual((0, [(old, 'done')]),
+                         (code, [(r['journal'], r['outcome'])
+                                 for r in json.loads(out)]), err)
+        # Only clean's own journal files; the new one stays.
+        self.assertEqual(sorted(['journal-new.jsonl', 'mine.jsonl']),
+                         sorted(os.listdir(self.dir)))
+        code, _out, err = self.manage('journals', 'prune', '--journal-dir',
+                                      self.dir, '--older-than', '0')
+        self.assertEqual((127, 'Invalid input: the retention must be at '
+                               'least 1 day (--older-than, [nova_orphans] '
+                               'journal_retention_days)\n'), (code, err))
