@@ -26,10 +26,12 @@ import collections
 import json
 import os
 import re
+import sys
 
 from cliff.formatters import commaseparated
 from cliff.formatters import table as cliff_table
 from cliff.formatters import value as cliff_value
+from cliff import utils as cliff_utils
 
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
@@ -260,13 +262,37 @@ def render_table(rows, stream, verbose=False, max_width=None,
     Rows of both kinds (a restore of a provider clean) make a table
     each, the allocations' first.
     """
+    options = width_options(max_width, fit_width)
+    width = _table_width(options)
     for kind in ([r for r in rows if 'consumer' in r],
                  [r for r in rows if 'consumer' not in r]):
-        if kind:
-            keys = columns(kind, TABLE, long=verbose)
-            cliff_table.TableFormatter().emit_list(
-                [header(k) for k in keys], cells(kind, keys, TABLE), stream,
-                width_options(max_width, fit_width))
+        if not kind:
+            continue
+        keys = columns(kind, TABLE, long=verbose)
+        headers = [header(k) for k in keys]
+        formatter = cliff_table.TableFormatter()
+        if width is None or len(keys) * _NARROWEST + 1 <= width:
+            formatter.emit_list(headers, cells(kind, keys, TABLE), stream,
+                                options)
+            continue
+        # More columns than the terminal has room for, at cliff's
+        # narrowest: a table per row, a line per field (as "openstack
+        # server show" prints one), so that no line runs past its width.
+        for row in cells(kind, keys, TABLE):
+            formatter.emit_one(headers, row, stream, options)
+
+
+# The least a column of cliff's table takes: 8 characters and its border.
+_NARROWEST = 11
+
+
+def _table_width(options):
+    """The width cliff fits a table to, or None if it does not fit it."""
+    if options.max_width > 0:
+        return options.max_width
+    if options.fit_width or sys.stdout.isatty():
+        return cliff_utils.terminal_width() or None
+    return None
 
 
 def render(rows, fmt, stream, verbose=False, max_width=None,

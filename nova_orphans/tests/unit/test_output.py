@@ -14,6 +14,7 @@ import io
 import fixtures
 from oslotest import base
 
+from nova_orphans.cmd import common
 from nova_orphans import output
 
 VM = '11111111-1111-1111-1111-111111111111'
@@ -115,6 +116,72 @@ class TableTestCase(base.BaseTestCase):
         self.assertTrue(lines[1].endswith('| Outcome |'), lines[1])
         self.assertTrue(lines[3].endswith('| done    |'), lines[3])
 
+    def test_verbose_row_per_table_when_columns_cannot_fit(self):
+        """Fourteen columns at cliff's narrowest take 155 characters: at
+        100 each row is a table of its own, a line per field.
+        """
+        border = '+---------------+--------------------------------------+\n'
+        first = (
+            border +
+            '| Field         | Value                                |\n' +
+            border +
+            '| Consumer      | %s |\n' % VM +
+            '| Type          | instance                             |\n'
+            '| Instance      | %s |\n' % VM +
+            '| Provider UUID | %s |\n' % RP +
+            '| Provider      | compute-1                            |\n'
+            '| Root          | %s |\n' % RP +
+            '| Host          | compute-1                            |\n'
+            '| Cell          | cell1                                |\n'
+            '| Reason        | deleted_instance                     |\n'
+            '| Action        | delete_consumer                      |\n'
+            '| Resources     | DISK_GB=20, MEMORY_MB=2048, VCPU=2   |\n'
+            '| Project       | p                                    |\n'
+            '| User          | u                                    |\n'
+            '| Details       | Deleted.                             |\n'
+            + border)
+        out = self.render([row(), row(VM2)], verbose=True, max_width=100)
+        self.assertEqual(first + first.replace(VM, VM2), out)
+        # Wide enough, or not fitted: one table, a row per finding.
+        wide = self.render([row(), row(VM2)], verbose=True)
+        self.assertEqual(6, len(wide.splitlines()))
+
+
+class FormatsTestCase(base.BaseTestCase):
+    """value, csv and yaml: the same fields as the osc commands print."""
+
+    def render(self, fmt, rows):
+        out = io.StringIO()
+        output.render(rows, fmt, out)
+        return out.getvalue()
+
+    def test_value_and_csv_are_plain_fields(self):
+        rows = [row(cell=None), row(VM2, resources={'CUSTOM_X': 1,
+                                                    'VCPU': 1})]
+        self.assertEqual(
+            '%s instance %s %s compute-1 %s compute-1  deleted_instance '
+            'delete_consumer VCPU=2,MEMORY_MB=2048,DISK_GB=20 p u Deleted.\n'
+            '%s instance %s %s compute-1 %s compute-1 cell1 deleted_instance '
+            'delete_consumer VCPU=1,CUSTOM_X=1 p u Deleted.\n' % (
+                VM, VM, RP, RP, VM2, VM2, RP, RP),
+            self.render('value', rows))
+        lines = self.render('csv', rows).splitlines()
+        self.assertEqual(
+            '"consumer","consumer_type","instance","resource_provider",'
+            '"resource_provider_name","root_provider","host","cell",'
+            '"reason","action","resources","project_id","user_id",'
+            '"details"', lines[0])
+        self.assertEqual(
+            '"%s","instance","%s","%s","compute-1","%s","compute-1","",'
+            '"deleted_instance","delete_consumer",'
+            '"VCPU=2,MEMORY_MB=2048,DISK_GB=20","p","u","Deleted."'
+            % (VM, VM, RP, RP), lines[1])
+
+    def test_yaml_keeps_the_values(self):
+        text = self.render('yaml', [row(cell=None)])
+        self.assertIn('  cell: null\n', text)
+        self.assertIn('  resources:\n    DISK_GB: 20\n', text)
+
 
 class SummaryTestCase(base.BaseTestCase):
 
@@ -188,3 +255,25 @@ class FailuresTestCase(base.BaseTestCase):
 
     def test_nothing_failed(self):
         self.assertEqual((['done'], []), output.group_failures(['done']))
+
+
+class LineWidthTestCase(base.BaseTestCase):
+    """A table's closing lines fit the terminal, commands paste as one."""
+
+    def test_prose_and_commands(self):
+        line = ('6 orphaned allocation(s) of 5 consumer(s) on 4 resource '
+                'provider(s) hold VCPU=34, MEMORY_MB=743424, DISK_GB=1642, '
+                'NET_BW_EGR_KILOBIT_PER_SEC=1000.')
+        wrapped = common._wrap(line, 100).splitlines()
+        self.assertEqual(2, len(wrapped))
+        self.assertLessEqual(max(map(len, wrapped)), 100)
+        self.assertEqual(line, ' '.join(wrapped))
+        command = ('Next: nova-orphans-manage --config-file /etc/nova/'
+                   'nova.conf --config-dir /etc/nova/nova.conf.d allocations '
+                   'clean --dry-run --host compute-1.example.org')
+        wrapped = common._wrap(command, 60).splitlines()
+        self.assertLessEqual(max(map(len, wrapped)), 60)
+        self.assertTrue(all(w.endswith(' \\') for w in wrapped[:-1]))
+        self.assertEqual(command.split(), [
+            w for w in ' '.join(wrapped).split() if w != '\\'])
+        self.assertEqual(command, common._wrap(command, None))
