@@ -90,18 +90,8 @@ class AllocationCommands(common.Commands):
             self.warn_unreadable(listing, UNREADABLE)
             if prometheus:
                 sys.stdout.write(metrics.text)
-            elif self.cmd.format == 'json':
-                # Streamed: a row is made when it is written.
-                self.render(output.iter_dicts(listing.rows))
-            elif not self.table:
-                self.render(output.rows_as_dicts(listing.rows))
             else:
-                rows = output.rows_as_dicts(listing.rows)
-                if rows:
-                    self.render(rows)
-                self.say(output.list_summary(
-                    rows, [c.label for c in listing.unreadable_cells],
-                    self.command('clean', '--dry-run', *self.filters())))
+                self.show_listing(listing, output.list_summary)
         return listing.exit_code
 
     @with_scope

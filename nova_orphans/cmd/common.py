@@ -330,6 +330,22 @@ class Commands:
         words += [category or self.CATEGORY, action] + list(argv)
         return ' '.join(shlex.quote(w) for w in words)
 
+    def show_listing(self, listing, summary):
+        """A list's rows in the chosen format; a table closes with
+        ``summary(rows, cells not read, the command to run next)``.
+        """
+        if self.cmd.format == 'json':
+            # Streamed: a row is made when it is written.
+            self.render(output.iter_dicts(listing.rows))
+            return
+        rows = output.rows_as_dicts(listing.rows)
+        if rows or not self.table:
+            self.render(rows)
+        if self.table:
+            self.say(summary(
+                rows, [c.label for c in listing.unreadable_cells],
+                self.command('clean', '--dry-run', *self.filters())))
+
     def warn_unreadable(self, listing, warning):
         """Each unreadable cell, first, on stderr: no output can look
         complete.

@@ -78,15 +78,7 @@ class ProviderCommands(common.Commands):
             listing = app.list_providers(self.sources(), scope,
                                          self.progress())
             self.warn_unreadable(listing, UNREADABLE)
-            rows = output.rows_as_dicts(listing.rows)
-            if not self.table:
-                self.render(rows)
-            else:
-                if rows:
-                    self.render(rows)
-                self.say(output.provider_list_summary(
-                    rows, [c.label for c in listing.unreadable_cells],
-                    self.command('clean', '--dry-run', *self.filters())))
+            self.show_listing(listing, output.provider_list_summary)
         return listing.exit_code
 
     @with_scope
