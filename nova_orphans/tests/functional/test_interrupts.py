@@ -26,6 +26,8 @@ import threading
 import time
 
 import nova_orphans
+from nova_orphans.tests.functional.fixtures import faults
+from nova_orphans.tests.functional import front_ends
 from nova_orphans.tests.functional import test_clean
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(
@@ -359,3 +361,61 @@ class OutputTestCase(test_clean.RepairTestCase):
         self.assertTrue(errors[0].startswith(
             'Error 1 (3 row(s)): Placement request PUT /allocations/'),
             errors[0])
+
+
+class OpenstackInterruptTestCase(front_ends.FrontEndsTestCase):
+    """``openstack allocation orphan clean`` stopped by a signal, over
+    nova's real compute API.
+    """
+
+    def test_signals(self):
+        host1 = self.add_node('host1')
+        gones = []
+        for _n in range(2):
+            vm = self.boot('host1', host1, vm_state='error')
+            self.nova.force_delete_instance('cell1', vm)
+            gones.append(vm)
+        initial = self.placement.dump_state()
+        proxy = self.useFixture(faults.FaultProxy(self.placement.endpoint))
+        self.write_clouds(proxied={'placement': proxy.endpoint})
+        journal = os.path.join(self.tmp, 'journal.jsonl')
+
+        # While it reads: one line, nothing changed.
+        hold = Hold()
+        proxy.inject('GET', '/resource_providers/.*/allocations',
+                     before=hold)
+        proc = self.start(self.openstack_argv(
+            'allocation', 'orphan', 'clean', cloud='proxied'))
+        hold.wait(self)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        hold.release.set()
+        self.assertEqual((130, '', 'Interrupted by SIGINT; nothing was '
+                                   'changed.\n'), (proc.returncode, out, err))
+        self.assertEqual(initial, self.placement.dump_state())
+
+        # The last write in flight: every repair done, still 143.
+        hold = Hold()
+        proxy.inject('PUT', '/allocations/.*', skip=len(gones) - 1,
+                     before=hold)
+        proc = self.start(self.openstack_argv(
+            'allocation', 'orphan', 'clean', '-f', 'json', '--journal',
+            journal, cloud='proxied'))
+        hold.wait(self)
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        hold.release.set()
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(143, proc.returncode, err)
+        self.assertEqual(sorted((c, 'done') for c in gones),
+                         sorted((r['consumer'], r['outcome'])
+                                for r in json.loads(out)))
+        self.assertEqual([
+            STOPPING % 'SIGTERM',
+            'Journal: %s' % journal,
+            'To undo: openstack allocation orphan restore --journal %s'
+            % journal,
+            'Interrupted by SIGTERM: 2 repair(s) done; 0 not attempted '
+            '(skipped: interrupted).'], err.splitlines())
+        self.assertEqual([c for c in initial if c not in gones],
+                         list(self.placement.dump_state()))
