@@ -20,7 +20,7 @@ on stderr) and what placement holds afterwards.
 
 Not here: 9 (credentials refused) needs keystone; 6 is
 test_releases.UnsupportedSchemaTestCase (one case below); 130 and 143
-are test_signals.
+are test_interrupts.
 """
 
 import json
