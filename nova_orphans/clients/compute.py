@@ -92,13 +92,14 @@ class ComputeClient:
         try:
             return self._adapter.request(url, method, **kwargs)
         except ks_exc.ConnectFailure as e:
+            # '' is the endpoint itself (its version document).
             raise ComputeError(
-                method=method, url=url,
+                method=method, url=url or '/',
                 reason=diagnose.connection_error(e, self.endpoint))
         except ks_exc.ClientException as e:
             # Authentication and the catalog: their own codes.
             known = diagnose.keystone_error(e)
-            err = ComputeError(method=method, url=url, reason=known)
+            err = ComputeError(method=method, url=url or '/', reason=known)
             if known.exit_code != exception.NovaOrphansException.exit_code:
                 err.exit_code = known.exit_code
             raise err

@@ -57,10 +57,21 @@ def _fmt(version):
     return '%d.%d' % version
 
 
+# Where to look when placement cannot be reached: the settings the
+# client's endpoint came from (nova.conf for nova-orphans-manage, the
+# cloud's for openstack).
+CONF_SETTINGS = _('[placement] (its endpoint, or auth_url, region_name '
+                  'and valid_interfaces)')
+CLOUD_SETTINGS = _('the cloud\'s settings (clouds.yaml or the OS_* '
+                   'variables: auth_url, region_name, interface, '
+                   'placement_endpoint_override)')
+
+
 class PlacementClient:
 
-    def __init__(self, adapter):
+    def __init__(self, adapter, settings=CLOUD_SETTINGS):
         self._adapter = adapter
+        self._settings = settings
         self._version = None
         self._lock = threading.Lock()
 
@@ -79,7 +90,7 @@ class PlacementClient:
         if auth is None:
             raise exception.ConfigError(
                 reason=_('[placement] auth_type is not set'))
-        return cls(adapter)
+        return cls(adapter, settings=CONF_SETTINGS)
 
     @property
     def version(self):
@@ -130,9 +141,9 @@ class PlacementClient:
             err = exception.PlacementError(
                 method=method, url=url,
                 reason=_('%(error)s; check that placement runs there, and '
-                         '[placement] (its endpoint, or auth_url, '
-                         'region_name and valid_interfaces)') % {
-                    'error': diagnose.connection_error(e, self.endpoint)})
+                         '%(settings)s') % {
+                    'error': diagnose.connection_error(e, self.endpoint),
+                    'settings': self._settings})
             err.exit_code = exception.ServiceUnreachable.exit_code
             raise err
         except ks_exc.ClientException as e:

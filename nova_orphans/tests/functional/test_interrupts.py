@@ -26,6 +26,8 @@ import threading
 import time
 
 import nova_orphans
+from nova_orphans.tests.functional.fixtures import faults
+from nova_orphans.tests.functional import front_ends
 from nova_orphans.tests.functional import test_clean
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(
@@ -77,6 +79,22 @@ class Console:
             self.proc.wait()
         self.proc.stdout.close()
         self.proc.stderr.close()
+
+
+def _wait_for_handler(proc, signum, timeout=30):
+    """Until ``proc`` catches ``signum`` (Linux: /proc/PID/status)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open('/proc/%d/status' % proc.pid) as f:
+                status = dict(line.split(':', 1) for line in f
+                              if ':' in line)
+        except FileNotFoundError:
+            break
+        if int(status['SigCgt'], 16) & (1 << (signum - 1)):
+            return
+        time.sleep(0.002)
+    raise AssertionError('%s never took %s' % (proc.args, signum))
 
 
 class Hold:
@@ -222,6 +240,62 @@ class InterruptTestCase(test_clean.RepairTestCase):
         self.assertEqual(4, self.restore()[0])
         self.assertEqual(self.initial, self.placement.dump_state())
 
+    def test_signal_as_the_last_write_is_in_flight(self):
+        """Every repair done, but a signal came: its code (never 4), and
+        the journal with the command that undoes it.
+        """
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            hold = Hold()
+            self.proxy.inject('PUT', '/allocations/.*',
+                              skip=len(self.gones) - 1, before=hold)
+            journal = self.journal + signal.Signals(signum).name
+            console = self.console('allocations', 'clean', '--journal',
+                                   journal, '--format', 'json')
+            self.interrupt(console, hold, signum)
+            rc, out, err = console.finish()
+            name = signal.Signals(signum).name
+            self.assertEqual(128 + signum, rc, err)
+            self.assertEqual(sorted((c, 'done') for c in self.gones),
+                             sorted((r['consumer'], r['outcome'])
+                                    for r in json.loads(out)))
+            self.assertEqual({}, self.placement.dump_state())
+            cmd = ('nova-orphans-manage --config-file %s allocations '
+                   'restore --journal %s' % (self.conf_file, journal))
+            self.assertEqual([
+                STOPPING % name,
+                'Journal: %s' % journal,
+                'To undo: %s' % cmd,
+                'Interrupted by %s: 5 repair(s) done; 0 not attempted '
+                '(skipped: interrupted).' % name],
+                [line for line in err if not line[:4].isdigit()])
+            done = subprocess.run(cmd.split(), capture_output=True,
+                                  text=True, executable=SCRIPT,
+                                  env=dict(os.environ, PYTHONPATH=ROOT))
+            self.assertEqual(4, done.returncode, done.stderr)
+            self.assertEqual(self.initial, self.placement.dump_state())
+
+    def test_signal_before_the_imports_end(self):
+        """From the moment the console script takes the signals (before
+        it imports the command), at several delays while it imports and
+        reads: one line, nothing changed, 130 or 143, no traceback.
+
+        Earlier, while the interpreter itself starts (site, .pth files),
+        no code of the tool has run yet and Python's defaults apply.
+        """
+        for delay in (0, 0.05, 0.1, 0.2, 0.3):
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                console = self.console('allocations', 'clean')
+                _wait_for_handler(console.proc, signal.SIGTERM)
+                time.sleep(delay)
+                console.proc.send_signal(signum)
+                rc, out, err = console.finish()
+                self.assertEqual(
+                    (128 + signum, '', ['Interrupted by %s; nothing was '
+                                        'changed.' % signum.name]),
+                    (rc, out, [line for line in err if line]),
+                    'after %ss' % delay)
+        self.assertEqual(self.initial, self.placement.dump_state())
+
     def test_sigint_during_list_is_one_line(self):
         hold = Hold()
         self.proxy.inject('GET', '/resource_providers/.*/allocations',
@@ -287,3 +361,61 @@ class OutputTestCase(test_clean.RepairTestCase):
         self.assertTrue(errors[0].startswith(
             'Error 1 (3 row(s)): Placement request PUT /allocations/'),
             errors[0])
+
+
+class OpenstackInterruptTestCase(front_ends.FrontEndsTestCase):
+    """``openstack allocation orphan clean`` stopped by a signal, over
+    nova's real compute API.
+    """
+
+    def test_signals(self):
+        host1 = self.add_node('host1')
+        gones = []
+        for _n in range(2):
+            vm = self.boot('host1', host1, vm_state='error')
+            self.nova.force_delete_instance('cell1', vm)
+            gones.append(vm)
+        initial = self.placement.dump_state()
+        proxy = self.useFixture(faults.FaultProxy(self.placement.endpoint))
+        self.write_clouds(proxied={'placement': proxy.endpoint})
+        journal = os.path.join(self.tmp, 'journal.jsonl')
+
+        # While it reads: one line, nothing changed.
+        hold = Hold()
+        proxy.inject('GET', '/resource_providers/.*/allocations',
+                     before=hold)
+        proc = self.start(self.openstack_argv(
+            'allocation', 'orphan', 'clean', cloud='proxied'))
+        hold.wait(self)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        hold.release.set()
+        self.assertEqual((130, '', 'Interrupted by SIGINT; nothing was '
+                                   'changed.\n'), (proc.returncode, out, err))
+        self.assertEqual(initial, self.placement.dump_state())
+
+        # The last write in flight: every repair done, still 143.
+        hold = Hold()
+        proxy.inject('PUT', '/allocations/.*', skip=len(gones) - 1,
+                     before=hold)
+        proc = self.start(self.openstack_argv(
+            'allocation', 'orphan', 'clean', '-f', 'json', '--journal',
+            journal, cloud='proxied'))
+        hold.wait(self)
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        hold.release.set()
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(143, proc.returncode, err)
+        self.assertEqual(sorted((c, 'done') for c in gones),
+                         sorted((r['consumer'], r['outcome'])
+                                for r in json.loads(out)))
+        self.assertEqual([
+            STOPPING % 'SIGTERM',
+            'Journal: %s' % journal,
+            'To undo: openstack allocation orphan restore --journal %s'
+            % journal,
+            'Interrupted by SIGTERM: 2 repair(s) done; 0 not attempted '
+            '(skipped: interrupted).'], err.splitlines())
+        self.assertEqual([c for c in initial if c not in gones],
+                         list(self.placement.dump_state()))

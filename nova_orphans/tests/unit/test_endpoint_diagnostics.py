@@ -235,15 +235,28 @@ class ClientDiagnosticsTestCase(_Base):
         client.check_version()
 
     def test_connection_refused(self):
+        """A client on openstack's session names the cloud's settings
+        (from nova.conf, it names [placement]: ConsoleDiagnosticsTestCase).
+        """
         url = _refused_url()
         client = placement.PlacementClient(_adapter(url, 'placement'))
         e = self.assertRaises(exception.PlacementError, lambda: client.version)
         self.assertEqual('Placement request GET / failed: cannot connect to '
                          '%s ([Errno 111] Connection refused); check that '
-                         'placement runs there, and [placement] (its '
-                         'endpoint, or auth_url, region_name and '
-                         'valid_interfaces)' % url, str(e))
+                         'placement runs there, and the cloud\'s settings '
+                         '(clouds.yaml or the OS_* variables: auth_url, '
+                         'region_name, interface, '
+                         'placement_endpoint_override)' % url, str(e))
         self.assertEqual(8, e.exit_code)
+
+    def test_compute_connection_refused(self):
+        """The endpoint's own document is asked for as '': shown as /."""
+        url = _refused_url()
+        client = compute.ComputeClient(_adapter(url, 'compute'))
+        e = self.assertRaises(compute.ComputeError, client.check_version)
+        self.assertEqual('Compute request GET / failed: cannot connect to '
+                         '%s ([Errno 111] Connection refused)' % url, str(e))
+        self.assertEqual(10, e.exit_code)
 
     def test_html_error_page_later_in_the_run(self):
         # Negotiated, then a proxy's error page for a listing: named in

@@ -1,0 +1,217 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Both console scripts, as processes, against one cloud.
+
+``nova-orphans-manage`` reads nova's databases; ``openstack`` reads the
+same databases through nova's real compute API, served by
+tools/sandbox_compute.py in a process of its own (the sandbox's
+``compute_api``). Importing nova there takes seconds, so one compute
+API, placement and set of nova databases serve a whole test class
+(started by its first test, stopped after its last), and each test
+starts from an empty cloud: placement and the databases are emptied in
+place, which the running compute API sees as it would see nova's own
+changes.
+"""
+
+import concurrent.futures
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import fixtures
+import yaml
+
+from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional.fixtures import mariadb
+from nova_orphans.tests.functional.fixtures import nova_db
+from nova_orphans.tests.functional.fixtures import placement
+from nova_orphans.tests.functional import processes
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+CELLS = ('cell1', 'cell2')
+# Nothing listens on port 1 of the loopback interface.
+NOWHERE = 'http://127.0.0.1:1'
+
+
+def _sandbox():
+    """tools/sandbox.py as a module: its compute_api() is the one way
+    nova's compute API is started over given databases.
+    """
+    spec = importlib.util.spec_from_file_location(
+        'nova_orphans_sandbox', os.path.join(ROOT, 'tools', 'sandbox.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def openstack_script():
+    return shutil.which('openstack') or os.path.join(
+        os.path.dirname(sys.executable), 'openstack')
+
+
+class Cloud(fixtures.Fixture):
+    """placement, nova's databases (two cells) and nova's compute API
+    over them.
+    """
+
+    def __init__(self, maria=None):
+        super().__init__()
+        self.maria = maria
+
+    def _setUp(self):
+        # Outside the first test's temporary directory (oslotest's
+        # NestedTempfile), which goes with that test.
+        self.dir = tempfile.mkdtemp(prefix='nova-orphans-front-ends-',
+                                    dir=nova_db.system_tempdir())
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+        saved, tempfile.tempdir = tempfile.tempdir, self.dir
+        try:
+            self._serve()
+        finally:
+            tempfile.tempdir = saved
+
+    def _serve(self):
+        placement_url = None
+        if self.maria is not None:
+            placement_url = self.maria.fresh(mariadb.TEMPLATE_PLACEMENT,
+                                             'placement')
+        self.placement = self.useFixture(placement.PlacementServer(
+            db_url=placement_url))
+        self.nova = self.useFixture(nova_db.NovaDatabases(
+            cells=CELLS, mariadb=self.maria))
+        started = _sandbox().compute_api(self.nova, self.placement)
+        clouds = started.__enter__()
+        self.addCleanup(started.__exit__, None, None, None)
+        if clouds is None:
+            with open(os.path.join(self.nova.dir, 'compute-api.log')) as f:
+                raise RuntimeError('nova\'s compute API did not start:\n'
+                                   + f.read()[-3000:])
+        with open(clouds) as f:
+            self.compute = yaml.safe_load(f)['clouds']['sandbox'][
+                'compute_endpoint_override']
+
+    def reset(self):
+        self.placement.reset()
+        self.nova.reset()
+
+
+class FrontEndsTestCase(base.FunctionalTestCase):
+    """A FunctionalTestCase whose cloud outlives the test: the class's
+    own, also served by nova's compute API.
+    """
+
+    CELLS = CELLS
+
+    def setUp(self):
+        # Not FunctionalTestCase.setUp: the cloud is the class's.
+        super(base.FunctionalTestCase, self).setUp()
+        base.unset_openstack_environment(self)
+        cls = type(self)
+        cloud = cls.__dict__.get('_cloud')
+        if cloud is None:
+            maria = None
+            if self.MARIADB:
+                mariadb.require(self)
+                maria = mariadb.server()
+            cloud = Cloud(maria)
+            cloud.setUp()
+            cls._cloud = cloud
+        cloud.reset()
+        self.cloud = cloud
+        self.placement = cloud.placement
+        self.nova = cloud.nova
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.state_path = os.path.join(self.tmp, 'state')
+        self.conf_file = self.nova_conf(self.placement.endpoint)
+        self.clouds_yaml = os.path.join(self.tmp, 'clouds.yaml')
+        self.write_clouds()
+
+    @classmethod
+    def tearDownClass(cls):
+        cloud = cls.__dict__.get('_cloud')
+        if cloud is not None:
+            del cls._cloud
+            cloud.cleanUp()
+        super().tearDownClass()
+
+    def nova_conf(self, placement_endpoint, name='nova.conf', **extra):
+        sections = {'nova_orphans': {'state_path': self.state_path,
+                                     'cell_timeout': '20'}}
+        for section, values in extra.items():
+            sections.setdefault(section, {}).update(values)
+        return self.nova.write_nova_conf(os.path.join(self.tmp, name),
+                                         placement_endpoint, extra=sections)
+
+    def write_clouds(self, **others):
+        """clouds.yaml: ``cloud`` is this one; ``others`` are clouds by
+        name, each {'placement': endpoint, 'compute': endpoint} with
+        this cloud's endpoints where not given.
+        """
+        clouds = {}
+        for name, endpoints in dict(others, cloud={}).items():
+            clouds[name] = {
+                'auth_type': 'admin_token',
+                'auth': {'endpoint': endpoints.get(
+                    'placement', self.placement.endpoint),
+                    'token': 'admin'},
+                'compute_endpoint_override': endpoints.get(
+                    'compute', self.cloud.compute)}
+        with open(self.clouds_yaml, 'w') as f:
+            yaml.safe_dump({'clouds': clouds}, f)
+
+    # The console scripts ------------------------------------------------
+
+    def manage_argv(self, *argv, conf_file=None):
+        return [processes.console_script(), '--config-file',
+                conf_file or self.conf_file] + list(argv)
+
+    def openstack_argv(self, *argv, cloud='cloud'):
+        return [openstack_script(), '--os-cloud', cloud] + list(argv)
+
+    def environment(self):
+        return dict(processes.environment(),
+                    OS_CLIENT_CONFIG_FILE=self.clouds_yaml)
+
+    def start(self, argv, env=None):
+        return subprocess.Popen(
+            argv, env=env or self.environment(), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def run_all(self, *commands, timeout=180):
+        """Run the commands (argv lists) at once, as reading commands can
+        be: [(return code, stdout, stderr)] in their order.
+        """
+        def one(argv):
+            proc = self.start(argv)
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+                raise AssertionError('%s did not end in %ss:\n%s' % (
+                    ' '.join(argv), timeout, err))
+            return proc.returncode, out, err
+        with concurrent.futures.ThreadPoolExecutor(len(commands)) as pool:
+            return list(pool.map(one, commands))
+
+    def run_one(self, argv, timeout=180):
+        return self.run_all(argv, timeout=timeout)[0]
+
+    def manage_run(self, *argv, conf_file=None):
+        return self.run_one(self.manage_argv(*argv, conf_file=conf_file))
+
+    def openstack_run(self, *argv, cloud='cloud'):
+        return self.run_one(self.openstack_argv(*argv, cloud=cloud))

@@ -1,0 +1,427 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The exit-code table (nova_orphans/exit_codes.py), row by row, as a
+script reads it from both console scripts.
+
+Each test makes the situation a row describes on a real placement and
+nova's real schema, runs ``nova-orphans-manage`` and ``openstack``
+(through nova's real compute API) as processes, and checks the exact
+code, what is printed (nothing on stdout when the run fails, one line
+on stderr) and what placement holds afterwards.
+
+Not here: 9 (credentials refused) needs keystone; 6 is
+test_releases.UnsupportedSchemaTestCase (one case below); 130 and 143
+are test_interrupts.
+"""
+
+import json
+import os
+
+from nova_orphans import exit_codes
+from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional.fixtures import faults
+from nova_orphans.tests.functional import front_ends
+from nova_orphans.tests.functional import processes
+
+PASSWORD = 's3cr3t-Pa55w0rd'
+MYSQL = 'mysql+pymysql://nova:%s@127.0.0.1:1/%%s' % PASSWORD
+
+
+class ExitCodesTestCase(front_ends.FrontEndsTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.host1 = self.add_node('host1')
+        self.live = self.boot('host1', self.host1)
+        self.journal = os.path.join(self.tmp, 'journal.jsonl')
+
+    def gone(self):
+        """An instance forced to deleted in SQL: an orphan either front
+        end finds (deleted_instance / unknown_consumer through the API).
+        """
+        vm = self.boot('host1', self.host1, vm_state='error')
+        self.nova.force_delete_instance('cell1', vm)
+        return vm
+
+    def assertFailed(self, result, code, line, before):
+        """The run failed: ``code``, nothing on stdout, ``line`` alone
+        on stderr, and placement as it was ``before``.
+        """
+        rc, out, err = result
+        self.assertEqual((code, '', [line]), (rc, out, err.splitlines()),
+                         err)
+        self.assertEqual(before, self.placement.dump_state())
+
+    def test_0_nothing_found(self):
+        before = self.placement.dump_state()
+        manage_list, manage_clean, osc_list, osc_clean = self.run_all(
+            self.manage_argv('allocations', 'list'),
+            self.manage_argv('allocations', 'clean'),
+            self.openstack_argv('allocation', 'orphan', 'list'),
+            self.openstack_argv('allocation', 'orphan', 'clean'))
+        nothing = (exit_codes.SUCCESS, 'No orphaned allocations found.\n', '')
+        self.assertEqual(nothing, manage_list)
+        self.assertEqual(nothing, manage_clean)
+        # cliff's table of no rows.
+        self.assertEqual((exit_codes.SUCCESS, '\n', ''), osc_list)
+        self.assertEqual((exit_codes.SUCCESS, '\n', ''), osc_clean)
+        self.assertEqual(before, self.placement.dump_state())
+
+    def test_3_orphans_listed(self):
+        gones = sorted(self.gone() for _n in range(2))
+        before = self.placement.dump_state()
+        results = self.run_all(
+            self.manage_argv('allocations', 'list', '--format', 'json'),
+            self.manage_argv('allocations', 'clean', '--dry-run', '--format',
+                             'json'),
+            self.openstack_argv('allocation', 'orphan', 'list', '-f', 'json'),
+            self.openstack_argv('allocation', 'orphan', 'clean', '--dry-run',
+                                '-f', 'json'))
+        for rc, out, err in results:
+            self.assertEqual((exit_codes.ORPHANS_FOUND, ''), (rc, err))
+            self.assertEqual(gones, sorted(r['consumer']
+                                           for r in json.loads(out)))
+        for _rc, out, _err in results[1::2]:
+            self.assertEqual(['skipped: dry run'] * 2,
+                             [r['outcome'] for r in json.loads(out)])
+        self.assertEqual(before, self.placement.dump_state())
+
+    def assertMaxCount(self, argv, orphans, undo):
+        """``clean --max-count 1`` on several orphans: one repaired, 3
+        (orphans remain), never 4.
+        """
+        before = self.placement.dump_state()
+        rc, out, err = self.run_one(argv + ['--max-count', '1', '--journal',
+                                            self.journal])
+        self.assertEqual(exit_codes.ORPHANS_FOUND, rc, err)
+        rows = json.loads(out)
+        done = [r['consumer'] for r in rows if r['outcome'] == 'done']
+        self.assertEqual(1, len(done), rows)
+        self.assertEqual(
+            sorted(orphans),
+            sorted(r['consumer'] for r in rows))
+        self.assertEqual(['skipped: --max-count reached'] * (
+            len(orphans) - 1), [r['outcome'] for r in rows
+                                if r['consumer'] not in done])
+        self.assertEqual(['Journal: %s' % self.journal,
+                          'To undo: %s' % undo], err.splitlines())
+        self.assertEqual({c: v for c, v in before.items() if c not in done},
+                         self.placement.dump_state())
+        return done[0]
+
+    def test_3_max_count(self):
+        orphans = [self.gone() for _n in range(3)]
+        done = self.assertMaxCount(
+            self.manage_argv('allocations', 'clean', '--format', 'json'),
+            orphans, 'nova-orphans-manage --config-file %s allocations '
+            'restore --journal %s' % (self.conf_file, self.journal))
+        orphans.remove(done)
+        self.assertMaxCount(
+            self.openstack_argv('allocation', 'orphan', 'clean', '-f',
+                                'json'),
+            orphans, 'openstack allocation orphan restore --journal %s'
+            % self.journal)
+
+    def assertRepaired(self, argv, undo):
+        orphans = sorted(self.gone() for _n in range(2))
+        rc, out, err = self.run_one(argv + ['--journal', self.journal])
+        self.assertEqual(exit_codes.REPAIRED, rc, err)
+        self.assertEqual([(c, 'done') for c in orphans],
+                         sorted((r['consumer'], r['outcome'])
+                                for r in json.loads(out)))
+        self.assertEqual(['Journal: %s' % self.journal,
+                          'To undo: %s' % undo], err.splitlines())
+        self.assertEqual([self.live], list(self.placement.dump_state()))
+
+    def test_4_repaired(self):
+        self.assertRepaired(
+            self.manage_argv('allocations', 'clean', '--format', 'json'),
+            'nova-orphans-manage --config-file %s allocations restore '
+            '--journal %s' % (self.conf_file, self.journal))
+        self.assertRepaired(
+            self.openstack_argv('allocation', 'orphan', 'clean', '-f',
+                                'json'),
+            'openstack allocation orphan restore --journal %s'
+            % self.journal)
+
+    def test_1_repair_failed(self):
+        """placement fails one write: 1, after the others are done."""
+        failing = self.gone()
+        proxy = self.useFixture(faults.FaultProxy(self.placement.endpoint))
+        proxy.inject('PUT', '/allocations/' + failing, count=None,
+                     status=500)
+        self.write_clouds(proxied={'placement': proxy.endpoint})
+        conf = self.nova_conf(proxy.endpoint, name='proxied.conf')
+        for argv, undo in (
+                (self.manage_argv('allocations', 'clean', '--format', 'json',
+                                  conf_file=conf),
+                 'nova-orphans-manage --config-file %s allocations restore '
+                 '--journal %s' % (conf, self.journal)),
+                (self.openstack_argv('allocation', 'orphan', 'clean', '-f',
+                                     'json', cloud='proxied'),
+                 'openstack allocation orphan restore --journal %s'
+                 % self.journal)):
+            gone = self.gone()
+            before = self.placement.dump_state()
+            rc, out, err = self.run_one(argv + ['--journal', self.journal])
+            self.assertEqual(exit_codes.REPAIR_FAILED, rc, err)
+            self.assertEqual(
+                sorted([(failing, 'failed: error 1'), (gone, 'done')]),
+                sorted((r['consumer'], r['outcome'])
+                       for r in json.loads(out)))
+            self.assertEqual([
+                'Error 1 (1 row(s)): Placement request PUT /allocations/%s '
+                'failed: 500 injected by the test proxy' % failing,
+                'Journal: %s' % self.journal,
+                'To undo: %s' % undo], err.splitlines())
+            del before[gone]
+            self.assertEqual(before, self.placement.dump_state())
+
+    def test_2_and_5_cell_unreadable(self):
+        """nova-orphans-manage: a cell whose database cannot be opened is
+        2 without orphans in the rest, 5 with.
+        """
+        host2 = self.add_node('host2', cell='cell2')
+        self.boot('host2', host2, cell='cell2')
+        self.nova.break_cell('cell2')
+        warning = ('WARNING: cell cell2 could not be read (%s); its '
+                   'consumers are reported as unverifiable, never as '
+                   'orphans.')
+        before = self.placement.dump_state()
+        rc, out, err = self.manage_run('allocations', 'list')
+        self.assertEqual((exit_codes.INCOMPLETE,
+                          'No orphaned allocations found.\n'
+                          'Cells not read: cell2; their consumers are '
+                          'unverifiable, never orphans.\n'), (rc, out), err)
+        line, = err.splitlines()
+        self.assertTrue(line.startswith(warning.split('%s')[0]), line)
+        self.assertTrue(line.endswith(warning.split('%s')[1]), line)
+        self.assertEqual(before, self.placement.dump_state())
+        gone = self.gone()
+        before = self.placement.dump_state()
+        for argv in (('list',), ('clean', '--dry-run')):
+            rc, out, err2 = self.manage_run('allocations', *argv,
+                                            '--format', 'json')
+            self.assertEqual((exit_codes.INCOMPLETE_WITH_ORPHANS, err),
+                             (rc, err2))
+            self.assertEqual([gone], [r['consumer']
+                                      for r in json.loads(out)])
+        self.assertEqual(before, self.placement.dump_state())
+
+    def break_services(self, cell):
+        """The cell's services table gone: nova's compute API (which
+        keeps the cells' connections from its first request) reads that
+        cell's services as from a database that does not answer.
+        """
+        self.nova.execute(cell, 'ALTER TABLE services RENAME TO broken')
+        self.addCleanup(self.nova.execute, cell,
+                        'ALTER TABLE broken RENAME TO services')
+
+    def test_2_and_5_cell_down_through_the_compute_api(self):
+        """openstack: a cell nova's compute API cannot read shows its
+        hosts' services as UNKNOWN (2.69): 2 without orphans in the
+        rest, 5 with. nova-orphans-manage reads the same damage in the
+        schema: 6 (see test_releases.UnsupportedSchemaTestCase).
+        """
+        # A host mapped to cell2, its compute node deleted: the compute
+        # API lists hypervisors cell by cell and fails on a cell whose
+        # compute nodes it cannot look up, which the tool reads as "no
+        # allocation can be judged" (2 whatever the rest holds).
+        self.nova.add_compute_node('cell2', 'host2', deleted=True)
+        self.break_services('cell2')
+        down = [
+            'WARNING: cell (down) could not be read (the compute API '
+            'reports the services of host2 as UNKNOWN: their cell does '
+            'not respond); its consumers are reported as unverifiable, '
+            'never as orphans.',
+            'Incomplete: 1 cell(s) could not be read ((down)); their '
+            'consumers were not checked, and are neither listed nor '
+            'repaired as orphans.']
+        before = self.placement.dump_state()
+        (rc, out, err), manage = self.run_all(
+            self.openstack_argv('allocation', 'orphan', 'list', '-f',
+                                'json'),
+            self.manage_argv('allocations', 'list'))
+        self.assertEqual((exit_codes.INCOMPLETE, [], down),
+                         (rc, json.loads(out), err.splitlines()))
+        self.assertEqual(
+            (exit_codes.UNSUPPORTED_SCHEMA, '',
+             ['ERROR: The database of nova cell cell2 (%s) has no '
+              'services: nova-orphans reads the databases of nova 27 '
+              '(2023.1) to 34 (2026.2), each upgraded by its own '
+              'nova-manage (api_db sync, db sync).'
+              % self.nova.cell_urls['cell2']]),
+            (manage[0], manage[1], manage[2].splitlines()))
+        gone = self.gone()
+        before = self.placement.dump_state()
+        rc, out, err = self.openstack_run('allocation', 'orphan', 'clean',
+                                          '--dry-run', '-f', 'json')
+        self.assertEqual((exit_codes.INCOMPLETE_WITH_ORPHANS, down),
+                         (rc, err.splitlines()))
+        self.assertEqual([(gone, 'skipped: dry run')],
+                         [(r['consumer'], r['outcome'])
+                          for r in json.loads(out)])
+        self.assertEqual(before, self.placement.dump_state())
+
+    def test_6_unsupported_schema(self):
+        """Also test_releases.UnsupportedSchemaTestCase, and
+        test_2_and_5_cell_down_through_the_compute_api.
+        """
+        self.gone()
+        before = self.placement.dump_state()
+        self.nova.execute('api', 'ALTER TABLE build_requests RENAME TO '
+                          'broken')
+        self.addCleanup(self.nova.execute, 'api',
+                        'ALTER TABLE broken RENAME TO build_requests')
+        self.assertFailed(
+            self.manage_run('allocations', 'clean'),
+            exit_codes.UNSUPPORTED_SCHEMA,
+            'ERROR: The nova API database %s has no build_requests: '
+            'nova-orphans reads the databases of nova 27 (2023.1) to 34 '
+            '(2026.2), each upgraded by its own nova-manage (api_db sync, '
+            'db sync).' % self.nova.api_url, before)
+
+    def test_7_configuration(self):
+        self.gone()
+        before = self.placement.dump_state()
+        missing = os.path.join(self.tmp, 'missing.conf')
+        rules = self.nova_conf(self.placement.endpoint, name='rules.conf',
+                               nova_orphans={'site_rules': 'no_such_rule'})
+        # Answers, but is not placement: nova's compute API.
+        self.write_clouds(wrong={'placement': self.cloud.compute})
+        # No nova.conf anywhere oslo.config looks.
+        home = os.path.join(self.tmp, 'home')
+        os.mkdir(home)
+        unconfigured = self.start(
+            [processes.console_script(), 'allocations', 'clean'],
+            env=dict(self.environment(), HOME=home))
+        missing_rc, rules_rc, wrong_rc = self.run_all(
+            self.manage_argv('allocations', 'clean', conf_file=missing),
+            self.manage_argv('allocations', 'clean', conf_file=rules),
+            self.openstack_argv('allocation', 'orphan', 'clean',
+                                cloud='wrong'))
+        out, err = unconfigured.communicate(timeout=60)
+        self.assertFailed(
+            missing_rc, exit_codes.CONFIG_ERROR,
+            'Invalid configuration: Failed to find some config files: %s'
+            % missing, before)
+        self.assertFailed(
+            rules_rc, exit_codes.CONFIG_ERROR,
+            'ERROR: Configuration error: [nova_orphans] site_rules: no rule '
+            'named no_such_rule in the nova_orphans.rules entry point '
+            'namespace', before)
+        self.assertFailed(
+            wrong_rc, exit_codes.CONFIG_ERROR,
+            'Placement at %s/ answered 200 OK with other JSON, not '
+            'placement\'s version document: is this the service\'s '
+            'endpoint?' % self.cloud.compute, before)
+        if any(os.path.exists(os.path.join(d, 'nova.conf'))
+               for d in ('/etc/nova', '/etc')):
+            return  # this machine has a nova.conf of its own
+        self.assertFailed(
+            (unconfigured.returncode, out, err), exit_codes.CONFIG_ERROR,
+            'Configuration error: no configuration file was found: looked '
+            'for nova.conf and nova-orphans-manage.conf in ~/.nova, ~, '
+            '/etc/nova, /etc; give one with --config-file PATH (before the '
+            'category).', before)
+
+    def test_8_placement_unreachable(self):
+        self.gone()
+        before = self.placement.dump_state()
+        self.write_clouds(nowhere={'placement': front_ends.NOWHERE})
+        manage, osc = self.run_all(
+            self.manage_argv('allocations', 'clean', conf_file=self.nova_conf(
+                front_ends.NOWHERE, name='nowhere.conf')),
+            self.openstack_argv('allocation', 'orphan', 'clean',
+                                cloud='nowhere'))
+        refused = ('Placement request GET / failed: cannot connect to %s '
+                   '([Errno 111] Connection refused); check that placement '
+                   'runs there, and ' % front_ends.NOWHERE)
+        self.assertFailed(
+            manage, exit_codes.UNREACHABLE,
+            'ERROR: ' + refused + '[placement] (its endpoint, or auth_url, '
+            'region_name and valid_interfaces)', before)
+        self.assertFailed(
+            osc, exit_codes.UNREACHABLE,
+            refused + 'the cloud\'s settings (clouds.yaml or the OS_* '
+            'variables: auth_url, region_name, interface, '
+            'placement_endpoint_override)', before)
+
+    def test_10_nova_unreadable(self):
+        """manage: the API database does not answer; openstack: the
+        compute API does not.
+        """
+        self.gone()
+        before = self.placement.dump_state()
+        self.write_clouds(nowhere={'compute': front_ends.NOWHERE})
+        conf = self.nova_conf(self.placement.endpoint, name='mysql.conf',
+                              api_database={'connection': MYSQL % 'nova_api'})
+        manage, osc = self.run_all(
+            self.manage_argv('allocations', 'clean', conf_file=conf),
+            self.openstack_argv('allocation', 'orphan', 'clean',
+                                cloud='nowhere'))
+        self.assertFailed(
+            manage, exit_codes.NOVA_UNREADABLE,
+            'ERROR: The nova API database mysql+pymysql://nova:***@'
+            '127.0.0.1:1/nova_api could not be read: '
+            '(pymysql.err.OperationalError) (2003, "Can\'t connect to MySQL '
+            'server on \'127.0.0.1\' ([Errno 111] Connection refused)"); '
+            'check [api_database] connection', before)
+        self.assertFailed(
+            osc, exit_codes.NOVA_UNREADABLE,
+            'Compute request GET / failed: cannot connect to %s ([Errno 111] '
+            'Connection refused)' % front_ends.NOWHERE, before)
+
+    def test_127_invalid_input(self):
+        self.gone()
+        before = self.placement.dump_state()
+        results = self.run_all(
+            self.manage_argv('allocations', 'clean', '--resource-provider',
+                             'host1'),
+            self.openstack_argv('allocation', 'orphan', 'clean',
+                                '--resource-provider', 'host1'),
+            self.manage_argv('allocations', 'clean', '--host', 'nosuch'),
+            self.openstack_argv('allocation', 'orphan', 'clean', '--host',
+                                'nosuch'),
+            self.manage_argv('allocations', 'clean', '--max-count', 'many'),
+            self.openstack_argv('allocation', 'orphan', 'clean',
+                                '--max-count', 'many'),
+            self.manage_argv('allocations', 'clean', '--config-file',
+                             self.conf_file))
+        lines = [
+            'Invalid input: Resource provider host1 is not a valid UUID',
+            'Invalid input: no compute host nosuch in any readable cell',
+            'nova-orphans-manage allocations clean: error: argument '
+            '--max-count: invalid int value: \'many\'',
+            'openstack allocation orphan clean: error: argument --max-count: '
+            'invalid int value: \'many\'']
+        # Each of the first two lines from both front ends.
+        expected = [line for line in lines[:2] for _fe in (1, 2)]
+        for result, line in zip(results, expected + lines[2:]):
+            self.assertFailed(result, exit_codes.INVALID_INPUT, line, before)
+        self.assertEqual(
+            (exit_codes.INVALID_INPUT, '', [
+                'nova-orphans-manage: error: unrecognized arguments: '
+                '--config-file %s' % self.conf_file,
+                '--config-file must come before the category, as in: '
+                'nova-orphans-manage --config-file ... allocations ACTION']),
+            (results[-1][0], results[-1][1], results[-1][2].splitlines()))
+
+
+# The databases on MariaDB, as production runs them: the rows where the
+# databases decide the code.
+ExitCodesMariaDBTestCase = base.on_mariadb(
+    ExitCodesTestCase, 'test_0_nothing_found', 'test_3_orphans_listed',
+    'test_3_max_count', 'test_4_repaired', 'test_1_repair_failed',
+    'test_2_and_5_cell_unreadable',
+    'test_2_and_5_cell_down_through_the_compute_api',
+    'test_6_unsupported_schema')
