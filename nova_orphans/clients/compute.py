@@ -23,6 +23,7 @@ from urllib import parse
 
 from keystoneauth1 import exceptions as ks_exc
 
+from nova_orphans.clients import auth as auth_faults
 from nova_orphans.clients import diagnose
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -86,13 +87,18 @@ class ComputeClient:
         kwargs['raise_exc'] = False
         if version is not None:
             kwargs['microversion'] = _fmt(version)
+        # keystone's part first: its faults are not nova's.
+        endpoint = auth_faults.endpoint(self._adapter)
         try:
             return self._adapter.request(url, method, **kwargs)
         except ks_exc.ConnectFailure as e:
             raise ComputeError(
                 method=method, url=url,
-                reason=diagnose.connection_error(e, self.endpoint))
+                reason=diagnose.connection_error(e, endpoint))
         except ks_exc.ClientException as e:
+            known = auth_faults.fault(e, self._adapter)
+            if known is not None:
+                raise known from e
             raise ComputeError(method=method, url=url, reason=e)
 
     def _request(self, method, url, version=VERSION, expected=(200,)):

@@ -33,6 +33,7 @@ from oslo_log import log as logging
 import requests
 import urllib3
 
+from nova_orphans.clients import auth as auth_faults
 from nova_orphans.clients import diagnose
 from nova_orphans.conf import placement as placement_conf
 from nova_orphans import exception
@@ -124,13 +125,21 @@ class PlacementClient:
             kwargs['microversion'] = _fmt(version)
         if json is not None:
             kwargs['json'] = json
+        # keystone's part first: its faults are not placement's.
+        endpoint = auth_faults.endpoint(self._adapter)
         try:
             return self._adapter.request(url, method, **kwargs)
         except ks_exc.ConnectFailure as e:
-            raise exception.PlacementError(
+            err = exception.PlacementError(
                 method=method, url=url,
-                reason=diagnose.connection_error(e, self.endpoint))
+                reason=diagnose.connection_error(e, endpoint))
+            err.exit_code = exception.ServiceUnreachable.exit_code
+            raise err
         except ks_exc.ClientException as e:
+            # Re-authenticating on the way (an expired token).
+            known = auth_faults.fault(e, self._adapter)
+            if known is not None:
+                raise known from e
             raise exception.PlacementError(method=method, url=url, reason=e)
 
     def request(self, method, url, json=None, version=None,
@@ -187,9 +196,17 @@ def _check(method, url, resp, expected):
         err = exception.GenerationConflict(consumer=url.rsplit('/')[-1],
                                            detail=text)
     else:
+        if resp.status_code in (401, 403):
+            reason = _('%(reason)s (nova-orphans needs a user with the '
+                       'admin role: it uses placement\'s admin APIs)') % {
+                'reason': reason}
         err = exception.PlacementError(method=method, url=url,
                                        reason=reason)
     err.status_code = resp.status_code
+    if resp.status_code in (401, 403):
+        err.exit_code = exception.CredentialsRefused.exit_code
+    elif resp.status_code >= 500:
+        err.exit_code = exception.ServiceUnreachable.exit_code
     raise err
 
 
