@@ -21,6 +21,7 @@ the proxies' logs show which endpoint the tool chose; the public
 endpoints lead nowhere.
 """
 
+import collections
 import configparser
 import json
 import os
@@ -200,3 +201,60 @@ class FaultsTestCase(KeystoneTestCase):
         with open(conf, 'w') as f:
             parser.write(f)
         self.assertFault(conf, UNREACHABLE, 'Keystone', '127.0.0.1:9')
+
+
+class TokenExpiryTestCase(KeystoneTestCase):
+    """Tokens that expire while ``clean`` runs.
+
+    keystone issues tokens valid for EXPIRATION seconds; the proxy holds
+    the first provider read and the first batch of writes longer than
+    that, so each reaches placement with a token that has expired on
+    the way, which keystonemiddleware refuses (401). The tool
+    authenticates again and sends it once more: the run ends as an
+    uninterrupted one does, journaled, each repair applied once.
+    """
+
+    # Short, but long enough that a request that is not held reaches
+    # placement with its token still valid on a busy machine
+    # (keystoneauth takes a new token for each request while less than
+    # two minutes are left).
+    EXPIRATION = 8
+
+    def test_clean_outlives_its_tokens(self):
+        cloud = processes.Cloud(self, deleted=1, strangers=2, evacuated=1,
+                                returned=1, live=1)
+        before = cloud.state()
+        proxy = self.proxies[keystone.REGION_ONE]
+        late = self.EXPIRATION + 1
+        proxy.inject('GET', '/resource_providers/[^/]+/allocations',
+                     delay=late)
+        proxy.inject('POST', '/allocations', delay=late)
+
+        _rc, out, _err = self.run_manage(
+            self.password_conf(), 'clean', '--journal', self.journal, rc=4)
+        rows = json.loads(out)
+        orphans = sorted(cloud.deleted + cloud.strangers + cloud.evacuated +
+                         [mig for _vm, mig in cloud.returned])
+        self.assertEqual(orphans, sorted({r['consumer'] for r in rows}))
+        self.assertEqual({'done'}, {r['outcome'] for r in rows})
+        self.assertEqual(cloud.repaired(before), cloud.state())
+        moved = [vm for vm, _mig in cloud.returned]
+        self.assertEqual(sorted(orphans + moved), sorted(
+            {c for e in journal_mod.read(self.journal)
+             for c in e['consumers']}))
+
+        # The held requests met expired tokens and were refused ...
+        refused = proxy.requests()
+        refused = [(r.method, r.path) for r in refused if r.result == 401]
+        self.assertIn(('POST', '/allocations'), refused)
+        self.assertTrue(any(method == 'GET' for method, _path in refused),
+                        refused)
+        # ... and every consumer was written once with success.
+        written = collections.Counter()
+        for request in proxy.requests():
+            if request.method != 'GET' and request.result in (200, 204):
+                consumers = (request.body or {}).keys() if \
+                    request.path == '/allocations' else \
+                    [request.path.rsplit('/', 1)[-1]]
+                written.update(consumers)
+        self.assertEqual({c: 1 for c in orphans + moved}, dict(written))
