@@ -22,7 +22,6 @@ endpoints lead nowhere.
 """
 
 import collections
-import configparser
 import json
 import os
 
@@ -132,75 +131,6 @@ class PasswordCredentialsTestCase(KeystoneTestCase):
                          sorted({r['consumer'] for r in json.loads(out)}))
         self.assertEqual(0, self.requests_seen()[keystone.REGION_ONE])
         self.assertNotEqual(0, self.requests_seen()[keystone.REGION_TWO])
-
-
-CONFIG_ERROR = 7
-UNREACHABLE = 8
-REFUSED = 9
-
-
-class FaultsTestCase(KeystoneTestCase):
-    """Each fault: its documented exit code, one line naming it, nothing
-    on stdout and nothing changed in placement (there is an orphan, so
-    any write would show).
-    """
-
-    def setUp(self):
-        super().setUp()
-        host1 = self.add_node('host1')
-        self.boot('host1', host1)
-        self.allocate(self.nova.add_instance('cell1', host='host1',
-                                             node='host1'), host1)
-        gone = self.nova.add_instance('cell1', host='host1', node='host1',
-                                      vm_state='error')
-        self.allocate(gone, host1)
-        self.nova.force_delete_instance('cell1', gone)
-        self.before = self.placement.dump_state()
-
-    def assertFault(self, conf, rc, *words):
-        # clean: it would write if it got that far.
-        code, out, err = self.run_manage(conf, 'clean')
-        self.assertEqual(rc, code, err)
-        self.assertEqual('', out)
-        line, = err.splitlines() or [None]
-        for word in words:
-            self.assertIn(word, line)
-        self.assertEqual(self.before, self.placement.dump_state())
-        self.assertEqual([], self.proxies[keystone.REGION_ONE].requests(
-            method='PUT') + self.proxies[keystone.REGION_ONE].requests(
-            method='POST') + self.proxies[keystone.REGION_ONE].requests(
-            method='DELETE'))
-
-    def test_wrong_password(self):
-        self.assertFault(self.password_conf(password='not-the-password'),
-                         REFUSED, 'Keystone', '401')
-
-    def test_member_only_user(self):
-        """placement's policy refuses a user without the admin role."""
-        self.assertFault(self.password_conf(user='demo'), REFUSED,
-                         '403', 'placement:resource_providers:list')
-
-    def test_unknown_region(self):
-        self.assertFault(self.password_conf(region='RegionThree'),
-                         CONFIG_ERROR, 'RegionThree')
-
-    def test_no_placement_endpoint(self):
-        self.keystone.set_endpoints({})
-        self.assertFault(self.password_conf(), CONFIG_ERROR, 'placement')
-
-    def test_public_interface_unreachable(self):
-        """The public endpoints lead nowhere here."""
-        self.assertFault(self.password_conf(interface='public'),
-                         UNREACHABLE, NOWHERE)
-
-    def test_keystone_down(self):
-        conf = self.password_conf()
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read(conf)
-        parser['placement']['auth_url'] = 'http://127.0.0.1:9/v3'
-        with open(conf, 'w') as f:
-            parser.write(f)
-        self.assertFault(conf, UNREACHABLE, 'Keystone', '127.0.0.1:9')
 
 
 class TokenExpiryTestCase(KeystoneTestCase):
