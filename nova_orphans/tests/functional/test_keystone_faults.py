@@ -21,6 +21,7 @@ import configparser
 
 from nova_orphans.tests.functional.fixtures import keystone
 from nova_orphans.tests.functional import test_keystone
+from nova_orphans.tests.functional import test_keystone_osc
 
 NOWHERE = test_keystone.NOWHERE
 CONFIG_ERROR = 7
@@ -45,6 +46,14 @@ class FaultsTestCase(test_keystone.KeystoneTestCase):
         self.allocate(gone, host1)
         self.nova.force_delete_instance('cell1', gone)
         self.before = self.placement.dump_state()
+
+    def wrong_auth_url(self, conf):
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read(conf)
+        parser['placement']['auth_url'] = 'http://127.0.0.1:9/v3'
+        with open(conf, 'w') as f:
+            parser.write(f)
+        return conf
 
     def assertFault(self, conf, rc, *words):
         # clean: it would write if it got that far.
@@ -83,10 +92,45 @@ class FaultsTestCase(test_keystone.KeystoneTestCase):
                          UNREACHABLE, NOWHERE)
 
     def test_keystone_down(self):
-        conf = self.password_conf()
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read(conf)
-        parser['placement']['auth_url'] = 'http://127.0.0.1:9/v3'
-        with open(conf, 'w') as f:
-            parser.write(f)
-        self.assertFault(conf, UNREACHABLE, 'Keystone', '127.0.0.1:9')
+        self.assertFault(self.wrong_auth_url(self.password_conf()),
+                         UNREACHABLE, 'Keystone', '127.0.0.1:9')
+
+
+class OpenStackFaultsTestCase(test_keystone_osc.OpenStackBase):
+    """The same faults met by ``openstack``, before it reads anything."""
+
+    COMPUTE = False
+
+    def assertFault(self, variables, rc, *words):
+        code, out, err = self.run_openstack(
+            variables, 'allocation', 'orphan', 'clean')
+        self.assertEqual(rc, code, err)
+        self.assertEqual('', out)
+        line, = err.splitlines() or [None]
+        for word in words:
+            self.assertIn(word, line)
+        self.assertEqual(self.before, self.cloud.state())
+
+    def test_wrong_password(self):
+        self.assertFault(dict(self.os_variables(),
+                              OS_PASSWORD='not-the-password'),
+                         REFUSED, 'Keystone', '401')
+
+    def test_unknown_region(self):
+        self.assertFault(self.os_variables('RegionThree'), CONFIG_ERROR,
+                         'RegionThree')
+
+    def test_keystone_down(self):
+        self.assertFault(dict(self.os_variables(),
+                              OS_AUTH_URL='http://127.0.0.1:9/v3'),
+                         UNREACHABLE, 'Keystone', '127.0.0.1:9')
+
+    def test_clouds_yaml_wrong_password(self):
+        variables = self.clouds_yaml()
+        path = variables['OS_CLIENT_CONFIG_FILE']
+        with open(path) as f:
+            text = f.read()
+        password, _project, _roles = keystone.USERS['nova']
+        with open(path, 'w') as f:
+            f.write(text.replace(password, 'not-the-password'))
+        self.assertFault(variables, REFUSED, 'Keystone', '401')
