@@ -22,6 +22,7 @@ endpoints lead nowhere.
 """
 
 import collections
+import configparser
 import json
 import os
 
@@ -31,8 +32,18 @@ from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional.fixtures import keystone
 from nova_orphans.tests.functional import processes
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))))
 # Nothing listens on port 9 (discard) here: a connection is refused.
 NOWHERE = 'http://127.0.0.1:9/placement'
+
+
+def shipped_placement_section():
+    """etc/nova-orphans/placement-keystone.conf's ``[placement]``."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(os.path.join(ROOT, 'etc', 'nova-orphans',
+                             'placement-keystone.conf'))
+    return dict(parser['placement'])
 
 
 class KeystoneTestCase(base.FunctionalTestCase):
@@ -60,10 +71,14 @@ class KeystoneTestCase(base.FunctionalTestCase):
         return endpoints
 
     def password_conf(self, name='nova.conf', **credentials):
-        """nova.conf with production ``[placement]`` credentials."""
+        """nova.conf with production ``[placement]`` credentials: the
+        shipped sample's, this keystone's address and the users'
+        passwords put in.
+        """
+        section = dict(shipped_placement_section(),
+                       **self.keystone.password_section(**credentials))
         return self.nova.write_nova_conf(
-            os.path.join(self.tmp, name),
-            self.keystone.password_section(**credentials),
+            os.path.join(self.tmp, name), section,
             extra={'nova_orphans': {'state_path': self.state_path,
                                     'cell_timeout': '20'}})
 
@@ -122,6 +137,17 @@ class PasswordCredentialsTestCase(KeystoneTestCase):
         self.assertEqual({'done'}, {r['outcome'] for r in json.loads(out)})
         self.assertEqual(self.before, self.cloud.state())
         self.assertEqual(0, self.requests_seen()[keystone.REGION_TWO])
+
+    def test_shipped_sample(self):
+        """The documented section is the one these tests run with, but
+        for keystone's address and the password.
+        """
+        sample = shipped_placement_section()
+        ours = self.keystone.password_section()
+        self.assertEqual('http://controller:5000/v3', sample['auth_url'])
+        self.assertEqual('NOVA_PASS', sample['password'])
+        self.assertEqual(dict(ours, auth_url=sample['auth_url'],
+                              password=sample['password']), sample)
 
     def test_region_two(self):
         """RegionTwo's placement endpoint, not RegionOne's."""

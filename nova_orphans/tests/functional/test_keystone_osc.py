@@ -109,20 +109,29 @@ class OpenStackBase(test_keystone.KeystoneTestCase):
         return endpoint
 
     def clouds_yaml(self, region=keystone.REGION_ONE):
+        """The shipped clouds.yaml sample, with this keystone's address
+        and the user's password put in.
+        """
+        with open(os.path.join(ROOT, 'etc', 'nova-orphans',
+                               'clouds.yaml.sample')) as f:
+            clouds = yaml.safe_load(f)
+        cloud = clouds['clouds'][CLOUD]
         password, project, _roles = keystone.USERS['nova']
+        self.assertEqual(
+            {'auth_type': 'password', 'auth': {
+                'auth_url': 'http://controller:5000/v3',
+                'username': 'nova', 'password': 'NOVA_PASS',
+                'project_name': project,
+                'user_domain_name': keystone.DOMAIN,
+                'project_domain_name': keystone.DOMAIN},
+             'region_name': keystone.REGION_ONE, 'interface': 'internal',
+             'identity_api_version': 3}, cloud)
+        cloud['auth'].update(auth_url=self.keystone.auth_url,
+                             password=password)
+        cloud['region_name'] = region
         path = os.path.join(self.tmp, 'clouds.yaml')
         with open(path, 'w') as f:
-            yaml.safe_dump({'clouds': {CLOUD: {
-                'auth_type': 'password',
-                'auth': {'auth_url': self.keystone.auth_url,
-                         'username': 'nova', 'password': password,
-                         'project_name': project,
-                         'user_domain_name': keystone.DOMAIN,
-                         'project_domain_name': keystone.DOMAIN},
-                'region_name': region,
-                'interface': 'internal',
-                'identity_api_version': 3,
-            }}}, f)
+            yaml.safe_dump(clouds, f)
         return {'OS_CLIENT_CONFIG_FILE': path, 'OS_CLOUD': CLOUD}
 
     def os_variables(self, region=keystone.REGION_ONE):
