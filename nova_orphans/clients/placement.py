@@ -198,8 +198,8 @@ def _check(method, url, resp, expected):
     else:
         if resp.status_code in (401, 403):
             reason = _('%(reason)s (nova-orphans needs a user with the '
-                       'admin role: it uses placement\'s admin APIs)') % {
-                'reason': reason}
+                       'admin role, or placement\'s service role: it uses '
+                       'placement\'s admin APIs)') % {'reason': reason}
         err = exception.PlacementError(method=method, url=url,
                                        reason=reason)
     err.status_code = resp.status_code

@@ -122,8 +122,9 @@ class PlacementRefusalTestCase(base.BaseTestCase):
         self.assertEqual(
             'Placement request GET /resource_providers failed: 403 Policy '
             'does not allow placement:resource_providers:list to be '
-            'performed. (nova-orphans needs a user with the admin role: it '
-            'uses placement\'s admin APIs)', str(e))
+            'performed. (nova-orphans needs a user with the admin role, or '
+            'placement\'s service role: it uses placement\'s admin APIs)',
+            str(e))
 
     def test_server_error_is_unreachable(self):
         e = self.assertRaises(exception.PlacementError, placement._check,
