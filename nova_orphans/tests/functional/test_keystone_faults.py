@@ -29,6 +29,18 @@ UNREACHABLE = 8
 REFUSED = 9
 
 
+def assertOneLine(test, result, rc, words):
+    """``result`` (code, stdout, stderr): ``rc``, nothing on stdout and
+    one line on stderr holding each of ``words``.
+    """
+    code, out, err = result
+    test.assertEqual(rc, code, err)
+    test.assertEqual('', out)
+    line, = err.splitlines() or [None]
+    for word in words:
+        test.assertIn(word, line)
+
+
 class FaultsTestCase(test_keystone.KeystoneTestCase):
     """Each fault: its documented exit code, one line naming it, nothing
     on stdout and nothing changed in placement (there is an orphan, so
@@ -57,12 +69,7 @@ class FaultsTestCase(test_keystone.KeystoneTestCase):
 
     def assertFault(self, conf, rc, *words):
         # clean: it would write if it got that far.
-        code, out, err = self.run_manage(conf, 'clean')
-        self.assertEqual(rc, code, err)
-        self.assertEqual('', out)
-        line, = err.splitlines() or [None]
-        for word in words:
-            self.assertIn(word, line)
+        assertOneLine(self, self.run_manage(conf, 'clean'), rc, words)
         self.assertEqual(self.before, self.placement.dump_state())
         self.assertEqual([], self.proxies[keystone.REGION_ONE].requests(
             method='PUT') + self.proxies[keystone.REGION_ONE].requests(
@@ -102,13 +109,8 @@ class OpenStackFaultsTestCase(test_keystone_osc.OpenStackBase):
     COMPUTE = False
 
     def assertFault(self, variables, rc, *words):
-        code, out, err = self.run_openstack(
-            variables, 'allocation', 'orphan', 'clean')
-        self.assertEqual(rc, code, err)
-        self.assertEqual('', out)
-        line, = err.splitlines() or [None]
-        for word in words:
-            self.assertIn(word, line)
+        assertOneLine(self, self.run_openstack(
+            variables, 'allocation', 'orphan', 'clean'), rc, words)
         self.assertEqual(self.before, self.cloud.state())
 
     def test_wrong_password(self):
