@@ -82,10 +82,10 @@ class KeystoneTestCase(base.FunctionalTestCase):
             extra={'nova_orphans': {'state_path': self.state_path,
                                     'cell_timeout': '20'}})
 
-    def run_manage(self, conf, action, *argv, rc=None):
+    def run_manage(self, conf, action, *argv, rc=None, timeout=120):
         code, out, err = processes.run(
             '--config-file', conf, 'allocations', action, '--format',
-            'json', *argv)
+            'json', *argv, timeout=timeout)
         self.assertNotIn('Traceback', err)
         if rc is not None:
             self.assertEqual(rc, code, err)
@@ -171,10 +171,11 @@ class TokenExpiryTestCase(KeystoneTestCase):
     """
 
     # Short, but long enough that a request that is not held reaches
-    # placement with its token still valid on a busy machine
-    # (keystoneauth takes a new token for each request while less than
-    # two minutes are left).
-    EXPIRATION = 8
+    # placement with its token still valid on a busy machine: with less
+    # than two minutes left keystoneauth takes a new token for each
+    # request, the tool's and keystonemiddleware's, which loads keystone
+    # (8 s was seen to be too short with 8 streams of requests).
+    EXPIRATION = 20
 
     def test_clean_outlives_its_tokens(self):
         cloud = processes.Cloud(self, deleted=1, strangers=2, evacuated=1,
@@ -186,8 +187,16 @@ class TokenExpiryTestCase(KeystoneTestCase):
                      delay=late)
         proxy.inject('POST', '/allocations', delay=late)
 
+        conf = self.password_conf()
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read(conf)
+        parser['nova_orphans']['placement_concurrency'] = '2'
+        with open(conf, 'w') as f:
+            parser.write(f)
+        # Each request costs keystone two authentications and a
+        # validation: slow on a loaded machine.
         _rc, out, _err = self.run_manage(
-            self.password_conf(), 'clean', '--journal', self.journal, rc=4)
+            conf, 'clean', '--journal', self.journal, rc=4, timeout=600)
         rows = json.loads(out)
         orphans = sorted(cloud.deleted + cloud.strangers + cloud.evacuated +
                          [mig for _vm, mig in cloud.returned])
