@@ -21,7 +21,11 @@ accepts the token ``admin`` (as the sandbox's noauth2 placement does)
 and hands nova the headers keystonemiddleware would have set for an
 admin. Prints its endpoint on stdout, then serves until terminated.
 
-    sandbox_compute.py NOVA_CONF LOG_FILE
+    sandbox_compute.py NOVA_CONF LOG_FILE [keystone]
+
+With ``keystone``, keystone is not replaced: nova's own pipeline
+validates tokens through keystonemiddleware (NOVA_CONF's
+``[keystone_authtoken]``).
 """
 
 import configparser
@@ -130,7 +134,11 @@ def _serve(app, handler=_Quiet):
     return 'http://127.0.0.1:%d' % server.server_port
 
 
-def main(nova_conf, log_file):
+def main(nova_conf, log_file, auth='admin_token'):
+    """``auth = keystone``: nova's own paste pipeline, keystonemiddleware
+    included, validating tokens as NOVA_CONF's ``[keystone_authtoken]``
+    says.
+    """
     os.environ['OS_NOVA_DISABLE_EVENTLET_PATCHING'] = 'True'
     parser = configparser.ConfigParser(interpolation=None)
     parser.read(nova_conf)
@@ -138,8 +146,11 @@ def main(nova_conf, log_file):
                                                      _NoPorts)}
     with open(nova_conf, 'w') as f:
         parser.write(f)
-    paste = paste_config(os.path.join(os.path.dirname(nova_conf),
-                                      'compute-api-paste.ini'))
+    if auth == 'keystone':
+        paste = os.path.join(sys.prefix, 'etc', 'nova', 'api-paste.ini')
+    else:
+        paste = paste_config(os.path.join(os.path.dirname(nova_conf),
+                                          'compute-api-paste.ini'))
     os.environ['OS_NOVA_CONFIG_FILES'] = ';'.join([paste, nova_conf])
     sys.argv = ['nova-api-os-compute', '--log-file', log_file]
     from nova import monkey_patch

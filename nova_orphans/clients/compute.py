@@ -23,6 +23,7 @@ from urllib import parse
 
 from keystoneauth1 import exceptions as ks_exc
 
+from nova_orphans.clients import auth as auth_faults
 from nova_orphans.clients import diagnose
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -89,18 +90,21 @@ class ComputeClient:
         kwargs['raise_exc'] = False
         if version is not None:
             kwargs['microversion'] = _fmt(version)
+        # keystone's part first: its faults are not nova's.
+        endpoint = auth_faults.endpoint(self._adapter)
         try:
             return self._adapter.request(url, method, **kwargs)
         except ks_exc.ConnectFailure as e:
             # '' is the endpoint itself (its version document).
             raise ComputeError(
                 method=method, url=url or '/',
-                reason=diagnose.connection_error(e, self.endpoint))
+                reason=diagnose.connection_error(e, endpoint))
         except ks_exc.ClientException as e:
-            # Authentication and the catalog: their own codes.
-            known = diagnose.keystone_error(e)
-            err = ComputeError(method=method, url=url or '/', reason=known)
-            if known.exit_code != exception.NovaOrphansException.exit_code:
+            # Re-authenticating on the way: keystone's fault, its code.
+            known = auth_faults.fault(e, self._adapter)
+            err = ComputeError(method=method, url=url or '/',
+                               reason=known or e)
+            if known is not None:
                 err.exit_code = known.exit_code
             raise err
 

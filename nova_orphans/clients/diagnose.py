@@ -23,8 +23,6 @@ import html
 import http
 import re
 
-from keystoneauth1 import exceptions as ks_exc
-
 from nova_orphans import exception
 from nova_orphans.i18n import _
 
@@ -187,31 +185,3 @@ def connection_error(error, url):
         return str(error)
     return _('cannot connect to %(url)s (%(reason)s)') % {
         'url': url, 'reason': reason}
-
-
-def keystone_error(error, service=None):
-    """keystoneauth's error as the known fault it is, with its exit code.
-
-    keystoneauth raises these while it authenticates or looks up an
-    endpoint, before a request of ours is sent: refused credentials, a
-    region or interface the catalog does not have, keystone out of
-    reach.
-    """
-    reason = _one_line(error)
-    if isinstance(error, (ks_exc.Unauthorized, ks_exc.Forbidden)):
-        return exception.CredentialsRefused(
-            service=service or _('Keystone'), reason=reason)
-    if isinstance(error, (ks_exc.EndpointNotFound, ks_exc.EmptyCatalog)):
-        return exception.ConfigError(reason=_(
-            '%(error)s: check the region and interface (region_name, '
-            'valid_interfaces / interface) against the catalog') % {
-                'error': reason})
-    if isinstance(error, (ks_exc.MissingAuthPlugin,
-                          ks_exc.MissingRequiredOptions,
-                          ks_exc.NoMatchingPlugin)):
-        return exception.ConfigError(reason=reason)
-    if isinstance(error, (ks_exc.ConnectFailure, ks_exc.ConnectionError,
-                          ks_exc.DiscoveryFailure, ks_exc.RequestTimeout)):
-        return exception.ServiceUnreachable(
-            service=service or _('Keystone'), reason=reason)
-    return exception.NovaOrphansException(reason)

@@ -33,6 +33,7 @@ from oslo_log import log as logging
 import requests
 import urllib3
 
+from nova_orphans.clients import auth as auth_faults
 from nova_orphans.clients import diagnose
 from nova_orphans.conf import placement as placement_conf
 from nova_orphans import exception
@@ -135,6 +136,8 @@ class PlacementClient:
             kwargs['microversion'] = _fmt(version)
         if json is not None:
             kwargs['json'] = json
+        # keystone's part first: its faults are not placement's.
+        endpoint = auth_faults.endpoint(self._adapter)
         try:
             return self._adapter.request(url, method, **kwargs)
         except ks_exc.ConnectFailure as e:
@@ -142,16 +145,18 @@ class PlacementClient:
                 method=method, url=url,
                 reason=_('%(error)s; check that placement runs there, and '
                          '%(settings)s') % {
-                    'error': diagnose.connection_error(e, self.endpoint),
+                    'error': diagnose.connection_error(e, endpoint),
                     'settings': self._settings})
             err.exit_code = exception.ServiceUnreachable.exit_code
             raise err
         except ks_exc.ClientException as e:
-            # Authentication and the catalog: a known fault, its code.
-            known = diagnose.keystone_error(e)
+            # Re-authenticating on the way (an expired token): keystone's
+            # fault, with its code, on this request's row.
+            known = auth_faults.fault(e, self._adapter)
             err = exception.PlacementError(method=method, url=url,
-                                           reason=known)
-            err.exit_code = known.exit_code
+                                           reason=known or e)
+            if known is not None:
+                err.exit_code = known.exit_code
             raise err
 
     def request(self, method, url, json=None, version=None,
@@ -208,6 +213,10 @@ def _check(method, url, resp, expected):
         err = exception.GenerationConflict(consumer=url.rsplit('/')[-1],
                                            detail=text)
     else:
+        if resp.status_code in (401, 403):
+            reason = _('%(reason)s (nova-orphans needs a user with the '
+                       'admin role, or placement\'s service role: it uses '
+                       'placement\'s admin APIs)') % {'reason': reason}
         err = exception.PlacementError(method=method, url=url,
                                        reason=reason)
     err.status_code = resp.status_code

@@ -31,7 +31,7 @@ import stevedore
 
 from nova_orphans.app import allocations as app_allocations
 from nova_orphans.app import api_sources
-from nova_orphans.clients import diagnose
+from nova_orphans.clients import auth as auth_faults
 from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans import db_utils
 from nova_orphans.engine import reasons
@@ -197,7 +197,8 @@ class OrphanLister(command.Lister):
         except ks_exc.ClientException as e:
             # Authentication happens on the first request, in osc's
             # session: keystone's answer, not a request of ours.
-            error = diagnose.keystone_error(e)
+            error = auth_faults.fault(e) or exception.NovaOrphansException(
+                str(e))
             self.say(db_utils.safe_error(error))
             return exit_codes.of_error(error)
         except exception.NovaOrphansException as e:

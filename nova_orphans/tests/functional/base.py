@@ -67,7 +67,7 @@ class FunctionalTestCase(base.BaseTestCase):
             placement_url = maria.fresh(mariadb.TEMPLATE_PLACEMENT,
                                         'placement')
         self.placement = self.useFixture(placement.PlacementServer(
-            db_url=placement_url))
+            db_url=placement_url, keystone=self.keystone_server()))
         self.nova = self.useFixture(nova_db.NovaDatabases(
             cells=self.CELLS, templated=self.TEMPLATED, mariadb=maria))
         self.tmp = self.useFixture(fixtures.TempDir()).path
@@ -76,6 +76,12 @@ class FunctionalTestCase(base.BaseTestCase):
             os.path.join(self.tmp, 'nova.conf'), self.placement.endpoint,
             extra={'nova_orphans': {'state_path': self.state_path,
                                     'cell_timeout': '20'}})
+
+    def keystone_server(self):
+        """The fixtures.keystone server placement validates tokens
+        against; None: placement is noauth2 (admin_token).
+        """
+        return None
 
     # Building state -----------------------------------------------------
 

@@ -40,6 +40,7 @@ import fixtures
 
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
+from nova_orphans.tests.functional.fixtures import serving
 
 # Holds give up after this long, so a test that forgot one never hangs.
 HOLD_TIMEOUT = 120
@@ -332,9 +333,4 @@ class OtherPlacement(fixtures.Fixture):
             raise RuntimeError('the other placement did not start')
 
     def _stop(self):
-        self._proc.stdin.close()
-        try:
-            self._proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+        serving.stop(self._proc)

@@ -1,0 +1,100 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""keystone's part of a request, and its faults named as what they are.
+
+Before a client sends its request, keystoneauth authenticates (with a
+service user's password, in production) and looks the service's
+endpoint up in the catalog, for the configured region and interfaces.
+What fails there is keystone's or the configuration's fault, never the
+service's: refused credentials (exit code 9), keystone out of reach (8),
+a region or interface the catalog does not have, or no endpoint of the
+service at all (7). ``endpoint`` does that part first, so a client's
+own errors are its service's alone.
+"""
+
+from keystoneauth1 import exceptions as ks_exc
+
+from nova_orphans.clients import diagnose
+from nova_orphans import exception
+from nova_orphans.i18n import _
+
+
+def _one_line(error):
+    return ' '.join(str(error).split())
+
+
+def _auth_url(adapter):
+    return getattr(getattr(adapter, 'auth', None), 'auth_url', None) or \
+        _('keystone')
+
+
+def _where(adapter):
+    """The catalog's coordinates the adapter looks an endpoint up at."""
+    if adapter is None:
+        return _('the service')
+    interface = adapter.interface
+    if isinstance(interface, (list, tuple)):
+        interface = ', '.join(interface)
+    return _('service type %(type)s, interface %(interface)s, region '
+             '%(region)s') % {
+                 'type': adapter.service_type,
+                 'interface': interface or _('any'),
+                 'region': adapter.region_name or _('any')}
+
+
+def fault(error, adapter=None):
+    """keystoneauth's ``error`` as the known fault it is (or None).
+
+    ``adapter``: the client's, whose auth URL and catalog coordinates
+    the message names; None where osc's own session authenticated.
+    """
+    if isinstance(error, (ks_exc.Unauthorized, ks_exc.Forbidden)):
+        return exception.CredentialsRefused(
+            service=_('Keystone at %s') % _auth_url(adapter),
+            reason=_('%(error)s: check the user, its password, domains '
+                     'and project') % {'error': _one_line(error)})
+    if isinstance(error, (ks_exc.EndpointNotFound, ks_exc.EmptyCatalog)):
+        return exception.ConfigError(reason=_(
+            'the catalog has no endpoint for %(where)s: check region_name '
+            'and the interface (valid_interfaces) against it') % {
+                'where': _where(adapter)})
+    if isinstance(error, (ks_exc.ConnectFailure, ks_exc.DiscoveryFailure,
+                          ks_exc.RequestTimeout)):
+        return exception.ServiceUnreachable(
+            service=_('Keystone'),
+            reason=diagnose.connection_error(error, _auth_url(adapter)))
+    if isinstance(error, (ks_exc.MissingAuthPlugin,
+                          ks_exc.MissingRequiredOptions,
+                          ks_exc.NoMatchingPlugin)):
+        return exception.ConfigError(reason=_one_line(error))
+    return None
+
+
+def endpoint(adapter):
+    """The service's endpoint: authenticated, looked up in the catalog.
+
+    Both are kept by keystoneauth's plugin until the token is about to
+    expire, so this costs nothing after the first time.
+    """
+    try:
+        found = adapter.get_endpoint()
+    except ks_exc.ClientException as e:
+        known = fault(e, adapter)
+        if known is None:
+            raise
+        raise known from e
+    if not found:
+        raise exception.ConfigError(reason=_(
+            'no endpoint for %(where)s: set auth_url and credentials to '
+            'look it up in the catalog, or an endpoint') % {
+                'where': _where(adapter)})
+    return found
