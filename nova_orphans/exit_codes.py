@@ -99,7 +99,10 @@ ALL_CODES = tuple(sorted(MEANINGS))
 
 PRECEDENCE = _('When several apply, the first of 130/143, 1, 5, 2, 4, 3, '
                '0 wins. The codes are the same for nova-orphans-manage and '
-               'the openstack commands.')
+               'the openstack commands, but for what openstack does before '
+               'it runs a command: it logs in to keystone first, so refused '
+               'credentials and keystone out of reach end an openstack '
+               'command with openstack\'s own 1.')
 
 
 def of_listing(orphans_found, incomplete):
