@@ -99,3 +99,16 @@ class Progress:
         else:
             self.stream.write(line + '\n')
         self.stream.flush()
+
+
+def for_run(forced, table, stream):
+    """A run's Progress, or None: ``forced`` is --progress (True),
+    --no-progress (False) or neither (None), in which case progress is
+    shown on a terminal, for a table, once the run lasts a few seconds.
+    """
+    terminal = is_terminal(stream)
+    if forced:
+        return Progress(stream, tty=terminal)
+    if forced is None and terminal and table:
+        return Progress(stream, tty=True, delay=AUTO_DELAY)
+    return None

@@ -253,17 +253,10 @@ class Commands:
     def progress(self):
         """The run's Progress, or None: see with_progress."""
         if self._progress_ is None:
-            forced = getattr(self.cmd, 'progress', None)
-            terminal = progress_mod.is_terminal(sys.stderr)
-            if forced:
-                self._progress_ = progress_mod.Progress(sys.stderr,
-                                                        tty=terminal)
-            elif (forced is None and terminal and
-                    getattr(self.cmd, 'format', 'table') == 'table'):
-                self._progress_ = progress_mod.Progress(
-                    sys.stderr, tty=True, delay=progress_mod.AUTO_DELAY)
-            else:
-                self._progress_ = False
+            self._progress_ = progress_mod.for_run(
+                getattr(self.cmd, 'progress', None),
+                getattr(self.cmd, 'format', 'table') == 'table',
+                sys.stderr) or False
         return self._progress_ or None
 
     def notice(self):

@@ -40,6 +40,7 @@ from nova_orphans import exit_codes
 from nova_orphans.i18n import _
 from nova_orphans import interrupt
 from nova_orphans import output
+from nova_orphans import progress as progress_mod
 
 STOPPING = _('%(signal)s: stopping; the requests in flight finish, then '
              'what was done is printed.')
@@ -61,6 +62,19 @@ def _usage_error(parser, message):
     """argparse's usage error, as one line and exit code 127."""
     parser.exit(exit_codes.INVALID_INPUT, '%s: error: %s\n' % (
         parser.prog, message))
+
+
+def add_progress(parser, what):
+    """--progress and --no-progress, as nova-orphans-manage's."""
+    parser.add_argument(
+        '--progress', action='store_true', dest='progress', default=None,
+        help=_('Report progress on stderr (%(what)s), also when stderr is '
+               'not a terminal or the output is not a table. Default: on a '
+               'terminal, for tables, once the run has lasted a few '
+               'seconds.') % {'what': what})
+    parser.add_argument('--no-progress', action='store_false',
+                        dest='progress', default=None,
+                        help=_('Never report progress.'))
 
 
 def add_scope(parser, provider_help, host_help, reasons_=True):
@@ -154,6 +168,15 @@ class OrphanLister(command.Lister):
             getattr(parsed_args, 'grace_period',
                     orphans_conf.DEFAULT_GRACE_PERIOD),
             every_root=every_root)
+
+    def progress(self, parsed_args):
+        """The run's Progress, or None (see add_progress), on the
+        process's stderr only: progress is for a person at a terminal.
+        """
+        return progress_mod.for_run(
+            parsed_args.progress,
+            getattr(parsed_args, 'formatter', None) == output.TABLE,
+            sys.stderr) if self.app.stderr is sys.stderr else None
 
     def say(self, line):
         self.app.stderr.write(line + '\n')
@@ -251,6 +274,7 @@ class Restoring(Repairing):
         parser.add_argument(
             '--dry-run', action='store_true',
             help=_('Show what would be restored; change nothing.'))
+        add_progress(parser, _('journal entries restored'))
         return parser
 
     def metrics(self, parsed_args):
@@ -264,8 +288,8 @@ class Restoring(Repairing):
         metrics = self.metrics(parsed_args)
         result = app_allocations.restore(
             self.sources(parsed_args), parsed_args.journal, self.stop,
-            dry_run=parsed_args.dry_run, warn=self.say,
-            notice=self.notice(), metrics=metrics)
+            dry_run=parsed_args.dry_run, progress=self.progress(parsed_args),
+            warn=self.say, notice=self.notice(), metrics=metrics)
         rows = self.report(result, _('restore(s)'))
         self.show_metrics(parsed_args, metrics)
         return listing(parsed_args, rows)

@@ -41,6 +41,8 @@ class _Audited(common.OrphanLister):
               'descendants.'),
             _('Only allocations on the provider trees of this compute '
               'host\'s nodes.'))
+        common.add_progress(parser, _('providers read, consumers checked, '
+                                      'consumers repaired'))
         return parser
 
     def scope(self, parsed_args, show_all=False):
@@ -79,7 +81,8 @@ class ListOrphan(common.WithMetrics, _Audited):
         scope = self.scope(parsed_args, parsed_args.show_all)
         metrics = self.metrics(parsed_args)
         self.result = app.list_allocations(
-            self.sources(parsed_args), scope, metrics=metrics,
+            self.sources(parsed_args), scope,
+            progress=self.progress(parsed_args), metrics=metrics,
             rows=parsed_args.formatter != 'prometheus')
         self.warn_unreadable(self.result, UNREADABLE)
         self.show_metrics(parsed_args, metrics)
@@ -122,6 +125,7 @@ class CleanOrphan(common.WithMetrics, _Audited, common.Repairing):
         metrics = self.metrics(parsed_args)
         result = app.clean(
             self.sources(parsed_args), scope, options, self.stop,
+            progress=self.progress(parsed_args),
             audited=lambda listing: self.warn_unreadable(listing,
                                                          UNREADABLE),
             metrics=metrics)

@@ -43,6 +43,8 @@ class _ProvidersAudited(common.OrphanLister):
             _('Only the provider trees of this compute host\'s live nodes '
               '(the compute API does not name the host of a deleted '
               'node).'), reasons_=False)
+        common.add_progress(parser, _('providers read, consumers checked, '
+                                      'consumers repaired'))
         return parser
 
     def scope(self, parsed_args, show_all=False):
@@ -72,7 +74,8 @@ class ListProviderOrphan(_ProvidersAudited):
     def take_action(self, parsed_args):
         self.result = app.list_providers(
             self.sources(parsed_args),
-            self.scope(parsed_args, parsed_args.show_all))
+            self.scope(parsed_args, parsed_args.show_all),
+            progress=self.progress(parsed_args))
         self.warn_unreadable(self.result, UNREADABLE)
         return common.listing(parsed_args,
                               output.rows_as_dicts(self.result.rows))
@@ -103,6 +106,7 @@ class CleanProviderOrphan(_ProvidersAudited, common.Repairing):
         options.check()
         result = app.clean(
             self.sources(parsed_args), scope, options, self.stop,
+            progress=self.progress(parsed_args),
             audited=lambda listing: self.warn_unreadable(listing,
                                                          UNREADABLE))
         return common.listing(parsed_args,
