@@ -46,17 +46,6 @@ class AllocationCommands(common.Commands):
         return app.Scope(self.cmd.resource_provider, self.cmd.host,
                          self.cmd.reasons, show_all)
 
-    def filters(self):
-        """The scope's options, for the command printed as "Next:"."""
-        argv = []
-        if self.cmd.resource_provider:
-            argv += ['--resource-provider', self.cmd.resource_provider]
-        if self.cmd.host:
-            argv += ['--host', self.cmd.host]
-        for reason in getattr(self.cmd, 'reasons', None) or ():
-            argv += ['--reason', reason]
-        return argv
-
     @with_scope
     @args('--all', action='store_true', dest='show_all',
           help=_('Also list allocations that are fine, with action '

@@ -323,6 +323,17 @@ class Commands:
         words += [category or self.CATEGORY, action] + list(argv)
         return ' '.join(shlex.quote(w) for w in words)
 
+    def filters(self):
+        """The scope's options, for the command printed as "Next:"."""
+        argv = []
+        if self.cmd.resource_provider:
+            argv += ['--resource-provider', self.cmd.resource_provider]
+        if self.cmd.host:
+            argv += ['--host', self.cmd.host]
+        for reason in getattr(self.cmd, 'reasons', None) or ():
+            argv += ['--reason', reason]
+        return argv
+
     def show_listing(self, listing, summary):
         """A list's rows in the chosen format; a table closes with
         ``summary(rows, cells not read, the command to run next)``.

@@ -46,14 +46,6 @@ class ProviderCommands(common.Commands):
         return app_allocations.Scope(self.cmd.resource_provider,
                                      self.cmd.host, show_all=show_all)
 
-    def filters(self):
-        argv = []
-        if self.cmd.resource_provider:
-            argv += ['--resource-provider', self.cmd.resource_provider]
-        if self.cmd.host:
-            argv += ['--host', self.cmd.host]
-        return argv
-
     @with_scope
     @args('--all', action='store_true', dest='show_all',
           help=_('Also list providers that are fine, with action "none" '
