@@ -295,8 +295,7 @@ class BusyNovaTest(cycle.CycleTestCase):
         with self.cell_db().begin() as conn:
             for table, columns in self.ACTIVITY_COLUMNS.items():
                 conn.execute(sa.text('UPDATE %s SET %s WHERE %s' % (
-                    table, ', '.join("%s = datetime(%s, '-%d hours')" %
-                                     (c, c, hours) for c in columns),
+                    table, self.moved_back(columns, hours),
                     _INSTANCE_OF[table])), {'u': server_id})
 
     def wait_repaired(self, consumer, timeout=120):
