@@ -128,10 +128,9 @@ class OpenStackCleaner(Cleaner):
     """The same loop through ``openstack allocation orphan clean``.
 
     The compute API is the only view of nova it has: the state checks
-    and the grace period come from it (readers.compute_api).
+    and the grace period come from it (readers.compute_api). Its
+    return codes are nova-orphans-manage's (nova_orphans.exit_codes).
     """
-
-    GOOD = (0, 1)
 
     def __init__(self, test, directory):
         super().__init__(None, directory)
