@@ -341,4 +341,7 @@ class BusyNovaOpenStackTest(BusyNovaTest):
     """The same busy cloud, cleaned by the openstack plugin."""
 
     def make_cleaner(self, directory):
+        # Before the cleaner's thread starts (see openstack_environment).
+        for name, value in self.openstack_environment().items():
+            self.useFixture(fixtures.EnvironmentVariable(name, value))
         return OpenStackCleaner(self, directory)
