@@ -319,10 +319,25 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
             self.addCleanup(engine.dispose)
             with engine.begin() as conn:
                 for table, columns in self.ACTIVITY_COLUMNS.items():
-                    moved = ', '.join("%s = datetime(%s, '-%d hours')" %
-                                      (c, c, hours) for c in columns)
-                    conn.execute(sa.text('UPDATE %s SET %s' % (table,
-                                                               moved)))
+                    conn.execute(sa.text('UPDATE %s SET %s' % (
+                        table, self.moved_back(columns, hours))))
+
+    @staticmethod
+    def moved_back(columns, hours):
+        """SQL ``SET`` list putting ``columns`` back by ``hours``.
+
+        In the text form nova (SQLAlchemy's SQLite DATETIME) writes,
+        ``YYYY-MM-DD HH:MM:SS.ffffff``: sqlite's ``datetime()`` drops the
+        fraction, and such a value then sorts before the same time as
+        nova binds it. nova's server list pages by ``created_at`` with
+        the last row as marker: a row that sorts before itself comes back
+        in every batch, up to the page limit (1000 copies, a minute of
+        CPU per listing).
+        """
+        return ', '.join(
+            "%(c)s = strftime('%%Y-%%m-%%d %%H:%%M:%%S', %(c)s, "
+            "'-%(h)d hours') || substr(%(c)s || '.000000', 20, 7)"
+            % {'c': c, 'h': hours} for c in columns)
 
     # -- nova operations used by several scenarios -------------------------
 

@@ -171,6 +171,20 @@ class OpenStackClientMixin:
             json.dump({'clouds': {CLOUD: cloud}}, f)
         return path
 
+    def openstack_environment(self):
+        """{name: value or None (unset)} of the environment ``openstack``
+        runs in: no inherited ``OS_*``, the test's clouds.yaml.
+
+        A test that runs ``openstack`` in a thread while its own thread
+        uses nova's API sets these for its whole run first: ``openstack``
+        then changes nothing in ``os.environ`` (``requests`` iterates it
+        on every request, and a name deleted meanwhile is a KeyError).
+        """
+        env = {k: None for k in os.environ if k.startswith('OS_') and
+               k != 'OS_NOVA_DISABLE_EVENTLET_PATCHING'}
+        env.update(OS_CLIENT_CONFIG_FILE=self.clouds_yaml, OS_CLOUD=None)
+        return env
+
     def openstack(self, *argv):
         """Run ``openstack --os-cloud CLOUD argv``; returns (rc, out, err).
 
@@ -180,9 +194,7 @@ class OpenStackClientMixin:
         """
         from openstackclient import shell
 
-        env = {k: None for k in os.environ if k.startswith('OS_') and
-               k != 'OS_NOVA_DISABLE_EVENTLET_PATCHING'}
-        env.update(OS_CLIENT_CONFIG_FILE=self.clouds_yaml, OS_CLOUD=None)
+        env = self.openstack_environment()
         root = logging.getLogger()
         saved = (list(root.handlers), root.level,
                  copy.copy(warnings.filters),
@@ -246,7 +258,11 @@ def expected_code(argv, rows, err):
 
 @contextlib.contextmanager
 def _env(values):
+    """The variables set (None: unset) for the block; those already so
+    are not touched.
+    """
     with contextlib.ExitStack() as stack:
         for name, value in values.items():
-            stack.enter_context(fixtures.EnvironmentVariable(name, value))
+            if os.environ.get(name) != value:
+                stack.enter_context(fixtures.EnvironmentVariable(name, value))
         yield

@@ -128,10 +128,9 @@ class OpenStackCleaner(Cleaner):
     """The same loop through ``openstack allocation orphan clean``.
 
     The compute API is the only view of nova it has: the state checks
-    and the grace period come from it (readers.compute_api).
+    and the grace period come from it (readers.compute_api). Its
+    return codes are nova-orphans-manage's (nova_orphans.exit_codes).
     """
-
-    GOOD = (0, 1)
 
     def __init__(self, test, directory):
         super().__init__(None, directory)
@@ -295,8 +294,7 @@ class BusyNovaTest(cycle.CycleTestCase):
         with self.cell_db().begin() as conn:
             for table, columns in self.ACTIVITY_COLUMNS.items():
                 conn.execute(sa.text('UPDATE %s SET %s WHERE %s' % (
-                    table, ', '.join("%s = datetime(%s, '-%d hours')" %
-                                     (c, c, hours) for c in columns),
+                    table, self.moved_back(columns, hours),
                     _INSTANCE_OF[table])), {'u': server_id})
 
     def wait_repaired(self, consumer, timeout=120):
@@ -343,4 +341,7 @@ class BusyNovaOpenStackTest(BusyNovaTest):
     """The same busy cloud, cleaned by the openstack plugin."""
 
     def make_cleaner(self, directory):
+        # Before the cleaner's thread starts (see openstack_environment).
+        for name, value in self.openstack_environment().items():
+            self.useFixture(fixtures.EnvironmentVariable(name, value))
         return OpenStackCleaner(self, directory)

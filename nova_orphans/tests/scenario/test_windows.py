@@ -443,9 +443,8 @@ class UnguardedTest(WindowTestBase):
         """One front end's clean: it deletes the migration consumer."""
         (front, rc, rows, path), = self.run_clean(fronts=(front,))
         self.assertEqual(
-            (4 if front == 'manage' else 0,
-             [(self.mig, self.src, 'finished_migration', 'delete_consumer',
-               'done')]),
+            (4, [(self.mig, self.src, 'finished_migration',
+                  'delete_consumer', 'done')]),
             (rc, [(r['consumer'], r['resource_provider'], r['reason'],
                    r['action'], r['outcome']) for r in rows]))
         self.assertEqual(1, len(self.applied(path)))

@@ -1,0 +1,139 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""tools/test-workers.py and the worker files it wrote for the suites."""
+
+import datetime
+import importlib.util
+import io
+import os
+import re
+
+import fixtures
+from oslotest import base
+from stestr import scheduler
+import subunit
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))))
+SUITES = ('nova_orphans/tests/functional', 'nova_orphans/tests/scenario')
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location(
+        'test_workers_tool', os.path.join(ROOT, 'tools', 'test-workers.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tool = _load_tool()
+T0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def stream(*tests):
+    """A subunit v2 stream of (id, status, seconds) runs."""
+    out = io.BytesIO()
+    result = subunit.StreamResultToBytes(out)
+    for test_id, status, seconds in tests:
+        result.status(test_id=test_id, test_status='inprogress',
+                      timestamp=T0)
+        result.status(test_id=test_id, test_status=status,
+                      timestamp=T0 + datetime.timedelta(seconds=seconds))
+    out.seek(0)
+    return out
+
+
+class ToolTestCase(base.BaseTestCase):
+
+    PKG = 'nova_orphans.tests.scenario.'
+
+    def test_durations_at_their_longest_and_skipped_tests_none(self):
+        self.assertEqual(
+            {'a.T.test_1': 3.0, 'a.T.test_2': 1.5, 'a.T.test_3': 9.0,
+             'a.U.test_2': None},
+            tool.durations(stream(('a.T.test_1', 'success', 2),
+                                  ('a.T.test_2', 'success', 1.5),
+                                  ('a.T.test_1', 'success', 3),
+                                  ('a.T.test_3', 'fail', 9),
+                                  ('a.U.test_2', 'skip', 0))))
+
+    def test_estimate_by_method_name_else_median(self):
+        self.assertEqual(
+            {'a.T.test_1': 2.0, 'a.T.test_2': 4.0, 'a.T.test_3': 9.0,
+             'a.U.test_1': 2.0, 'a.U.test_4': 4.0},
+            tool.estimate({'a.T.test_1': 2.0, 'a.T.test_2': 4.0,
+                           'a.T.test_3': 9.0, 'a.U.test_1': None,
+                           'a.U.test_4': None}))
+
+    def test_partition_longest_first_to_the_least_loaded(self):
+        times = {'a': 10, 'b': 7, 'c': 5, 'd': 4, 'e': 1}
+        self.assertEqual([(14.0, ['a', 'd']), (13.0, ['b', 'c', 'e'])],
+                         tool.partition(times, 2))
+
+    def partitions(self, path, ids):
+        return scheduler.generate_worker_partitions(ids, path)
+
+    def test_stestr_runs_each_test_once_and_a_new_one_apart(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        times = {self.PKG + 'test_a.A.test_1': 10.0,
+                 self.PKG + 'test_a.A.test_2': 4.0,
+                 self.PKG + 'test_b.B.test_1': 5.0,
+                 self.PKG + 'test_b.B.test_10': 3.0}
+        path = os.path.join(tmp, 'workers.yaml')
+        out = io.StringIO()
+        with fixtures.MonkeyPatch('sys.stdin', io.TextIOWrapper(stream(
+                *((i, 'success', s) for i, s in times.items())))), \
+                fixtures.MonkeyPatch('sys.stdout', out):
+            self.assertEqual(0, tool.main(
+                ['nova_orphans/tests/scenario/', '--output', path]))
+        self.assertEqual('worker 1: 1 tests, 10 s\n'
+                         'worker 2: 3 tests, 12 s\n', out.getvalue())
+        new = self.PKG + 'test_b.B.test_100'
+        # test_b.B.test_1 is a prefix of the others: anchored regexes.
+        self.assertEqual(
+            [[self.PKG + 'test_a.A.test_1'],
+             [self.PKG + 'test_a.A.test_2', self.PKG + 'test_b.B.test_1',
+              self.PKG + 'test_b.B.test_10'],
+             [new]],
+            self.partitions(path, sorted(times) + [new]))
+        # Nothing new: the catch-all is empty and stestr drops it.
+        self.assertEqual(2, len(self.partitions(path, sorted(times))))
+
+
+class CheckedInTestCase(base.BaseTestCase):
+    """Each suite's workers.yaml names a test at most once, every regex
+    anchored, and ends with the group for every other test.
+    """
+
+    def test_worker_files(self):
+        for suite in SUITES:
+            path = os.path.join(ROOT, suite, 'workers.yaml')
+            with open(path) as f:
+                groups = [g['worker'] for g in yaml.safe_load(f)]
+            package = suite.replace('/', '.')
+            *named, (rest,) = groups
+            self.assertEqual(2, len(named), path)
+            ids = []
+            for group in named:
+                self.assertTrue(group, path)
+                for regex in group:
+                    m = re.fullmatch(r'\^(.*)\$', regex)
+                    self.assertIsNotNone(m, regex)
+                    test_id = m.group(1).replace('\\', '')
+                    self.assertTrue(re.match(regex, test_id), regex)
+                    ids.append(test_id)
+            self.assertEqual(len(ids), len(set(ids)), path)
+            self.assertTrue(all(i.startswith(package + '.') for i in ids))
+            new = package + '.test_new.NewTestCase.test_new'
+            self.assertEqual([[new]], scheduler.generate_worker_partitions(
+                ids + [new], path)[len(named):])
