@@ -59,10 +59,6 @@ def say(line):
         pass
 
 
-def exit_code(signum):
-    return 128 + signum
-
-
 def signal_name(signum):
     return signal.Signals(signum).name
 

@@ -151,11 +151,6 @@ def scan(findings, duration, unreadable_cells=0, metrics_file=None,
     return _finish(out, metrics_file)
 
 
-def render(findings, duration, unreadable_cells=0, now=None):
-    """scan()'s text, written nowhere."""
-    return scan(findings, duration, unreadable_cells, now=now)
-
-
 def repair(command, rows, outcomes, duration, unreadable_cells=0,
            metrics_file=None, now=None):
     """The metrics of one ``clean`` or ``restore`` run (``command``), as

@@ -104,7 +104,7 @@ class ScanTestCase(base.BaseTestCase):
         programs.check_metrics(self, text)
 
     def test_nothing_found_is_zeros(self):
-        text = metrics.render([], 0.5, now=NOW)
+        text = metrics.scan([], 0.5, now=NOW)
         self.assertEqual(
             {'0.0'}, {v for k, v in samples(text).items()
                       if k.startswith(('nova_orphans_allocations',

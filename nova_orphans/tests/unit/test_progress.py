@@ -16,6 +16,7 @@ import threading
 
 from oslotest import base
 
+from nova_orphans import exit_codes
 from nova_orphans import interrupt
 from nova_orphans import progress
 
@@ -91,7 +92,7 @@ class StopTestCase(base.BaseTestCase):
             e = self.assertRaises(interrupt.Interrupted, self.kill,
                                   signal.SIGTERM)
         self.assertEqual(signal.SIGTERM, e.signum)
-        self.assertEqual(143, interrupt.exit_code(e.signum))
+        self.assertEqual(143, exit_codes.of_signal(e.signum))
         self.assertTrue(stop.is_set())
 
     def test_only_flags_once_writing_and_restores_handlers(self):
