@@ -77,9 +77,9 @@ class ListJournal(_Journals):
 class PruneJournal(_Journals):
     """Remove old journals from the journal directory.
 
-    Only its journal-*.jsonl files whose last change is older than the
-    retention: a journal is what "restore" needs, so keep them as long
-    as a repair may have to be undone.
+    Only the journals "clean" named there (journal-TIME-PID.jsonl) whose
+    last change is older than the retention: a journal is what "restore"
+    needs, so keep them as long as a repair may have to be undone.
     """
 
     def get_parser(self, prog_name):
