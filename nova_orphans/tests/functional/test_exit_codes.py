@@ -418,10 +418,12 @@ class ExitCodesTestCase(front_ends.FrontEndsTestCase):
 
 
 # The databases on MariaDB, as production runs them: the rows where the
-# databases decide the code.
+# databases decide the code. Not the compute API's down cell: the test
+# makes it by renaming a table under nova's running API, which sqlite
+# lets nova read as a cell that does not answer; MariaDB's metadata
+# locks make nova's API answer otherwise (no listing at all), which is
+# not the state the row is about.
 ExitCodesMariaDBTestCase = base.on_mariadb(
     ExitCodesTestCase, 'test_0_nothing_found', 'test_3_orphans_listed',
     'test_3_max_count', 'test_4_repaired', 'test_1_repair_failed',
-    'test_2_and_5_cell_unreadable',
-    'test_2_and_5_cell_down_through_the_compute_api',
-    'test_6_unsupported_schema')
+    'test_2_and_5_cell_unreadable', 'test_6_unsupported_schema')
