@@ -46,21 +46,6 @@ from nova_orphans import conf as orphans_conf
 from nova_orphans import db_utils
 from nova_orphans import exception
 from nova_orphans import exit_codes
-from nova_orphans.exit_codes import CONFIG_ERROR  # noqa: F401
-from nova_orphans.exit_codes import CREDENTIALS_REFUSED  # noqa: F401
-from nova_orphans.exit_codes import INCOMPLETE  # noqa: F401
-from nova_orphans.exit_codes import INCOMPLETE_WITH_ORPHANS  # noqa: F401
-from nova_orphans.exit_codes import INTERRUPTED  # noqa: F401
-from nova_orphans.exit_codes import INVALID_INPUT
-from nova_orphans.exit_codes import NOVA_UNREADABLE  # noqa: F401
-from nova_orphans.exit_codes import ORPHANS_FOUND  # noqa: F401
-from nova_orphans.exit_codes import REPAIR_FAILED  # noqa: F401
-from nova_orphans.exit_codes import REPAIRED  # noqa: F401
-from nova_orphans.exit_codes import SUCCESS
-from nova_orphans.exit_codes import TERMINATED  # noqa: F401
-from nova_orphans.exit_codes import UNEXPECTED
-from nova_orphans.exit_codes import UNREACHABLE  # noqa: F401
-from nova_orphans.exit_codes import UNSUPPORTED_SCHEMA  # noqa: F401
 from nova_orphans.i18n import _
 from nova_orphans import interrupt
 
@@ -130,9 +115,6 @@ class _HelpFormatter(argparse.HelpFormatter):
         return '\n\n'.join(blocks)
 
 
-return_codes_help = exit_codes.help_text
-
-
 def _epilog(category, action):
     blocks = [exit_codes.help_text(ACTION_CODES[(category, action)],
                                    restoring=action == 'restore')]
@@ -148,7 +130,7 @@ def _add_command_parsers(subparsers):
         parser = subparsers.add_parser(
             category, help=cls.__doc__,
             description=inspect.cleandoc(cls.__doc__),
-            epilog=return_codes_help(every), formatter_class=_HelpFormatter)
+            epilog=exit_codes.help_text(every), formatter_class=_HelpFormatter)
         actions = parser.add_subparsers(dest='action', metavar='ACTION')
         actions.required = True
         for name, method in cls.actions():
@@ -193,8 +175,8 @@ def _parse(conf, argv):
             hint = _misplaced(conf, argv)
             if hint:
                 print(hint, file=sys.stderr)
-            return INVALID_INPUT
-        return SUCCESS
+            return exit_codes.INVALID_INPUT
+        return exit_codes.SUCCESS
     except (cfg.ConfigFilesNotFoundError, cfg.ConfigFileParseError,
             cfg.ConfigFileValueError, cfg.Error) as e:
         print(_('Invalid configuration: %(error)s') % {
@@ -298,7 +280,7 @@ def main(argv=None):
         # A bug (the known faults have their codes): one line, 255.
         print(_('Unexpected error: %(error)s') % {
             'error': db_utils.safe_error(e)}, file=sys.stderr)
-        return UNEXPECTED
+        return exit_codes.UNEXPECTED
     if rc is not None:
         return rc
     if console:
@@ -325,7 +307,7 @@ def main(argv=None):
         print(_('Unexpected error: %(error)s') % {
             'error': db_utils.safe_error(e)}, file=sys.stderr)
         LOG.error('Unexpected error', exc_info=True)
-        return UNEXPECTED
+        return exit_codes.UNEXPECTED
     finally:
         commands.close()
 

@@ -27,8 +27,8 @@ import uuid as uuidlib
 
 import fixtures
 
-from nova_orphans.cmd import manage
 from nova_orphans import db_utils
+from nova_orphans import exit_codes
 from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
@@ -809,7 +809,7 @@ class DownCellTestCase(RepairTestCase):
         gone_there = self.gone('host3', self.host3, cell='cell2')
         self.nova.break_cell('cell2')
         rc, rows = self.clean()
-        self.assertEqual(manage.INCOMPLETE_WITH_ORPHANS, rc)
+        self.assertEqual(exit_codes.INCOMPLETE_WITH_ORPHANS, rc)
         self.assertRows([self.done(self.row(
             vm, self.host1, 'deleted_instance', 'delete_consumer',
             host='host1'))], rows)
@@ -829,20 +829,20 @@ class DownCellTestCase(RepairTestCase):
         for argv in (('--dry-run',), ()):
             rc, out, err = self.manage('allocations', 'clean', '--journal',
                                        self.journal, *argv)
-            self.assertEqual(manage.INCOMPLETE, rc, err)
+            self.assertEqual(exit_codes.INCOMPLETE, rc, err)
             self.assertIn('WARNING: cell cell2 could not be read', err)
         self.assertEqual(before, self.placement.dump_state())
         self.assertEqual([], self.writes())
         # An orphan in the cell read: 5 whether listed or repaired.
         vm = self.gone('host1', self.host1)
         rc, rows = self.clean('--dry-run')
-        self.assertEqual(manage.INCOMPLETE_WITH_ORPHANS, rc)
+        self.assertEqual(exit_codes.INCOMPLETE_WITH_ORPHANS, rc)
         row = self.row(vm, self.host1, 'deleted_instance', 'delete_consumer',
                        host='host1')
         self.assertRows([self.done(row, 'skipped: dry run')], rows)
         self.assertEqual([], self.writes())
         rc, rows = self.clean()
-        self.assertEqual(manage.INCOMPLETE_WITH_ORPHANS, rc)
+        self.assertEqual(exit_codes.INCOMPLETE_WITH_ORPHANS, rc)
         self.assertRows([self.done(row)], rows)
         self.assertEqual({here: held({self.host1: FLAVOR}),
                           gone_there: held({self.host3: FLAVOR})},
@@ -854,7 +854,7 @@ class DownCellTestCase(RepairTestCase):
         self.proxy.inject('PUT', '/allocations/' + vm, status=500,
                           count=None)
         rc, rows = self.clean()
-        self.assertEqual(manage.REPAIR_FAILED, rc)
+        self.assertEqual(exit_codes.REPAIR_FAILED, rc)
         self.assertEqual(['failed'], [r['outcome'][:6] for r in rows])
 
     def test_cell_lost_after_the_audit_is_never_written(self):

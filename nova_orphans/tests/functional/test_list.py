@@ -19,7 +19,7 @@ import uuid as uuidlib
 import fixtures
 from sqlalchemy.engine import url as sa_url
 
-from nova_orphans.cmd import manage
+from nova_orphans import exit_codes
 from nova_orphans.tests.functional import base
 
 ORPHANS_FOUND = 3
@@ -346,7 +346,7 @@ class DownCellTestCase(base.FunctionalTestCase):
         self.allocate(stranger, host1)
         self.nova.break_cell('cell2')
         rc, rows = self.list_json('--all')
-        self.assertEqual(manage.INCOMPLETE_WITH_ORPHANS, rc)
+        self.assertEqual(exit_codes.INCOMPLETE_WITH_ORPHANS, rc)
         self.assertRows([
             self.row(gone, host1, 'deleted_instance', 'delete_consumer',
                      host='host1'),
@@ -356,7 +356,7 @@ class DownCellTestCase(base.FunctionalTestCase):
                      cell='cell2'),
         ], rows)
         rc, out, err = self.manage('allocations', 'list')
-        self.assertEqual(manage.INCOMPLETE_WITH_ORPHANS, rc)
+        self.assertEqual(exit_codes.INCOMPLETE_WITH_ORPHANS, rc)
         self.assertIn('WARNING: cell cell2 could not be read', err)
 
     def test_cell_that_cannot_be_read_is_never_nothing_found(self):
@@ -369,13 +369,13 @@ class DownCellTestCase(base.FunctionalTestCase):
         for fmt in ('json', 'table'):
             rc, out, err = self.manage('allocations', 'list', '--format',
                                        fmt)
-            self.assertEqual(manage.INCOMPLETE, rc, err)
+            self.assertEqual(exit_codes.INCOMPLETE, rc, err)
             self.assertEqual(1, len(err.strip().splitlines()), err)
             self.assertIn('WARNING: cell cell2 could not be read', err)
         self.assertEqual('[]\n', self.manage(
             'allocations', 'list', '--format', 'json')[1])
         rc, rows = self.list_json('--all')
-        self.assertEqual(manage.INCOMPLETE, rc)
+        self.assertEqual(exit_codes.INCOMPLETE, rc)
         self.assertRows([
             self.row(here, host1, 'active_instance', 'none', host='host1'),
             self.row(elsewhere, host2, 'unverifiable', 'none', name='host2',
@@ -383,7 +383,7 @@ class DownCellTestCase(base.FunctionalTestCase):
         ], rows)
         rc, out, err = self.manage('allocations', 'list', '--format',
                                    'prometheus')
-        self.assertEqual(manage.INCOMPLETE, rc, err)
+        self.assertEqual(exit_codes.INCOMPLETE, rc, err)
         self.assertIn('\nnova_orphans_unreadable_cells 1.0\n', out)
 
     def test_slow_cell_bounded_by_cell_timeout(self):
@@ -404,7 +404,7 @@ class DownCellTestCase(base.FunctionalTestCase):
         self.addCleanup(locker.execute, 'ROLLBACK')
         rc, out, err = self.manage('allocations', 'list', '--all',
                                    '--format', 'json', conf_file=conf_file)
-        self.assertEqual(manage.INCOMPLETE, rc, err)
+        self.assertEqual(exit_codes.INCOMPLETE, rc, err)
         self.assertIn('WARNING: cell cell2 could not be read (not read '
                       'within 1 seconds)', err)
         self.assertRows([
@@ -420,7 +420,7 @@ class DownCellTestCase(base.FunctionalTestCase):
             'cell2', 'mysql+pymysql://nova:Sup3rS3cret@127.0.0.1:9/nova')
         rc, out, err = self.manage('allocations', 'list', '--all',
                                    '--verbose')
-        self.assertEqual(manage.INCOMPLETE, rc, err)
+        self.assertEqual(exit_codes.INCOMPLETE, rc, err)
         self.assertIn('WARNING: cell cell2 could not be read', err)
         self.assertNotIn('Sup3rS3cret', out + err)
 
@@ -496,7 +496,7 @@ class MariaDBReadsTestCase(base.FunctionalTestCase):
             rc, out, err = self.manage('allocations', 'list', *argv)
         finally:
             server.execute('SET GLOBAL general_log = 0')
-        self.assertEqual(manage.ORPHANS_FOUND, rc, err)
+        self.assertEqual(exit_codes.ORPHANS_FOUND, rc, err)
         by_thread = {}
         for thread, command, argument in server.execute(
                 'SELECT thread_id, command_type, CONVERT(argument USING '

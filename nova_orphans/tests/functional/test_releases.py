@@ -29,7 +29,7 @@ import uuid as uuidlib
 import fixtures
 from oslotest import base as oslo_base
 
-from nova_orphans.cmd import manage
+from nova_orphans import exit_codes
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests.functional.fixtures import placement
@@ -213,21 +213,21 @@ class ReleaseTestCase(base.FunctionalTestCase):
         orphans = [r for r in expected if r['action'] != 'none']
         for conf_file in (self.conf_file, self.fast_conf):
             rc, rows = self.run_json('list', '--all', conf_file=conf_file)
-            self.assertEqual(manage.ORPHANS_FOUND, rc)
+            self.assertEqual(exit_codes.ORPHANS_FOUND, rc)
             self.assertRows(copy.deepcopy(expected), rows)
 
         before = self.placement.dump_state()
         rc, cleaned = self.run_json('clean', '--journal', self.journal,
                                     conf_file=self.fast_conf)
-        self.assertEqual(manage.REPAIRED, rc)
+        self.assertEqual(exit_codes.REPAIRED, rc)
         self.assertEqual({'done'}, {r.pop('outcome') for r in cleaned})
         self.assertRows(copy.deepcopy(orphans), cleaned)
         for conf_file in (self.conf_file, self.fast_conf):
-            self.assertEqual((manage.SUCCESS, []), self.run_json(
+            self.assertEqual((exit_codes.SUCCESS, []), self.run_json(
                 'list', conf_file=conf_file))
 
         rc, restored = self.run_json('restore', '--journal', self.journal)
-        self.assertEqual(manage.REPAIRED, rc)
+        self.assertEqual(exit_codes.REPAIRED, rc)
         self.assertEqual({'done'}, {r['outcome'] for r in restored})
         # Placement bumps a generation on every write: a consumer that
         # lived through both (remove_provider, trim_provider) is two on.
@@ -286,7 +286,7 @@ class UnsupportedSchemaTestCase(base.FunctionalTestCase):
     def assertUnsupported(self, message):
         for argv in (('list',), ('clean', '--journal', self.journal)):
             rc, out, err = self.manage('allocations', *argv)
-            self.assertEqual(manage.UNSUPPORTED_SCHEMA, rc, err)
+            self.assertEqual(exit_codes.UNSUPPORTED_SCHEMA, rc, err)
             self.assertEqual('', out)
             self.assertEqual(['ERROR: %s %s' % (message, self.RANGE)],
                              err.splitlines())
@@ -315,7 +315,7 @@ class UnsupportedSchemaTestCase(base.FunctionalTestCase):
                           'ALTER TABLE instances DROP COLUMN compute_id'):
             self.nova.execute('cell1', statement)
         rc, rows = self.list_json('--all')
-        self.assertEqual(manage.ORPHANS_FOUND, rc)
+        self.assertEqual(exit_codes.ORPHANS_FOUND, rc)
         self.assertEqual({(vm, 'active_instance')},
                          {(r['consumer'], r['reason']) for r in rows
                           if r['consumer'] == vm})
