@@ -17,7 +17,7 @@ in the local ``.stestr`` repository; a fresh clone has none and splits
 blindly, so one worker can finish minutes after the other. A worker file
 (``stestr run --worker-file``) fixes the split whatever the history.
 
-    stestr --test-path nova_orphans/tests/scenario last --subunit |
+    stestr --repo-url .stestr-suites/scenario last --subunit |
         tools/test-workers.py nova_orphans/tests/scenario
 
 reads the durations from the subunit stream on stdin (one or more runs;

@@ -28,6 +28,7 @@ import logging
 import os
 import sqlite3
 import sys
+import time
 
 import fixtures
 from oslo_utils.fixture import uuidsentinel as uuids
@@ -233,6 +234,29 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
                 f.writelines('%s = %s\n' % kv for kv in opts.items())
                 f.write('\n')
         return path
+
+    # -- waiting for nova ---------------------------------------------------
+
+    # nova's helpers give up after ten polls half a second apart. On a
+    # two-core machine running the whole suite on every core, a live
+    # migration or a resize can take longer than that, and the test then
+    # fails on nova's patience rather than on what it checks.
+    WAIT_SECONDS = 60
+
+    def _wait_for_server_parameter(self, server, expected_params,
+                                   max_retries=WAIT_SECONDS * 2, **kwargs):
+        return super()._wait_for_server_parameter(
+            server, expected_params, max_retries=max_retries, **kwargs)
+
+    def _wait_for_migration_status(self, server, expected_statuses):
+        deadline = time.monotonic() + self.WAIT_SECONDS
+        while True:
+            try:
+                return super()._wait_for_migration_status(
+                    server, expected_statuses)
+            except self.failureException:
+                if time.monotonic() > deadline:
+                    raise
 
     # -- running things ----------------------------------------------------
 

@@ -220,8 +220,12 @@ class OpenStackClientMixin:
             root.handlers[:] = handlers
             root.setLevel(level)
             warnings.filters[:] = filters
+            # Only the loggers osc changed: each setLevel() clears the
+            # level cache of every logger, and there are thousands.
             for name, value in levels.items():
-                logging.getLogger(name).setLevel(value)
+                logger = logging.getLogger(name)
+                if logger.level != value:
+                    logger.setLevel(value)
         return rc, out.getvalue(), err.getvalue()
 
     def osc_json(self, *argv):
