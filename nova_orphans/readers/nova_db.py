@@ -214,9 +214,10 @@ class CellConnection:
 class NovaDBReader(base.NovaReader):
     """``network``: a callable that returns a clients.network
     NetworkClient, or raises ConfigError or NetworkError when the
-    network API cannot be asked; called once, the first time nova's
-    info cache of an instance whose claims are read lists no port
-    (see read_claims). None: it is never asked.
+    network API cannot be asked; called the first time nova's info
+    cache of an instance whose claims are read lists no port (see
+    read_claims), and its client kept for the run. None: the network
+    API is never asked.
     """
 
     def __init__(self, conf, network=None):
