@@ -316,6 +316,13 @@ def capacity(rows):
     return ', '.join('%s=%d' % item for item in _ordered(total))
 
 
+def unread_lines(unread):
+    """The warnings that say what a run could not read but its cells
+    (each a sentence of results.Listing.unread).
+    """
+    return [_('WARNING: %(what)s.') % {'what': what} for what in unread]
+
+
 def list_summary(rows, unreadable_cells=(), next_command=None):
     """The lines that close a human ``list``: what the orphans hold,
     what could not be read, and what to run next.

@@ -111,7 +111,7 @@ class Metrics:
         self.text = metrics_mod.repair(
             command, result.rows, result.outcomes, self._duration(),
             unreadable_cells=len(result.unreadable_cells),
-            metrics_file=self.path)
+            metrics_file=self.path, incomplete=result.incomplete)
 
 
 @contextlib.contextmanager

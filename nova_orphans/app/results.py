@@ -35,8 +35,13 @@ class Listing:
         return self.snapshot.nova.unreadable_cells
 
     @property
+    def unread(self):
+        """What else could not be read, each a sentence saying why."""
+        return self.snapshot.nova.unread
+
+    @property
     def incomplete(self):
-        return bool(self.unreadable_cells)
+        return bool(self.unreadable_cells or self.unread)
 
     @property
     def orphans(self):
@@ -75,6 +80,14 @@ class Repair:
     def unreadable_cells(self):
         return self.listing.unreadable_cells if self.listing else []
 
+    @property
+    def unread(self):
+        return self.listing.unread if self.listing else []
+
+    @property
+    def incomplete(self):
+        return bool(self.listing and self.listing.incomplete)
+
     def conflicts_note(self):
         return actions.other_writers_note(self.conflicts)
 
@@ -96,7 +109,7 @@ class Repair:
             return exit_codes.of_signal(self.signum)
         code = (self._restore_code() if self.restoring
                 else self._clean_code())
-        if code == exit_codes.REPAIR_FAILED or not self.unreadable_cells:
+        if code == exit_codes.REPAIR_FAILED or not self.incomplete:
             return code
         if code in (exit_codes.ORPHANS_FOUND, exit_codes.REPAIRED):
             return exit_codes.INCOMPLETE_WITH_ORPHANS

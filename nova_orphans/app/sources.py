@@ -16,7 +16,9 @@ Two kinds, one per front end, each saying in its type what it reads:
 * ``DatabaseSources`` (nova-orphans-manage): nova's API and cell
   databases from nova.conf, and placement through its API, or, in fast
   mode (``[placement_database] connection`` set), its database for the
-  bulk reads and the API for everything else;
+  bulk reads and the API for everything else; the network API with
+  ``[neutron]``'s credentials, for the ports of the few servers whose
+  info cache lists none (readers.nova_db.NovaDBReader.read_claims);
 * ``api_sources.APISources`` (openstack): the compute, placement and
   network APIs through osc's session (a module of its own: importing
   the compute API's reader costs keystoneauth, which a fast-mode list
@@ -117,8 +119,15 @@ class DatabaseSources(Sources):
 
     def nova(self):
         if self._nova is None:
-            self._nova = nova_db.NovaDBReader(self.conf)
+            self._nova = nova_db.NovaDBReader(self.conf,
+                                              network=self._network)
         return self._nova
+
+    def _network(self):
+        # keystoneauth, and [neutron]'s options, only from here on, as
+        # for placement.
+        from nova_orphans.clients import network as network_client
+        return network_client.NetworkClient.from_conf(self.conf)
 
     def close(self):
         for reader in (self._nova, self.placement_db):

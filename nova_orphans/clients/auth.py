@@ -22,6 +22,7 @@ own errors are its service's alone.
 """
 
 from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
 
 from nova_orphans.clients import diagnose
 from nova_orphans import exception
@@ -41,14 +42,14 @@ def _where(adapter):
     """The catalog's coordinates the adapter looks an endpoint up at."""
     if adapter is None:
         return _('the service')
-    interface = adapter.interface
+    interface = getattr(adapter, 'interface', None)
     if isinstance(interface, (list, tuple)):
         interface = ', '.join(interface)
     return _('service type %(type)s, interface %(interface)s, region '
              '%(region)s') % {
-                 'type': adapter.service_type,
+                 'type': getattr(adapter, 'service_type', None),
                  'interface': interface or _('any'),
-                 'region': adapter.region_name or _('any')}
+                 'region': getattr(adapter, 'region_name', None) or _('any')}
 
 
 def fault(error, adapter=None):
@@ -98,3 +99,26 @@ def endpoint(adapter):
             'look it up in the catalog, or an endpoint') % {
                 'where': _where(adapter)})
     return found
+
+
+def adapter_from_conf(conf, group):
+    """A keystoneauth adapter from nova.conf's ``[group]`` (its options
+    registered), as nova builds its clients for placement and neutron.
+
+    Raises ConfigError when the options cannot work, or name no auth
+    plugin (``auth_type`` unset: nova needs one for both services).
+    """
+    try:
+        auth = ks_loading.load_auth_from_conf_options(conf, group)
+        session = ks_loading.load_session_from_conf_options(
+            conf, group, auth=auth)
+        adapter = ks_loading.load_adapter_from_conf_options(
+            conf, group, session=session, auth=auth)
+    except (ks_exc.ClientException, ValueError) as e:
+        raise exception.ConfigError(
+            reason=_('[%(group)s]: %(error)s') % {'group': group,
+                                                  'error': e})
+    if auth is None:
+        raise exception.ConfigError(
+            reason=_('[%(group)s] auth_type is not set') % {'group': group})
+    return adapter

@@ -9,20 +9,26 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Network (neutron) API client: a server's ports and their bindings.
+"""Network (neutron) API client: servers' ports and their bindings.
 
 Only one call, the one that proves which providers a server's ports
 claim (rules.leaked_port_allocation): the ports whose ``device_id`` is
 the server, with their ``binding:profile``, which neutron shows to
-admins. Any failure is a NetworkError, which the compute API reader
-turns into "nothing proven", never into a finding.
+admins; many servers' at once (neutron takes the filter repeated).
+Both front ends ask it: ``openstack`` through osc's session, for every
+server it judges, and ``nova-orphans-manage`` with nova.conf's
+``[neutron]`` credentials, for the servers whose info cache lists no
+port. Any failure is a NetworkError, which the readers turn into
+"nothing proven", never into a finding.
 """
 
 from urllib import parse
 
 from keystoneauth1 import exceptions as ks_exc
 
+from nova_orphans.clients import auth
 from nova_orphans.clients import diagnose
+from nova_orphans.conf import neutron as neutron_conf
 from nova_orphans import exception
 from nova_orphans.i18n import _
 
@@ -30,6 +36,11 @@ from nova_orphans.i18n import _
 # and endpoint overrides usually name the root (openstacksdk adds it
 # the same way).
 VERSION_PATH = 'v2.0'
+
+# Servers asked about in one request: each adds a ``device_id`` filter
+# of about 50 characters to the URL, kept well below the 8 KiB of a
+# request line that web servers in front of neutron commonly accept.
+SERVERS_PER_REQUEST = 100
 
 
 class NetworkError(exception.NovaOrphansException):
@@ -42,6 +53,14 @@ class NetworkClient:
     def __init__(self, adapter):
         self._adapter = adapter
 
+    @classmethod
+    def from_conf(cls, conf):
+        """nova.conf's ``[neutron]`` (registered here); ConfigError when
+        it cannot work (no ``auth_type``: no usable section).
+        """
+        neutron_conf.register_opts(conf)
+        return cls(auth.adapter_from_conf(conf, neutron_conf.GROUP))
+
     @property
     def endpoint(self):
         try:
@@ -53,7 +72,8 @@ class NetworkClient:
         try:
             base = self._adapter.get_endpoint()
         except ks_exc.ClientException as e:
-            raise NetworkError(method='GET', url=path, reason=e)
+            raise NetworkError(method='GET', url=path,
+                               reason=auth.fault(e, self._adapter) or e)
         if not base:
             raise NetworkError(method='GET', url=path,
                                reason=_('no network endpoint'))
@@ -64,9 +84,29 @@ class NetworkClient:
 
     def server_ports(self, server_uuid):
         """[{'id': ..., 'binding:profile': {...}}] of the server's ports."""
-        path = '/ports?%s' % parse.urlencode(
-            [('device_id', server_uuid), ('fields', 'id'),
-             ('fields', 'binding:profile')])
+        return self.servers_ports([server_uuid])[server_uuid]
+
+    def servers_ports(self, server_uuids):
+        """{server uuid: [{'id': ..., 'device_id': ...,
+        'binding:profile': {...}}]}: the ports bound to each server, an
+        empty list for a server with none.
+        """
+        server_uuids = list(server_uuids)
+        found = {uuid: [] for uuid in server_uuids}
+        for start in range(0, len(server_uuids), SERVERS_PER_REQUEST):
+            chunk = server_uuids[start:start + SERVERS_PER_REQUEST]
+            for port in self._ports([('device_id', uuid) for uuid in chunk]):
+                # One server asked about: every port is its own.
+                owner = chunk[0] if len(chunk) == 1 else port.get(
+                    'device_id')
+                if owner in found:
+                    found[owner].append(port)
+        return found
+
+    def _ports(self, filters):
+        path = '/ports?%s' % parse.urlencode(filters + [
+            ('fields', 'id'), ('fields', 'device_id'),
+            ('fields', 'binding:profile')])
         url = self._url(path)
         try:
             resp = self._adapter.request(url, 'GET', raise_exc=False)
@@ -75,13 +115,23 @@ class NetworkClient:
                                reason=diagnose.connection_error(
                                    e, self.endpoint))
         except ks_exc.ClientException as e:
-            raise NetworkError(method='GET', url=path, reason=e)
+            raise NetworkError(method='GET', url=path,
+                               reason=auth.fault(e, self._adapter) or e)
         if resp.status_code != 200:
             raise NetworkError(method='GET', url=path, reason='%s %s' % (
                 resp.status_code, diagnose.body_summary(resp)))
         body = diagnose.json_body(resp)
         ports = body.get('ports') if isinstance(body, dict) else None
-        if not isinstance(ports, list):
+        if not isinstance(ports, list) or not all(
+                isinstance(port, dict) for port in ports):
             raise NetworkError(method='GET', url=path,
                                reason=_('the answer lists no ports'))
         return ports
+
+
+def network_info(ports):
+    """The ports as nova's network info holds them (``id`` and the
+    binding's ``profile``), for engine.claims.
+    """
+    return [{'id': port.get('id'), 'profile': port.get('binding:profile')}
+            for port in ports]

@@ -28,7 +28,6 @@ import threading
 import urllib.parse
 
 from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 import requests
 import urllib3
@@ -78,20 +77,8 @@ class PlacementClient:
 
     @classmethod
     def from_conf(cls, conf):
-        group = placement_conf.GROUP
-        try:
-            auth = ks_loading.load_auth_from_conf_options(conf, group)
-            session = ks_loading.load_session_from_conf_options(
-                conf, group, auth=auth)
-            adapter = ks_loading.load_adapter_from_conf_options(
-                conf, group, session=session, auth=auth)
-        except (ks_exc.ClientException, ValueError) as e:
-            raise exception.ConfigError(
-                reason=_('[placement]: %(error)s') % {'error': e})
-        if auth is None:
-            raise exception.ConfigError(
-                reason=_('[placement] auth_type is not set'))
-        return cls(adapter, settings=CONF_SETTINGS)
+        return cls(auth_faults.adapter_from_conf(conf, placement_conf.GROUP),
+                   settings=CONF_SETTINGS)
 
     @property
     def version(self):

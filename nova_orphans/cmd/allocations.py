@@ -63,8 +63,9 @@ class AllocationCommands(common.Commands):
 
         Reads the nova API database, every cell database and placement;
         changes nothing. Returns 3 when orphans are listed, 0 when none;
-        5 and 2 instead when a cell could not be read; 130/143 when
-        stopped by SIGINT/SIGTERM. A table ends with what the orphans
+        5 and 2 instead when a cell, or neutron (asked about servers
+        whose info cache lists no port), could not be read; 130/143
+        when stopped by SIGINT/SIGTERM. A table ends with what the orphans
         hold and the command to run next.
         """
         scope = self.scope(self.cmd.show_all)
@@ -103,9 +104,9 @@ class AllocationCommands(common.Commands):
         lets "restore" undo the run. Returns 0 nothing to do, 3 orphans
         remain (--dry-run, --max-count, or a finding skipped), 4 every
         orphan repaired, 1 a repair failed (the others were still
-        done); 5 and 2 instead of 3 or 4 and 0 when a cell could not be
-        read; 130/143 stopped by SIGINT/SIGTERM (what was done is
-        printed).
+        done); 5 and 2 instead of 3 or 4 and 0 when a cell, or neutron,
+        could not be read; 130/143 stopped by SIGINT/SIGTERM (what was
+        done is printed).
         """
         options = app.RepairOptions(
             dry_run=self.cmd.dry_run, journal=self.cmd.journal,

@@ -351,12 +351,14 @@ class Commands:
                 self.command('clean', '--dry-run', *self.filters())))
 
     def warn_unreadable(self, listing, warning):
-        """Each unreadable cell, first, on stderr: no output can look
-        complete.
+        """Each unreadable cell, and anything else not read, first, on
+        stderr: no output can look complete.
         """
         for cell in listing.unreadable_cells:
             print(warning % {'cell': cell.label, 'error': cell.error},
                   file=sys.stderr)
+        for line in output.unread_lines(listing.unread):
+            print(line, file=sys.stderr)
 
     def report(self, result, what, nothing, metrics=None):
         """Print a clean's or restore's rows (or its ``metrics``, for

@@ -12,26 +12,31 @@
 """Configuration options, registered on a ConfigOpts the caller owns.
 
 nova-orphans reads the operator's existing ``nova.conf``: the database
-groups and ``[placement]`` mean what they mean to nova. Its own options
-live in ``[nova_orphans]``. Nothing here touches a global ConfigOpts, so
-the tool can run many times in one process with different files.
+groups, ``[placement]`` and ``[neutron]`` mean what they mean to nova.
+Its own options live in ``[nova_orphans]``. Nothing here touches a
+global ConfigOpts, so the tool can run many times in one process with
+different files.
 """
 
 from nova_orphans.conf import database
+from nova_orphans.conf import neutron
 from nova_orphans.conf import orphans
 from nova_orphans.conf import placement
 
 
 def register_opts(conf, placement_opts=True):
-    """Register every group; ``placement_opts=False`` defers [placement]'s.
+    """Register every group; ``placement_opts=False`` defers the options
+    of [placement] and [neutron].
 
     Deferred, keystoneauth's options are registered (and keystoneauth
-    imported) by ``placement.register_opts`` only when a placement client
-    is built: a fast-mode ``list`` builds none.
+    imported) by ``placement.register_opts`` and
+    ``neutron.register_opts`` only when such a client is built: a
+    fast-mode ``list`` builds none.
     """
     database.register_opts(conf)
-    if placement_opts:
-        placement.register_opts(conf)
-    else:
-        placement.register_group(conf)
+    for group in (placement, neutron):
+        if placement_opts:
+            group.register_opts(conf)
+        else:
+            group.register_group(conf)
     orphans.register_opts(conf)

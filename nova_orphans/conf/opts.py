@@ -12,12 +12,13 @@
 """``oslo.config.opts`` entry point, for oslo-config-generator and docs."""
 
 from nova_orphans.conf import database
+from nova_orphans.conf import neutron
 from nova_orphans.conf import orphans
 from nova_orphans.conf import placement
 
 
 def list_opts():
     result = {}
-    for module in (database, placement, orphans):
+    for module in (database, placement, neutron, orphans):
         result.update(module.list_opts())
     return [(group, opts) for group, opts in result.items()]

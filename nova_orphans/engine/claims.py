@@ -54,6 +54,12 @@ class Unproven(ValueError):
     """The record cannot prove anything; the message says why."""
 
 
+class NoPortListed(Unproven):
+    """nova's network info lists no port, which proves nothing: the
+    network API's ports bound to the instance may (with_listed_ports).
+    """
+
+
 def port_providers(network_info, listed=False):
     """The providers the vifs' binding profiles name, as a frozenset.
 
@@ -79,7 +85,7 @@ def port_providers(network_info, listed=False):
     if not isinstance(network_info, list):
         raise Unproven(_('the instance\'s network info cannot be parsed'))
     if not network_info and not listed:
-        raise Unproven(_('the instance\'s network info lists no port'))
+        raise NoPortListed(_('the instance\'s network info lists no port'))
     found = set()
     for vif in network_info:
         if not isinstance(vif, dict):
@@ -145,6 +151,9 @@ def claims(network_info, flavor, network_changed_at=None, ports_error=None,
     else:
         try:
             result.port_providers = port_providers(network_info, listed)
+        except NoPortListed as e:
+            result.ports_error = str(e)
+            result.ports_unlisted = True
         except Unproven as e:
             result.ports_error = str(e)
     if flavor_error is not None:
@@ -155,6 +164,26 @@ def claims(network_info, flavor, network_changed_at=None, ports_error=None,
         except Unproven as e:
             result.flavor_error = str(e)
     return result
+
+
+def with_listed_ports(found, network_info=None, error=None):
+    """``found`` (model.Claims whose network info listed no port) with
+    what the network API answered: its ports bound to the instance, as
+    network info (``id`` and ``profile``), or why it could not be asked.
+
+    The network API's listing is neutron's own word, where an empty info
+    cache is not (see port_providers): no port bound claims nothing.
+    """
+    if error is not None:
+        found.ports_error = error
+        return found
+    try:
+        found.port_providers = port_providers(network_info, listed=True)
+        found.ports_error = None
+    except Unproven as e:
+        found.ports_error = str(e)
+    found.ports_unlisted = False
+    return found
 
 
 def flavor_record(serialized):

@@ -214,6 +214,10 @@ class Claims:
     # Providers the binding profiles of the instance's ports name.
     port_providers: typing.Optional[frozenset] = None
     ports_error: typing.Optional[str] = None
+    # nova's info cache lists no port: only the network API, which owns
+    # the bindings, can tell whether any port is bound to the instance
+    # (see engine.claims.with_listed_ports).
+    ports_unlisted: bool = False
     # Resource classes the instance's flavor requests, wherever nova
     # may place them (its own amounts and every ``resources*:`` spec).
     flavor_classes: typing.Optional[frozenset] = None
@@ -268,6 +272,11 @@ class NovaSnapshot:
     # provider rules call their trees unverifiable.
     unverifiable_roots: typing.Dict[str, str] = dataclasses.field(
         default_factory=dict)
+    # What else the readers could not read, each a sentence saying what
+    # and why (the network API, asked for the ports of instances whose
+    # info cache lists none): what it would have proven is unverifiable,
+    # and the run is incomplete as with a cell not read.
+    unread: typing.List[str] = dataclasses.field(default_factory=list)
 
     @property
     def unreadable_cells(self):

@@ -423,8 +423,7 @@ class ComputeAPIReader(base.NovaReader):
                 method='GET', url='/ports',
                 reason=_('the compute and network APIs name different '
                          'ports for the server'))
-        return [{'id': p.get('id'), 'profile': p.get('binding:profile')}
-                for p in ports]
+        return network_mod.network_info(ports)
 
     # Heal -----------------------------------------------------------------
 

@@ -212,9 +212,18 @@ class CellConnection:
 
 
 class NovaDBReader(base.NovaReader):
+    """``network``: a callable that returns a clients.network
+    NetworkClient, or raises ConfigError or NetworkError when the
+    network API cannot be asked; called the first time nova's info
+    cache of an instance whose claims are read lists no port (see
+    read_claims), and its client kept for the run. None: the network
+    API is never asked.
+    """
 
-    def __init__(self, conf):
+    def __init__(self, conf, network=None):
         self.conf = conf
+        self._network_factory = network
+        self._network = None
         self.api_url = conf.api_database.connection
         if not self.api_url:
             raise exception.ConfigError(
@@ -359,10 +368,57 @@ class NovaDBReader(base.NovaReader):
         """What these live instances' ports and flavor claim (model.Claims).
 
         A cell that cannot be read now is marked unreadable, which keeps
-        everything it might own from being repaired.
+        everything it might own from being repaired. The ports of those
+        whose info cache lists none are asked of the network API (see
+        _listed_ports).
         """
-        return self._per_instance_cell(snapshot, instance_uuids,
-                                       _CellRead.read_claims)
+        self._per_instance_cell(snapshot, instance_uuids,
+                                _CellRead.read_claims)
+        return self._listed_ports(snapshot)
+
+    def _listed_ports(self, snapshot):
+        """The network API's ports bound to each instance whose info
+        cache lists no port, in one request per hundred instances.
+
+        nova empties an info cache when neutron deleted the server's only
+        port, and in other ways (a refresh against a failing network
+        API): the cache cannot tell them apart, neutron can. Where it
+        cannot be asked, those claims stay unproven and the snapshot
+        says why (``unread``): the run is incomplete.
+        """
+        unlisted = sorted(uuid for uuid, found in snapshot.claims.items()
+                          if found.ports_unlisted)
+        if not unlisted:
+            return snapshot
+        # keystoneauth only from here on (see nova_orphans.conf).
+        from nova_orphans.clients import network as network_mod
+        try:
+            if self._network is None:
+                if self._network_factory is None:
+                    raise exception.ConfigError(
+                        reason=_('no network API client'))
+                self._network = self._network_factory()
+            ports = self._network.servers_ports(unlisted)
+        except (exception.ConfigError, network_mod.NetworkError) as e:
+            LOG.debug('Ports of %(count)d server(s) whose info cache lists '
+                      'none: %(error)s', {'count': len(unlisted),
+                                          'error': e})
+            error = _('neutron could not be asked for the ports bound to '
+                      'the server (%(error)s)') % {'error': e}
+            snapshot.unread.append(_(
+                'neutron could not be asked for the ports bound to '
+                '%(count)d server(s) whose info cache in nova\'s database '
+                'lists no port (%(error)s): what they hold on their nodes\' '
+                'child providers is unverifiable') % {
+                    'count': len(unlisted), 'error': e})
+            for uuid in unlisted:
+                claims_mod.with_listed_ports(snapshot.claims[uuid],
+                                             error=error)
+            return snapshot
+        for uuid in unlisted:
+            claims_mod.with_listed_ports(
+                snapshot.claims[uuid], network_mod.network_info(ports[uuid]))
+        return snapshot
 
     def _per_instance_cell(self, snapshot, instance_uuids, read):
         """``read(cell_read, uuids)`` in each readable cell holding some
@@ -401,7 +457,7 @@ class NovaDBReader(base.NovaReader):
         results = self._in_cells(readable,
                                  lambda read: read.consumers(consumers))
         self._merge_results(snapshot, readable, results)
-        return snapshot
+        return self._listed_ports(snapshot)
 
     def heal_data(self, instances):
         """{instance uuid: (flavor, boot_from_volume, network_info)}."""

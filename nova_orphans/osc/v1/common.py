@@ -188,9 +188,13 @@ class OrphanLister(command.Lister):
     def warn_unreadable(self, listing, warning):
         for cell in listing.unreadable_cells:
             self.say(warning % {'cell': cell.label, 'error': cell.error})
+        for line in output.unread_lines(listing.unread):
+            self.say(line)
 
     def finished(self):
         cells = self.result.unreadable_cells if self.result else []
+        for what in self.result.unread if self.result else ():
+            self.say(_('Incomplete: %(what)s.') % {'what': what})
         if cells:
             self.say(_('Incomplete: %(count)d cell(s) could not be read '
                        '(%(cells)s); their consumers were not checked, and '

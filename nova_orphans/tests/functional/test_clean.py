@@ -62,12 +62,15 @@ class RepairTestCase(base.FunctionalTestCase):
         self.host1 = self.add_node('host1')
         self.host2 = self.add_node('host2')
 
-    def proxied_conf(self, timeout, name='proxied.conf'):
+    def proxied_conf(self, timeout, name='proxied.conf', **sections):
+        """nova.conf reaching placement through the proxy; ``sections``:
+        more groups, {option: value} each.
+        """
         return self.nova.write_nova_conf(
-            os.path.join(self.tmp, name), self.proxy.endpoint, extra={
+            os.path.join(self.tmp, name), self.proxy.endpoint, extra=dict({
                 'nova_orphans': {'state_path': self.state_path,
                                  'cell_timeout': '20'},
-                'placement': {'timeout': str(timeout)}})
+                'placement': {'timeout': str(timeout)}}, **sections))
 
     # Running the tool ---------------------------------------------------
 

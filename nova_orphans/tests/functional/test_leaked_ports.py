@@ -20,10 +20,15 @@ the providers its port was given; ``instance_extra`` holds the flavor.
 
 import copy
 import datetime
+import json
+import threading
+from urllib import parse
 
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import nova_db
+from nova_orphans.tests.functional.fixtures import serving
 from nova_orphans.tests.functional import test_clean
+from nova_orphans.tests import network_front
 
 # The servers' own part on the node: small, so that a dozen fit.
 FLAVOR = {'MEMORY_MB': 256}
@@ -66,6 +71,105 @@ class LeakedPortTestCase(test_clean.RepairTestCase):
         return self.row(vm, rp or self.bw, 'leaked_port_allocation',
                         'trim_provider', host='host1', name=name,
                         root=self.host1, resources=resources)
+
+    def serve_neutron(self):
+        """neutron's port API on 127.0.0.1 (tests/network_front.py), and
+        a nova.conf whose ``[neutron]`` reaches it: ``self.neutron`` (its
+        ports), ``self.neutron_front``, ``self.neutron_asked`` (each
+        request's path and query).
+        """
+        self.neutron = network_front.Ports()
+        self.neutron_asked = asked = []
+
+        def app(environ, start_response):
+            asked.append('%s?%s' % (environ['PATH_INFO'],
+                                    environ.get('QUERY_STRING', '')))
+            return self.neutron_front(environ, start_response)
+
+        server = serving.make_server(app)
+        endpoint = 'http://127.0.0.1:%d/' % server.server_port
+        self.neutron_front = network_front.NetworkFront(
+            lambda: self.neutron, endpoint)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.conf_file = self.proxied_conf(
+            timeout=10, name='neutron.conf', neutron={
+                'auth_type': 'admin_token', 'endpoint': endpoint,
+                'token': 'admin'})
+
+    @staticmethod
+    def ports_query(*servers):
+        return '/v2.0/ports?' + parse.urlencode(
+            [('device_id', vm) for vm in servers] + [
+                ('fields', 'id'), ('fields', 'device_id'),
+                ('fields', 'binding:profile')])
+
+    def test_empty_info_cache_asks_neutron(self):
+        """nova's info cache lists no port for two servers: neutron
+        deleted the only port of one, and binds the other's still. One
+        request asks neutron about both; ``clean`` asks again about the
+        one it trims, right before writing.
+        """
+        self.serve_neutron()
+        deleted = self.server([])
+        bound = self.server([])
+        self.neutron.add('port-1', bound, allocation=self.bw)
+        before = self.placement.dump_state()
+        rc, rows = self.list_json('--all')
+        self.assertEqual(3, rc)
+        self.assertEqual(
+            {(deleted, 'leaked_port_allocation', 'trim_provider'),
+             (bound, 'active_instance', 'none')},
+            {(r['consumer'], r['reason'], r['action']) for r in rows
+             if r['resource_provider'] == self.bw})
+        self.assertEqual([self.ports_query(*sorted((deleted, bound)))],
+                         self.neutron_asked)
+        del self.neutron_asked[:]
+        rc, rows = self.clean()
+        self.assertEqual(4, rc, self.stderr)
+        self.assertNotIn('WARNING', self.stderr)
+        self.assertRows([self.done(self.leaked_row(deleted))], rows)
+        self.assertEqual([self.ports_query(*sorted((deleted, bound))),
+                          self.ports_query(deleted)], self.neutron_asked)
+        expected = copy.deepcopy(before)
+        del expected[deleted]['allocations'][self.bw]
+        expected[deleted]['consumer_generation'] += 1
+        self.assertEqual(expected, self.placement.dump_state())
+
+    def test_neutron_not_asked_is_incomplete(self):
+        """neutron down, or no [neutron]: unverifiable, the run says why
+        and ends 2; clean changes nothing.
+        """
+        self.serve_neutron()
+        vm = self.server([])
+        before = self.placement.dump_state()
+        no_neutron = self.proxied_conf(timeout=10, name='no-neutron.conf')
+        self.neutron_front.down = True
+        for conf_file, error in (
+                (no_neutron,
+                 'Configuration error: [neutron] auth_type is not set'),
+                (self.conf_file,
+                 'Network request GET %s failed: 503 "{"error": "down"}"' %
+                 self.ports_query(vm)[len('/v2.0'):])):
+            why = ('WARNING: neutron could not be asked for the ports bound '
+                   'to 1 server(s) whose info cache in nova\'s database '
+                   'lists no port (%s): what they hold on their nodes\' '
+                   'child providers is unverifiable.\n' % error)
+            rc, out, err = self.manage('allocations', 'list', '--all',
+                                       '--format', 'json',
+                                       conf_file=conf_file)
+            self.assertEqual((2, why), (rc, err))
+            self.assertEqual(
+                [('unverifiable', 'No port is known to claim this provider, '
+                  'but nothing proves it: neutron could not be asked for '
+                  'the ports bound to the server (%s).' % error)],
+                [(r['reason'], r['details']) for r in json.loads(out)
+                 if r['resource_provider'] == self.bw])
+            rc, rows = self.clean(conf_file=conf_file)
+            self.assertEqual((2, [], why), (rc, rows, self.stderr))
+            self.assertEqual(before, self.placement.dump_state())
+            self.assertEqual([], self.writes())
 
     def test_leak_found_exactly(self):
         """A server whose one port has no resource request holds a port's
@@ -181,7 +285,9 @@ class LeakedPortTestCase(test_clean.RepairTestCase):
             (flavor_claims, self.bw): fine,
             (vgpu, gpu): fine,
         }, {k: v for k, v in verdicts.items() if k[1] != self.host1})
-        self.assertEqual(0, rc)
+        # The empty info cache's ports could not be asked of neutron
+        # (nova.conf here has no [neutron]): the run is incomplete.
+        self.assertEqual(2, rc)
 
     def test_sharing_provider_is_not_judged(self):
         agg = '7d5e4c3b-2a19-4f08-8e7d-6c5b4a392817'

@@ -342,6 +342,15 @@ SCENARIOS['port_deleted_leak'] = S(
     'resource allocation ... are leaked until the server ... is deleted")',
     'test_port_leaks.PortLeakTest.test_bound_port_deleted_in_neutron',
     ours=_LEAKED, audit_problems=['leaves the orphan %s' % _BR_EX])
+SCENARIOS['port_deleted_only_port_leak'] = S(
+    'neutron deletes the server\'s only port, bound with a '
+    'minimum-bandwidth request: nova\'s info cache is left empty, and '
+    'neutron binds no port to the server',
+    'test_port_leaks.PortLeakTest.test_only_port_deleted_in_neutron',
+    ours=[('vm1@host1', 'active_instance', 'none'),
+          (_BR_EX, 'leaked_port_allocation', 'trim_provider'),
+          ('vm2@host1', 'active_instance', 'none')],
+    audit_problems=['leaves the orphan %s' % _BR_EX])
 
 # Look-alikes.
 SCENARIOS['resize_unconfirmed'] = S(
@@ -479,14 +488,12 @@ SCENARIOS['port_live_migration_in_progress'] = S(
     audit_rc=3, audit_flags=_VM1_HOST2, audit_removes=_VM1_HOST2,
     audit_problems=['removes the live %s' % a for a in _VM1_HOST2])
 SCENARIOS['port_info_cache_empty'] = S(
-    'A server with two such ports whose info cache is empty (nothing '
-    'proves which provider its ports use)',
+    'A server with two such ports whose info cache is empty (both tools '
+    'ask neutron, which still binds both ports to it)',
     'test_port_leaks.PortLookAlikeTest.test_info_cache_empty',
     ours=[('vm1@host1', 'active_instance', 'none'),
-          (_BR_EX, 'unverifiable', 'none'),
-          (_BR_PHYS3, 'unverifiable', 'none')],
-    osc=['%s: reason unverifiable -> active_instance' % a
-         for a in (_BR_EX, _BR_PHYS3)])
+          (_BR_EX, 'active_instance', 'none'),
+          (_BR_PHYS3, 'active_instance', 'none')])
 SCENARIOS['port_extended_request'] = S(
     'A server whose port asks for bandwidth and packet rate in two request '
     'groups (neutron\'s extended resource request: the binding\'s '

@@ -70,6 +70,12 @@ class CycleTestCase(osc.OpenStackClientMixin, base.ScenarioTestCase):
         self.labels = {}
         self._providers = {}
         self.setup_openstack()
+        # nova-orphans-manage reaches the same network API as openstack,
+        # with nova.conf's [neutron], as in production.
+        self.neutron_conf = {'auth_type': 'admin_token',
+                             'endpoint': self.network_endpoint,
+                             'token': self.placement_fixture.token}
+        self.conf_file = self.write_nova_conf()
 
     # -- placement state ----------------------------------------------------
 

@@ -26,8 +26,6 @@ import io
 import json
 import logging
 import os
-import re
-import urllib.parse
 import warnings
 
 import fixtures
@@ -36,6 +34,7 @@ from wsgi_intercept import interceptor
 from nova.tests import fixtures as nova_fixtures
 
 from nova_orphans.repair import actions
+from nova_orphans.tests import network_front
 from nova_orphans.tests.scenario.base import uuids
 
 CLOUD = 'nova-orphans-scenario'
@@ -68,68 +67,6 @@ class ComputeFront:
         return self.app(environ, start_response)
 
 
-class NetworkFront:
-    """neutron's port API, read-only, served from a ``NeutronFixture``.
-
-    ``fixture()`` returns the test's current fixture (tests swap in
-    nova's resource-request variants). Answers the version documents,
-    ``GET [/v2.0]/ports[?filters]`` and ``GET [/v2.0]/ports/<id>`` as an
-    admin would see them; anything else is 404. ``down = True``: every
-    request gets a 503, as from a network API that is down.
-    """
-
-    down = False
-
-    _PORTS = re.compile(r'^(?:/v2\.0)?/ports(?:\.json)?(?:/(?P<id>[^/]+))?/?$')
-
-    def __init__(self, fixture, url):
-        self.fixture = fixture
-        self.url = url.rstrip('/')
-
-    def __call__(self, environ, start_response):
-        path = environ['PATH_INFO']
-        if self.down:
-            return self._reply(start_response, 503, {'error': 'down'})
-        if environ.get('HTTP_X_AUTH_TOKEN') != 'admin':
-            return self._reply(start_response, 401, {'error': 'no token'})
-        if path.rstrip('/') in ('', '/v2.0'):
-            version = {'id': 'v2.0', 'status': 'CURRENT', 'links': [
-                {'href': self.url + '/v2.0/', 'rel': 'self'}]}
-            if path.rstrip('/') == '':
-                return self._reply(start_response, 200,
-                                   {'versions': [version]})
-            return self._reply(start_response, 200, {'resources': []})
-        match = self._PORTS.match(path)
-        if match is None or environ['REQUEST_METHOD'] != 'GET':
-            return self._reply(start_response, 404, {
-                'NeutronError': {'type': 'HTTPNotFound', 'message': path}})
-        neutron = self.fixture()
-        if match.group('id'):
-            if match.group('id') not in neutron._ports:
-                return self._reply(start_response, 404, {'NeutronError': {
-                    'type': 'PortNotFound', 'message': 'Port %s could not '
-                    'be found.' % match.group('id')}})
-            return self._reply(start_response, 200,
-                               neutron.show_port(match.group('id')))
-        filters = {}
-        for key, value in urllib.parse.parse_qsl(
-                environ.get('QUERY_STRING', '')):
-            filters.setdefault(key, []).append(value)
-        filters = {k: v[0] if len(v) == 1 else v for k, v in filters.items()}
-        filters.pop('fields', None)
-        return self._reply(start_response, 200,
-                           neutron.list_ports(True, **filters))
-
-    @staticmethod
-    def _reply(start_response, status, body):
-        start_response('%d %s' % (status, {200: 'OK', 401: 'Unauthorized',
-                                           404: 'Not Found',
-                                           503: 'Service Unavailable'}[
-                                               status]),
-                       [('Content-Type', 'application/json')])
-        return [json.dumps(body).encode()]
-
-
 class OpenStackClientMixin:
     """``openstack`` runs for a ScenarioTestCase; call setup_openstack()."""
 
@@ -144,8 +81,8 @@ class OpenStackClientMixin:
         self.compute_endpoint = 'http://%s/v2.1' % host
         network = uuids.osc_network_front
         self.network_endpoint = 'http://%s/' % network
-        self.network_front = NetworkFront(lambda: self.neutron,
-                                          self.network_endpoint)
+        self.network_front = network_front.NetworkFront(
+            lambda: self.neutron, self.network_endpoint)
         intercept = interceptor.RequestsInterceptor(
             lambda: self.network_front, url=self.network_endpoint)
         intercept.install_intercept()

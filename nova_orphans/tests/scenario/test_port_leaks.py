@@ -372,6 +372,70 @@ class PortLeakTest(PortLeakTestBase):
             (PORT_A, 'leaked_port_allocation', 'trim_provider'),
             (PORT_B, 'active_instance', 'none')]))
 
+    @comparison.scenario('port_deleted_only_port_leak')
+    def test_only_port_deleted_in_neutron(self):
+        """neutron deletes the server's only port: nova's info cache is
+        left empty (``[]``), which proves nothing by itself. Both front
+        ends ask neutron, which binds no port to the server any more.
+        """
+        vm1 = self.boot_qos('vm1', ports=(PORT_A,))
+        rows = self.neighbour()
+        self.delete_bound_port(vm1, PORT_A, self.br_ex['host1'])
+        self.assertEqual([], self.vifs(vm1))
+        self._run_periodics()
+        self.assertEqual({self.rp_uuids['host1']: FLAVOR,
+                          self.br_ex['host1']: BW_A},
+                         self.get_allocations(vm1['id']))
+        found = self.run_cycle(rows + self.server_rows(vm1, [
+            (PORT_A, 'leaked_port_allocation', 'trim_provider')]))
+        self.assertEqual({self.rp_uuids['host1']: FLAVOR},
+                         found['cleaned'][vm1['id']]['allocations'])
+        self.osc_clean_and_restore(found['before'], found['cleaned'],
+                                   [(vm1['id'], self.br_ex['host1'])])
+        # nova-orphans-manage where neutron cannot be asked: no [neutron]
+        # in its nova.conf, or the network API down.
+        query = ('/ports?device_id=%s&fields=id&fields=device_id&'
+                 'fields=binding%%3Aprofile' % vm1['id'])
+        self.assertUnverifiable(
+            vm1, rows, self.write_nova_conf(neutron=False),
+            'Configuration error: [neutron] auth_type is not set')
+        self.network_front.down = True
+        self.assertUnverifiable(
+            vm1, rows, self.conf_file,
+            'Network request GET %s failed: 503 "{"error": "down"}"' % query)
+
+    def assertUnverifiable(self, vm1, rows, conf_file, error):
+        """``list`` calls vm1's bandwidth unverifiable and the run
+        incomplete (2), saying why; ``clean`` changes nothing (2).
+        """
+        before = self.placement_state()
+        why = ('neutron could not be asked for the ports bound to 1 '
+               'server(s) whose info cache in nova\'s database lists no '
+               'port (%s): what they hold on their nodes\' child providers '
+               'is unverifiable' % error)
+        rc, out = self.run_manage('allocations', 'list', '--all',
+                                  '--format', 'json', conf_file=conf_file)
+        self.assertEqual((2, 'WARNING: %s.\n' % why),
+                         (rc, self.manage_stderr), out)
+        listed = json.loads(out)
+        self.assertRows(rows + self.server_rows(vm1, [
+            (PORT_A, 'unverifiable', 'none')]), listed)
+        self.assertEqual(
+            ['No port is known to claim this provider, but nothing proves '
+             'it: neutron could not be asked for the ports bound to the '
+             'server (%s).' % error],
+            [r['details'] for r in listed
+             if r['resource_provider'] == self.br_ex['host1']])
+        journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                               'journal.jsonl')
+        rc, out = self.run_manage('allocations', 'clean', '--journal',
+                                  journal, '--format', 'json',
+                                  conf_file=conf_file)
+        self.assertEqual((2, [], 'WARNING: %s.\n' % why),
+                         (rc, json.loads(out), self.manage_stderr))
+        self.assertFalse(os.path.exists(journal))
+        self.assertEqual(before, self.placement_state())
+
     def test_network_api_down(self):
         """openstack cannot read the network API: nothing is proven.
 
@@ -539,8 +603,8 @@ class PortLookAlikeTest(PortLeakTestBase):
     def test_info_cache_empty(self):
         """The server's info cache lost its ports (``[]``): no proof.
 
-        The compute API's interfaces come from neutron, not from the
-        cache, so the plugin still sees both ports and their bindings.
+        Both front ends ask neutron instead, which still binds both
+        ports to the server, with their bandwidth providers.
         """
         vm1 = self.boot_qos('vm1')
         with self.cell_db().begin() as conn:
@@ -549,8 +613,8 @@ class PortLookAlikeTest(PortLeakTestBase):
                 "WHERE instance_uuid=:u"), {'u': vm1['id']})
         self.assertEqual([], self.vifs(vm1))
         self.run_cycle(self.server_rows(vm1, [
-            (PORT_A, 'unverifiable', 'none'),
-            (PORT_B, 'unverifiable', 'none')]))
+            (PORT_A, 'active_instance', 'none'),
+            (PORT_B, 'active_instance', 'none')]))
 
 
 class ExtendedResourceRequestTest(PortLeakTestBase):

@@ -187,12 +187,16 @@ class RepairTestCase(base.BaseTestCase):
 
     def test_failed_run_keeps_the_last_success(self):
         self.clean([actions.DONE] * 3, now=EARLIER)
-        for outcomes, cells in (
-                ([actions.DONE, actions.failed('x'), actions.DONE], 0),
+        for outcomes, cells, incomplete in (
+                ([actions.DONE, actions.failed('x'), actions.DONE], 0,
+                 False),
                 ([actions.DONE, actions.interrupted(),
-                  actions.interrupted()], 0),
-                ([actions.DONE] * 3, 1)):
-            text = self.clean(outcomes, unreadable_cells=cells, now=NOW)
+                  actions.interrupted()], 0, False),
+                ([actions.DONE] * 3, 1, False),
+                # Something else not read (neutron, for empty info caches).
+                ([actions.DONE] * 3, 0, True)):
+            text = self.clean(outcomes, unreadable_cells=cells, now=NOW,
+                              incomplete=incomplete)
             self.assertEqual('1.7e+09', self.last_success(text))
             self.assertEqual('1.8e+09', samples(text)[
                 'nova_orphans_clean_last_run_timestamp_seconds'])

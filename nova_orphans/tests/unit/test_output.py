@@ -10,11 +10,14 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 import io
+import types
 
 import fixtures
 from oslotest import base
 
+from nova_orphans.app import results
 from nova_orphans.cmd import common
+from nova_orphans.engine import model
 from nova_orphans import output
 
 VM = '11111111-1111-1111-1111-111111111111'
@@ -211,6 +214,31 @@ class SummaryTestCase(base.BaseTestCase):
             'unverifiable, never orphans.'],
             output.list_summary([row(action='none')], ('cell2', 'cell3'),
                                 self.NEXT))
+
+    def test_unread_is_incomplete(self):
+        """Something not read but a cell: warned of, and the run ends 2,
+        or 5 with orphans (a clean as a list), never 0, 3 or 4.
+        """
+        why = 'neutron could not be asked (down)'
+        self.assertEqual(['WARNING: neutron could not be asked (down).'],
+                         output.unread_lines([why]))
+        nova = model.NovaSnapshot(unread=[why])
+        snap = model.Snapshot(placement=model.PlacementSnapshot(),
+                              nova=nova)
+        orphan = types.SimpleNamespace(is_orphan=True)
+        self.assertEqual(
+            [2, 5],
+            [results.Listing(found, snap).exit_code
+             for found in ([], [orphan])])
+        listing = results.Listing([orphan], snap)
+        self.assertEqual(
+            [2, 5, 5, 1],
+            [results.Repair([orphan], outcomes, listing).exit_code
+             for outcomes in ([], ['done'], ['skipped: dry run'],
+                              ['failed: 500'])])
+        nova.unread = []
+        self.assertEqual(4, results.Repair([orphan], ['done'],
+                                           listing).exit_code)
 
     def test_instances_to_heal(self):
         self.assertEqual([

@@ -14,17 +14,23 @@
 import datetime
 import json
 
+from oslo_config import cfg
 from oslotest import base
 
+from nova_orphans.clients import network
+from nova_orphans import conf as orphans_conf
 from nova_orphans.engine import claims
 from nova_orphans.engine import classify
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons as r
 from nova_orphans.engine import rules
 from nova_orphans.readers import base as readers_base
+from nova_orphans.readers import nova_db
 from nova_orphans.readers import snapshot
 from nova_orphans.tests.unit import cloud as cloud_mod
 from nova_orphans.tests.unit.engine import test_classify
+from nova_orphans.tests.unit.osc import fakes
+from nova_orphans.tests.unit.osc import test_port_claims
 
 FINE = r.NONE
 NOW = datetime.datetime(2026, 11, 23, 12, 0, 0)
@@ -163,6 +169,82 @@ class LeakedPortTestCase(test_classify.ClassifyTestCase):
         vm = self.server(None)
         self.cloud.nova.claims[vm] = claims.claims([], FLAVOR, listed=True)
         self.assertEqual(LEAKED, self.verdict(vm))
+
+    def db_reader(self, net):
+        """nova-orphans-manage's reader asking ``net`` (a FakeNetwork)
+        for the ports of the servers whose info cache lists none; its
+        databases are never opened here.
+        """
+        conf = cfg.ConfigOpts()
+        orphans_conf.register_opts(conf, placement_opts=False)
+        conf([], project='nova', default_config_files=[],
+             default_config_dirs=[])
+        conf.set_override('connection', 'sqlite://', group='api_database')
+        return nova_db.NovaDBReader(
+            conf, network=lambda: network.NetworkClient(net))
+
+    def test_empty_info_cache_asks_neutron(self):
+        # neutron deleted the server's only port; another's cache was
+        # emptied while its port is still bound; a third lists its port.
+        net = test_port_claims.FakeNetwork()
+        deleted = self.server([])
+        bound = self.server([])
+        listed = self.server([vif()])
+        net.ports = [test_port_claims.port('p1', self.bw, device_id=bound),
+                     test_port_claims.port('p2', device_id=listed)]
+        nova = self.cloud.nova
+        self.assertIs(nova, self.db_reader(net)._listed_ports(nova))
+        active = (r.ACTIVE_INSTANCE, FINE)
+        self.assertVerdicts({
+            (deleted, self.host1): active, (deleted, self.bw): LEAKED,
+            (bound, self.host1): active, (bound, self.bw): active,
+            (listed, self.host1): active, (listed, self.bw): LEAKED})
+        # One request for both servers whose cache lists no port.
+        self.assertEqual(
+            ['http://network:9696/v2.0/ports?device_id=%s&device_id=%s&'
+             'fields=id&fields=device_id&fields=binding%%3Aprofile'
+             % tuple(sorted((deleted, bound)))],
+            [url for _m, url, _v in net.requests])
+        self.assertEqual([], nova.unread)
+        self.assertEqual(model.Claims(
+            port_providers=frozenset(),
+            flavor_classes=claims.FLAVOR_BASE_CLASSES,
+            network_changed_at=LONG_AGO), nova.claims[deleted])
+
+    def test_servers_asked_a_hundred_at_a_time(self):
+        net = test_port_claims.FakeNetwork()
+        servers = [self.server([]) for _i in range(101)]
+        net.ports = [test_port_claims.port('p%d' % i, self.bw, device_id=vm)
+                     for i, vm in enumerate(servers)]
+        self.db_reader(net)._listed_ports(self.cloud.nova)
+        self.assertEqual([100, 1], [url.count('device_id=')
+                                    for _m, url, _v in net.requests])
+        self.assertEqual({(r.ACTIVE_INSTANCE, FINE)},
+                         {self.verdict(vm) for vm in servers})
+
+    def test_neutron_down_is_unverifiable_and_incomplete(self):
+        net = test_port_claims.FakeNetwork()
+        net.request = lambda url, method, **kw: fakes.Response(
+            503, {'error': 'down'})
+        vm = self.server([])
+        nova = self.cloud.nova
+        self.db_reader(net)._listed_ports(nova)
+        self.assertEqual((r.UNVERIFIABLE, FINE), self.verdict(vm))
+        error = ('Network request GET /ports?device_id=%s&fields=id&'
+                 'fields=device_id&fields=binding%%3Aprofile failed: 503 '
+                 '"{"error": "down"}"' % vm)
+        finding, = [f for f in self.cloud.findings()
+                    if f.resource_provider == self.bw]
+        self.assertEqual(
+            'No port is known to claim this provider, but nothing proves '
+            'it: neutron could not be asked for the ports bound to the '
+            'server (%s).' % error, finding.details)
+        self.assertEqual(
+            ['neutron could not be asked for the ports bound to 1 '
+             'server(s) whose info cache in nova\'s database lists no port '
+             '(%s): what they hold on their nodes\' child providers is '
+             'unverifiable' % error], nova.unread)
+        self.assertTrue(nova.claims[vm].ports_unlisted)
 
     def test_json_text_is_parsed(self):
         vm = self.server(None)

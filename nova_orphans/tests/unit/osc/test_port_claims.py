@@ -101,7 +101,7 @@ class ComputeAPIClaimsTestCase(base.BaseTestCase):
         url, = [u for _m, u, _v in self.net.requests]
         self.assertEqual(
             'http://network:9696/v2.0/ports?device_id=%s&fields=id&'
-            'fields=binding%%3Aprofile' % VM1, url)
+            'fields=device_id&fields=binding%%3Aprofile' % VM1, url)
 
     def test_endpoint_with_version(self):
         self.net.endpoint = 'http://network:9696/v2.0'
