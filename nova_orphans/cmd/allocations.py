@@ -73,7 +73,7 @@ class AllocationCommands(common.Commands):
         changes nothing. Returns 3 when orphans are listed, 0 when none;
         5 and 2 instead when a cell could not be read; 130/143 when
         stopped by SIGINT/SIGTERM. A table ends with what the orphans
-        hold and the command to run next.
+        hold, the projects they cost most and the command to run next.
         """
         scope = self.scope(self.cmd.show_all)
         metrics = self.metrics()
