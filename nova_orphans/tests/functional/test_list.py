@@ -432,6 +432,8 @@ class FilterTestCase(base.FunctionalTestCase):
                 (['--resource-provider', missing], 'does not exist'),
                 (['--host', 'nohost'], 'no compute host nohost'),
                 (['--reason', 'bogus'], "invalid choice: 'bogus'"),
+                (['--project', ' '], '--project must not be empty'),
+                (['--group-by', 'user'], "invalid choice: 'user'"),
                 (['--format', 'xml'], "invalid choice: 'xml'")):
             rc, out, err = self.manage('allocations', 'list', *argv)
             self.assertEqual((127, ''), (rc, out), argv)
