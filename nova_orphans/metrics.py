@@ -22,7 +22,7 @@ Every orphan reason gets a series even at zero, so "no orphans" is a
 value, not a missing series. The front ends use only these:
 
 ``scan(findings, duration, unreadable_cells=0, metrics_file=None,
-now=None)``
+now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS)``
     the text of a ``list`` (every finding, whatever the filters showed);
 ``repair(command, rows, outcomes, duration, unreadable_cells=0,
 metrics_file=None, now=None)``
@@ -42,6 +42,8 @@ import os
 import tempfile
 import time
 
+from nova_orphans.conf import orphans as orphans_conf
+from nova_orphans.engine import projects
 from nova_orphans.engine import reasons
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -57,6 +59,10 @@ REPAIRED = 'repaired'
 FAILED = 'failed'
 SKIPPED = 'skipped'
 OUTCOMES = (REPAIRED, FAILED, SKIPPED)
+# project_resources' labels of the projects beyond max_projects, summed,
+# and of consumers whose project is not known.
+OTHER_PROJECTS = 'other'
+UNKNOWN_PROJECT = 'unknown'
 # The outcome of a row a signal stopped (repair.actions.interrupted()).
 _INTERRUPTED = 'skipped: interrupted'
 
@@ -102,13 +108,14 @@ def _sorted(counter):
 
 
 def scan(findings, duration, unreadable_cells=0, metrics_file=None,
-         now=None):
+         now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS):
     """The metrics of one scan, as exposition text; also written to
     ``metrics_file`` when given.
 
     ``findings`` are every finding of the scan (not only those shown);
     ``unreadable_cells`` how many cells could not be read; ``now`` the
-    Unix time the scan finished (default: now).
+    Unix time the scan finished (default: now); ``max_projects`` how
+    many projects get series of their own (project_resources).
     """
     counted = [f for f in findings if f.reason in COUNTED_REASONS]
     per_reason = collections.Counter(f.reason for f in counted)
@@ -140,6 +147,13 @@ def scan(findings, duration, unreadable_cells=0, metrics_file=None,
               'class and provider.', _sorted(amounts),
               labels=['host', 'reason', 'resource_class',
                       'resource_provider', 'resource_provider_name'])
+    out.gauge('project_resources',
+              'Resources held by orphaned allocations, by project (whose '
+              'quota usage placement counts them in) and resource class; '
+              'the projects beyond metrics_max_projects, by orphaned '
+              'consumers, summed as project_id="%s".' % OTHER_PROJECTS,
+              project_resources(findings, max_projects),
+              labels=['project_id', 'resource_class'])
     out.gauge('unreadable_cells',
               'Cells whose database could not be read in this scan.',
               value=unreadable_cells)
@@ -149,6 +163,31 @@ def scan(findings, duration, unreadable_cells=0, metrics_file=None,
               'When the scan finished (Unix time).',
               value=round(time.time() if now is None else now, 3))
     return _finish(out, metrics_file)
+
+
+def project_resources(findings, max_projects):
+    """((project, resource class), amount) of the orphans ``findings``
+    hold: the ``max_projects`` projects with most orphaned consumers
+    (engine.projects.totals) each, the others summed as OTHER_PROJECTS.
+
+    A Prometheus series per project of a large cloud would be a series
+    per tenant that ever leaked an allocation: the bound keeps the
+    textfile collector's output, and the server's index, small.
+    """
+    ranked = projects.totals(
+        (f.project_id, f.consumer, f.resources) for f in findings
+        if projects.charged(f.action))
+    amounts = collections.Counter()
+    for rank, total in enumerate(ranked):
+        if rank >= max_projects:
+            label = OTHER_PROJECTS
+        elif total.project_id is None:
+            label = UNKNOWN_PROJECT
+        else:
+            label = total.project_id
+        for rc, amount in total.resources.items():
+            amounts[(label, rc)] += amount
+    return _sorted(amounts)
 
 
 def repair(command, rows, outcomes, duration, unreadable_cells=0,

@@ -34,6 +34,7 @@ from cliff.formatters import value as cliff_value
 from cliff import utils as cliff_utils
 
 from nova_orphans.engine import model
+from nova_orphans.engine import projects
 from nova_orphans.engine import reasons
 from nova_orphans.i18n import _
 
@@ -313,7 +314,41 @@ def capacity(rows):
     total = collections.Counter()
     for row in rows:
         total.update(row['resources'])
-    return ', '.join('%s=%d' % item for item in _ordered(total))
+    return amounts(total)
+
+
+def amounts(resources):
+    """``VCPU=2, MEMORY_MB=1024``: standard classes first."""
+    return ', '.join('%s=%d' % item for item in _ordered(resources))
+
+
+# The projects a list's summary names; "list --group-by project" has
+# them all.
+SUMMARY_PROJECTS = 3
+
+
+def project_records(totals):
+    """(keys, dicts) of engine.projects.ProjectTotal records, for
+    render_records: one row per project.
+    """
+    return projects.PROJECT_KEYS, [t.to_dict() for t in totals]
+
+
+def projects_line(totals):
+    """The projects with most orphaned consumers, with what their
+    orphans hold: whose quota usage the orphans are counted in.
+    """
+    named = ['%(project)s (%(consumers)d consumer(s): %(resources)s)' % {
+        'project': t.project_id or _('unknown project'),
+        'consumers': t.consumers, 'resources': amounts(t.resources)}
+        for t in totals[:SUMMARY_PROJECTS]]
+    more = len(totals) - SUMMARY_PROJECTS
+    if more > 0:
+        return _('Projects most affected: %(projects)s; %(more)d other '
+                 'project(s) (see --group-by project).') % {
+            'projects': ', '.join(named), 'more': more}
+    return _('Projects most affected: %(projects)s.') % {
+        'projects': ', '.join(named)}
 
 
 def unread_lines(unread):
@@ -325,10 +360,10 @@ def unread_lines(unread):
 
 def list_summary(rows, unreadable_cells=(), next_command=None):
     """The lines that close a human ``list``: what the orphans hold,
-    what could not be read, and what to run next.
+    and in which projects, what could not be read, and what to run
+    next.
     """
-    orphans = [r for r in rows if r['action'] not in (reasons.NONE,
-                                                      reasons.HEAL)]
+    orphans = [r for r in rows if projects.charged(r['action'])]
     heal = [r for r in rows if r['action'] == reasons.HEAL]
     lines = []
     if orphans:
@@ -340,6 +375,9 @@ def list_summary(rows, unreadable_cells=(), next_command=None):
                 'consumers': len({r['consumer'] for r in orphans}),
                 'providers': len({r['resource_provider'] for r in orphans}),
                 'capacity': capacity(orphans)})
+        lines.append(projects_line(projects.totals(
+            (r['project_id'], r['consumer'], r['resources'])
+            for r in orphans)))
     if heal:
         lines.append(_('%(count)d live instance(s) hold no allocations '
                        '(missing_allocations); "clean --heal" creates '

@@ -21,6 +21,9 @@ import time
 
 from nova_orphans.app import journals
 from nova_orphans.app import results
+from nova_orphans.conf import orphans as orphans_conf
+from nova_orphans.engine import classify
+from nova_orphans.engine import projects as projects_mod
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans import metrics as metrics_mod
@@ -34,17 +37,27 @@ class Scope:
     """Which part of the cloud a run looks at, and what it shows.
 
     ``reasons``: only findings with these reasons; ``show_all``: also
-    what is fine (action "none").
+    what is fine (action "none"); ``project``, ``user``: only the
+    allocations of consumers of this project and user, as the findings
+    name them (placement's consumer record where it was read, else the
+    instance's, which nova writes to placement as the consumer's).
     """
 
     def __init__(self, resource_provider=None, host=None, reasons=None,
-                 show_all=False):
+                 show_all=False, project=None, user=None):
         # Bad input is refused before anything is contacted.
         self.resource_provider = snapshot_mod.validate_uuid(
             resource_provider, _('Resource provider'))
         self.host = host
         self.reasons = reasons
         self.show_all = show_all
+        for option, value in (('--project', project), ('--user', user)):
+            if value is not None and not value.strip():
+                raise exception.InvalidInput(
+                    reason=_('%(option)s must not be empty') % {
+                        'option': option})
+        self.project = project
+        self.user = user
 
     def shown(self):
         """Which findings to show, by reason and action (see Audit.run).
@@ -57,6 +70,24 @@ class Scope:
         if self.show_all:
             return lambda finding: True
         return lambda finding: finding.is_orphan
+
+    @property
+    def by_owner(self):
+        return self.project is not None or self.user is not None
+
+    def owned(self, findings):
+        """The findings of the project and user asked for: all of them
+        when neither was.
+
+        Applied to the audit's findings, not to the rules' verdicts:
+        a consumer's project is known only once its finding is made.
+        """
+        if not self.by_owner:
+            return findings
+        project, user = self.project, self.user
+        return [f for f in findings
+                if (project is None or f.project_id == project) and
+                (user is None or f.user_id == user)]
 
 
 class RepairOptions:
@@ -88,13 +119,20 @@ class Metrics:
     incomplete ones and failed repairs included.
     """
 
-    def __init__(self, path=None):
+    def __init__(self, path=None,
+                 max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS):
         self.path = path
+        self.max_projects = max_projects
         self.started = time.monotonic()
         self.text = None
 
     def check(self):
-        """Refuse a path that cannot be written before anything is read."""
+        """Refuse a path that cannot be written, or a bound on the
+        projects below 1, before anything is read.
+        """
+        if self.max_projects < 1:
+            raise exception.InvalidInput(
+                reason=_('--metrics-max-projects must be at least 1'))
         if self.path:
             metrics_mod.check_path(self.path)
 
@@ -105,7 +143,7 @@ class Metrics:
         self.text = metrics_mod.scan(
             listing.findings, self._duration(),
             unreadable_cells=len(listing.unreadable_cells),
-            metrics_file=self.path)
+            metrics_file=self.path, max_projects=self.max_projects)
 
     def repair(self, command, result):
         self.text = metrics_mod.repair(
@@ -123,16 +161,38 @@ def collector_paused():
         yield
 
 
-def audit(sources, scope, shown, progress=None, resource_provider=None):
+def audit(sources, scope, shown, progress=None, resource_provider=None,
+          owners=False):
     """One read of the cloud: the findings ``shown`` picks (every one
     for None) and the snapshot they came from.
+
+    ``owners``: every orphan names its project and user where placement
+    has them, even with ``shown`` None (which reads no consumer record).
     """
     run = snapshot_mod.Audit(sources.placement_reader(), sources.nova(),
                              progress=progress, rules=sources.rules)
     findings = run.run(
         resource_provider=resource_provider or scope.resource_provider,
         host=scope.host, shown=shown)
+    if owners:
+        findings = _with_owners(run, findings)
     return results.Listing(findings, run.snapshot)
+
+
+def _with_owners(run, findings):
+    """The findings, the orphans among them with their consumer's
+    project and user read from placement where nova could not name
+    them (the few consumers nova has no trace of).
+    """
+    known = run.snapshot.placement.consumers
+    wanted = {f.consumer for f in findings
+              if f.is_orphan and f.project_id is None and
+              f.consumer not in known}
+    if not wanted:
+        return findings
+    records, _allocations = run.placement.consumers(wanted)
+    known.update(records)
+    return classify.with_records(findings, records)
 
 
 def list_allocations(sources, scope, progress=None, metrics=None,
@@ -142,17 +202,32 @@ def list_allocations(sources, scope, progress=None, metrics=None,
     With ``metrics`` (a Metrics), every finding is audited whatever the
     scope shows, for the metrics count them all; the rows are then the
     scope's, unless ``rows`` is False (only the metrics are wanted: no
-    consumer record is read for rows nobody sees).
+    consumer record is read for rows nobody sees, but those of orphans
+    nova cannot name, for their projects' metrics). The exit code is
+    the scope's project's and user's, when it names them.
     """
     if metrics is None:
-        return audit(sources, scope, scope.shown(), progress)
+        listing = audit(sources, scope, scope.shown(), progress)
+        listing.findings = listing.rows = scope.owned(listing.findings)
+        return listing
     metrics.check()
     listing = audit(sources, scope,
-                    (lambda finding: True) if rows else None, progress)
+                    (lambda finding: True) if rows else None, progress,
+                    owners=not rows)
     metrics.scan(listing)
+    listing.findings = scope.owned(listing.findings)
     shown = scope.shown()
     listing.rows = [f for f in listing.findings if shown(f)] if rows else []
     return listing
+
+
+def projects(listing):
+    """[engine.projects.ProjectTotal] of the orphans a listing shows,
+    the projects with most orphaned consumers first.
+    """
+    return projects_mod.totals(
+        (f.project_id, f.consumer, f.resources) for f in listing.rows
+        if projects_mod.charged(f.action))
 
 
 def clean(sources, scope, options, stop, progress=None, audited=None,
@@ -168,6 +243,7 @@ def clean(sources, scope, options, stop, progress=None, audited=None,
     if metrics is not None:
         metrics.check()
     listing = audit(sources, scope, scope.shown(), progress)
+    listing.findings = listing.rows = scope.owned(listing.findings)
     if audited is not None:
         audited(listing)
     orphans = listing.orphans

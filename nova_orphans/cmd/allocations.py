@@ -44,15 +44,23 @@ class AllocationCommands(common.Commands):
 
     def scope(self, show_all=False):
         return app.Scope(self.cmd.resource_provider, self.cmd.host,
-                         self.cmd.reasons, show_all)
+                         self.cmd.reasons, show_all, project=self.cmd.project,
+                         user=self.cmd.user)
 
     @with_scope
+    @common.with_owner
     @args('--all', action='store_true', dest='show_all',
           help=_('Also list allocations that are fine, with action '
                  '"none" and the reason they are fine.'))
+    @args('--group-by', choices=('project',), dest='group_by',
+          help=_('One row per project instead of one per allocation: '
+                 'its orphaned consumers, allocations and the resources '
+                 'they hold, which placement counts in its quota usage; '
+                 'the projects with most orphaned consumers first.'))
     @common.with_format('prometheus', help_extra=_(
         ' "prometheus" writes node_exporter textfile-collector metrics for '
-        'every reason, ignoring --reason and --all.'))
+        'every reason and project, ignoring --reason, --all, --project and '
+        '--user.'))
     @common.with_long
     @common.with_metrics_file
     @common.with_progress(_('providers read, consumers checked'))
@@ -66,7 +74,7 @@ class AllocationCommands(common.Commands):
         5 and 2 instead when a cell, or neutron (asked about servers
         whose info cache lists no port), could not be read; 130/143
         when stopped by SIGINT/SIGTERM. A table ends with what the orphans
-        hold and the command to run next.
+        hold, the projects they cost most and the command to run next.
         """
         scope = self.scope(self.cmd.show_all)
         metrics = self.metrics()
@@ -80,11 +88,16 @@ class AllocationCommands(common.Commands):
             self.warn_unreadable(listing, UNREADABLE)
             if prometheus:
                 sys.stdout.write(metrics.text)
+            elif self.cmd.group_by:
+                self.show_listing(
+                    listing, output.list_summary,
+                    groups=output.project_records(app.projects(listing)))
             else:
                 self.show_listing(listing, output.list_summary)
         return listing.exit_code
 
     @with_scope
+    @common.with_owner
     @common.with_repair_options(_('Change at most N consumers.'))
     @args('--heal', action='store_true',
           help=_('Also create allocations for live instances that have '

@@ -75,6 +75,18 @@ def with_scope(provider_help, host_help, reasons_=True):
     return decorators(*options)
 
 
+def with_owner(func):
+    """--project and --user, as the osc commands'."""
+    return decorators(
+        args('--project', metavar='PROJECT_ID', dest='project',
+             help=_('Only the allocations of consumers of this project '
+                    '(its id), as placement records them: those counted '
+                    'in its quota usage.')),
+        args('--user', metavar='USER_ID', dest='user',
+             help=_('Only the allocations of consumers of this user (its '
+                    'id).')))(func)
+
+
 def with_format(*extra, help_extra=''):
     """-f/--format: every format both front ends offer, and ``extra``."""
     choices = output.FORMATS + extra
@@ -268,7 +280,8 @@ class Commands:
         """
         path = getattr(self.cmd, 'metrics_file', None)
         if path or self.cmd.format == 'prometheus':
-            return app_allocations.Metrics(path)
+            return app_allocations.Metrics(
+                path, self.conf.nova_orphans.metrics_max_projects)
         return None
 
     # Output ------------------------------------------------------------
@@ -332,18 +345,30 @@ class Commands:
             argv += ['--host', self.cmd.host]
         for reason in getattr(self.cmd, 'reasons', None) or ():
             argv += ['--reason', reason]
+        for option in ('project', 'user'):
+            if getattr(self.cmd, option, None) is not None:
+                argv += ['--' + option, getattr(self.cmd, option)]
         return argv
 
-    def show_listing(self, listing, summary):
-        """A list's rows in the chosen format; a table closes with
-        ``summary(rows, cells not read, the command to run next)``.
+    def show_listing(self, listing, summary, groups=None):
+        """A list's rows in the chosen format, or ``groups`` instead
+        (``(keys, dicts)`` of other records: a row per project); a
+        table closes with ``summary(rows, cells not read, the command
+        to run next)``.
         """
-        if self.cmd.format == 'json':
+        if groups is None and self.cmd.format == 'json':
             # Streamed: a row is made when it is written.
             self.render(output.iter_dicts(listing.rows))
             return
         rows = output.rows_as_dicts(listing.rows)
-        if rows or not self.table:
+        if groups is not None:
+            keys, dicts = groups
+            if dicts or not self.table:
+                output.render_records(
+                    dicts, keys, self.cmd.format, sys.stdout,
+                    max_width=getattr(self.cmd, 'max_width', None),
+                    fit_width=getattr(self.cmd, 'fit_width', None))
+        elif rows or not self.table:
             self.render(rows)
         if self.table:
             self.say(summary(

@@ -25,6 +25,8 @@ orphans_group = cfg.OptGroup(
 
 # Also the openstack plugin's default, which reads no configuration file.
 DEFAULT_GRACE_PERIOD = 300
+# Also the openstack plugin's --metrics-max-projects default.
+DEFAULT_METRICS_MAX_PROJECTS = 20
 
 ORPHANS_OPTS = [
     cfg.IntOpt('cell_timeout', default=60, min=1,
@@ -77,6 +79,16 @@ ORPHANS_OPTS = [
                     '(--older-than overrides it). A journal is what '
                     '"restore" needs to undo a clean: keep them for as '
                     'long as a repair may have to be undone.'),
+    cfg.IntOpt('metrics_max_projects', default=DEFAULT_METRICS_MAX_PROJECTS,
+               min=1,
+               help='How many projects get series of their own in the '
+                    'nova_orphans_project_resources metric (the resources '
+                    'orphaned allocations hold per project, which '
+                    'placement counts in the project\'s quota usage): '
+                    'those with the most orphaned consumers. The others '
+                    'are summed under project_id="other", so that a '
+                    'cloud of many projects does not make a series per '
+                    'project that ever leaked an allocation.'),
     cfg.StrOpt('state_path',
                help='Directory for repair journals when --journal is not '
                     'given, created with mode 0700. Unset, the same '

@@ -97,6 +97,18 @@ def add_scope(parser, provider_help, host_help, reasons_=True):
                'deleting those allocations.'))
 
 
+def add_owner(parser):
+    """--project and --user, as nova-orphans-manage's."""
+    parser.add_argument(
+        '--project', metavar='<project-id>',
+        help=_('Only the allocations of consumers of this project (its '
+               'id), as placement records them: those counted in its '
+               'quota usage.'))
+    parser.add_argument(
+        '--user', metavar='<user-id>',
+        help=_('Only the allocations of consumers of this user (its id).'))
+
+
 def add_repair_options(parser, max_count_help):
     parser.add_argument(
         '--dry-run', action='store_true',
@@ -344,7 +356,10 @@ class WithMetrics:
     def metrics(self, parsed_args):
         """The run's app.allocations.Metrics, or None."""
         if parsed_args.metrics_file or parsed_args.formatter == 'prometheus':
-            return app_allocations.Metrics(parsed_args.metrics_file)
+            return app_allocations.Metrics(
+                parsed_args.metrics_file, getattr(
+                    parsed_args, 'metrics_max_projects',
+                    orphans_conf.DEFAULT_METRICS_MAX_PROJECTS))
         return None
 
     def show_metrics(self, parsed_args, metrics):

@@ -22,6 +22,7 @@ nova_orphans/app/allocations.py.
 """
 
 from nova_orphans.app import allocations as app
+from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.i18n import _
 from nova_orphans.osc.v1 import common
 from nova_orphans import output
@@ -41,13 +42,15 @@ class _Audited(common.OrphanLister):
               'descendants.'),
             _('Only allocations on the provider trees of this compute '
               'host\'s nodes.'))
+        common.add_owner(parser)
         common.add_progress(parser, _('providers read, consumers checked, '
                                       'consumers repaired'))
         return parser
 
     def scope(self, parsed_args, show_all=False):
         return app.Scope(parsed_args.resource_provider, parsed_args.host,
-                         parsed_args.reasons, show_all)
+                         parsed_args.reasons, show_all,
+                         project=parsed_args.project, user=parsed_args.user)
 
     def sources(self, parsed_args):
         # On a tree that is provably a compute node nova deleted, a
@@ -75,6 +78,20 @@ class ListOrphan(common.WithMetrics, _Audited):
             '--all', action='store_true', dest='show_all',
             help=_('Also list allocations that are fine, with action '
                    '"none" and the reason they are fine.'))
+        parser.add_argument(
+            '--group-by', choices=('project',),
+            help=_('One row per project instead of one per allocation: '
+                   'its orphaned consumers, allocations and the resources '
+                   'they hold, which placement counts in its quota usage; '
+                   'the projects with most orphaned consumers first.'))
+        parser.add_argument(
+            '--metrics-max-projects', metavar='<n>', type=int,
+            default=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS,
+            help=_('Projects with series of their own in '
+                   'nova_orphans_project_resources, those with most '
+                   'orphaned consumers; the others are summed under '
+                   'project_id="other" (default: %(default)s; as '
+                   '[nova_orphans] metrics_max_projects).'))
         return parser
 
     def take_action(self, parsed_args):
@@ -86,6 +103,9 @@ class ListOrphan(common.WithMetrics, _Audited):
             rows=parsed_args.formatter != 'prometheus')
         self.warn_unreadable(self.result, UNREADABLE)
         self.show_metrics(parsed_args, metrics)
+        if parsed_args.group_by:
+            keys, dicts = output.project_records(app.projects(self.result))
+            return common.record_listing(parsed_args, dicts, keys)
         return common.listing(parsed_args,
                               output.rows_as_dicts(self.result.rows))
 

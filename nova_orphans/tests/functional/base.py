@@ -100,14 +100,14 @@ class FunctionalTestCase(base.BaseTestCase):
                                               inventory=inventory)
 
     def allocate(self, consumer, *providers, resources=FLAVOR,
-                 consumer_type=None):
+                 consumer_type=None, project_id=PROJECT, user_id=USER):
         """Allocate ``resources`` on each provider, as nova 34 (untyped)."""
         if providers and isinstance(providers[0], dict):
             allocations = providers[0]
         else:
             allocations = {rp: dict(resources) for rp in providers}
-        self.placement.put_allocations(consumer, allocations, PROJECT, USER,
-                                       consumer_type=consumer_type)
+        self.placement.put_allocations(consumer, allocations, project_id,
+                                       user_id, consumer_type=consumer_type)
 
     def boot(self, host, rp, cell='cell1', **kwargs):
         """A live instance on host with its allocation on rp."""

@@ -36,6 +36,8 @@ from nova_orphans.tests.functional.fixtures import faults
 FLAVOR = base.FLAVOR
 BIGGER = {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 1}
 BW = {'NET_BW_EGR_KILOBIT_PER_SEC': 1000}
+OTHER_PROJECT = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
+OTHER_USER = 'f0e1d2c3b4a5968778695a4b3c2d1e0f'
 WRITES = ('PUT', 'POST', 'DELETE', 'PATCH')
 NESTED = ('skipped: nested resources: use nova-manage placement '
           'heal_allocations')
@@ -327,6 +329,27 @@ class ActionsTestCase(RepairTestCase):
         self.assertEqual([(stranger, 'done')],
                          [(r['consumer'], r['outcome']) for r in rows])
         self.assertEqual([vm], list(self.placement.dump_state()))
+
+    def test_project_and_user_filters_limit_what_is_repaired(self):
+        mine = self.gone('host1', self.host1)
+        theirs = str(uuidlib.uuid4())
+        self.allocate(theirs, self.host1, self.host2,
+                      project_id=OTHER_PROJECT, user_id=OTHER_USER)
+        self.assertEqual((0, []), self.clean('--user', OTHER_PROJECT))
+        self.assertEqual([], self.writes())
+        self.assertFalse(os.path.exists(self.journal))
+        rc, rows = self.clean('--project', OTHER_PROJECT, '--user',
+                              OTHER_USER)
+        self.assertEqual(4, rc, self.stderr)
+        self.assertRows([self.done(self.row(
+            theirs, rp, 'unknown_consumer', 'delete_consumer', host=host,
+            consumer_type='unknown', instance=None, project_id=OTHER_PROJECT,
+            user_id=OTHER_USER)) for rp, host in ((self.host1, 'host1'),
+                                                  (self.host2, 'host2'))],
+            rows)
+        self.assertEqual([[theirs]], [list(e['consumers'])
+                                      for e in self.entries()])
+        self.assertEqual([mine], list(self.placement.dump_state()))
 
     def test_shelved_offloaded(self):
         vm = self.nova.add_instance('cell1', vm_state='shelved_offloaded')
@@ -1135,6 +1158,7 @@ class BadInputTestCase(RepairTestCase):
 # and placement's on MariaDB, as production runs them.
 ActionsMariaDBTestCase = base.on_mariadb(
     ActionsTestCase, 'test_delete_consumer_of_instance_forced_to_deleted',
+    'test_project_and_user_filters_limit_what_is_repaired',
     'test_remove_provider_of_evacuated_source_with_child',
     'test_return_to_instance_in_one_post',
     'test_nothing_to_do_is_0_and_writes_no_journal')

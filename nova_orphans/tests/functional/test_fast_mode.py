@@ -17,6 +17,7 @@ for every filter; and the fast mode must not send placement a single
 request while listing.
 """
 
+import collections
 import json
 import os
 from unittest import mock
@@ -26,6 +27,7 @@ from oslo_config import cfg
 
 from nova_orphans.clients import placement as client_mod
 from nova_orphans import conf as orphans_conf
+from nova_orphans import exit_codes
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import placement_db
 from nova_orphans.readers import second_process
@@ -132,7 +134,8 @@ class FastModeTestCase(base.FunctionalTestCase):
                                         deleted=True)
         self.allocate(shared_gone, {nfs: {'DISK_GB': 20}})
         self.allocate(str(uuidlib.uuid4()), h2)
-        placement.put_allocations(str(uuidlib.uuid4()), {h3: base.FLAVOR},
+        self.other_stranger = str(uuidlib.uuid4())
+        placement.put_allocations(self.other_stranger, {h3: base.FLAVOR},
                                   OTHER_PROJECT, OTHER_USER,
                                   consumer_type='MIGRATION')
         moved = nova.add_instance('cell2', host='host3', node='host3')
@@ -187,6 +190,65 @@ class FastModeTestCase(base.FunctionalTestCase):
              'soft_deleted', 'unmanaged_provider'},
             {r['reason'] for r in self.list_json('--all')[1]} -
             {r['reason'] for r in rows})
+
+    def test_same_projects_as_the_api(self):
+        """Both readers carry each consumer's project and user: the same
+        rows per project and user, the same totals and metric.
+        """
+        h2, h3 = self.providers[1], self.providers[2]
+        api, fast = self.both('--project', OTHER_PROJECT)
+        self.assertEqual(api, fast)
+        self.assertEqual(exit_codes.ORPHANS_FOUND, api[0])
+        self.assertRows([self.row(
+            self.other_stranger, h3, 'unknown_consumer', 'delete_consumer',
+            host='host3', cell='cell2', consumer_type='migration',
+            instance=None, project_id=OTHER_PROJECT, user_id=OTHER_USER)],
+            api[1])
+        for argv, owners in (
+                (['--user', OTHER_USER, '--all'],
+                 {(OTHER_PROJECT, OTHER_USER)}),
+                (['--project', base.PROJECT, '--host', 'host2', '--all'],
+                 {(base.PROJECT, base.USER)})):
+            api, fast = self.both(*argv)
+            self.assertEqual(api, fast, argv)
+            # The other project's live instance is its user's too.
+            self.assertEqual(owners, {(r['project_id'], r['user_id'])
+                                      for r in api[1]}, argv)
+            self.assertIn(h2, {r['resource_provider'] for r in api[1]})
+
+        groups, metrics = [], []
+        for conf_file in (self.conf_file, self.fast_conf):
+            rc, out, err = self.manage('allocations', 'list', '--group-by',
+                                       'project', '--format', 'json',
+                                       conf_file=conf_file)
+            self.assertEqual((exit_codes.ORPHANS_FOUND, ''), (rc, err))
+            groups.append(json.loads(out))
+            rc, out, err = self.manage('allocations', 'list', '--format',
+                                       'prometheus', conf_file=conf_file)
+            self.assertEqual((exit_codes.ORPHANS_FOUND, ''), (rc, err))
+            metrics.append([line for line in out.splitlines() if
+                            line.startswith('nova_orphans_project_resources')])
+        self.assertEqual(groups[0], groups[1])
+        self.assertEqual(metrics[0], metrics[1])
+        # Every orphan but the other project's stranger is this
+        # project's (the leaked port's bandwidth too); heal holds none.
+        rows = [r for r in self.list_json()[1] if r['action'] != 'heal']
+        mine = collections.Counter()
+        for r in rows:
+            if r['project_id'] == base.PROJECT:
+                mine.update(r['resources'])
+        self.assertEqual([
+            {'project_id': base.PROJECT,
+             'consumers': len({r['consumer'] for r in rows}) - 1,
+             'allocations': len(rows) - 1, 'resources': dict(mine)},
+            {'project_id': OTHER_PROJECT, 'consumers': 1, 'allocations': 1,
+             'resources': base.FLAVOR}], groups[0])
+        line = ('nova_orphans_project_resources{project_id="%s",'
+                'resource_class="%s"} %.1f')
+        self.assertEqual(
+            sorted(line % (base.PROJECT, rc, n) for rc, n in mine.items()) +
+            sorted(line % (OTHER_PROJECT, rc, n)
+                   for rc, n in base.FLAVOR.items()), metrics[0])
 
     def test_same_findings_with_a_second_process(self):
         # Every provider read (the first three) is read there.

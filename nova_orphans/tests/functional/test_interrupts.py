@@ -26,6 +26,7 @@ import threading
 import time
 
 import nova_orphans
+from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional import front_ends
 from nova_orphans.tests.functional import test_clean
@@ -336,9 +337,11 @@ class OutputTestCase(test_clean.RepairTestCase):
         self.assertEqual([
             '2 orphaned allocation(s) of 2 consumer(s) on 1 resource '
             'provider(s) hold VCPU=2, MEMORY_MB=1024, DISK_GB=2.',
+            'Projects most affected: %s (2 consumer(s): VCPU=2, '
+            'MEMORY_MB=1024, DISK_GB=2).' % base.PROJECT,
             'Next: nova-orphans-manage --config-file %s allocations clean '
             '--dry-run --host host1' % self.conf_file],
-            out.splitlines()[-2:])
+            out.splitlines()[-3:])
         self.assertEqual(
             '| Consumer                             | Type     | Provider '
             '| Host  | Reason           | Action          | Resources       '

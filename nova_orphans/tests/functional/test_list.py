@@ -23,6 +23,8 @@ from nova_orphans import exit_codes
 from nova_orphans.tests.functional import base
 
 ORPHANS_FOUND = 3
+OTHER_PROJECT = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
+OTHER_USER = 'f0e1d2c3b4a5968778695a4b3c2d1e0f'
 
 
 class ListTestCase(base.FunctionalTestCase):
@@ -251,6 +253,118 @@ class ListTestCase(base.FunctionalTestCase):
                                   consumer_type='migration', instance=None)],
                         rows)
 
+    def test_projects_and_users(self):
+        """--project, --user, --group-by project and the projects' metric:
+        what each project's quota usage in placement holds of orphans.
+        """
+        mine = self.boot('host1', self.host1, vm_state='error')
+        self.nova.force_delete_instance('cell1', mine)
+        live = self.boot('host2', self.host2)
+        theirs = self.nova.add_instance(
+            'cell1', host='host2', node='host2', project_id=OTHER_PROJECT,
+            user_id=OTHER_USER)
+        self.allocate(theirs, self.host2, project_id=OTHER_PROJECT,
+                      user_id=OTHER_USER)
+        self.nova.force_delete_instance('cell1', theirs)
+        stranger = str(uuidlib.uuid4())
+        self.allocate(stranger, self.host1, self.host2,
+                      project_id=OTHER_PROJECT)
+        other = dict(project_id=OTHER_PROJECT, user_id=OTHER_USER)
+        theirs_row = self.row(theirs, self.host2, 'deleted_instance',
+                              'delete_consumer', host='host2', **other)
+        stranger_rows = [
+            self.row(stranger, rp, 'unknown_consumer', 'delete_consumer',
+                     host=host, consumer_type='unknown', instance=None,
+                     project_id=OTHER_PROJECT)
+            for rp, host in ((self.host1, 'host1'), (self.host2, 'host2'))]
+        mine_row = self.row(mine, self.host1, 'deleted_instance',
+                            'delete_consumer', host='host1')
+        rc, rows = self.list_json('--project', OTHER_PROJECT)
+        self.assertEqual(ORPHANS_FOUND, rc)
+        self.assertRows([theirs_row] + stranger_rows, rows)
+        rc, rows = self.list_json('--project', OTHER_PROJECT, '--user',
+                                  OTHER_USER)
+        self.assertRows([theirs_row], rows)
+        rc, rows = self.list_json('--user', base.USER)
+        self.assertRows([mine_row] + stranger_rows, rows)
+        rc, rows = self.list_json('--project', base.PROJECT, '--all')
+        self.assertRows([mine_row, self.row(live, self.host2,
+                                            'active_instance', 'none',
+                                            host='host2')], rows)
+        self.assertEqual((0, []), self.list_json('--project', 'nobody'))
+
+        rc, rows = self.list_json('--group-by', 'project')
+        self.assertEqual(ORPHANS_FOUND, rc)
+        self.assertEqual([
+            {'project_id': OTHER_PROJECT, 'consumers': 2, 'allocations': 3,
+             'resources': {'VCPU': 3, 'MEMORY_MB': 1536, 'DISK_GB': 3}},
+            {'project_id': base.PROJECT, 'consumers': 1, 'allocations': 1,
+             'resources': {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}}],
+            rows)
+        rc, out, err = self.manage('allocations', 'list', '--group-by',
+                                   'project', '--format', 'csv')
+        self.assertEqual((ORPHANS_FOUND, ''), (rc, err))
+        self.assertEqual(
+            '"project_id","consumers","allocations","resources"\n'
+            '"%s",2,3,"VCPU=3,MEMORY_MB=1536,DISK_GB=3"\n'
+            '"%s",1,1,"VCPU=1,MEMORY_MB=512,DISK_GB=1"\n' % (
+                OTHER_PROJECT, base.PROJECT), out.replace('\r\n', '\n'))
+        rc, out, err = self.manage('allocations', 'list', '--group-by',
+                                   'project', '--user', OTHER_USER)
+        self.assertEqual((ORPHANS_FOUND, ''), (rc, err))
+        self.assertEqual([
+            '+----------------------------------+-----------+--------+'
+            '----------------------------------+',
+            '| Project                          | Consumers | Allocs | '
+            'Resources                        |',
+            '+----------------------------------+-----------+--------+'
+            '----------------------------------+',
+            '| %s |         1 |      1 | DISK_GB=1, MEMORY_MB=512, '
+            'VCPU=1 |' % OTHER_PROJECT,
+            '+----------------------------------+-----------+--------+'
+            '----------------------------------+',
+            '1 orphaned allocation(s) of 1 consumer(s) on 1 resource '
+            'provider(s) hold VCPU=1, MEMORY_MB=512, DISK_GB=1.',
+            'Projects most affected: %s (1 consumer(s): VCPU=1, '
+            'MEMORY_MB=512, DISK_GB=1).' % OTHER_PROJECT,
+            'Next: nova-orphans-manage --config-file %s allocations clean '
+            '--dry-run --user %s' % (self.conf_file, OTHER_USER)],
+            out.splitlines())
+
+        # The metric: every project, whatever the filters show; beyond
+        # [nova_orphans] metrics_max_projects, summed as "other".
+        def project_resources(*argv, conf_file=None, code=ORPHANS_FOUND):
+            rc, out, err = self.manage('allocations', 'list', '--format',
+                                       'prometheus', *argv,
+                                       conf_file=conf_file)
+            self.assertEqual((code, ''), (rc, err))
+            return [line for line in out.splitlines()
+                    if line.startswith('nova_orphans_project_resources')]
+
+        line = ('nova_orphans_project_resources{project_id="%s",'
+                'resource_class="%s"} %s')
+        # (The exit code is the project's: nobody's has no orphan.)
+        self.assertEqual([
+            line % (base.PROJECT, 'DISK_GB', '1.0'),
+            line % (base.PROJECT, 'MEMORY_MB', '512.0'),
+            line % (base.PROJECT, 'VCPU', '1.0'),
+            line % (OTHER_PROJECT, 'DISK_GB', '3.0'),
+            line % (OTHER_PROJECT, 'MEMORY_MB', '1536.0'),
+            line % (OTHER_PROJECT, 'VCPU', '3.0')],
+            project_resources('--project', 'nobody', code=0))
+        bounded = self.nova.write_nova_conf(
+            os.path.join(self.tmp, 'bounded.conf'), self.placement.endpoint,
+            extra={'nova_orphans': {'state_path': self.state_path,
+                                    'metrics_max_projects': '1'}})
+        self.assertEqual([
+            line % (OTHER_PROJECT, 'DISK_GB', '3.0'),
+            line % (OTHER_PROJECT, 'MEMORY_MB', '1536.0'),
+            line % (OTHER_PROJECT, 'VCPU', '3.0'),
+            line % ('other', 'DISK_GB', '1.0'),
+            line % ('other', 'MEMORY_MB', '512.0'),
+            line % ('other', 'VCPU', '1.0')],
+            project_resources(conf_file=bounded))
+
 
 class FilterTestCase(base.FunctionalTestCase):
 
@@ -318,6 +432,8 @@ class FilterTestCase(base.FunctionalTestCase):
                 (['--resource-provider', missing], 'does not exist'),
                 (['--host', 'nohost'], 'no compute host nohost'),
                 (['--reason', 'bogus'], "invalid choice: 'bogus'"),
+                (['--project', ' '], '--project must not be empty'),
+                (['--group-by', 'user'], "invalid choice: 'user'"),
                 (['--format', 'xml'], "invalid choice: 'xml'")):
             rc, out, err = self.manage('allocations', 'list', *argv)
             self.assertEqual((127, ''), (rc, out), argv)
@@ -468,7 +584,7 @@ ListMariaDBTestCase = base.on_mariadb(
     'test_failed_cold_migration_leaves_target_allocation',
     'test_resize_awaiting_confirm_is_not_an_orphan',
     'test_building_and_soft_deleted_are_not_orphans',
-    'test_missing_allocations')
+    'test_missing_allocations', 'test_projects_and_users')
 DownCellMariaDBTestCase = base.on_mariadb(
     DownCellTestCase,
     'test_cell_that_cannot_be_read_makes_consumers_unverifiable',

@@ -12,10 +12,13 @@
 """Servers that are gone, or hold no host, and still hold allocations."""
 
 import io
+import json
+import os
 from unittest import mock
 
 import fixtures
 from nova.cmd import manage as nova_manage
+from nova.tests.functional.api import client
 
 from nova_orphans.tests.scenario import comparison
 from nova_orphans.tests.scenario import cycle
@@ -64,6 +67,52 @@ class DeletedServerTest(cycle.CycleTestCase):
                      'delete_consumer', FLAVOR),
             self.live,
         ])
+
+    def test_orphan_counted_in_quota_until_clean(self):
+        """With cores counted from placement, the orphan of a server
+        forced to deleted in SQL still takes its project's cores: a boot
+        is refused for quota until ``clean --project`` repairs it.
+        """
+        self.flags(count_usage_from_placement=True, group='quota')
+        # vm0 and vm1 take both cores the project may use.
+        self.flags(cores=2, group='quota')
+        vm1, project = self.vm1['id'], self.api.project_id
+        self.admin_api.post_server_action(
+            vm1, {'os-resetState': {'state': 'error'}})
+        self.force_delete_in_sql(vm1)
+        refused = self.assertRaises(client.OpenStackApiException,
+                                    self.boot, 'vm2', 'host1')
+        self.assertEqual(403, refused.response.status_code)
+        self.assertIn('Quota exceeded for cores', str(refused))
+
+        orphan = self.row(vm1, self.rp1, 'host1', 'deleted_instance',
+                          'delete_consumer', FLAVOR)
+        self.assertRows([orphan], self.list_allocations('--project',
+                                                        project))
+        self.assertEqual([], self.list_allocations('--project', 'other'))
+        rc, out = self.run_manage('allocations', 'list', '--group-by',
+                                  'project', '--format', 'json')
+        self.assertEqual((3, [{'project_id': project, 'consumers': 1,
+                               'allocations': 1, 'resources': FLAVOR}]),
+                         (rc, json.loads(out)))
+        # The same from the compute API (which sees the server deleted).
+        with cycle._fresh_cells():
+            osc_rc, osc_out, err = self.openstack(
+                'allocation', 'orphan', 'list', '--group-by', 'project',
+                '-f', 'json')
+        self.assertEqual((rc, json.loads(out)),
+                         (osc_rc, json.loads(osc_out)), err)
+
+        journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                               'journal.jsonl')
+        rc, out = self.run_manage('allocations', 'clean', '--project',
+                                  project, '--journal', journal, '--format',
+                                  'json')
+        self.assertEqual(4, rc, out + self.manage_stderr)
+        self.assertEqual([(vm1, self.rp1, 'done')], [
+            (r['consumer'], r['resource_provider'], r['outcome'])
+            for r in json.loads(out)])
+        self.boot('vm2', 'host1')
 
     @comparison.scenario('deleted_host_down', 'deleted_archived',
                          'deleted_purged')

@@ -29,13 +29,13 @@ EARLIER = 1700000000.0
 
 
 def finding(consumer=VM, reason='deleted_instance', action='delete_consumer',
-            host='compute-1', resources=None):
+            host='compute-1', resources=None, project='p'):
     return model.Finding(
         consumer=consumer, consumer_type='instance', instance=consumer,
         resource_provider=RP, resource_provider_name='compute-"1"',
         root_provider=RP, host=host, cell='cell1', reason=reason,
-        action=action, resources=resources or {'VCPU': 2}, project_id='p',
-        user_id='u', details='')
+        action=action, resources=resources or {'VCPU': 2},
+        project_id=project, user_id='u', details='')
 
 
 def samples(text):
@@ -88,6 +88,14 @@ class ScanTestCase(base.BaseTestCase):
             'resource_class="VCPU",%(rp)s} 1.0\n'
             'nova_orphans_resources{host="compute-1",'
             'reason="deleted_instance",resource_class="VCPU",%(rp)s} 2.0\n'
+            '# HELP nova_orphans_project_resources Resources held by '
+            'orphaned allocations, by project (whose quota usage placement '
+            'counts them in) and resource class; the projects beyond '
+            'metrics_max_projects, by orphaned consumers, summed as '
+            'project_id="other".\n'
+            '# TYPE nova_orphans_project_resources gauge\n'
+            'nova_orphans_project_resources{project_id="p",'
+            'resource_class="VCPU"} 2.0\n'
             '# HELP nova_orphans_unreadable_cells Cells whose database could '
             'not be read in this scan.\n'
             '# TYPE nova_orphans_unreadable_cells gauge\n'
@@ -119,6 +127,47 @@ class ScanTestCase(base.BaseTestCase):
         text = metrics.scan([finding()], 1, metrics_file=path, now=NOW)
         with open(path) as f:
             self.assertEqual(text, f.read())
+
+
+class ProjectResourcesTestCase(base.BaseTestCase):
+    """nova_orphans_project_resources: orphans only, bounded projects."""
+
+    def uuid(self, n):
+        return '%08d-0000-0000-0000-000000000000' % n
+
+    def test_projects_beyond_the_bound_are_summed_as_other(self):
+        # Consumers per project: big 3, mid 2, small 1, tiny 1, and one
+        # of no known project; what is fine or healed counts nothing.
+        held = [('big', 1, {'VCPU': 1, 'MEMORY_MB': 512}),
+                ('big', 2, {'VCPU': 1}), ('big', 3, {'VCPU': 2}),
+                ('mid', 4, {'VCPU': 4}), ('mid', 5, {'MEMORY_MB': 1024}),
+                ('small', 6, {'VCPU': 8}), ('tiny', 7, {'DISK_GB': 10}),
+                (None, 8, {'VCPU': 1})]
+        findings = [finding(self.uuid(n), resources=r, project=p)
+                    for p, n, r in held]
+        findings += [
+            finding(self.uuid(9), 'active_instance', 'none', project='big'),
+            finding(self.uuid(10), 'unverifiable', 'none', project='mid'),
+            finding(self.uuid(11), 'missing_allocations', 'heal',
+                    resources={'VCPU': 16}, project='small')]
+        text = metrics.scan(findings, 1, now=NOW, max_projects=2)
+        self.assertEqual({
+            'nova_orphans_project_resources{project_id="%s",'
+            'resource_class="%s"}' % key: value for key, value in (
+                (('big', 'MEMORY_MB'), '512.0'), (('big', 'VCPU'), '4.0'),
+                (('mid', 'MEMORY_MB'), '1024.0'), (('mid', 'VCPU'), '4.0'),
+                (('other', 'DISK_GB'), '10.0'), (('other', 'VCPU'), '9.0'))},
+            {k: v for k, v in samples(text).items()
+             if k.startswith('nova_orphans_project_resources')})
+        programs.check_metrics(self, text)
+        # Within the bound, every project is its own, the unknown one
+        # as "unknown".
+        self.assertEqual([
+            (('big', 'MEMORY_MB'), 512), (('big', 'VCPU'), 4),
+            (('mid', 'MEMORY_MB'), 1024), (('mid', 'VCPU'), 4),
+            (('small', 'VCPU'), 8), (('tiny', 'DISK_GB'), 10),
+            (('unknown', 'VCPU'), 1)],
+            metrics.project_resources(findings, 20))
 
 
 class RepairTestCase(base.BaseTestCase):

@@ -195,6 +195,9 @@ class SummaryTestCase(base.BaseTestCase):
             '3 orphaned allocation(s) of 2 consumer(s) on 2 resource '
             'provider(s) hold VCPU=5, MEMORY_MB=4096, DISK_GB=40, '
             'CUSTOM_GPU=1, NET_BW_EGR_KILOBIT_PER_SEC=1000.',
+            'Projects most affected: p (2 consumer(s): VCPU=5, '
+            'MEMORY_MB=4096, DISK_GB=40, CUSTOM_GPU=1, '
+            'NET_BW_EGR_KILOBIT_PER_SEC=1000).',
             'Next: ' + self.NEXT],
             output.list_summary([
                 row(),
@@ -204,6 +207,53 @@ class SummaryTestCase(base.BaseTestCase):
                                     'NET_BW_EGR_KILOBIT_PER_SEC': 1000}),
                 row(VM2, rp=RP2, action='none'),
             ], (), self.NEXT))
+
+    def test_three_projects_most_affected_are_named(self):
+        rows = [row('c%d' % n, project_id=p, resources=r) for n, (p, r) in
+                enumerate([('a', {'VCPU': 1}), ('b', {'VCPU': 2}),
+                           ('b', {'MEMORY_MB': 512}), ('c', {'VCPU': 4}),
+                           (None, {'VCPU': 8}), (None, {'VCPU': 8}),
+                           ('d', {'DISK_GB': 1})])]
+        # A live instance to heal holds nothing: no project's orphan.
+        rows.append(row('c9', action='heal', resources={}, project_id='e'))
+        self.assertEqual(
+            'Projects most affected: b (2 consumer(s): VCPU=2, '
+            'MEMORY_MB=512), unknown project (2 consumer(s): VCPU=16), '
+            'a (1 consumer(s): VCPU=1); 2 other project(s) (see '
+            '--group-by project).',
+            output.list_summary(rows, (), self.NEXT)[1])
+
+    def test_project_records_in_every_format(self):
+        keys, dicts = output.project_records(output.projects.totals([
+            ('p', VM, {'MEMORY_MB': 2048, 'VCPU': 4}),
+            ('p', VM, {'VCPU': 1}), (None, VM2, {'DISK_GB': 1})]))
+        self.assertEqual(('project_id', 'consumers', 'allocations',
+                          'resources'), keys)
+        self.assertEqual([
+            {'project_id': 'p', 'consumers': 1, 'allocations': 2,
+             'resources': {'MEMORY_MB': 2048, 'VCPU': 5}},
+            {'project_id': None, 'consumers': 1, 'allocations': 1,
+             'resources': {'DISK_GB': 1}}], dicts)
+        texts = {}
+        for fmt in ('value', 'csv', 'table', 'json'):
+            out = io.StringIO()
+            output.render_records(dicts, keys, fmt, out, max_width=0)
+            texts[fmt] = out.getvalue()
+        self.assertEqual('p 1 2 VCPU=5,MEMORY_MB=2048\n 1 1 DISK_GB=1\n',
+                         texts['value'])
+        self.assertEqual(
+            '"project_id","consumers","allocations","resources"\n'
+            '"p",1,2,"VCPU=5,MEMORY_MB=2048"\n'
+            '"",1,1,"DISK_GB=1"\n', texts['csv'].replace('\r\n', '\n'))
+        self.assertEqual(
+            '+---------+-----------+--------+------------------------+\n'
+            '| Project | Consumers | Allocs | Resources              |\n'
+            '+---------+-----------+--------+------------------------+\n'
+            '| p       |         1 |      2 | MEMORY_MB=2048, VCPU=5 |\n'
+            '|         |         1 |      1 | DISK_GB=1              |\n'
+            '+---------+-----------+--------+------------------------+\n',
+            texts['table'])
+        self.assertEqual(dicts, output.json.loads(texts['json']))
 
     def test_nothing_found_and_unreadable_cells(self):
         self.assertEqual(['No orphaned allocations found.'],

@@ -185,6 +185,48 @@ class ListOrphanTestCase(CommandTestCase):
             [LIVE], [r['consumer'] for r in self.json_rows(
                 orphan.ListOrphan, '--all', '--host', 'host1')])
 
+    def test_project_and_user_filters(self):
+        self.assertEqual(
+            [GONE, STRANGER], [r['consumer'] for r in self.json_rows(
+                orphan.ListOrphan, '--project', fakes.PROJECT, '--user',
+                fakes.USER)])
+        self.assertEqual(exit_codes.ORPHANS_FOUND, self.code)
+        self.assertEqual([], self.json_rows(orphan.ListOrphan, '--user',
+                                            fakes.PROJECT))
+        self.assertEqual(exit_codes.SUCCESS, self.code)
+        self.assertOneLineError('Invalid input: --project must not be '
+                                'empty', orphan.ListOrphan, '--project', '')
+
+    def test_group_by_project(self):
+        self.assertEqual([{
+            'project_id': fakes.PROJECT, 'consumers': 2, 'allocations': 2,
+            'resources': {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 2}}],
+            self.json_rows(orphan.ListOrphan, '--group-by', 'project'))
+        self.assertEqual(exit_codes.ORPHANS_FOUND, self.code)
+        self.assertEqual(
+            '%s 2 2 VCPU=2,MEMORY_MB=1024,DISK_GB=2\n' % fakes.PROJECT,
+            self.run_cmd(orphan.ListOrphan, '--group-by', 'project', '-f',
+                         'value'))
+
+    def test_project_resources_metric_reads_strangers_projects(self):
+        # The stranger's project is placement's alone: read for the
+        # metric though no row is shown.
+        samples = metric_samples(self.run_cmd(
+            orphan.ListOrphan, '-f', 'prometheus',
+            '--metrics-max-projects', '1'))
+        expected = {
+            'nova_orphans_project_resources{project_id="%s",'
+            'resource_class="%s"}' % (fakes.PROJECT, rc): value
+            for rc, value in (('DISK_GB', '2.0'), ('MEMORY_MB', '1024.0'),
+                              ('VCPU', '2.0'))}
+        self.assertEqual(expected, {
+            k: v for k, v in samples.items()
+            if k.startswith('nova_orphans_project_resources')})
+        self.assertOneLineError(
+            'Invalid input: --metrics-max-projects must be at least 1',
+            orphan.ListOrphan, '-f', 'prometheus', '--metrics-max-projects',
+            '0')
+
     def test_table_is_short_unless_long(self):
         out = self.run_cmd(orphan.ListOrphan)
         header = [c.strip() for c in out.splitlines()[1].strip('|').split(
@@ -285,6 +327,18 @@ class CleanOrphanTestCase(CommandTestCase):
         self.assertEqual(['done', 'done'], [r['outcome'] for r in rows])
         self.assertEqual({RP2: RESOURCES},
                          self.placement.consumers[GONE]['allocations'])
+
+    def test_project_filter_limits_what_is_repaired(self):
+        path = os.path.join(self.tmp, 'j.jsonl')
+        self.assertEqual([], self.json_rows(
+            orphan.CleanOrphan, '--journal', path, '--project', 'other'))
+        self.assertEqual(exit_codes.SUCCESS, self.code)
+        self.assertFalse(os.path.exists(path))
+        rows = self.json_rows(orphan.CleanOrphan, '--journal', path,
+                              '--project', fakes.PROJECT)
+        self.assertEqual([(GONE, 'done'), (STRANGER, 'done')],
+                         [(r['consumer'], r['outcome']) for r in rows])
+        self.assertEqual(exit_codes.REPAIRED, self.code)
 
     def test_dry_run_and_max_count(self):
         rows = self.json_rows(orphan.CleanOrphan, '--dry-run')
