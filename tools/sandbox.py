@@ -20,16 +20,25 @@ against it, as an operator would on a controller.
 
     tools/sandbox                 # seed, list, stop
     tools/sandbox --keep          # ... and keep serving; try commands
+    tools/sandbox --keep --keystone   # ... behind a real keystone
 
 Exits 0 when the list finds the seeded orphans (its exit code 3), else 1.
 
 With ``--keep`` it serves until SIGINT (Ctrl-C) or SIGTERM, with or
 without a terminal (``tools/sandbox --keep &``), and then removes its
 temporary directories.
+
+With ``--keystone`` a real keystone on 127.0.0.1 stands in front of it,
+as in production: placement (``[api] auth_strategy = keystone``) and
+nova's compute API validate its tokens with keystonemiddleware, its
+catalog holds their endpoints (public and internal, RegionOne), and the
+nova.conf and clouds.yaml printed authenticate nova's service user with
+its password.
 """
 
 import argparse
 import contextlib
+import logging
 import os
 import random
 import re
@@ -40,8 +49,11 @@ import subprocess
 import sys
 import uuid
 
+import yaml
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
+from nova_orphans.tests.functional.fixtures import keystone  # noqa: E402
 from nova_orphans.tests.functional.fixtures import nova_db  # noqa: E402
 from nova_orphans.tests.functional.fixtures import placement  # noqa: E402
 
@@ -279,6 +291,10 @@ def main():
                              '(Ctrl-C) or SIGTERM')
     parser.add_argument('--format', choices=('table', 'json'),
                         default='table')
+    parser.add_argument('--keystone', action='store_true',
+                        help='put a real keystone in front of placement '
+                             'and the compute API, and configure both '
+                             'front ends with password credentials')
     parser.add_argument('--walkthrough', metavar='DIR',
                         help='run the admin guide\'s session and save each '
                              'command\'s output in DIR')
@@ -302,15 +318,24 @@ def main():
 
 
 def sandbox(args):
-    with placement.PlacementServer() as rp_api, \
+    with keystone_server(args.keystone) as ks, \
+            placement.PlacementServer(keystone=ks) as rp_api, \
             nova_db.NovaDatabases(cells=('cell1',)) as nova:
         conf = os.path.join(nova.dir, 'nova.conf')
-        nova.write_nova_conf(conf, rp_api.endpoint, extra={
+        section = rp_api.endpoint
+        if ks:
+            section = ks.password_section()
+            ks.set_endpoints(catalog(placement=rp_api.endpoint))
+        nova.write_nova_conf(conf, section, extra={
             'nova_orphans': {'state_path': os.path.join(nova.dir, 'state')}})
         made = seed(rp_api, nova)
         nodes = made.pop('nodes')
         print('Sandbox cloud: placement at %s, nova databases in %s'
               % (rp_api.endpoint, nova.dir))
+        if ks:
+            print('keystone at %s in front of it: placement and nova\'s '
+                  'compute API validate its tokens, its catalog has their '
+                  'endpoints (%s)' % (ks.auth_url, keystone.REGION_ONE))
         for name, consumer in made.items():
             print('  %-24s %s' % (name, consumer))
         if args.walkthrough:
@@ -326,8 +351,8 @@ def sandbox(args):
         print('(exit code %d: %s)' % (rc, {0: 'nothing found',
                                            3: 'orphans found'}.get(rc, '?')))
         if args.keep:
-            print(keep_hint(conf), flush=True)
-            with compute_api(nova, rp_api) as clouds:
+            print(keep_hint(conf, shown=bool(ks)), flush=True)
+            with compute_api(nova, rp_api, ks) as clouds:
                 print(osc_hint(clouds), flush=True)
                 print('\nStop it with Ctrl-C, or: kill -TERM %d' %
                       os.getpid(), flush=True)
@@ -352,6 +377,34 @@ def list_once(command):
     return result.returncode
 
 
+@contextlib.contextmanager
+def keystone_server(wanted):
+    """A keystone of the sandbox's own, if wanted (else None)."""
+    if not wanted:
+        yield None
+        return
+    # placement's keystonemiddleware runs in this process: its warnings
+    # (a deprecation at start, each refused token) would go to stderr,
+    # into the sandbox's output. A refused client sees its 401.
+    quiet = logging.getLogger('keystonemiddleware')
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    server = keystone.KeystoneServer(expiration=3600)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def catalog(**urls):
+    """keystone's endpoints of ``urls`` ({service type: url}), public and
+    internal, in RegionOne, as set_endpoints takes them.
+    """
+    return {(service_type, interface, keystone.REGION_ONE): url
+            for service_type, url in urls.items()
+            for interface in ('public', 'internal')}
+
+
 CLOUDS_YAML = """clouds:
   sandbox:
     auth_type: admin_token
@@ -363,24 +416,32 @@ CLOUDS_YAML = """clouds:
 
 
 @contextlib.contextmanager
-def compute_api(nova, rp_api):
+def compute_api(nova, rp_api, ks=None):
     """nova's compute API over the sandbox's databases; yields clouds.yaml.
 
     Served by tools/sandbox_compute.py in a session of its own (nova's
     global state stays out of this process; Ctrl-C on the terminal
     reaches only the sandbox, which stops it). None if it cannot start.
+    With keystone ``ks``, keystonemiddleware validates the tokens as
+    nova's service user, and the catalog gets its endpoints.
     """
-    conf = nova_db.write_ini(os.path.join(nova.dir, 'compute.conf'), {
+    sections = {
         'DEFAULT': {'host': 'sandbox-api', 'transport_url': 'fake://'},
         'api_database': {'connection': nova.api_url},
         'database': {'connection': nova.cell_urls[nova.local_cell]},
-    })
+    }
+    auth = []
+    if ks:
+        sections['keystone_authtoken'] = ks.authtoken_section('nova')
+        auth = ['keystone']
+    conf = nova_db.write_ini(os.path.join(nova.dir, 'compute.conf'),
+                             sections)
     log_file = os.path.join(nova.dir, 'compute-api.log')
     with open(log_file, 'a') as log:
         proc = subprocess.Popen(
             [sys.executable, os.path.join(os.path.dirname(
                 os.path.abspath(__file__)), 'sandbox_compute.py'),
-             conf, log_file],
+             conf, log_file] + auth,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
             text=True, start_new_session=True,
             env=dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING='True'))
@@ -390,8 +451,14 @@ def compute_api(nova, rp_api):
         if endpoint:
             clouds = os.path.join(nova.dir, 'clouds.yaml')
             with open(clouds, 'w') as f:
-                f.write(CLOUDS_YAML % {'placement': rp_api.endpoint,
-                                       'compute': endpoint})
+                if ks:
+                    ks.set_endpoints(catalog(placement=rp_api.endpoint,
+                                             compute=endpoint))
+                    yaml.safe_dump({'clouds': {'sandbox': ks.cloud()}}, f,
+                                   sort_keys=False)
+                else:
+                    f.write(CLOUDS_YAML % {'placement': rp_api.endpoint,
+                                           'compute': endpoint})
         else:
             print('The compute API did not start; see %s' % log_file,
                   file=sys.stderr, flush=True)
@@ -427,8 +494,7 @@ def osc_hint(clouds):
         return ''
     lines = ['', 'nova\'s compute API serves the same cloud, for the '
              'openstack client. Its clouds.yaml (%s):' % clouds, '']
-    with open(clouds) as f:
-        lines.extend('  ' + line for line in f.read().splitlines())
+    lines.extend(_shown(clouds))
     openstack = _console_script('openstack')
     if not os.path.isabs(openstack):
         lines.extend(['', 'Install python-openstackclient to use it.'])
@@ -441,11 +507,27 @@ def osc_hint(clouds):
     return '\n'.join(lines)
 
 
-def keep_hint(conf):
-    """Commands to paste into another shell, whatever its directory."""
+def _shown(path):
+    """A file's lines, indented, for the operator to copy (no trailing
+    blanks: an ini file's empty lines stay empty).
+    """
+    with open(path) as f:
+        return [('  ' + line).rstrip()
+                for line in f.read().rstrip('\n').splitlines()]
+
+
+def keep_hint(conf, shown=False):
+    """Commands to paste into another shell, whatever its directory;
+    ``shown``: nova.conf itself first.
+    """
     manage = _console_script('nova-orphans-manage')
     activate = os.path.join(os.path.dirname(manage), 'activate')
-    lines = ['', 'The sandbox is up. Try, in another shell:']
+    if shown:
+        lines = ['', 'The sandbox is up. Its nova.conf (%s):' % conf, '']
+        lines.extend(_shown(conf))
+        lines.extend(['', 'Try, in another shell:'])
+    else:
+        lines = ['', 'The sandbox is up. Try, in another shell:']
     if os.path.exists(activate):
         lines.append('  . %s' % shlex.quote(activate))
         manage = 'nova-orphans-manage'

@@ -75,16 +75,13 @@ class OpenStackBase(test_keystone.KeystoneTestCase):
 
     def compute_api(self):
         """nova's compute API behind keystonemiddleware; its endpoint."""
-        password, project, _roles = keystone.USERS['nova']
         directory = self.tmp
         conf = nova_db.write_ini(os.path.join(directory, 'compute.conf'), {
             'DEFAULT': {'host': 'api', 'transport_url': 'fake://'},
             'api_database': {'connection': self.nova.api_url},
             'database': {'connection':
                          self.nova.cell_urls[self.nova.local_cell]},
-            'keystone_authtoken': dict(
-                self.keystone.authtoken_section(), username='nova',
-                password=password, project_name=project),
+            'keystone_authtoken': self.keystone.authtoken_section('nova'),
         })
         log = open(os.path.join(directory, 'compute-api.log'), 'a')
         self.addCleanup(log.close)
@@ -112,23 +109,17 @@ class OpenStackBase(test_keystone.KeystoneTestCase):
         """The shipped clouds.yaml sample, with this keystone's address
         and the user's password put in.
         """
-        with open(os.path.join(ROOT, 'etc', 'nova-orphans',
-                               'clouds.yaml.sample')) as f:
-            clouds = yaml.safe_load(f)
-        cloud = clouds['clouds'][CLOUD]
-        password, project, _roles = keystone.USERS['nova']
+        _password, project, _roles = keystone.USERS['nova']
         self.assertEqual(
-            {'auth_type': 'password', 'auth': {
+            (CLOUD, {'auth_type': 'password', 'auth': {
                 'auth_url': 'http://controller:5000/v3',
                 'username': 'nova', 'password': 'NOVA_PASS',
                 'project_name': project,
                 'user_domain_name': keystone.DOMAIN,
                 'project_domain_name': keystone.DOMAIN},
              'region_name': keystone.REGION_ONE, 'interface': 'internal',
-             'identity_api_version': 3}, cloud)
-        cloud['auth'].update(auth_url=self.keystone.auth_url,
-                             password=password)
-        cloud['region_name'] = region
+             'identity_api_version': 3}), keystone.shipped_cloud())
+        clouds = {'clouds': {CLOUD: self.keystone.cloud(region)}}
         path = os.path.join(self.tmp, 'clouds.yaml')
         with open(path, 'w') as f:
             yaml.safe_dump(clouds, f)

@@ -15,9 +15,11 @@ While it runs, both front ends read it: nova-orphans-manage through the
 databases, openstack through nova's own compute API. Its listing is the
 admin guide's first transcript, byte for byte; and the deleted compute
 node it seeds goes through both front ends' provider commands: listed,
-cleaned, restored.
+cleaned, restored. With --keystone, both front ends authenticate with
+the nova.conf and clouds.yaml it prints, through its real keystone.
 """
 
+import configparser
 import json
 import os
 import re
@@ -29,9 +31,12 @@ import time
 import fixtures
 from oslotest import base
 import requests
+import yaml
 
+from nova_orphans.tests.functional.fixtures import keystone
 from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests.functional import processes
+from nova_orphans.tests.functional import test_keystone
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -56,6 +61,21 @@ DEVSTACK4_OSC_ROW = dict(
     details='The tree\'s root %s carries nova\'s COMPUTE_NODE trait, and '
             'the compute API, every cell answering, lists no hypervisor '
             'with its uuid: nova deleted that compute node.' % DEVSTACK4)
+# The orphaned allocations the sandbox seeds, as both front ends list
+# them: (consumer, provider, reason, action).
+ORPHANS = sorted([
+    ('9ea750b4-a0d2-4810-bde2-20d259ed24b2', 'devstack1',
+     'evacuated_source', 'remove_provider'),
+    ('9ea750b4-a0d2-4810-bde2-20d259ed24b2', 'devstack1:eth0',
+     'evacuated_source', 'remove_provider'),
+    ('0fe342f8-49d1-4f57-9c9d-d69aeb74482c', 'devstack3',
+     'unknown_consumer', 'delete_consumer'),
+    ('1233649a-80ae-4418-bbca-5b2e35345886', 'devstack3',
+     'deleted_instance', 'delete_consumer'),
+    ('6f83f898-2a99-4ce6-827e-04cc07dd9b27', 'devstack3',
+     'stale_provider', 'remove_provider'),
+    (MIGRATION, 'devstack4', 'finished_migration', 'delete_consumer'),
+])
 TRAITS = {'devstack1': ['COMPUTE_NODE', 'COMPUTE_STATUS_DISABLED',
                         'OWNER_NOVA'],
           'devstack1:eth0': [],
@@ -71,15 +91,19 @@ class KeepTestCase(base.BaseTestCase):
         # Its own temp dir, to see that nothing is left in it; nova's
         # migrated schema is the machine's cache, shared as the tests do.
         self.tmp = self.useFixture(fixtures.TempDir()).path
-        cache = nova_db.schema_templates()
-        os.symlink(cache, os.path.join(self.tmp, os.path.basename(cache)))
-        self.cache = os.path.basename(cache)
+        self.caches = []
+        self.share(nova_db.schema_templates())
         self.env = dict(processes.environment(), TMPDIR=self.tmp)
 
-    def start(self):
+    def share(self, cache):
+        """The sandbox finds the machine's ``cache`` in its temp dir."""
+        os.symlink(cache, os.path.join(self.tmp, os.path.basename(cache)))
+        self.caches.append(os.path.basename(cache))
+
+    def start(self, *options):
         proc = subprocess.Popen(
             [sys.executable, os.path.join(ROOT, 'tools', 'sandbox.py'),
-             '--keep'],
+             '--keep'] + list(options),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, env=self.env)
         self.addCleanup(proc.stdout.close)
@@ -116,20 +140,28 @@ class KeepTestCase(base.BaseTestCase):
 
     def stop(self, signum):
         proc, out = self.start()
-        conf = re.search(r'--config-file (\S+) allocations clean --dry-run',
-                         out).group(1)
-        self.assertTrue(os.path.isabs(conf), conf)
+        conf = self.config_file(out)
         self.assert_listing_documented(out, conf)
-        activate = re.search(r'^  \. (\S+)$', out, re.M).group(1)
-        self.assertTrue(os.path.isabs(activate), activate)
-        self.assertTrue(os.path.exists(activate), activate)
         # Still serving with stdin at end of file.
         time.sleep(1)
         self.assertIsNone(proc.poll())
-        bin_dir = os.path.dirname(activate)
         compute = re.search(r'compute_endpoint_override: (\S+)', out).group(1)
         if signum == signal.SIGTERM:
-            self.front_ends(out, bin_dir, conf)
+            self.front_ends(out, conf)
+        self.stopped(proc, signum, conf)
+        # nova's compute API went with it.
+        self.assertRaises(requests.ConnectionError, requests.get, compute,
+                          timeout=10)
+
+    def config_file(self, out):
+        """The nova.conf the commands it suggests name."""
+        conf = re.search(r'--config-file (\S+) allocations clean --dry-run',
+                         out).group(1)
+        self.assertTrue(os.path.isabs(conf), conf)
+        return conf
+
+    def stopped(self, proc, signum, conf):
+        """Stop the sandbox with ``signum``: nothing of it is left."""
         proc.send_signal(signum)
         rest = proc.stdout.read()
         self.assertEqual(0, proc.wait(timeout=60), rest)
@@ -137,19 +169,19 @@ class KeepTestCase(base.BaseTestCase):
             'Sandbox stopped (%s); its directories are removed.\n' %
             signal.Signals(signum).name, rest)
         self.assertFalse(os.path.exists(conf))
-        self.assertEqual([self.cache], os.listdir(self.tmp))
-        # nova's compute API went with it.
-        self.assertRaises(requests.ConnectionError, requests.get, compute,
-                          timeout=10)
+        self.assertEqual(sorted(self.caches), sorted(os.listdir(self.tmp)))
 
-    def front_ends(self, out, bin_dir, conf):
-        """Both front ends on the kept sandbox: the same allocations, and
-        the deleted node's tree listed, cleaned by openstack and restored
-        by nova-orphans-manage.
+    def commands(self, out, conf):
+        """The commands the sandbox suggests, by the absolute paths it
+        prints: (manage, openstack, clouds.yaml), each command a
+        function of its arguments giving run_all's (argv, environment).
         """
+        activate = re.search(r'^  \. (\S+)$', out, re.M).group(1)
+        self.assertTrue(os.path.isabs(activate), activate)
+        self.assertTrue(os.path.exists(activate), activate)
+        bin_dir = os.path.dirname(activate)
         clouds = re.search(r'^  export OS_CLIENT_CONFIG_FILE=(\S+)$', out,
                            re.M).group(1)
-        placement = re.search(r'^ +endpoint: (\S+)$', out, re.M).group(1)
         osc_env = dict(self.env, OS_CLIENT_CONFIG_FILE=clouds)
 
         def manage(*argv):
@@ -159,23 +191,33 @@ class KeepTestCase(base.BaseTestCase):
         def openstack(*argv):
             return ([os.path.join(bin_dir, 'openstack'), '--os-cloud',
                      'sandbox'] + list(argv) + ['-f', 'json'], osc_env)
+        return manage, openstack, clouds
 
+    def assert_orphans(self, allocs, osc_allocs):
+        """Both front ends' lists found the seeded orphans."""
+        # The same exit code from both front ends: orphans found.
+        self.assertEqual(3, allocs[0], allocs[2])
+        self.assertEqual((3, ''), (osc_allocs[0], osc_allocs[2]))
+        key = (lambda r: (r['consumer'], r['resource_provider_name'],
+                          r['reason'], r['action']))
+        self.assertEqual(
+            (ORPHANS, ORPHANS),
+            (sorted(map(key, json.loads(allocs[1]))),
+             sorted(map(key, json.loads(osc_allocs[1])))))
+
+    def front_ends(self, out, conf):
+        """Both front ends on the kept sandbox: the same allocations, and
+        the deleted node's tree listed, cleaned by openstack and restored
+        by nova-orphans-manage.
+        """
+        placement = re.search(r'^ +endpoint: (\S+)$', out, re.M).group(1)
+        manage, openstack, _clouds = self.commands(out, conf)
         allocs, providers, osc_allocs, osc_providers = self.run_all(
             manage('allocations', 'list', '--format', 'json'),
             manage('providers', 'list', '--format', 'json'),
             openstack('allocation', 'orphan', 'list'),
             openstack('resource', 'provider', 'orphan', 'list'))
-        # The same exit code from both front ends: orphans found.
-        self.assertEqual(3, allocs[0], allocs[2])
-        self.assertEqual((3, ''), (osc_allocs[0], osc_allocs[2]))
-        key = (lambda r: (r['consumer'], r['resource_provider'],
-                          r['reason'], r['action']))
-        manage_rows = json.loads(allocs[1])
-        self.assertEqual(sorted(map(key, manage_rows)),
-                         sorted(map(key, json.loads(osc_allocs[1]))))
-        self.assertEqual(6, len(manage_rows))
-        self.assertIn((MIGRATION, DEVSTACK4, 'finished_migration',
-                       'delete_consumer'), map(key, manage_rows))
+        self.assert_orphans(allocs, osc_allocs)
         self.assertEqual((3, [DEVSTACK4_ROW], ''),
                          (providers[0], json.loads(providers[1]),
                           providers[2]))
@@ -231,3 +273,80 @@ class KeepTestCase(base.BaseTestCase):
 
     def test_sigint(self):
         self.stop(signal.SIGINT)
+
+    def test_keystone(self):
+        """--keystone: placement and nova's compute API behind a real
+        keystone, both front ends authenticating with the nova.conf and
+        the clouds.yaml it prints (the shipped samples, but for its
+        keystone's address and the password).
+        """
+        # keystone's synced database and keys, as the tests share them.
+        self.share(keystone.template())
+        proc, out = self.start('--keystone')
+        conf = self.config_file(out)
+        self.assert_listing_documented(out, conf)
+        manage, openstack, clouds = self.commands(out, conf)
+        auth_url = re.search(r'^keystone at (\S+) ', out, re.M).group(1)
+        placement = re.search(r'^Sandbox cloud: placement at (\S+),', out,
+                              re.M).group(1)
+        password, _project, _roles = keystone.USERS['nova']
+
+        printed = self.printed(out, 'Its nova.conf (%s):' % conf, conf)
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(printed)
+        self.assertEqual(dict(test_keystone.shipped_placement_section(),
+                              auth_url=auth_url, password=password),
+                         dict(parser['placement']))
+        printed = self.printed(out, 'Its clouds.yaml (%s):' % clouds, clouds)
+        _name, cloud = keystone.shipped_cloud()
+        cloud['auth'].update(auth_url=auth_url, password=password)
+        self.assertEqual({'clouds': {'sandbox': cloud}},
+                         yaml.safe_load(printed))
+
+        # The printed user's token, its catalog; "admin" is no token.
+        user = {'name': cloud['auth']['username'], 'password': password,
+                'domain': {'name': keystone.DOMAIN}}
+        project = {'name': cloud['auth']['project_name'],
+                   'domain': {'name': keystone.DOMAIN}}
+        resp = requests.post(auth_url + '/auth/tokens', timeout=30, json={
+            'auth': {'identity': {'methods': ['password'],
+                                  'password': {'user': user}},
+                     'scope': {'project': project}}})
+        self.assertEqual(201, resp.status_code, resp.text)
+        found = {(service['type'], e['interface'], e['region_id']): e['url']
+                 for service in resp.json()['token']['catalog']
+                 for e in service['endpoints']
+                 if service['type'] in ('placement', 'compute')}
+        compute = found.get(('compute', 'internal', keystone.REGION_ONE),
+                            '')
+        self.assertRegex(compute, r'^http://127\.0\.0\.1:\d+/v2\.1$')
+        self.assertEqual({
+            (service_type, interface, keystone.REGION_ONE): url
+            for service_type, url in (('placement', placement),
+                                      ('compute', compute))
+            for interface in ('public', 'internal')}, found)
+        for url in (placement + '/resource_providers', compute + '/servers'):
+            self.assertEqual(401, requests.get(url, timeout=30, headers={
+                'X-Auth-Token': 'admin'}).status_code, url)
+
+        self.assert_orphans(*self.run_all(
+            manage('allocations', 'list', '--format', 'json'),
+            openstack('allocation', 'orphan', 'list')))
+        self.stopped(proc, signal.SIGTERM, conf)
+        self.assertRaises(requests.ConnectionError, requests.get, auth_url,
+                          timeout=10)
+
+    def printed(self, out, heading, path):
+        """The file the sandbox printed under ``heading``, which is the
+        file at ``path``.
+        """
+        lines = out.split(heading + '\n\n', 1)[1].splitlines()
+        block = []
+        for line in lines:
+            if line and not line.startswith('  '):
+                break
+            block.append(line[2:])
+        text = '\n'.join(block).rstrip('\n') + '\n'
+        with open(path) as f:
+            self.assertEqual(f.read().rstrip('\n') + '\n', text)
+        return text
