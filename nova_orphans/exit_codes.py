@@ -45,8 +45,9 @@ UNEXPECTED = 255
 MEANINGS = {
     SUCCESS: _('nothing found, nothing to do (the whole cloud was read)'),
     REPAIR_FAILED: _('a repair failed (the others were still done)'),
-    INCOMPLETE: _('incomplete: a cell, or placement\'s database, could not '
-                  'be read, and the part that was read has no orphan'),
+    INCOMPLETE: _('incomplete: a cell, placement\'s database or (zun site '
+                  'rule) Zun\'s database could not be read, and the part '
+                  'that was read has no orphan'),
     ORPHANS_FOUND: _('orphans remain: found and not all repaired '
                      '(list, --dry-run, --max-count, or repairs skipped); '
                      'no repair failed'),

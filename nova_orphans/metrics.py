@@ -152,14 +152,15 @@ def scan(findings, duration, unreadable_cells=0, metrics_file=None,
 
 
 def repair(command, rows, outcomes, duration, unreadable_cells=0,
-           metrics_file=None, now=None):
+           metrics_file=None, now=None, unreadable_services=0):
     """The metrics of one ``clean`` or ``restore`` run (``command``), as
     exposition text; also written to ``metrics_file`` when given.
 
     ``rows`` (anything with ``reason`` and ``action``: findings,
     provider findings, journal entries) and ``outcomes`` (their
     repair.actions outcomes) are the run's, in the same order.
-    ``unreadable_cells`` counts the cells a clean could not read.
+    ``unreadable_cells`` counts the cells a clean could not read,
+    ``unreadable_services`` the other services' databases (Zun's).
 
     The run succeeded when it read everything, no row failed and no
     signal stopped it; otherwise the time of the last success is read
@@ -171,7 +172,7 @@ def repair(command, rows, outcomes, duration, unreadable_cells=0,
     now = round(time.time() if now is None else now, 3)
     kinds = [outcome_kind(o) for o in outcomes]
     succeeded = (FAILED not in kinds and not unreadable_cells and
-                 _INTERRUPTED not in outcomes)
+                 not unreadable_services and _INTERRUPTED not in outcomes)
     counts = collections.Counter(
         (row.action, kind, row.reason) for row, kind in zip(rows, kinds))
     # Every outcome of each reason and action the run met, zeros too:

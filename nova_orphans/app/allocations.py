@@ -111,6 +111,7 @@ class Metrics:
         self.text = metrics_mod.repair(
             command, result.rows, result.outcomes, self._duration(),
             unreadable_cells=len(result.unreadable_cells),
+            unreadable_services=len(result.unreadable_services),
             metrics_file=self.path)
 
 
@@ -128,7 +129,8 @@ def audit(sources, scope, shown, progress=None, resource_provider=None):
     for None) and the snapshot they came from.
     """
     run = snapshot_mod.Audit(sources.placement_reader(), sources.nova(),
-                             progress=progress, rules=sources.rules)
+                             progress=progress, rules=sources.rules,
+                             zun_reader=sources.zun())
     findings = run.run(
         resource_provider=resource_provider or scope.resource_provider,
         host=scope.host, shown=shown)
@@ -203,7 +205,7 @@ def repair(sources, listing, orphans, work, options, stop, progress=None,
         journal=journal_, dry_run=options.dry_run,
         concurrency=sources.concurrency, progress=progress,
         rules=sources.rules, placement_db=sources.placement_db, stop=stop,
-        **repairer_options)
+        zun_reader=sources.zun(), **repairer_options)
     stop.start_writing(options.notice)
     try:
         rows, outcomes, first = work(repairer, journal_)

@@ -35,8 +35,15 @@ class Listing:
         return self.snapshot.nova.unreadable_cells
 
     @property
+    def unreadable_services(self):
+        """Other services' databases the rules needed and could not
+        read (Zun's), each with ``label`` and ``error``.
+        """
+        return self.snapshot.nova.unreadable_services
+
+    @property
     def incomplete(self):
-        return bool(self.unreadable_cells)
+        return bool(self.unreadable_cells or self.unreadable_services)
 
     @property
     def orphans(self):
@@ -75,6 +82,10 @@ class Repair:
     def unreadable_cells(self):
         return self.listing.unreadable_cells if self.listing else []
 
+    @property
+    def unreadable_services(self):
+        return self.listing.unreadable_services if self.listing else []
+
     def conflicts_note(self):
         return actions.other_writers_note(self.conflicts)
 
@@ -96,7 +107,8 @@ class Repair:
             return exit_codes.of_signal(self.signum)
         code = (self._restore_code() if self.restoring
                 else self._clean_code())
-        if code == exit_codes.REPAIR_FAILED or not self.unreadable_cells:
+        if code == exit_codes.REPAIR_FAILED or not (
+                self.unreadable_cells or self.unreadable_services):
             return code
         if code in (exit_codes.ORPHANS_FOUND, exit_codes.REPAIRED):
             return exit_codes.INCOMPLETE_WITH_ORPHANS

@@ -20,6 +20,7 @@ the tool can run many times in one process with different files.
 from nova_orphans.conf import database
 from nova_orphans.conf import orphans
 from nova_orphans.conf import placement
+from nova_orphans.conf import zun
 
 
 def register_opts(conf, placement_opts=True):
@@ -35,3 +36,4 @@ def register_opts(conf, placement_opts=True):
     else:
         placement.register_group(conf)
     orphans.register_opts(conf)
+    zun.register_opts(conf)
