@@ -84,6 +84,7 @@ class PlacementOptsTestCase(base.BaseTestCase):
              'endpoint_override', 'region_name', 'service_type'},
             listed['placement'])
         self.assertEqual({'connection'}, listed['placement_database'])
+        self.assertEqual({'connection'}, listed['zun_database'])
 
     def test_command_imports_no_keystoneauth(self):
         # A fast-mode list never reaches the API: its start-up must not
