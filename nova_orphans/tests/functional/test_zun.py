@@ -28,6 +28,8 @@ from nova_orphans.tests.functional.fixtures import mariadb
 from nova_orphans.tests.functional.fixtures import zun as zun_fixture
 
 SECRET = 'zun-s3cret'
+UNKNOWN = ('unknown_consumer', 'delete_consumer')
+UNVERIFIABLE = ('unverifiable', 'none')
 
 
 class ZunTestCase(base.FunctionalTestCase):
@@ -67,25 +69,26 @@ class ZunTestCase(base.FunctionalTestCase):
         return rc, sorted((r['consumer'], r['reason'], r['action'])
                           for r in json.loads(out)), err
 
+    def expected(self, zuns, deleted):
+        """``list --all``'s (consumer, reason, action): nova's two, then
+        (reason, action) of the container and capsule Zun has, and of
+        the one it deleted.
+        """
+        return sorted([(self.live, 'active_instance', 'none'),
+                       (self.gone, 'deleted_instance', 'delete_consumer'),
+                       (self.container,) + zuns, (self.capsule,) + zuns,
+                       (self.deleted,) + deleted])
+
     def test_clean_keeps_zun_containers(self):
         # Without the rule, every container's allocation is an orphan.
         rc, rows, err = self.rows(self.conf_file)
         self.assertEqual(3, rc, err)
-        self.assertEqual(sorted([
-            (self.live, 'active_instance', 'none'),
-            (self.gone, 'deleted_instance', 'delete_consumer'),
-            (self.container, 'unknown_consumer', 'delete_consumer'),
-            (self.capsule, 'unknown_consumer', 'delete_consumer'),
-            (self.deleted, 'unknown_consumer', 'delete_consumer')]), rows)
+        self.assertEqual(self.expected(UNKNOWN, UNKNOWN), rows)
 
         rc, rows, err = self.rows(self.zun_conf)
         self.assertEqual((3, ''), (rc, err))
-        self.assertEqual(sorted([
-            (self.live, 'active_instance', 'none'),
-            (self.gone, 'deleted_instance', 'delete_consumer'),
-            (self.container, 'unmanaged_consumer', 'none'),
-            (self.capsule, 'unmanaged_consumer', 'none'),
-            (self.deleted, 'unknown_consumer', 'delete_consumer')]), rows)
+        self.assertEqual(
+            self.expected(('unmanaged_consumer', 'none'), UNKNOWN), rows)
         rc, out, err = self.manage('allocations', 'list', '--all',
                                    '--format', 'json',
                                    conf_file=self.zun_conf)
@@ -109,12 +112,7 @@ class ZunTestCase(base.FunctionalTestCase):
         conf = self.write_conf(url)
         rc, rows, err = self.rows(conf)
         self.assertEqual(5, rc, err)
-        self.assertEqual(sorted([
-            (self.live, 'active_instance', 'none'),
-            (self.gone, 'deleted_instance', 'delete_consumer'),
-            (self.container, 'unverifiable', 'none'),
-            (self.capsule, 'unverifiable', 'none'),
-            (self.deleted, 'unverifiable', 'none')]), rows)
+        self.assertEqual(self.expected(UNVERIFIABLE, UNVERIFIABLE), rows)
         warning, = [line for line in err.splitlines()
                     if line.startswith('WARNING')]
         self.assertTrue(warning.startswith(

@@ -174,7 +174,7 @@ class ChainTestCase(base.BaseTestCase):
     def test_entry_point(self):
         setup_cfg = os.path.join(os.path.dirname(site_rules.__file__),
                                  '..', '..', 'setup.cfg')
-        parser = configparser.ConfigParser()
+        parser = configparser.ConfigParser(interpolation=None)
         parser.read(setup_cfg)
         points = dict(
             line.split(' = ') for line in
