@@ -110,7 +110,8 @@ from nova_orphans.cmd import manage
 def findings(sources, scope, progress=None, metrics=None, rows=True):
     logging.getLogger('nova_orphans').warning('a warning')
     logging.getLogger('oslo_db.sqlalchemy.engines').warning('a retry')
-    nova = types.SimpleNamespace(unreadable_cells=[])
+    nova = types.SimpleNamespace(unreadable_cells=[],
+                                 unreadable_services=[])
     return results.Listing([], types.SimpleNamespace(nova=nova))
 
 allocations.list_allocations = findings
