@@ -156,9 +156,13 @@ class ChainTestCase(base.BaseTestCase):
 
     def test_connection_alone_turns_the_rule_on(self):
         chain = site_rules.chain(make_conf('sqlite:///zun.db'))
+        protective = [f.__name__ for f in site_rules.PROTECTIVE]
         self.assertEqual(
-            ['unverifiable', 'unmanaged_provider', 'zun_containers'] +
-            [f.__name__ for f in rules.DEFAULT_RULES[2:]],
+            ['unverifiable', 'unmanaged_provider'], protective[:2])
+        self.assertEqual(
+            protective + ['zun_containers'] +
+            [f.__name__ for f in rules.DEFAULT_RULES
+             if f not in site_rules.PROTECTIVE],
             [f.__name__ for f in chain])
 
     def test_no_connection_no_rule(self):
