@@ -187,12 +187,15 @@ class RepairTestCase(base.BaseTestCase):
 
     def test_failed_run_keeps_the_last_success(self):
         self.clean([actions.DONE] * 3, now=EARLIER)
-        for outcomes, cells in (
-                ([actions.DONE, actions.failed('x'), actions.DONE], 0),
+        for outcomes, cells, services in (
+                ([actions.DONE, actions.failed('x'), actions.DONE], 0, 0),
                 ([actions.DONE, actions.interrupted(),
-                  actions.interrupted()], 0),
-                ([actions.DONE] * 3, 1)):
-            text = self.clean(outcomes, unreadable_cells=cells, now=NOW)
+                  actions.interrupted()], 0, 0),
+                ([actions.DONE] * 3, 1, 0),
+                # Zun's database, which the zun site rule needed.
+                ([actions.DONE] * 3, 0, 1)):
+            text = self.clean(outcomes, unreadable_cells=cells,
+                              unreadable_services=services, now=NOW)
             self.assertEqual('1.7e+09', self.last_success(text))
             self.assertEqual('1.8e+09', samples(text)[
                 'nova_orphans_clean_last_run_timestamp_seconds'])
