@@ -200,7 +200,7 @@ def repair(command, rows, outcomes, duration, unreadable_cells=0,
     repair.actions outcomes) are the run's, in the same order.
     ``unreadable_cells`` counts the cells a clean could not read;
     ``incomplete``: it could not read something else (see
-    results.Listing.unread).
+    results.Listing.unread and unreadable_services).
 
     The run succeeded when it read everything, no row failed and no
     signal stopped it; otherwise the time of the last success is read

@@ -170,7 +170,8 @@ def audit(sources, scope, shown, progress=None, resource_provider=None,
     has them, even with ``shown`` None (which reads no consumer record).
     """
     run = snapshot_mod.Audit(sources.placement_reader(), sources.nova(),
-                             progress=progress, rules=sources.rules)
+                             progress=progress, rules=sources.rules,
+                             zun_reader=sources.zun())
     findings = run.run(
         resource_provider=resource_provider or scope.resource_provider,
         host=scope.host, shown=shown)
@@ -279,7 +280,7 @@ def repair(sources, listing, orphans, work, options, stop, progress=None,
         journal=journal_, dry_run=options.dry_run,
         concurrency=sources.concurrency, progress=progress,
         rules=sources.rules, placement_db=sources.placement_db, stop=stop,
-        **repairer_options)
+        zun_reader=sources.zun(), **repairer_options)
     stop.start_writing(options.notice)
     try:
         rows, outcomes, first = work(repairer, journal_)

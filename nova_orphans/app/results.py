@@ -40,8 +40,16 @@ class Listing:
         return self.snapshot.nova.unread
 
     @property
+    def unreadable_services(self):
+        """Other services' databases the rules needed and could not
+        read (Zun's), each with ``label`` and ``error``.
+        """
+        return self.snapshot.nova.unreadable_services
+
+    @property
     def incomplete(self):
-        return bool(self.unreadable_cells or self.unread)
+        return bool(self.unreadable_cells or self.unread
+                    or self.unreadable_services)
 
     @property
     def orphans(self):
@@ -83,6 +91,10 @@ class Repair:
     @property
     def unread(self):
         return self.listing.unread if self.listing else []
+
+    @property
+    def unreadable_services(self):
+        return self.listing.unreadable_services if self.listing else []
 
     @property
     def incomplete(self):

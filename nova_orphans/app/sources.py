@@ -33,6 +33,7 @@ from nova_orphans.engine import site_rules
 from nova_orphans.readers import nova_db
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import placement_db as placement_db_mod
+from nova_orphans.readers import zun_db
 from nova_orphans.repair import journal
 
 # Requests in flight at once through the APIs, as [nova_orphans]
@@ -67,6 +68,12 @@ class Sources:
         """The nova reader; made on first use (a restore reads no nova)."""
         raise NotImplementedError()
 
+    def zun(self):
+        """The reader of Zun's database for the zun site rule, or None
+        (the rule is off).
+        """
+        return None
+
     def journal_dir(self):
         return journal.default_directory(self.state_path)
 
@@ -85,6 +92,7 @@ class DatabaseSources(Sources):
         self._placement = None
         self._nova = None
         self._rules = None
+        self._zun = None
         self.placement_db = None
         if conf.placement_database.connection:
             self.placement_db = placement_db_mod.PlacementDBReader(
@@ -129,8 +137,17 @@ class DatabaseSources(Sources):
         from nova_orphans.clients import network as network_client
         return network_client.NetworkClient.from_conf(self.conf)
 
+    def zun(self):
+        if self._zun is None and self.conf.zun_database.connection:
+            opts = self.conf.nova_orphans
+            self._zun = zun_db.ZunDBReader(
+                self.conf.zun_database.connection,
+                max_retries=opts.db_max_retries,
+                retry_interval=opts.db_retry_interval)
+        return self._zun
+
     def close(self):
-        for reader in (self._nova, self.placement_db):
+        for reader in (self._nova, self.placement_db, self._zun):
             if reader is not None:
                 reader.close()
 

@@ -22,6 +22,7 @@ from nova_orphans.conf import database
 from nova_orphans.conf import neutron
 from nova_orphans.conf import orphans
 from nova_orphans.conf import placement
+from nova_orphans.conf import zun
 
 
 def register_opts(conf, placement_opts=True):
@@ -40,3 +41,4 @@ def register_opts(conf, placement_opts=True):
         else:
             group.register_group(conf)
     orphans.register_opts(conf)
+    zun.register_opts(conf)

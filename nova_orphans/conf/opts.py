@@ -15,10 +15,11 @@ from nova_orphans.conf import database
 from nova_orphans.conf import neutron
 from nova_orphans.conf import orphans
 from nova_orphans.conf import placement
+from nova_orphans.conf import zun
 
 
 def list_opts():
     result = {}
-    for module in (database, placement, neutron, orphans):
+    for module in (database, placement, neutron, orphans, zun):
         result.update(module.list_opts())
     return [(group, opts) for group, opts in result.items()]

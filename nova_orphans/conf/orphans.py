@@ -69,7 +69,9 @@ ORPHANS_OPTS = [
                      'in the nova_orphans.rules namespace, in this order. '
                      'They run after the rules protecting unreadable cells '
                      'and other services\' providers and before all others. '
-                     'nova-orphans ships "ignore_consumers".'),
+                     'nova-orphans ships "ignore_consumers" and "zun" '
+                     '(which [zun_database] connection turns on by '
+                     'itself).'),
     cfg.ListOpt('ignored_consumers', default=[],
                 help='Consumer uuids the "ignore_consumers" site rule keeps '
                      'out of the orphans (reason "ignored", action "none").'),

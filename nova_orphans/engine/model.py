@@ -228,6 +228,51 @@ class Claims:
 
 
 @dataclasses.dataclass(slots=True)
+class ZunContainer:
+    """A row of Zun's ``container`` table: a container or a capsule.
+
+    Zun keeps both in that table (``container_type``, see ZUN_KINDS) and
+    deletes a row only after it deleted the row's allocations from
+    placement: while the row exists, Zun owns what its uuid holds.
+    """
+
+    uuid: str
+    kind: str
+    status: typing.Optional[str] = None
+    host: typing.Optional[str] = None
+
+
+# Zun's container_type values (zun.common.consts, zun 18.0.0).
+ZUN_KINDS = {0: 'container', 1: 'capsule', 2: 'capsule container',
+             3: 'capsule init container'}
+
+
+@dataclasses.dataclass
+class ZunSnapshot:
+    """What Zun's database says of the consumers nova has no trace of.
+
+    Zun with ``host_shared_with_nova`` allocates on nova's compute node
+    providers under its containers' uuids, with no consumer type: only
+    Zun's database tells such a consumer from an unknown one (see
+    site_rules.zun). ``asked``: the consumers it was read for, the only
+    ones it says anything about; ``containers``: {uuid: ZunContainer} of
+    those Zun knows; ``error``: why it could not be read (already free
+    of credentials), None when it was; ``label``: the database, as a
+    message names it.
+    """
+
+    asked: frozenset = frozenset()
+    containers: typing.Dict[str, ZunContainer] = dataclasses.field(
+        default_factory=dict)
+    error: typing.Optional[str] = None
+    label: str = 'Zun'
+
+    @property
+    def readable(self):
+        return self.error is None
+
+
+@dataclasses.dataclass(slots=True)
 class InstanceMapping:
     instance_uuid: str
     # None while the instance is being scheduled (no cell yet).
@@ -263,6 +308,9 @@ class NovaSnapshot:
     # proven about those allocations.
     claims: typing.Dict[str, Claims] = dataclasses.field(
         default_factory=dict)
+    # What Zun's database says of the consumers nova has no trace of,
+    # when the zun site rule is on (None: not read; see ZunSnapshot).
+    zun: typing.Optional[ZunSnapshot] = None
     # Changes nova recorded at or after this instant (UTC, naive as nova
     # stores them) are too recent to act on: the time of the read minus
     # [nova_orphans] grace_period. None: no time limit.
@@ -281,6 +329,14 @@ class NovaSnapshot:
     @property
     def unreadable_cells(self):
         return [c for c in self.cells.values() if not c.readable]
+
+    @property
+    def unreadable_services(self):
+        """The other services' databases the rules needed and could not
+        read (each with ``label`` and ``error``, as a cell): what they
+        might own is unverifiable, and the run incomplete.
+        """
+        return [self.zun] if self.zun is not None and self.zun.error else []
 
 
 @dataclasses.dataclass

@@ -37,12 +37,22 @@ NAMESPACE = 'nova_orphans.rules'
 # Built-in rules no site rule may come before.
 PROTECTIVE = (rules.unverifiable, rules.unmanaged_provider)
 IGNORED = 'ignored'
+# The in-tree rule for Zun's containers, by its entry point name.
+ZUN = 'zun'
 
 
 def chain(conf):
-    """The rule chain for this configuration."""
-    names = conf.nova_orphans.site_rules
-    if not names:
+    """The rule chain for this configuration.
+
+    ``[zun_database] connection`` set turns the in-tree ``zun`` rule on
+    even where ``site_rules`` does not name it (after the rules it
+    names): a connection to Zun's database says Zun shares the compute
+    nodes, and without the rule every container's allocation there
+    would be an orphan to delete.
+    """
+    names = list(conf.nova_orphans.site_rules)
+    implied = bool(conf.zun_database.connection) and ZUN not in names
+    if not names and not implied:
         return rules.DEFAULT_RULES
 
     def missing(names):
@@ -51,12 +61,28 @@ def chain(conf):
                      'the %(namespace)s entry point namespace') %
             {'names': ', '.join(sorted(names)), 'namespace': NAMESPACE})
 
-    manager = stevedore.NamedExtensionManager(
-        NAMESPACE, names=names, name_order=True, invoke_on_load=True,
-        invoke_args=(conf,), on_missing_entrypoints_callback=missing,
-        propagate_map_exceptions=True)
-    site = tuple(waiting_for_nova(ext.obj) for ext in manager)
-    LOG.debug('Site rules: %s', names)
+    def failed(manager, entry_point, error):
+        # stevedore's default logs the error and leaves the rule out: the
+        # run would go on without what the site asked to protect.
+        if isinstance(error, exception.NovaOrphansException):
+            raise error
+        raise exception.ConfigError(
+            reason=_('[nova_orphans] site_rules: rule %(name)s could not be '
+                     'loaded: %(error)s') %
+            {'name': entry_point.name, 'error': error})
+
+    site = ()
+    if names:
+        manager = stevedore.NamedExtensionManager(
+            NAMESPACE, names=names, name_order=True, invoke_on_load=True,
+            invoke_args=(conf,), on_missing_entrypoints_callback=missing,
+            on_load_failure_callback=failed,
+            propagate_map_exceptions=True)
+        site = tuple(waiting_for_nova(ext.obj) for ext in manager)
+    if implied:
+        # In tree: no entry point to look up.
+        site += (waiting_for_nova(zun(conf)),)
+    LOG.debug('Site rules: %s', names + ([ZUN] if implied else []))
     rest = tuple(r for r in rules.DEFAULT_RULES if r not in PROTECTIVE)
     return PROTECTIVE + site + rest
 
@@ -90,3 +116,61 @@ def ignore_consumers(conf):
                                    'ignored_consumers.'))
         return None
     return ignore
+
+
+def zun(conf):
+    """In-tree site rule: what Zun's containers hold is Zun's.
+
+    Zun with ``host_shared_with_nova`` allocates on nova's compute node
+    providers under each container's (or capsule's) uuid, with the
+    user's project and no consumer type: nova has no trace of such a
+    consumer, and without this rule it is ``unknown_consumer``. The
+    rule judges only those consumers, by what Zun's database says of
+    them (``ctx.index.snapshot.nova.zun``, a model.ZunSnapshot the
+    audit and each repair's fresh read fill, see readers/zun_db.py):
+
+    - a row of Zun's ``container`` table has the uuid:
+      ``unmanaged_consumer``, never written;
+    - Zun's database could not be read, or was not read for this
+      consumer: ``unverifiable`` (it may be Zun's);
+    - Zun has no row: the next rules judge it (``unknown_consumer``).
+      Zun deletes a row only after its allocations, so a container
+      Zun deleted leaves nothing it will free.
+
+    Needs ``[zun_database] connection``; setting it turns the rule on
+    (see chain).
+    """
+    if not conf.zun_database.connection:
+        raise exception.ConfigError(
+            reason=_('[nova_orphans] site_rules: the %(rule)s rule needs '
+                     '[zun_database] connection') % {'rule': ZUN})
+
+    def zun_containers(ctx):
+        owner = ctx.owner
+        if (owner.instance is not None or owner.migration is not None or
+                owner.mapping is not None or owner.build_request):
+            return None
+        consumer = ctx.allocation.consumer
+        read = ctx.index.snapshot.nova.zun
+        if read is None or consumer not in read.asked:
+            return rules.Verdict(
+                reasons.UNVERIFIABLE, reasons.NONE,
+                _('nova has no trace of this consumer, and Zun\'s database '
+                  'was not read for it: it may be a Zun container\'s.'))
+        if read.error is not None:
+            return rules.Verdict(
+                reasons.UNVERIFIABLE, reasons.NONE,
+                _('nova has no trace of this consumer, and %(database)s, '
+                  'which may hold it as a container, could not be read: '
+                  '%(error)s.') % {'database': read.label,
+                                   'error': read.error})
+        container = read.containers.get(consumer)
+        if container is None:
+            return None
+        return rules.Verdict(
+            reasons.UNMANAGED_CONSUMER, reasons.NONE,
+            _('Zun %(kind)s %(uuid)s (status %(status)s, host %(host)s) '
+              'holds this allocation.') % {
+                'kind': container.kind, 'uuid': container.uuid,
+                'status': container.status, 'host': container.host})
+    return zun_containers

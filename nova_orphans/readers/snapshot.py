@@ -120,11 +120,13 @@ class Audit:
     """One read of the cloud and its findings."""
 
     def __init__(self, placement_reader, nova_reader, progress=None,
-                 rules=rules.DEFAULT_RULES):
+                 rules=rules.DEFAULT_RULES, zun_reader=None):
         self.placement = placement_reader
         self.nova = nova_reader
         self.progress = progress
         self.rules = rules
+        # A zun_db.ZunDBReader when the zun site rule is on.
+        self.zun = zun_reader
 
     def run(self, resource_provider=None, host=None, shown=None):
         """Findings for the selected providers.
@@ -176,6 +178,12 @@ class Audit:
         # A reader that shows no deleted compute node proves those their
         # allocations are on (readers/provider_proof.py).
         self.nova.prove_deleted_nodes(nova, providers, allocations, unowned)
+        if self.zun is not None:
+            # After placement's allocations: Zun writes a container's row
+            # before it claims anything, so a container's allocation
+            # read above has its row by now (see zun_db).
+            nova.zun = self.zun.read(index_mod.unknown_to_nova(nova,
+                                                               unowned))
         if self.progress:
             self.progress(len(consumers))
             self.progress.finish()

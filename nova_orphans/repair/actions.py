@@ -149,7 +149,7 @@ class Repairer:
     def __init__(self, client, nova_reader, audit_snapshot, journal=None,
                  dry_run=False, max_count=None, heal=False, concurrency=8,
                  progress=None, rules=rules_mod.DEFAULT_RULES,
-                 placement_db=None, stop=None):
+                 placement_db=None, stop=None, zun_reader=None):
         self.client = client
         self.reader = placement_api.PlacementAPIReader(client)
         # Fast mode: a PlacementDBReader for the batches' documents.
@@ -163,6 +163,9 @@ class Repairer:
         self.concurrency = concurrency
         self.progress = progress
         self.rules = rules
+        # A zun_db.ZunDBReader when the zun site rule is on: read again
+        # with nova's rows (see _read_fresh).
+        self.zun = zun_reader
         # Set by a signal (see nova_orphans.interrupt): asked before each
         # batch and each write, so only the writes in flight finish.
         self.stop = stop
@@ -264,7 +267,7 @@ class Repairer:
     def _repair_batch(self, pool, batch, planned):
         """{consumer: outcomes} of one batch: read, verify, write."""
         docs = self._read_batch_docs(pool, batch)
-        fresh = self.nova.read_consumers(self.audit.nova, batch)
+        fresh = self._read_fresh(batch)
         single = [c for c in batch
                   if not all(f.action in BATCHED_ACTIONS
                              for f in planned[c])]
@@ -401,13 +404,24 @@ class Repairer:
         with self._cloud_lock:
             self.conflicts += 1
         docs = self._read_docs(consumer)
-        fresh = self.nova.read_consumers(self.audit.nova, [consumer])
+        fresh = self._read_fresh([consumer])
         try:
             outcomes = self._attempt(consumer, planned, docs, fresh)
         except _Retry:
             return [skipped(_('changed concurrently twice; run '
                               'again'))] * len(planned)
         return [other_writer() if o == gone() else o for o in outcomes]
+
+    def _read_fresh(self, consumers):
+        """nova's rows for these consumers, read again after their
+        allocations, and what Zun's database says now of those nova has
+        no trace of (when the zun rule is on).
+        """
+        fresh = self.nova.read_consumers(self.audit.nova, consumers)
+        if self.zun is not None:
+            fresh.zun = self.zun.read(index_mod.unknown_to_nova(fresh,
+                                                                consumers))
+        return fresh
 
     def _guarded(self, consumer, planned, work):
         try:

@@ -134,4 +134,5 @@ class ConfigSampleTestCase(base.base.BaseTestCase):
         self.assertIn('#cell_timeout = 60\n', sections['nova_orphans'])
         self.assertIn('#site_rules =\n', sections['nova_orphans'])
         self.assertIn('#connection = <None>\n', sections['api_database'])
+        self.assertIn('#connection = <None>\n', sections['zun_database'])
         self.assertIn('#auth_type = <None>\n', sections['placement'])

@@ -89,6 +89,7 @@ class PlacementOptsTestCase(base.BaseTestCase):
              'endpoint_override', 'region_name', 'service_type'},
             listed['placement'])
         self.assertEqual({'connection'}, listed['placement_database'])
+        self.assertEqual({'connection'}, listed['zun_database'])
 
     def test_command_imports_no_keystoneauth(self):
         # A fast-mode list never reaches the API: its start-up must not
@@ -202,7 +203,8 @@ from nova_orphans.cmd import manage
 def findings(sources, scope, progress=None, metrics=None, rows=True):
     logging.getLogger('nova_orphans').warning('a warning')
     logging.getLogger('oslo_db.sqlalchemy.engines').warning('a retry')
-    nova = types.SimpleNamespace(unreadable_cells=[], unread=[])
+    nova = types.SimpleNamespace(unreadable_cells=[], unread=[],
+                                 unreadable_services=[])
     return results.Listing([], types.SimpleNamespace(nova=nova))
 
 allocations.list_allocations = findings

@@ -242,7 +242,8 @@ class RepairTestCase(base.BaseTestCase):
                 ([actions.DONE, actions.interrupted(),
                   actions.interrupted()], 0, False),
                 ([actions.DONE] * 3, 1, False),
-                # Something else not read (neutron, for empty info caches).
+                # Something else not read (neutron, for empty info caches;
+                # Zun's database, which the zun site rule needed).
                 ([actions.DONE] * 3, 0, True)):
             text = self.clean(outcomes, unreadable_cells=cells, now=NOW,
                               incomplete=incomplete)
