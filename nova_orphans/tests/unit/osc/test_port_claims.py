@@ -301,6 +301,22 @@ class OrphanCommandTestCase(base.BaseTestCase):
                          r['orphan_allocations'])
              for r in json.loads(self.app.stdout.getvalue())})
 
+    def test_provider_orphans_network_api_down(self):
+        # The trees' allocations are judged as above: incomplete (2).
+        self.net.down = True
+        cmd = provider_orphan.ListProviderOrphan(self.app, None)
+        parsed = cmd.get_parser('openstack resource provider orphan').\
+            parse_args(['--all', '-f', 'json'])
+        self.app.stdout = io.StringIO()
+        code = cmd.run(parsed)
+        _why, (unread,) = not_asked('Connection refused')
+        self.assertEqual(
+            ({RP1: 0, BW: 0, BW2: 0}, 2,
+             'WARNING: %s.\nIncomplete: %s.\n' % (unread, unread)),
+            ({r['uuid']: r['orphan_allocations']
+              for r in json.loads(self.app.stdout.getvalue())}, code,
+             self.app.stderr.getvalue()))
+
     def test_network_api_down_is_unverifiable(self):
         # Incomplete (2), said first and last on stderr; clean changes
         # nothing.
