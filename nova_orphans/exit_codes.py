@@ -46,8 +46,8 @@ MEANINGS = {
     SUCCESS: _('nothing found, nothing to do (the whole cloud was read)'),
     REPAIR_FAILED: _('a repair failed (the others were still done)'),
     INCOMPLETE: _('incomplete: a cell, placement\'s database, neutron '
-                  '(asked for the ports of a server whose info cache lists '
-                  'none) or (zun site rule) Zun\'s database could not be '
+                  '(asked for the ports bound to a server) or (zun site '
+                  'rule) Zun\'s database could not be '
                   'read, and the part that was read has no orphan'),
     ORPHANS_FOUND: _('orphans remain: found and not all repaired '
                      '(list, --dry-run, --max-count, or repairs skipped); '

@@ -186,6 +186,14 @@ def with_listed_ports(found, network_info=None, error=None):
     return found
 
 
+def neutron_not_asked(error):
+    """Why a server's ports prove nothing when the network API could not
+    be asked for them (``error``), as Claims.ports_error.
+    """
+    return _('neutron could not be asked for the ports bound to the '
+             'server (%(error)s)') % {'error': error}
+
+
 def flavor_record(serialized):
     """The current flavor from ``instance_extra.flavor`` as a dict, or
     None when the text is missing or not nova's versioned object.

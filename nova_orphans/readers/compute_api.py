@@ -151,6 +151,17 @@ def when(text):
     return value
 
 
+class _NotAsked(Exception):
+    """neutron could not be asked for a server's ports (``error``, a
+    clients.network.NetworkError): unlike ports that neutron and nova
+    name differently, a part of the cloud not read.
+    """
+
+    def __init__(self, error):
+        super().__init__(error)
+        self.error = error
+
+
 class ComputeAPIReader(base.NovaReader):
 
     def __init__(self, client, concurrency=8,
@@ -378,46 +389,71 @@ class ComputeAPIReader(base.NovaReader):
         attached or detached between the two reads proves nothing.
         Unlike an empty info cache, the network API listing no port
         bound to the server is neutron's own word: no port claims
-        anything.
+        anything. Where neutron cannot be asked, those claims stay
+        unproven and the snapshot says why (``unread``): the run is
+        incomplete, as nova_db.NovaDBReader's is.
         """
-        for uuid, found in self._map(self._claims, sorted(instance_uuids)):
+        not_asked = []
+        for uuid, found, error in self._map(self._claims,
+                                            sorted(instance_uuids)):
             snapshot.claims[uuid] = found
+            if error is not None:
+                not_asked.append(error)
+        if not_asked:
+            # The first server's error (they are read in uuid order):
+            # one line, however many servers could not be asked about.
+            snapshot.unread.append(_(
+                'neutron could not be asked for the ports bound to '
+                '%(count)d server(s) (%(error)s): what they hold on their '
+                'nodes\' child providers is unverifiable') % {
+                    'count': len(not_asked), 'error': not_asked[0]})
         return snapshot
 
     def _claims(self, uuid):
+        """(uuid, model.Claims, the NetworkError that kept neutron from
+        being asked about the server or None).
+        """
         server = self.client.get_or_none('/servers/%s' % uuid)
         if server is None:
             return uuid, claims_mod.claims(
                 None, None, ports_error=_('the server is gone'),
-                flavor_error=_('the server is gone'))
+                flavor_error=_('the server is gone')), None
         embedded = server['server'].get('flavor')
         try:
             record = flavor(embedded) if embedded else None
         except (KeyError, TypeError):
             record = None
+        network_info = ports_error = not_asked = None
         try:
             network_info = self._network_info(uuid)
-            ports_error = None
+        except _NotAsked as e:
+            not_asked = e.error
+            ports_error = claims_mod.neutron_not_asked(e.error)
         except (compute.ComputeError, network_mod.NetworkError) as e:
-            LOG.debug('Ports of server %(server)s: %(error)s',
-                      {'server': uuid, 'error': e})
-            network_info = None
             ports_error = _('the network API could not be read (%(error)s)'
                             ) % {'error': e}
+        if ports_error is not None:
+            LOG.debug('Ports of server %(server)s: %(error)s',
+                      {'server': uuid, 'error': ports_error})
         return uuid, claims_mod.claims(network_info, record,
-                                       ports_error=ports_error, listed=True)
+                                       ports_error=ports_error,
+                                       listed=True), not_asked
 
     def _network_info(self, uuid):
         """The server's ports as nova's network info would show them
-        (``id`` and ``profile``); raises when no proof can be had.
+        (``id`` and ``profile``); raises when no proof can be had:
+        _NotAsked when neutron could not be asked.
         """
         if self.network is None:
-            raise network_mod.NetworkError(
+            raise _NotAsked(network_mod.NetworkError(
                 method='GET', url='/ports',
-                reason=_('no network API client'))
+                reason=_('no network API client')))
         attached = {doc.get('port_id') for doc in self.client.get(
             '/servers/%s/os-interface' % uuid)['interfaceAttachments']}
-        ports = self.network.server_ports(uuid)
+        try:
+            ports = self.network.server_ports(uuid)
+        except network_mod.NetworkError as e:
+            raise _NotAsked(e)
         if attached != {p.get('id') for p in ports}:
             raise network_mod.NetworkError(
                 method='GET', url='/ports',

@@ -403,8 +403,7 @@ class NovaDBReader(base.NovaReader):
             LOG.debug('Ports of %(count)d server(s) whose info cache lists '
                       'none: %(error)s', {'count': len(unlisted),
                                           'error': e})
-            error = _('neutron could not be asked for the ports bound to '
-                      'the server (%(error)s)') % {'error': e}
+            error = claims_mod.neutron_not_asked(e)
             snapshot.unread.append(_(
                 'neutron could not be asked for the ports bound to '
                 '%(count)d server(s) whose info cache in nova\'s database '

@@ -35,6 +35,7 @@ from nova_orphans.readers import compute_api
 from nova_orphans.tests.unit.osc import fakes
 
 VM1 = '11111111-1111-4111-8111-111111111111'
+VM2 = '22222222-2222-4222-8222-222222222222'
 RP1 = 'c1c1c1c1-c1c1-41c1-81c1-c1c1c1c1c1c1'
 BW = 'b1b1b1b1-b1b1-41b1-81b1-b1b1b1b1b1b1'
 BW2 = 'b2b2b2b2-b2b2-42b2-82b2-b2b2b2b2b2b2'
@@ -62,6 +63,22 @@ class FakeNetwork(fakes.FakeAdapter):
             for p in self.ports if p['device_id'] in params['device_id']]})
 
 
+def not_asked(reason, servers=1, server=VM1):
+    """Why ``server``'s ports prove nothing, and the line of
+    NovaSnapshot.unread for ``servers`` servers, when the network API
+    request about ``server`` failed for ``reason``.
+    """
+    error = ('Network request GET /ports?device_id=%s&fields=id&'
+             'fields=device_id&fields=binding%%3Aprofile failed: %s' %
+             (server, reason))
+    return (
+        'neutron could not be asked for the ports bound to the server '
+        '(%s)' % error,
+        ['neutron could not be asked for the ports bound to %d server(s) '
+         '(%s): what they hold on their nodes\' child providers is '
+         'unverifiable' % (servers, error)])
+
+
 def port(port_id, allocation=None, device_id=VM1):
     return {'id': port_id, 'device_id': device_id, 'name': 'ignored',
             'binding:profile': ({} if allocation is None
@@ -79,10 +96,19 @@ class ComputeAPIClaimsTestCase(base.BaseTestCase):
             compute.ComputeClient(self.api), concurrency=2,
             network=network.NetworkClient(self.net))
 
-    def claims(self, reader=None):
-        snap = model.NovaSnapshot()
-        (reader or self.reader).read_claims(snap, [VM1])
-        return snap.claims[VM1]
+    def claims(self, reader=None, servers=(VM1,)):
+        """VM1's claims; the snapshot read is self.snap."""
+        self.snap = model.NovaSnapshot()
+        (reader or self.reader).read_claims(self.snap, list(servers))
+        return self.snap.claims[VM1]
+
+    def assertNotAsked(self, found, reason, servers=1):
+        """Nothing proven, the flavor still read, the run incomplete."""
+        why, unread = not_asked(reason, servers)
+        self.assertEqual(
+            (None, why, claims.FLAVOR_BASE_CLASSES, unread),
+            (found.port_providers, found.ports_error, found.flavor_classes,
+             self.snap.unread))
 
     def attach(self, *ports):
         self.net.ports.extend(ports)
@@ -102,6 +128,7 @@ class ComputeAPIClaimsTestCase(base.BaseTestCase):
         self.assertEqual(
             'http://network:9696/v2.0/ports?device_id=%s&fields=id&'
             'fields=device_id&fields=binding%%3Aprofile' % VM1, url)
+        self.assertEqual([], self.snap.unread)
 
     def test_endpoint_with_version(self):
         self.net.endpoint = 'http://network:9696/v2.0'
@@ -111,32 +138,35 @@ class ComputeAPIClaimsTestCase(base.BaseTestCase):
     def test_no_port_is_the_network_apis_word(self):
         # Unlike an empty info cache: neutron owns the bindings.
         found = self.claims()
-        self.assertEqual((frozenset(), None),
-                         (found.port_providers, found.ports_error))
+        self.assertEqual((frozenset(), None, []),
+                         (found.port_providers, found.ports_error,
+                          self.snap.unread))
 
     def test_network_api_unreachable(self):
         self.attach(port('p1', BW))
         self.net.down = True
-        found = self.claims()
-        self.assertIsNone(found.port_providers)
-        self.assertTrue(found.ports_error.startswith(
-            'the network API could not be read (Network request GET '
-            '/ports?'), found.ports_error)
-        # The flavor is still read.
-        self.assertEqual(claims.FLAVOR_BASE_CLASSES, found.flavor_classes)
+        self.assertNotAsked(self.claims(), 'Connection refused')
+
+    def test_network_api_unreachable_for_many_servers(self):
+        # One line for them all, with the first server's error.
+        self.api.servers.append(fakes.server(VM2, 'host1'))
+        self.attach(port('p1', BW))
+        self.net.down = True
+        self.assertNotAsked(self.claims(servers=(VM2, VM1)),
+                            'Connection refused', servers=2)
+        self.assertEqual(not_asked('Connection refused', server=VM2)[0],
+                         self.snap.claims[VM2].ports_error)
 
     def test_network_api_answers_an_error(self):
         self.attach(port('p1', BW))
         self.net.endpoint = 'http://network:9696/wrong'
-        self.assertIsNone(self.claims().port_providers)
+        self.assertNotAsked(self.claims(), '404 "{"NeutronError": {}}"')
 
     def test_network_answer_without_ports(self):
         self.attach(port('p1', BW))
         self.net.request = lambda url, method, **kw: fakes.Response(
             200, {'networks': []})
-        found = self.claims()
-        self.assertIsNone(found.port_providers)
-        self.assertIn('the answer lists no ports', found.ports_error)
+        self.assertNotAsked(self.claims(), 'the answer lists no ports')
 
     def test_no_network_endpoint(self):
         self.attach(port('p1', BW))
@@ -144,31 +174,46 @@ class ComputeAPIClaimsTestCase(base.BaseTestCase):
         def no_endpoint():
             raise ks_exc.EndpointNotFound('network')
         self.net.get_endpoint = no_endpoint
-        found = self.claims()
-        self.assertIsNone(found.port_providers)
-        self.assertIn('network', found.ports_error)
+        self.assertNotAsked(
+            self.claims(),
+            'Configuration error: the catalog has no endpoint for service '
+            'type None, interface any, region any: check region_name and '
+            'the interface (valid_interfaces) against it')
 
     def test_no_network_client(self):
         self.attach(port('p1', BW))
         reader = compute_api.ComputeAPIReader(
             compute.ComputeClient(self.api), concurrency=2)
         found = self.claims(reader)
-        self.assertIsNone(found.port_providers)
-        self.assertIn('no network API client', found.ports_error)
+        error = 'Network request GET /ports failed: no network API client'
+        self.assertEqual(
+            (None, 'neutron could not be asked for the ports bound to the '
+             'server (%s)' % error,
+             ['neutron could not be asked for the ports bound to 1 '
+              'server(s) (%s): what they hold on their nodes\' child '
+              'providers is unverifiable' % error]),
+            (found.port_providers, found.ports_error, self.snap.unread))
+        # Only the server itself is read, for its flavor.
+        self.assertEqual(['/servers/%s' % VM1], self.api.urls())
 
     def test_apis_disagree(self):
         # A port attached between the two reads.
         self.attach(port('p1', BW))
         self.net.ports.append(port('p2'))
         found = self.claims()
-        self.assertIsNone(found.port_providers)
-        self.assertIn('name different ports', found.ports_error)
+        # nova at work, not a part of the cloud not read.
+        self.assertEqual(
+            (None, 'the network API could not be read (Network request GET '
+             '/ports failed: the compute and network APIs name different '
+             'ports for the server)', []),
+            (found.port_providers, found.ports_error, self.snap.unread))
 
     def test_server_gone(self):
         self.api.servers = []
         found = self.claims()
-        self.assertEqual((None, None), (found.port_providers,
-                                        found.flavor_classes))
+        self.assertEqual((None, None, []), (found.port_providers,
+                                            found.flavor_classes,
+                                            self.snap.unread))
 
     def test_no_embedded_flavor(self):
         del self.api.servers[0]['flavor']
@@ -215,7 +260,7 @@ class OrphanCommandTestCase(base.BaseTestCase):
         parsed = cmd.get_parser('openstack allocation orphan').parse_args(
             list(argv) + ['-f', 'json'])
         self.app.stdout = io.StringIO()
-        cmd.run(parsed)
+        self.code = cmd.run(parsed)
         return json.loads(self.app.stdout.getvalue())
 
     def test_list_clean_restore(self):
@@ -256,11 +301,49 @@ class OrphanCommandTestCase(base.BaseTestCase):
                          r['orphan_allocations'])
              for r in json.loads(self.app.stdout.getvalue())})
 
-    def test_network_api_down_is_unverifiable(self):
+    def test_provider_orphans_network_api_down(self):
+        # The trees' allocations are judged as above: incomplete (2).
         self.net.down = True
-        self.assertEqual([], self.rows(orphan.ListOrphan))
+        cmd = provider_orphan.ListProviderOrphan(self.app, None)
+        parsed = cmd.get_parser('openstack resource provider orphan').\
+            parse_args(['--all', '-f', 'json'])
+        self.app.stdout = io.StringIO()
+        code = cmd.run(parsed)
+        _why, (unread,) = not_asked('Connection refused')
         self.assertEqual(
-            {(RP1, 'active_instance'), (BW, 'unverifiable'),
-             (BW2, 'unverifiable')},
-            {(r['resource_provider'], r['reason'])
-             for r in self.rows(orphan.ListOrphan, '--all')})
+            ({RP1: 0, BW: 0, BW2: 0}, 2,
+             'WARNING: %s.\nIncomplete: %s.\n' % (unread, unread)),
+            ({r['uuid']: r['orphan_allocations']
+              for r in json.loads(self.app.stdout.getvalue())}, code,
+             self.app.stderr.getvalue()))
+
+    def test_network_api_down_is_unverifiable(self):
+        # Incomplete (2), said first and last on stderr; clean changes
+        # nothing.
+        self.net.down = True
+        why, (unread,) = not_asked('Connection refused')
+        said = 'WARNING: %s.\nIncomplete: %s.\n' % (unread, unread)
+        self.assertEqual(([], 2, said), (self.rows(orphan.ListOrphan),
+                                         self.code,
+                                         self.app.stderr.getvalue()))
+        self.app.stderr = io.StringIO()
+        self.assertEqual(
+            ([(BW, 'unverifiable', 'No port is known to claim this '
+               'provider, but nothing proves it: %s.' % why),
+              (BW2, 'unverifiable', 'No port is known to claim this '
+               'provider, but nothing proves it: %s.' % why),
+              (RP1, 'active_instance', None)], 2, said),
+            (sorted((r['resource_provider'], r['reason'],
+                     r['details'] if r['reason'] == 'unverifiable' else None)
+                    for r in self.rows(orphan.ListOrphan, '--all')),
+             self.code, self.app.stderr.getvalue()))
+        self.app.stderr = io.StringIO()
+        before = json.dumps(self.placement.consumers, sort_keys=True)
+        path = os.path.join(self.tmp, 'j.jsonl')
+        self.assertEqual(
+            ([], 2, said),
+            (self.rows(orphan.CleanOrphan, '--journal', path), self.code,
+             self.app.stderr.getvalue()))
+        self.assertFalse(os.path.exists(path))
+        self.assertEqual(before, json.dumps(self.placement.consumers,
+                                            sort_keys=True))
