@@ -48,10 +48,14 @@ BUILDING = 'building'
 SOFT_DELETED = 'soft_deleted'
 UNVERIFIABLE = 'unverifiable'
 UNMANAGED_PROVIDER = 'unmanaged_provider'
+# A consumer that is not nova's to judge: its project is one of
+# [nova_orphans] foreign_projects, or its placement consumer type is not
+# one nova writes (or is one of [nova_orphans] foreign_consumer_types).
+UNMANAGED_CONSUMER = 'unmanaged_consumer'
 IN_PROGRESS = 'in_progress'
 HEALTHY_REASONS = (
     ACTIVE_INSTANCE, ACTIVE_MIGRATION, BUILDING, SOFT_DELETED, UNVERIFIABLE,
-    UNMANAGED_PROVIDER, IN_PROGRESS,
+    UNMANAGED_PROVIDER, UNMANAGED_CONSUMER, IN_PROGRESS,
 )
 
 REASONS = ORPHAN_REASONS + HEALTHY_REASONS
