@@ -434,10 +434,10 @@ class ServiceDeletedTest(ProviderCycleTestCase):
         self.age_nova()
         self.assertEqual(
             ['COMPUTE_NODE', 'OWNER_NOVA'],
-            [t for t in self._ok(self.placement.get(
-                '/resource_providers/%s/traits' % self.rp1,
-                version='1.6'))['traits']
-             if t in ('COMPUTE_NODE', 'OWNER_NOVA')])
+            sorted({'COMPUTE_NODE', 'OWNER_NOVA'}.intersection(
+                self._ok(self.placement.get(
+                    '/resource_providers/%s/traits' % self.rp1,
+                    version='1.6'))['traits'])))
         fpga = self.post_provider('host1_fpga0', self.rp1)['uuid']
         self.put_inventory(fpga, {'FPGA': 1}, traits=['OWNER_CYBORG'])
         lone = self.post_provider('cyborg-accel-host')['uuid']
@@ -482,16 +482,17 @@ class ServiceDeletedTest(ProviderCycleTestCase):
         rc, out = self.run_manage(
             'providers', 'clean', '--format', 'json', '--journal',
             os.path.join(tmp, 'manage.jsonl'))
+        # Orphans found and left: 3.
         self.assertEqual(
-            {(self.rp1, skipped), (self.child1, skipped)},
-            {(r['uuid'], r['outcome']) for r in json.loads(out)},
+            (3, {(self.rp1, skipped), (self.child1, skipped)}),
+            (rc, {(r['uuid'], r['outcome']) for r in json.loads(out)}),
             out + self.manage_stderr)
         rc, out, err = self.openstack(
             'resource', 'provider', 'orphan', 'clean', '--journal',
             os.path.join(tmp, 'osc.jsonl'), '-f', 'json')
         self.assertEqual(
-            {(self.rp1, skipped), (self.child1, skipped)},
-            {(r['uuid'], r['outcome']) for r in json.loads(out)}, err)
+            (3, {(self.rp1, skipped), (self.child1, skipped)}),
+            (rc, {(r['uuid'], r['outcome']) for r in json.loads(out)}), err)
         for rp in (self.rp1, self.child1, fpga, lone):
             self.assertTrue(self.provider_exists(rp), rp)
 
