@@ -78,13 +78,15 @@ class PlacementAPIReader(base.PlacementReader):
 
     def _foreign_owners(self, raw):
         """{provider uuid: model.foreign_owner} of the providers another
-        service owns: one request for the owner traits placement knows,
+        service owns: one request for the owner traits providers carry,
         one per such trait other than OWNER_NOVA, and one per
         ``blazar_`` provider whose name alone does not say it is
         Blazar's (for its reservation classes).
         """
-        traits = self.client.get('/traits?name=startswith:%s' %
-                                 model.OWNER_TRAIT_PREFIX)['traits']
+        # Only the owner traits some provider carries (1.6).
+        traits = self.client.get(
+            '/traits?name=startswith:%s&associated=true' %
+            model.OWNER_TRAIT_PREFIX)['traits']
         owners = {}
         for trait in sorted(traits):
             if trait == model.OWNER_NOVA:

@@ -215,6 +215,13 @@ class AllocationsOnDeletedTreeTestCase(_TraitTestCase):
         self.assertEqual({}, self.placement.consumers[base.STRANGER][
             'allocations'])
 
+    def test_owner_nova_alone_proves_it(self):
+        # nova 34's mark, read with the root's traits: the same proof.
+        self.placement.trait_roots = (base.RP1, base.RP2)
+        self.placement.traits[DEAD] = {'OWNER_NOVA'}
+        self.assertEqual(('unknown_consumer', 'delete_consumer', None),
+                         self.verdicts()[(base.STRANGER, DEAD)])
+
     def test_without_the_trait(self):
         self.placement.trait_roots = (base.RP1, base.RP2)
         self.assertEqual(('unmanaged_provider', 'none', None),
