@@ -198,6 +198,14 @@ class ListTest(OpenStackPluginTestBase):
         self.assertEqual({self.rp_uuids['host3']: self.resources},
                          self.get_allocations(uuids.container))
         self.assertEqual([], self.list_allocations())
+        # Fast mode reads the record from placement's tables: the same.
+        self.conf_file = self.write_nova_conf(
+            extra={'nova_orphans': {'foreign_projects': ZUN_PROJECT}},
+            placement_db=True)
+        self.assertEqual([(uuids.container, 'unmanaged_consumer')], [
+            (r['consumer'], r['reason'])
+            for r in self.list_allocations('--all')
+            if r['reason'] == 'unmanaged_consumer'])
 
     def test_table_and_columns(self):
         rc, out, err = self.openstack('allocation', 'orphan', 'list')
