@@ -14,11 +14,12 @@
 The provider trees of compute nodes nova deleted, as
 ``nova-orphans-manage providers``, through the APIs: a root is called a
 deleted ``compute_node`` here only on the proof
-:mod:`nova_orphans.readers.provider_proof` describes (nova's
-mark on the root, OWNER_NOVA or COMPUTE_NODE, no hypervisor with its
-uuid, every cell answering); the columns are the manage command's JSON keys and the exit
-codes its table. These commands sit beside osc-placement's ``resource
-provider ...`` ones. What each does is nova_orphans/app/providers.py.
+:mod:`nova_orphans.readers.provider_proof` describes (nova's mark on
+the root, OWNER_NOVA or COMPUTE_NODE, no hypervisor with its uuid,
+every cell answering); the columns are the manage command's JSON keys
+and the exit codes its table. These commands sit beside osc-placement's
+``resource provider ...`` ones. What each does is
+nova_orphans/app/providers.py.
 """
 
 from nova_orphans.app import allocations as app_allocations
