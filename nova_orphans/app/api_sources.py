@@ -12,6 +12,7 @@
 """The sources of an ``openstack`` run: the APIs (see app/sources.py)."""
 
 from nova_orphans.app import sources
+from nova_orphans.engine import rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.readers import compute_api
@@ -28,17 +29,21 @@ class APISources(sources.Sources):
     """
 
     def __init__(self, clients, grace_period, every_root=True,
-                 state_path=None):
+                 state_path=None, foreign_projects=(),
+                 foreign_consumer_types=()):
         if grace_period < 0:
             raise exception.InvalidInput(
                 reason=_('--grace-period must not be negative'))
+        foreign = rules.foreign(
+            foreign_projects, foreign_consumer_types, '--foreign-project',
+            '--foreign-consumer-type', error=exception.InvalidInput)
         self.clients = clients
         self.state_path = state_path
         self._nova = provider_proof.ProvingReader(
             compute_api.ComputeAPIReader(
                 clients.compute, sources.API_CONCURRENCY,
                 grace_period=grace_period,
-                network=clients.network),
+                network=clients.network, foreign=foreign),
             clients.placement, every_root=every_root)
 
     @property

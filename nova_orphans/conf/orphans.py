@@ -75,6 +75,28 @@ ORPHANS_OPTS = [
     cfg.ListOpt('ignored_consumers', default=[],
                 help='Consumer uuids the "ignore_consumers" site rule keeps '
                      'out of the orphans (reason "ignored", action "none").'),
+    cfg.ListOpt('foreign_projects', default=[],
+                help='Ids of the projects whose placement consumers are '
+                     'another service\'s, such as the projects Zun\'s '
+                     'containers allocate under when Zun shares nova\'s '
+                     'compute nodes (host_shared_with_nova). A consumer '
+                     'nova has no record of whose project is listed is '
+                     '"unmanaged_consumer" (action "none") and never '
+                     'written; nova\'s own instances in these projects '
+                     'are judged as any other. Project ids only (32 hex '
+                     'digits, as placement records them): names are not '
+                     'resolved, so that both front ends judge alike, and '
+                     'a value that is no project id is refused.'),
+    cfg.ListOpt('foreign_consumer_types', default=[],
+                help='Placement consumer types (microversion 1.38) to '
+                     'call another service\'s, on top of every type nova '
+                     'does not write: a consumer nova has no record of '
+                     'with any type but INSTANCE and MIGRATION is '
+                     '"unmanaged_consumer" already. nova\'s own types '
+                     'are refused. nova 27 to 34 write no type, which '
+                     'placement reads back as "unknown": such consumers '
+                     'are judged by nova\'s records (and foreign_projects) '
+                     'alone.'),
     cfg.IntOpt('journal_retention_days', default=90, min=1,
                help='"journals prune" removes the journals of the journal '
                     'directory that nothing wrote to for this many days '

@@ -79,9 +79,14 @@ class CloudIndex:
         self.nova_sharing = self._nova_sharing_providers()
         # Every provider's (provider, compute node whose tree holds it,
         # shared by nova?), asked of every allocation: answered once.
+        # Another service's provider is in no compute node's tree, even
+        # under a node's root (see rules.unmanaged_provider).
         nodes, sharing = self.nodes_by_uuid, self.nova_sharing
         self.provider_facts = {
-            uuid: (provider, nodes.get(provider.root_uuid), uuid in sharing)
+            uuid: (provider,
+                   None if provider.foreign_owner is not None
+                   else nodes.get(provider.root_uuid),
+                   uuid in sharing)
             for uuid, provider in self.providers.items()}
 
     def facts_for_provider(self, provider_uuid):
@@ -99,14 +104,17 @@ class CloudIndex:
                 self.nodes_by_uuid is snapshot.nova.compute_nodes)
 
     def _nova_sharing_providers(self):
-        """Sharing providers that share with at least one compute node."""
+        """Sharing providers that share with at least one compute node
+        (none that another service owns).
+        """
         node_aggregates = set()
         for provider in self.providers.values():
             if provider.uuid in self.nodes_by_uuid:
                 node_aggregates.update(provider.aggregates)
         return frozenset(
             p.uuid for p in self.providers.values()
-            if p.sharing and p.aggregates & node_aggregates)
+            if p.sharing and p.foreign_owner is None and
+            p.aggregates & node_aggregates)
 
 
 class SnapshotIndex:
@@ -262,6 +270,23 @@ def held_by(allocations, consumers):
         return [a for a in allocations if a.consumer in consumers]
     return [alloc for consumer in consumers
             for alloc in _each(grouped.get(consumer))]
+
+
+def on_nova_trees(placement, nova, consumers):
+    """Those of ``consumers`` holding an allocation in a compute node's
+    tree (not on another service's provider there) or on a sharing
+    provider, or on a provider placement did not list: the only ones
+    whose placement record a built-in rule may ask for (elsewhere
+    rules.unmanaged_provider decides first).
+    """
+    providers, nodes = placement.providers, nova.compute_nodes
+    found = set()
+    for alloc in held_by(placement.allocations, consumers):
+        p = providers.get(alloc.provider)
+        if p is None or p.sharing or (p.foreign_owner is None and
+                                      p.root_uuid in nodes):
+            found.add(alloc.consumer)
+    return found
 
 
 def group_by_consumer(allocations):

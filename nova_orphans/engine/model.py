@@ -28,6 +28,43 @@ from nova_orphans.engine import reasons
 # Placement's MISC_SHARES_VIA_AGGREGATE: such a provider's allocations
 # belong to whichever instance holds them, wherever it runs.
 SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
+# os-traits' owner traits: a service marks the providers it owns with
+# OWNER_<SERVICE>. nova 34 puts OWNER_NOVA on its compute nodes' roots,
+# its PCI-in-placement providers and the providers it configures from
+# provider config files; Cyborg puts OWNER_CYBORG on its devices'.
+OWNER_TRAIT_PREFIX = 'OWNER_'
+OWNER_NOVA = 'OWNER_NOVA'
+# The trait nova 27 and later put on every compute node's root provider.
+COMPUTE_NODE_TRAIT = 'COMPUTE_NODE'
+# nova's marks on a compute node's root, as a row names its evidence.
+NOVA_NODE_TRAITS = (OWNER_NOVA, COMPUTE_NODE_TRAIT)
+# Blazar's reservation providers: a child ``blazar_<host>`` of the
+# host's compute node provider, with a CUSTOM_RESERVATION_<reservation>
+# class for each instance reservation on the host.
+BLAZAR_PREFIX = 'blazar_'
+RESERVATION_CLASS_PREFIX = 'CUSTOM_RESERVATION_'
+
+
+def foreign_owner(name, parent_name, owner_traits, resource_classes):
+    """Why a provider is another service's, or None.
+
+    ``owner_traits``: the OWNER_* traits it carries; ``resource_classes``
+    those of its inventories (a reader may pass only the
+    CUSTOM_RESERVATION_* ones). Any owner trait other than OWNER_NOVA
+    makes it another service's, whatever else it carries. A
+    ``blazar_<host>`` child of ``<host>`` is Blazar's before it has any
+    reservation's class; any other ``blazar_`` name only with one.
+    """
+    others = sorted(t for t in owner_traits if t != OWNER_NOVA)
+    if others:
+        return ', '.join(others)
+    if name and name.startswith(BLAZAR_PREFIX):
+        if parent_name is not None and name == BLAZAR_PREFIX + parent_name:
+            return 'blazar'
+        if any(rc.startswith(RESERVATION_CLASS_PREFIX)
+               for rc in resource_classes):
+            return 'blazar'
+    return None
 
 
 @dataclasses.dataclass(slots=True)
@@ -40,6 +77,9 @@ class Provider:
     sharing: bool = False
     # Only filled for sharing providers and the roots they share with.
     aggregates: frozenset = frozenset()
+    # Another service's provider (see foreign_owner): what says so, an
+    # owner trait (OWNER_CYBORG) or 'blazar'; None for any other.
+    foreign_owner: typing.Optional[str] = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -102,6 +142,20 @@ class PlacementSnapshot:
 
 
 @dataclasses.dataclass(frozen=True)
+class Foreign:
+    """What the operator declares not nova's to judge.
+
+    ``projects``: project ids ([nova_orphans] foreign_projects);
+    ``consumer_types``: placement consumer types ([nova_orphans]
+    foreign_consumer_types), on top of every type nova does not write.
+    See rules.unmanaged_consumer.
+    """
+
+    projects: frozenset = frozenset()
+    consumer_types: frozenset = frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
 class Cell:
     uuid: str
     name: typing.Optional[str]
@@ -130,9 +184,11 @@ class ComputeNode:
     # node is deleted too.
     archived: bool = False
     # Known deleted without a row (the compute API shows none): its root
-    # provider has nova's COMPUTE_NODE trait and no hypervisor has its
-    # uuid, every cell answering (see osc's provider commands).
-    proven_by_trait: bool = False
+    # provider carries nova's marks, these of NOVA_NODE_TRAITS (OWNER_NOVA
+    # from nova 34 on, COMPUTE_NODE from nova 27 on), and no hypervisor
+    # has its uuid, every cell answering (readers/provider_proof.py).
+    # Empty for a node nova has a row of.
+    proven_by_trait: tuple = ()
 
 
 @dataclasses.dataclass(slots=True)
@@ -325,6 +381,11 @@ class NovaSnapshot:
     # info cache lists none): what it would have proven is unverifiable,
     # and the run is incomplete as with a cell not read.
     unread: typing.List[str] = dataclasses.field(default_factory=list)
+
+    # The consumers the operator declares not nova's (the nova reader's
+    # configuration, as recent_since is): every NovaSnapshot a reader
+    # makes for the run carries it, the fresh ones of a repair too.
+    foreign: Foreign = Foreign()
 
     @property
     def unreadable_cells(self):

@@ -46,6 +46,14 @@ verdict. Only one verdict acts:
     ``deleted_compute_node``, and what the unreadable cell may own on
     it keeps it.
 
+A provider another service owns is ``unmanaged`` wherever it is,
+even in a compute node's tree, where Cyborg (its devices, marked
+OWNER_CYBORG) and Blazar (``blazar_<host>``) put theirs: any owner
+trait other than OWNER_NOVA, or Blazar's reservation provider (see
+model.foreign_owner). A deleted compute node's tree holding one keeps
+its verdict but is never deleted: placement deletes no parent before
+its children, and those are not nova's to delete.
+
 Everything else is left alone: ``live_compute_node``, ``unmanaged`` (a
 root nova never had as a compute node: another service's providers,
 sharing providers) and ``unverifiable``: a root nova has no record of
@@ -60,6 +68,7 @@ import collections
 
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
+from nova_orphans.engine import rules
 from nova_orphans.i18n import _
 
 
@@ -92,6 +101,9 @@ def bottom_up(providers, root):
 
 def judge_root(root, nova):
     """(reason, action, details, compute node or None) of one root."""
+    if root.foreign_owner is not None:
+        return (reasons.UNMANAGED, reasons.NONE,
+                rules.foreign_provider_details(root.foreign_owner), None)
     node = nova.compute_nodes.get(root.uuid)
     down = nova.unreadable_cells
     cells = ', '.join(sorted(c.label or c.uuid for c in down))
@@ -122,12 +134,23 @@ def judge_root(root, nova):
             None)
 
 
+def foreign_in_tree(providers, tree):
+    """The providers of the tree (uuids) that another service owns: a
+    tree holding one is never deleted (placement refuses to delete a
+    parent before its children, and they are not nova's to delete).
+    """
+    return sorted(u for u in tree
+                  if getattr(providers.get(u), 'foreign_owner', None))
+
+
 def deleted_details(node, nova):
     if node.proven_by_trait:
-        return _('The tree\'s root %(node)s carries nova\'s COMPUTE_NODE '
-                 'trait, and the compute API, every cell answering, lists '
-                 'no hypervisor with its uuid: nova deleted that compute '
-                 'node.') % {'node': node.uuid}
+        return _('The tree\'s root %(node)s carries %(traits)s, nova\'s '
+                 'mark on its compute nodes, and the compute API, every '
+                 'cell answering, lists no hypervisor with its uuid: nova '
+                 'deleted that compute node.') % {
+            'node': node.uuid,
+            'traits': _(' and ').join(node.proven_by_trait)}
     cell = nova.cells.get(node.cell)
     args = {'node': node.uuid, 'hypervisor': node.hypervisor_hostname,
             'host': node.host, 'cell': cell.label if cell else node.cell,
@@ -183,20 +206,38 @@ def classify(snapshot, findings):
                 'Allocations of %(consumers)s on the tree are not orphans: '
                 'clean leaves the tree until they are gone.') % {
                 'consumers': ', '.join(consumers)}
+        foreign = foreign_in_tree(providers, tree)
+        if action != reasons.NONE and foreign:
+            details += ' ' + _(
+                'Provider(s) %(providers)s on the tree are another '
+                'service\'s: clean leaves the tree.') % {
+                'providers': ', '.join(foreign)}
         cell = nova.cells.get(node.cell) if node is not None else None
         host = node.host if node is not None else None
         rows.extend(
             (host or '', root.name or '', root_uuid, position,
-             model.ProviderFinding(
-                 uuid=p.uuid, name=p.name, root_provider=root_uuid,
-                 parent_provider=p.parent_uuid, host=host,
-                 cell=cell.label if cell is not None else None,
-                 compute_node=node.uuid if node is not None else None,
-                 reason=reason, action=action, allocations=held[p.uuid],
-                 orphan_allocations=orphans[p.uuid], details=details))
+             _row(p, root_uuid, host, cell, node, reason, action, details,
+                  held, orphans))
             for position, p in enumerate(providers[u] for u in tree))
     rows.sort(key=lambda row: row[:4])
     return [row[4] for row in rows]
+
+
+def _row(p, root_uuid, host, cell, node, reason, action, details, held,
+         orphans):
+    """One provider's finding: its tree's verdict, unless another
+    service owns it (then ``unmanaged``, whatever its tree is).
+    """
+    if p.foreign_owner is not None and p.uuid != root_uuid:
+        reason, action = reasons.UNMANAGED, reasons.NONE
+        details = rules.foreign_provider_details(p.foreign_owner)
+    return model.ProviderFinding(
+        uuid=p.uuid, name=p.name, root_provider=root_uuid,
+        parent_provider=p.parent_uuid, host=host,
+        cell=cell.label if cell is not None else None,
+        compute_node=node.uuid if node is not None else None,
+        reason=reason, action=action, allocations=held[p.uuid],
+        orphan_allocations=orphans[p.uuid], details=details)
 
 
 def kept_by(findings, tree):

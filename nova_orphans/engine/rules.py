@@ -15,8 +15,9 @@ Each rule looks at one allocation (one consumer on one provider) with
 what nova knows about its consumer and provider, and either returns a
 :class:`Verdict` or ``None`` to let the next rule decide. The order of
 ``DEFAULT_RULES`` is the safety argument: the rules that protect live
-allocations (unreadable cells, foreign providers, moves in progress)
-run before any rule that calls an allocation an orphan, and
+allocations (unreadable cells, other services' providers and
+consumers, moves in progress) run before any rule that calls an
+allocation an orphan, and
 ``unknown_consumer`` only fires when nothing anywhere knows the consumer.
 A foreign provider protects everything on it but what nova's own ended
 consumers hold there and nowhere on nova's nodes (see
@@ -36,11 +37,24 @@ their own through the ``nova_orphans.rules`` entry point namespace.
 
 import collections
 import itertools
+import re
 
 from nova_orphans.engine import claims as claims_mod
+from nova_orphans.engine import model
 from nova_orphans.engine import nova_states
 from nova_orphans.engine import reasons
+from nova_orphans import exception
 from nova_orphans.i18n import _
+
+# The consumer types nova's consumers may carry in placement (1.38+):
+# nova 27 to 34 write none, which placement reads back as "unknown".
+NOVA_CONSUMER_TYPES = frozenset(('INSTANCE', 'MIGRATION'))
+UNTYPED = 'unknown'
+# Placement's consumer type names (CONSUMER_TYPE_PATTERN).
+_CONSUMER_TYPE = re.compile(r'^[A-Z0-9_]+$')
+# keystone's project ids: a uuid4's hex digits (the SQL resource backend,
+# the only one since Mitaka); what nova passes placement from the token.
+_PROJECT_ID = re.compile(r'^[0-9a-f]{32}$')
 
 
 class Verdict(collections.namedtuple('Verdict', 'reason action details')):
@@ -129,9 +143,16 @@ def unmanaged_provider(ctx):
     while placement refused to delete its provider. The next rules
     judge it; its repair empties the consumer wherever it is.
 
+    A provider another service marks as its own (an owner trait other
+    than OWNER_NOVA, such as Cyborg's OWNER_CYBORG on its devices) or
+    Blazar's reservation provider is never nova's, even in a compute
+    node's tree, where both services put theirs (see
+    model.foreign_owner): nothing on it is judged, whoever holds it.
+
     A compute node nova deleted is not "outside": its row (deleted, or
-    archived to shadow_compute_nodes), or through the compute API its
-    root's COMPUTE_NODE trait with no hypervisor of that uuid (see
+    archived to shadow_compute_nodes), or through the compute API
+    nova's mark on its root (OWNER_NOVA or COMPUTE_NODE) with no
+    hypervisor of that uuid (see
     provider_rules), makes it ``ctx.node``, so this rule lets the next
     ones judge what is on its tree. That is what lets a consumer nova
     has no trace of there be ``unknown_consumer`` rather than
@@ -139,6 +160,10 @@ def unmanaged_provider(ctx):
     service can hold it, whereas on a tree nova never knew it may be
     that service's own consumer.
     """
+    owner = getattr(ctx.provider, 'foreign_owner', None)
+    if owner is not None:
+        return Verdict(reasons.UNMANAGED_PROVIDER, reasons.NONE,
+                       foreign_provider_details(owner))
     if ctx.node is None and not ctx.sharing:
         if (not ctx.index.holds_on_nova_nodes(ctx.allocation.consumer) and
                 (finished_migration(ctx) or deleted_instance(ctx))):
@@ -147,6 +172,102 @@ def unmanaged_provider(ctx):
                        _('The provider belongs to no nova compute node tree '
                          'and is not a sharing provider used by one.'))
     return None
+
+
+def foreign_provider_details(owner):
+    """Why a provider (model.Provider.foreign_owner) is never nova's."""
+    if owner == 'blazar':
+        return _('The provider is Blazar\'s reservation provider '
+                 '(blazar_<host>): another service\'s, never judged '
+                 'nova\'s.')
+    return _('The provider carries %(traits)s: another service\'s, never '
+             'judged nova\'s.') % {'traits': owner}
+
+
+def unmanaged_consumer(ctx):
+    """A consumer nova has no trace of that the operator or placement
+    says is another service's.
+
+    Zun with ``host_shared_with_nova`` allocates its containers on
+    nova's compute node providers, under the container's uuid and the
+    user's project, with no consumer type: to nova's databases such a
+    consumer is exactly an unknown one (``nova-manage placement audit
+    --delete`` removes it). Placement's consumer record is all that
+    tells it apart: its project, one of the operator's foreign projects,
+    or its consumer type (microversion 1.38), one nova never writes or
+    one the operator lists. Only consumers nova has no trace of are
+    asked: an instance of a service project (an Octavia amphora, a
+    Trove database) is nova's, and its leftovers are orphans like any
+    other's.
+    """
+    owner = ctx.owner
+    if (owner.instance is not None or owner.migration is not None or
+            owner.mapping is not None or owner.build_request):
+        return None
+    record = ctx.index.consumer_record(ctx.allocation.consumer)
+    declared = ctx.index.snapshot.nova.foreign
+    if record.project_id is not None and (
+            record.project_id in declared.projects):
+        return Verdict(reasons.UNMANAGED_CONSUMER, reasons.NONE,
+                       _('No nova record has this uuid, and its project '
+                         '%(project)s is declared foreign (foreign '
+                         'projects): another service\'s consumer.') %
+                       {'project': record.project_id})
+    kind = record.consumer_type
+    if kind is None or kind == UNTYPED:
+        return None
+    if kind in declared.consumer_types:
+        return Verdict(reasons.UNMANAGED_CONSUMER, reasons.NONE,
+                       _('No nova record has this uuid, and its consumer '
+                         'type %(type)s is declared foreign (foreign '
+                         'consumer types): another service\'s consumer.') %
+                       {'type': kind})
+    if kind not in NOVA_CONSUMER_TYPES:
+        return Verdict(reasons.UNMANAGED_CONSUMER, reasons.NONE,
+                       _('No nova record has this uuid, and placement '
+                         'records its consumer type as %(type)s, which '
+                         'nova never writes: another service\'s '
+                         'consumer.') % {'type': kind})
+    return None
+
+
+def foreign(projects=(), consumer_types=(), projects_option='',
+            types_option='', error=exception.ConfigError):
+    """The model.Foreign the operator declares, checked.
+
+    Project ids only: placement records a consumer's project id, and
+    names are not resolved, so that both front ends judge alike from
+    the same declaration (``nova-orphans-manage`` reads nova.conf and
+    has no identity service to ask) and a name never silently matches
+    nothing, which would leave another service's consumers to be
+    cleaned. A value that is no keystone project id is refused with
+    ``error``, naming ``projects_option`` (or ``types_option``).
+    """
+    ids = set()
+    for value in projects:
+        value = value.strip()
+        if not _PROJECT_ID.match(value.lower()):
+            raise error(reason=_(
+                '%(option)s: %(value)s is not a project id (32 hex '
+                'digits); project names are not resolved: give the id '
+                '("openstack project show -f value -c id NAME")') % {
+                'option': projects_option, 'value': value})
+        ids.add(value.lower())
+    kinds = set()
+    for value in consumer_types:
+        value = value.strip()
+        if not _CONSUMER_TYPE.match(value):
+            raise error(reason=_(
+                '%(option)s: %(value)s is not a placement consumer type '
+                '(upper case letters, digits and _)') % {
+                'option': types_option, 'value': value})
+        if value in NOVA_CONSUMER_TYPES:
+            raise error(reason=_(
+                '%(option)s: %(value)s is one of nova\'s own consumer '
+                'types') % {'option': types_option, 'value': value})
+        kinds.add(value)
+    return model.Foreign(projects=frozenset(ids),
+                         consumer_types=frozenset(kinds))
 
 
 def unsettled(ctx):
@@ -522,7 +643,9 @@ def plainly_active(inst, node, alloc, claims, sharing):
     Every rule before active_instance returns None for a live instance
     in none of these vm_states, on its own node or on a sharing
     provider: unverifiable (every cell read), unmanaged_provider (a
-    node, or sharing), finished_migration and active_migration (no
+    node's tree, where the index puts no provider of another service,
+    or sharing), unmanaged_consumer (nova knows the consumer),
+    finished_migration and active_migration (no
     migration consumer; on its node or sharing), deleted_instance
     (live), building, soft_deleted and shelved_offloaded (its
     vm_state), and leaked_port_allocation: never on a sharing provider,
@@ -619,6 +742,7 @@ def unknown_consumer(ctx):
 DEFAULT_RULES = (
     unverifiable,
     unmanaged_provider,
+    unmanaged_consumer,
     finished_migration,
     deleted_instance,
     building,

@@ -16,7 +16,8 @@ namespace as a factory ``factory(conf) -> rule``, where ``rule(ctx)``
 returns a :class:`~nova_orphans.engine.rules.Verdict` or ``None`` like
 the built-in rules, and is enabled by naming it in ``[nova_orphans]
 site_rules``. Site rules run after the rules that protect unreadable
-cells and other services' providers, and before every other rule, so
+cells and other services' providers and consumers, and before every
+other rule, so
 they can keep an allocation out of the orphans (or call one an orphan)
 but can never make nova-orphans write where it cannot verify, nor
 repair what a live instance holds while nova is still working on it
@@ -35,7 +36,8 @@ LOG = logging.getLogger(__name__)
 
 NAMESPACE = 'nova_orphans.rules'
 # Built-in rules no site rule may come before.
-PROTECTIVE = (rules.unverifiable, rules.unmanaged_provider)
+PROTECTIVE = (rules.unverifiable, rules.unmanaged_provider,
+              rules.unmanaged_consumer)
 IGNORED = 'ignored'
 # The in-tree rule for Zun's containers, by its entry point name.
 ZUN = 'zun'

@@ -34,8 +34,9 @@ What the API cannot show, and how that stays safe:
   being scheduled is listed as a server in vm_state ``building``.
 - Deleted compute nodes are not listed. The osc commands wrap this
   reader in :class:`nova_orphans.readers.provider_proof.ProvingReader`,
-  which proves from placement (the root's COMPUTE_NODE trait) the ones
-  their judgement needs.
+  which proves from placement (nova's mark on the root: OWNER_NOVA from
+  nova 34 on, COMPUTE_NODE from nova 27 on) the ones their judgement
+  needs.
 
 A consumer that no listing shows is looked up on its own (``GET
 /servers/{uuid}``, its actions, its migrations) before it can be called
@@ -166,8 +167,10 @@ class ComputeAPIReader(base.NovaReader):
 
     def __init__(self, client, concurrency=8,
                  grace_period=orphans_conf.DEFAULT_GRACE_PERIOD,
-                 network=None):
+                 network=None, foreign=model.Foreign()):
         self.client = client
+        # What the operator declares not nova's (model.Foreign).
+        self.foreign = foreign
         # A clients.network.NetworkClient, for the ports' bindings (see
         # read_claims); without one, no port claim is ever proven.
         self.network = network
@@ -179,7 +182,8 @@ class ComputeAPIReader(base.NovaReader):
     def read(self):
         """Services, compute nodes, live servers and migrations."""
         self.client.check_version()
-        snapshot = model.NovaSnapshot(cells={API_CELL.uuid: API_CELL})
+        snapshot = model.NovaSnapshot(cells={API_CELL.uuid: API_CELL},
+                                      foreign=self.foreign)
         down_hosts = set()
         for doc in self.client.get('/os-services')['services']:
             if doc.get('status') == UNKNOWN:
@@ -295,7 +299,7 @@ class ComputeAPIReader(base.NovaReader):
         """
         snapshot = model.NovaSnapshot(
             cells=dict(base.cells), compute_nodes=base.compute_nodes,
-            services=base.services)
+            services=base.services, foreign=self.foreign)
         self._read_fresh(snapshot, base, consumers)
         live = [uuid for uuid, inst in snapshot.instances.items()
                 if not (inst.deleted or inst.archived)]

@@ -32,6 +32,7 @@ import sqlalchemy as sa
 from nova_orphans import db_utils
 from nova_orphans.engine import claims as claims_mod
 from nova_orphans.engine import model
+from nova_orphans.engine import rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.readers import base
@@ -234,6 +235,10 @@ class NovaDBReader(base.NovaReader):
             retry_interval=opts.db_retry_interval)
         self.cell_timeout = opts.cell_timeout
         self.grace_period = datetime.timedelta(seconds=opts.grace_period)
+        self.foreign = rules.foreign(
+            opts.foreign_projects, opts.foreign_consumer_types,
+            '[nova_orphans] foreign_projects',
+            '[nova_orphans] foreign_consumer_types')
         # What each database offers (see check_schema): checked on its
         # first read of the run.
         self._api_checked = False
@@ -309,7 +314,8 @@ class NovaDBReader(base.NovaReader):
         """Phase one: every cell's nodes, services and live rows."""
         connections, builds = self.read_api()
         self._connections = connections
-        snapshot = model.NovaSnapshot(build_requests=builds)
+        snapshot = model.NovaSnapshot(build_requests=builds,
+                                      foreign=self.foreign)
         self._hidden = set()
         results = self._in_cells(connections, lambda read: read.live())
         for conn in connections:
@@ -450,7 +456,8 @@ class NovaDBReader(base.NovaReader):
             cells=dict(base.cells), compute_nodes=base.compute_nodes,
             services=base.services, mappings=mappings,
             build_requests=builds,
-            recent_since=snapshot_mod.recent_since(self.grace_period))
+            recent_since=snapshot_mod.recent_since(self.grace_period),
+            foreign=self.foreign)
         readable = [c for c in self._connections
                     if snapshot.cells[c.uuid].readable]
         results = self._in_cells(readable,

@@ -64,6 +64,7 @@ class PlacementAPIReader(base.PlacementReader):
                         '/resource_providers?member_of=%s' % agg
                 )['resource_providers']:
                     aggregates.setdefault(member['uuid'], set()).add(agg)
+        foreign = self._foreign_owners(raw)
         return {
             p['uuid']: model.Provider(
                 uuid=p['uuid'], name=p['name'],
@@ -71,8 +72,47 @@ class PlacementAPIReader(base.PlacementReader):
                 parent_uuid=p.get('parent_provider_uuid'),
                 generation=p.get('generation', 0),
                 sharing=p['uuid'] in sharing,
-                aggregates=frozenset(aggregates.get(p['uuid'], ())))
+                aggregates=frozenset(aggregates.get(p['uuid'], ())),
+                foreign_owner=foreign.get(p['uuid']))
             for p in raw}
+
+    def _foreign_owners(self, raw):
+        """{provider uuid: model.foreign_owner} of the providers another
+        service owns: one request for the owner traits providers carry,
+        one per such trait other than OWNER_NOVA, and one per
+        ``blazar_`` provider whose name alone does not say it is
+        Blazar's (for its reservation classes).
+        """
+        # Only the owner traits some provider carries (1.6).
+        traits = self.client.get(
+            '/traits?name=startswith:%s&associated=true' %
+            model.OWNER_TRAIT_PREFIX)['traits']
+        owners = {}
+        for trait in sorted(traits):
+            if trait == model.OWNER_NOVA:
+                continue
+            for p in self.client.get('/resource_providers?required=%s' %
+                                     trait)['resource_providers']:
+                owners.setdefault(p['uuid'], set()).add(trait)
+        names = {p['uuid']: p['name'] for p in raw}
+        found = {}
+        for p in raw:
+            name = p['name'] or ''
+            parent_name = names.get(p.get('parent_provider_uuid'))
+            owned = owners.get(p['uuid'], ())
+            classes = ()
+            if (not owned and name.startswith(model.BLAZAR_PREFIX) and
+                    name != model.BLAZAR_PREFIX + (parent_name or '')):
+                # Gone meanwhile: none.
+                resp = self.client.request(
+                    'GET', '/resource_providers/%s/inventories' % p['uuid'],
+                    expected=(200, 404))
+                classes = (resp.json()['inventories']
+                           if resp.status_code == 200 else ())
+            owner = model.foreign_owner(name, parent_name, owned, classes)
+            if owner is not None:
+                found[p['uuid']] = owner
+        return found
 
     def allocations(self, provider_uuids, progress=None, cancelled=None):
         """Allocations on the given providers, read concurrently.

@@ -68,6 +68,8 @@ AGGREGATES = _table('placement_aggregates', 'id', 'uuid')
 PROVIDER_AGGREGATES = _table('resource_provider_aggregates',
                              'resource_provider_id', 'aggregate_id')
 RESOURCE_CLASSES = _table('resource_classes', 'id', 'name')
+INVENTORIES = _table('inventories', 'resource_provider_id',
+                     'resource_class_id')
 
 # Every allocation row: one per consumer, provider and resource class.
 ALLOCATION_ROWS = sa.select(ALLOCATIONS.c.resource_provider_id,
@@ -139,7 +141,8 @@ class PlacementDBReader(base.PlacementReader):
             sa.select(PROVIDERS.c.id, PROVIDERS.c.uuid, PROVIDERS.c.name,
                       PROVIDERS.c.generation,
                       root.c.uuid.label('root_uuid'),
-                      parent.c.uuid.label('parent_uuid'))
+                      parent.c.uuid.label('parent_uuid'),
+                      parent.c.name.label('parent_name'))
             .select_from(
                 PROVIDERS.outerjoin(
                     root, PROVIDERS.c.root_provider_id == root.c.id)
@@ -169,6 +172,7 @@ class PlacementDBReader(base.PlacementReader):
                                 sharing))))
                     .distinct()):
                 aggregates[rp_id].add(agg_uuid)
+        foreign = self._foreign_owners(conn, rows)
         # Unpacked, not read by name: a row's attributes cost more than
         # the rest of the work, once per provider of the cloud.
         self._ids = {uuid: id_ for id_, uuid, *_rest in rows}
@@ -177,8 +181,49 @@ class PlacementDBReader(base.PlacementReader):
             uuid: provider(uuid, name, root_uuid or uuid, parent_uuid,
                            generation or 0, id_ in sharing_ids,
                            frozenset(aggregates[id_]) if id_ in aggregates
-                           else none)
-            for id_, uuid, name, generation, root_uuid, parent_uuid in rows}
+                           else none, foreign.get(id_))
+            for id_, uuid, name, generation, root_uuid, parent_uuid, _parent
+            in rows}
+
+    @staticmethod
+    def _foreign_owners(conn, rows):
+        """{provider id: model.foreign_owner} of the providers another
+        service owns: what their owner traits and, for ``blazar_``
+        names, their reservation classes say.
+        """
+        owners = collections.defaultdict(set)
+        for rp_id, trait in conn.execute(
+                sa.select(PROVIDER_TRAITS.c.resource_provider_id,
+                          TRAITS.c.name)
+                .select_from(PROVIDER_TRAITS.join(
+                    TRAITS, PROVIDER_TRAITS.c.trait_id == TRAITS.c.id))
+                .where(TRAITS.c.name.startswith(model.OWNER_TRAIT_PREFIX,
+                                                autoescape=True))):
+            owners[rp_id].add(trait)
+        blazar = {id_: (name, parent_name)
+                  for id_, _uuid, name, _gen, _root, _parent, parent_name
+                  in rows
+                  if name and name.startswith(model.BLAZAR_PREFIX)}
+        classes = collections.defaultdict(set)
+        if blazar:
+            for rp_id, rc in conn.execute(
+                    sa.select(INVENTORIES.c.resource_provider_id,
+                              RESOURCE_CLASSES.c.name)
+                    .select_from(INVENTORIES.join(
+                        RESOURCE_CLASSES, INVENTORIES.c.resource_class_id ==
+                        RESOURCE_CLASSES.c.id))
+                    .where(RESOURCE_CLASSES.c.name.startswith(
+                        model.RESERVATION_CLASS_PREFIX, autoescape=True))):
+                classes[rp_id].add(rc)
+        found = {}
+        for id_ in set(owners) | set(blazar):
+            name, parent_name = blazar.get(id_, (None, None))
+            owner = model.foreign_owner(name, parent_name,
+                                        owners.get(id_, ()),
+                                        classes.get(id_, ()))
+            if owner is not None:
+                found[id_] = owner
+        return found
 
     @property
     def reads_in_background(self):

@@ -15,9 +15,11 @@ The compute API shows no deleted compute node: ``os-hypervisors`` lists
 the live ones only. What it does show, with placement, is enough to
 prove a node deleted:
 
-- the root provider carries ``COMPUTE_NODE``, the trait nova's resource
-  tracker puts on every compute node's root provider and no other
-  service does;
+- the root provider carries nova's mark: ``OWNER_NOVA``, which nova 34
+  puts on its compute nodes' roots (and on other providers it owns,
+  never roots), or ``COMPUTE_NODE``, which every nova from 27 on puts on
+  every compute node's root provider; no other service puts either
+  there. The row names the mark it carries;
 - ``os-hypervisors`` answered, and it reads every cell in turn and
   fails (500) when one does not answer (nova 27 to 34,
   ``compute_node_get_all``): a listing means every cell was read;
@@ -46,8 +48,6 @@ from nova_orphans.i18n import _
 from nova_orphans.readers import base
 from nova_orphans.readers import compute_api
 
-COMPUTE_NODE_TRAIT = 'COMPUTE_NODE'
-
 
 class ProvingReader(base.NovaReader):
     """A ComputeAPIReader that adds the compute nodes proven deleted
@@ -75,9 +75,14 @@ class ProvingReader(base.NovaReader):
     def read(self):
         nova = self._reader.read()
         if self.every_root:
-            prove(nova, self._placement.get(
-                '/resource_providers?required=%s' % COMPUTE_NODE_TRAIT)[
-                'resource_providers'])
+            marked = {}
+            for trait in model.NOVA_NODE_TRAITS:
+                for rp in self._placement.get(
+                        '/resource_providers?required=%s' % trait)[
+                        'resource_providers']:
+                    marked.setdefault(rp['uuid'], dict(rp, traits=[]))[
+                        'traits'].append(trait)
+            prove(nova, [marked[uuid] for uuid in sorted(marked)])
         return nova
 
     def prove_deleted_nodes(self, nova, providers, allocations, consumers):
@@ -110,24 +115,26 @@ class ProvingReader(base.NovaReader):
             return
         with concurrent.futures.ThreadPoolExecutor(
                 min(len(roots), self._reader.concurrency)) as pool:
-            proven = list(pool.map(self._has_trait, sorted(roots)))
-        prove(nova, [{'uuid': uuid, 'name': providers[uuid].name}
-                     for uuid, has_trait in proven if has_trait])
+            proven = list(pool.map(self._marks, sorted(roots)))
+        prove(nova, [{'uuid': uuid, 'name': providers[uuid].name,
+                      'traits': marks}
+                     for uuid, marks in proven if marks])
 
-    def _has_trait(self, uuid):
-        """(uuid, whether the provider carries COMPUTE_NODE); a provider
-        gone meanwhile carries nothing.
+    def _marks(self, uuid):
+        """(uuid, nova's marks the provider carries: those of
+        model.NOVA_NODE_TRAITS); a provider gone meanwhile carries none.
         """
         resp = self._placement.request(
             'GET', '/resource_providers/%s/traits' % uuid,
             expected=(200, 404))
-        return uuid, (resp.status_code == 200 and
-                      COMPUTE_NODE_TRAIT in resp.json()['traits'])
+        traits = resp.json()['traits'] if resp.status_code == 200 else ()
+        return uuid, [t for t in model.NOVA_NODE_TRAITS if t in traits]
 
 
 def prove(nova, trait_providers):
     """Add to ``nova`` what ``trait_providers`` (placement's providers
-    with the COMPUTE_NODE trait) prove; see the module docstring.
+    carrying nova's marks, each with the ``traits`` of
+    model.NOVA_NODE_TRAITS it carries) prove; see the module docstring.
     """
     if nova.unreadable_cells:
         # No listing of every cell, so no absence from one: nothing is
@@ -142,16 +149,20 @@ def prove(nova, trait_providers):
         uuid = rp['uuid']
         if rp.get('parent_provider_uuid') or uuid in nova.compute_nodes:
             continue
+        marks = tuple(t for t in model.NOVA_NODE_TRAITS
+                      if t in rp['traits'])
         if unlisted:
             nova.unverifiable_roots[uuid] = _(
-                'The tree\'s root carries nova\'s COMPUTE_NODE trait and no '
-                'hypervisor has its uuid, but the compute API lists no '
-                'hypervisor for the nova-compute service(s) of %(hosts)s '
-                '(hosts not mapped to a cell yet? see "nova-manage cell_v2 '
-                'discover_hosts"): it may be one of theirs.') % {
+                'The tree\'s root carries %(traits)s, nova\'s mark on its '
+                'compute nodes, and no hypervisor has its uuid, but the '
+                'compute API lists no hypervisor for the nova-compute '
+                'service(s) of %(hosts)s (hosts not mapped to a cell yet? '
+                'see "nova-manage cell_v2 discover_hosts"): it may be one '
+                'of theirs.') % {
+                'traits': _(' and ').join(marks),
                 'hosts': ', '.join(unlisted)}
             continue
         nova.compute_nodes[uuid] = model.ComputeNode(
             uuid=uuid, host=None, hypervisor_hostname=rp['name'],
             cell=compute_api.API_CELL.uuid, deleted=True,
-            proven_by_trait=True)
+            proven_by_trait=marks)

@@ -202,6 +202,16 @@ class Audit:
                 index_mod.unknown_to_nova(nova, unowned)))
         elif bulk_records is not None:
             placement.consumers.update(bulk_records())
+        else:
+            # rules.unmanaged_consumer judges a consumer nova has no
+            # trace of on nova's trees by its record (project, type):
+            # read those few now, one request each, so that every
+            # classification, shown or not, has them.
+            judged = index_mod.on_nova_trees(
+                placement, nova, index_mod.unknown_to_nova(nova, unowned))
+            if judged:
+                records, _allocs = self.placement.consumers(judged)
+                placement.consumers.update(records)
         snapshot = model.Snapshot(placement=placement, nova=nova)
         if scope is not None:
             # "No allocations at all" must look beyond the scope.

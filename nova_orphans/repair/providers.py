@@ -15,7 +15,8 @@ Never loses data, in this order, tree by tree:
 
 1. The tree's orphaned allocations are repaired by the Repairer, as
    ``allocations clean`` repairs them: re-verified, generation-checked,
-   journaled.
+   journaled. A tree holding another service's provider (see
+   engine/provider_rules.py) then stays: it is never deleted.
 2. The tree's allocations are read again. Any left (a live instance's,
    an in-progress move's, one the repair skipped) keep the tree, and the
    row says whose they are: placement would refuse the DELETE anyway,
@@ -159,10 +160,18 @@ class ProviderCleaner:
                                                           repair_outcomes)
                           if o.startswith('failed')}
         verdicts = self._judge_again(roots) if roots else {}
+        providers = self.repairer.audit.placement.providers
+        whole = provider_rules.tree_roots(providers) if roots else {}
         for root in roots:
             tree = trees[root]
+            foreign = provider_rules.foreign_in_tree(
+                providers, whole.get(root, ()))
             if self._stopped():
                 outcome = actions.interrupted()
+            elif foreign:
+                outcome = actions.skipped(_(
+                    'provider(s) %(providers)s on the tree are another '
+                    'service\'s') % {'providers': ', '.join(foreign)})
             elif root in failed_repairs:
                 outcome = actions.failed(_(
                     'an orphaned allocation on the tree could not be '

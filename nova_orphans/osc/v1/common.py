@@ -95,6 +95,20 @@ def add_scope(parser, provider_help, host_help, reasons_=True):
                'less than this many seconds ago (default: %(default)s; as '
                '[nova_orphans] grace_period): nova may still be moving or '
                'deleting those allocations.'))
+    # What [nova_orphans] foreign_projects and foreign_consumer_types
+    # declare, as there is no configuration file.
+    for option, metavar, dest, text in (
+            ('--foreign-project', '<project-id>', 'foreign_projects',
+             _('A project whose consumers nova has no record of are '
+               'another service\'s (unmanaged_consumer, never written); '
+               'repeatable. Project ids only: names are not resolved (as '
+               '[nova_orphans] foreign_projects).')),
+            ('--foreign-consumer-type', '<type>', 'foreign_consumer_types',
+             _('A placement consumer type to call another service\'s, on '
+               'top of every type nova does not write; repeatable (as '
+               '[nova_orphans] foreign_consumer_types).'))):
+        parser.add_argument(option, metavar=metavar, action='append',
+                            dest=dest, default=[], help=text)
 
 
 def add_owner(parser):
@@ -179,7 +193,10 @@ class OrphanLister(command.Lister):
             self.app.client_manager.nova_orphans,
             getattr(parsed_args, 'grace_period',
                     orphans_conf.DEFAULT_GRACE_PERIOD),
-            every_root=every_root)
+            every_root=every_root,
+            foreign_projects=getattr(parsed_args, 'foreign_projects', ()),
+            foreign_consumer_types=getattr(parsed_args,
+                                           'foreign_consumer_types', ()))
 
     def progress(self, parsed_args):
         """The run's Progress, or None (see add_progress), on the

@@ -14,11 +14,12 @@
 The provider trees of compute nodes nova deleted, as
 ``nova-orphans-manage providers``, through the APIs: a root is called a
 deleted ``compute_node`` here only on the proof
-:mod:`nova_orphans.readers.provider_proof` describes (nova's
-COMPUTE_NODE trait on the root, no hypervisor with its uuid, every cell
-answering); the columns are the manage command's JSON keys and the exit
-codes its table. These commands sit beside osc-placement's ``resource
-provider ...`` ones. What each does is nova_orphans/app/providers.py.
+:mod:`nova_orphans.readers.provider_proof` describes (nova's mark on
+the root, OWNER_NOVA or COMPUTE_NODE, no hypervisor with its uuid,
+every cell answering); the columns are the manage command's JSON keys
+and the exit codes its table. These commands sit beside osc-placement's
+``resource provider ...`` ones. What each does is
+nova_orphans/app/providers.py.
 """
 
 from nova_orphans.app import allocations as app_allocations
@@ -58,8 +59,8 @@ class ListProviderOrphan(_ProvidersAudited):
     One row per provider, children included, with the reason and the
     action "clean" would take. Reads placement and the compute API;
     changes nothing. Through the compute API a tree is called deleted
-    only when its root carries nova's COMPUTE_NODE trait and no
-    hypervisor has its uuid, every cell answering. Exit codes as
+    only when its root carries nova's mark (OWNER_NOVA or COMPUTE_NODE)
+    and no hypervisor has its uuid, every cell answering. Exit codes as
     "allocation orphan list".
     """
 

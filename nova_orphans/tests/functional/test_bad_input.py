@@ -122,6 +122,16 @@ class BadInputTestCase(base.FunctionalTestCase):
                            'Invalid configuration: Failed to open some '
                            'config files: %s' % path, conf_file=path)
 
+    def test_foreign_project_name(self):
+        """Names are not resolved: a name would silently match nothing."""
+        conf = self.conf(nova_orphans={'foreign_projects': 'service'})
+        self.assertRefused(
+            ('allocations', 'clean'),
+            '[nova_orphans] foreign_projects: service is not a project id '
+            '(32 hex digits); project names are not resolved: give the id '
+            '("openstack project show -f value -c id NAME")',
+            rc=CONFIG_ERROR, conf_file=conf)
+
     def test_bad_option(self):
         self.assertRefused(('allocations', 'clean', '--max-count', 'many'),
                            "argument --max-count: invalid int value: "

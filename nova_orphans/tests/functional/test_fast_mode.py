@@ -329,8 +329,26 @@ class FastModeTestCase(base.FunctionalTestCase):
         api = placement_api.PlacementAPIReader(
             client_mod.PlacementClient.from_conf(conf))
         fast = placement_db.PlacementDBReader(self.placement.db_url)
+        # Other services' providers, as each reader finds them: Cyborg's
+        # device under a node, Blazar's reservation provider under one
+        # (named after it) and one known by its reservation class; not
+        # nova's own marked child, nor a blazar_ name and nothing more.
+        h1, h2 = self.providers[:2]
+        create = self.placement.create_provider
+        foreign = {
+            create('host1_fpga0', parent=h1, inventory={'FPGA': 1},
+                   traits=['OWNER_CYBORG']): 'OWNER_CYBORG',
+            create('blazar_host2', parent=h2): 'blazar',
+            create('blazar_elsewhere', inventory={
+                'CUSTOM_RESERVATION_0A1B2C3D': 1}): 'blazar'}
+        create('host2_0000_81_00_0', parent=h2, inventory={'PGPU': 1},
+               traits=['OWNER_NOVA'])
+        create('blazar_lookalike', parent=h1)
         providers = api.providers()
         self.assertEqual(providers, fast.providers())
+        self.assertEqual(foreign, {u: p.foreign_owner
+                                   for u, p in providers.items()
+                                   if p.foreign_owner is not None})
         key = (lambda a: (a.provider, a.consumer))
         api_allocs = sorted(api.allocations(providers), key=key)
         self.assertEqual(api_allocs,

@@ -54,13 +54,16 @@ DEVSTACK4_ROW = {
     'action': 'delete_provider', 'allocations': 1, 'orphan_allocations': 1,
     'details': 'Compute node %s (devstack4 on host devstack4) is deleted in '
                'cell cell1; no cell has it live.' % DEVSTACK4}
-# The compute API shows no deleted node: openstack proves it by the
-# root's COMPUTE_NODE trait, and knows no host or cell.
+# The compute API shows no deleted node: openstack proves it by nova's
+# marks on the root (nova 34's OWNER_NOVA, and COMPUTE_NODE), and knows
+# no host or cell.
 DEVSTACK4_OSC_ROW = dict(
     DEVSTACK4_ROW, host=None, cell=None,
-    details='The tree\'s root %s carries nova\'s COMPUTE_NODE trait, and '
-            'the compute API, every cell answering, lists no hypervisor '
-            'with its uuid: nova deleted that compute node.' % DEVSTACK4)
+    details='The tree\'s root %s carries OWNER_NOVA and COMPUTE_NODE, '
+            'nova\'s mark on its compute nodes, and the compute API, every '
+            'cell answering, lists no hypervisor with its uuid: nova '
+            'deleted that compute node.' % DEVSTACK4)
+
 # The orphaned allocations the sandbox seeds, as both front ends list
 # them: (consumer, provider, reason, action).
 ORPHANS = sorted([

@@ -421,6 +421,81 @@ class ServiceDeletedTest(ProviderCycleTestCase):
                      BIG),
         ], providers=self.observed(expected))
 
+    def test_other_services_provider_keeps_the_tree(self):
+        """Cyborg's device under the deleted node, and Cyborg's own root.
+
+        Cyborg creates its devices' providers as children of the compute
+        node's provider and marks them OWNER_CYBORG: never nova's, in
+        either front end and either placement reader, and the deleted
+        node's tree stays. nova 34 marks its compute nodes OWNER_NOVA
+        (and COMPUTE_NODE): openstack, which sees no deleted node, names
+        that evidence.
+        """
+        self.age_nova()
+        self.assertEqual(
+            ['COMPUTE_NODE', 'OWNER_NOVA'],
+            sorted({'COMPUTE_NODE', 'OWNER_NOVA'}.intersection(
+                self._ok(self.placement.get(
+                    '/resource_providers/%s/traits' % self.rp1,
+                    version='1.6'))['traits'])))
+        fpga = self.post_provider('host1_fpga0', self.rp1)['uuid']
+        self.put_inventory(fpga, {'FPGA': 1}, traits=['OWNER_CYBORG'])
+        lone = self.post_provider('cyborg-accel-host')['uuid']
+        self.put_inventory(lone, {'FPGA': 2}, traits=['OWNER_CYBORG'])
+        cyborg = ('unmanaged', 'none')
+        api_conf = self.conf_file
+        for conf in (self.write_nova_conf(placement_db=True), api_conf):
+            # Fast mode (placement's tables), then placement's API.
+            self.conf_file = conf
+            rows = {r['uuid']: r for r in self.list_providers('--all')}
+            self.assertEqual(
+                {self.rp1: ('deleted_compute_node', 'delete_provider'),
+                 self.child1: ('deleted_compute_node', 'delete_provider'),
+                 fpga: cyborg, lone: cyborg,
+                 self.rp2: ('live_compute_node', 'none'),
+                 self.child2: ('live_compute_node', 'none')},
+                {u: (r['reason'], r['action']) for u, r in rows.items()})
+            self.assertEqual(
+                'The provider carries OWNER_CYBORG: another service\'s, '
+                'never judged nova\'s.', rows[fpga]['details'])
+            self.assertTrue(rows[self.rp1]['details'].endswith(
+                'Provider(s) %s on the tree are another service\'s: clean '
+                'leaves the tree.' % fpga), rows[self.rp1]['details'])
+
+        osc_rows = {r['uuid']: r for r in self.osc_providers('--all')}
+        self.assertEqual(
+            'The tree\'s root %s carries OWNER_NOVA and COMPUTE_NODE, '
+            'nova\'s mark on its compute nodes, and the compute API, every '
+            'cell answering, lists no hypervisor with its uuid: nova '
+            'deleted that compute node. Provider(s) %s on the tree are '
+            'another service\'s: clean leaves the tree.' % (self.rp1, fpga),
+            osc_rows[self.rp1]['details'])
+        self.assertEqual(
+            (('deleted_compute_node', 'delete_provider'), cyborg, cyborg),
+            tuple((osc_rows[u]['reason'], osc_rows[u]['action'])
+                  for u in (self.rp1, fpga, lone)))
+
+        # Both cleans: the tree's orphaned allocations go, the tree stays.
+        skipped = ('skipped: provider(s) %s on the tree are another '
+                   'service\'s' % fpga)
+        tmp = self.useFixture(fixtures.TempDir()).path
+        rc, out = self.run_manage(
+            'providers', 'clean', '--format', 'json', '--journal',
+            os.path.join(tmp, 'manage.jsonl'))
+        # Orphans found and left: 3.
+        self.assertEqual(
+            (3, {(self.rp1, skipped), (self.child1, skipped)}),
+            (rc, {(r['uuid'], r['outcome']) for r in json.loads(out)}),
+            out + self.manage_stderr)
+        rc, out, err = self.openstack(
+            'resource', 'provider', 'orphan', 'clean', '--journal',
+            os.path.join(tmp, 'osc.jsonl'), '-f', 'json')
+        self.assertEqual(
+            (3, {(self.rp1, skipped), (self.child1, skipped)}),
+            (rc, {(r['uuid'], r['outcome']) for r in json.loads(out)}), err)
+        for rp in (self.rp1, self.child1, fpga, lone):
+            self.assertTrue(self.provider_exists(rp), rp)
+
 
 class IronicNodeRemovedTest(ProviderCycleTestCase):
     """An ironic-style node goes away under an allocation nova forgot.

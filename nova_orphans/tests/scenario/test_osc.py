@@ -33,6 +33,10 @@ from nova_orphans.tests.scenario.base import uuids
 from nova_orphans.tests.scenario import osc
 
 
+# A service project (Zun's containers' users' project, say): an id.
+ZUN_PROJECT = '5e1f0c2b9a7d4e3f8c6b1a0d9e8f7a6b'
+
+
 class OpenStackPluginTestBase(osc.OpenStackClientMixin,
                               base.ScenarioTestCase):
 
@@ -80,9 +84,10 @@ class ListTest(OpenStackPluginTestBase):
         return self._create_server(flavor_id=self.flavor['id'],
                                    networks='none', az='nova:%s' % host)
 
-    def _put_allocations(self, consumer, rp_uuid):
+    def _put_allocations(self, consumer, rp_uuid,
+                         project=nova_fixtures.PROJECT_ID):
         body = {'allocations': {rp_uuid: {'resources': self.resources}},
-                'project_id': nova_fixtures.PROJECT_ID,
+                'project_id': project,
                 'user_id': 'admin', 'consumer_generation': None}
         resp = self.placement.put('/allocations/%s' % consumer, body,
                                   version='1.28')
@@ -144,6 +149,63 @@ class ListTest(OpenStackPluginTestBase):
         self.assertEqual({'done'}, {r['outcome'] for r in restored})
         self.assertEqual(before, self.osc_json('allocation', 'orphan',
                                                'list', '--all'))
+
+    def test_foreign_project_kept_by_clean_in_both_front_ends(self):
+        # Zun with host_shared_with_nova: a container's allocation on
+        # nova's own node, written straight to placement under the
+        # container's uuid and its project, with no consumer type. Nova
+        # has no trace of it, as of the stranger next to it.
+        self.age_nova()
+        self._put_allocations(uuids.container, self.rp_uuids['host3'],
+                              project=ZUN_PROJECT)
+        foreign = ('--foreign-project', ZUN_PROJECT)
+        kept = ('unmanaged_consumer', 'none')
+        rows = self.osc_json('allocation', 'orphan', 'list', '--all',
+                             *foreign)
+        verdicts = {r['consumer']: (r['reason'], r['action']) for r in rows}
+        self.assertEqual(
+            (kept, ('unknown_consumer', 'delete_consumer')),
+            (verdicts[uuids.container], verdicts[uuids.stranger]))
+        journal = os.path.join(self.tmp, 'osc.jsonl')
+        done = self.osc_json('allocation', 'orphan', 'clean', '--journal',
+                             journal, *foreign)
+        cleaned = {(self.evacuated['id'], 'done'),
+                   (self.deleted['id'], 'done'), (uuids.stranger, 'done')}
+        self.assertEqual(cleaned,
+                         {(r['consumer'], r['outcome']) for r in done})
+        self.assertEqual({self.rp_uuids['host3']: self.resources},
+                         self.get_allocations(uuids.container))
+        self.assertEqual({}, self.get_allocations(uuids.stranger))
+        # Without the declaration it is an unknown consumer like any.
+        self.assertEqual([(uuids.container, 'unknown_consumer')], [
+            (r['consumer'], r['reason'])
+            for r in self.osc_json('allocation', 'orphan', 'list')])
+
+        # nova-orphans-manage, from nova.conf, after a restore.
+        self.osc_json('allocation', 'orphan', 'restore', '--journal',
+                      journal)
+        self.conf_file = self.write_nova_conf(
+            extra={'nova_orphans': {'foreign_projects': ZUN_PROJECT}})
+        self.assertEqual(kept, {
+            r['consumer']: (r['reason'], r['action'])
+            for r in self.list_allocations('--all')}[uuids.container])
+        rc, out = self.run_manage(
+            'allocations', 'clean', '--format', 'json', '--journal',
+            os.path.join(self.tmp, 'manage.jsonl'))
+        self.assertEqual((4, cleaned),
+                         (rc, {(r['consumer'], r['outcome'])
+                               for r in json.loads(out)}), out)
+        self.assertEqual({self.rp_uuids['host3']: self.resources},
+                         self.get_allocations(uuids.container))
+        self.assertEqual([], self.list_allocations())
+        # Fast mode reads the record from placement's tables: the same.
+        self.conf_file = self.write_nova_conf(
+            extra={'nova_orphans': {'foreign_projects': ZUN_PROJECT}},
+            placement_db=True)
+        self.assertEqual([(uuids.container, 'unmanaged_consumer')], [
+            (r['consumer'], r['reason'])
+            for r in self.list_allocations('--all')
+            if r['reason'] == 'unmanaged_consumer'])
 
     def test_table_and_columns(self):
         rc, out, err = self.openstack('allocation', 'orphan', 'list')

@@ -46,13 +46,20 @@ class Cloud:
         return cell_uuid
 
     def provider(self, name, parent=None, sharing=False, aggregates=(),
-                 uuid_=None):
+                 uuid_=None, foreign_owner=None):
         rp = uuid_ or uuid(name)
         root = self.placement.providers[parent].root_uuid if parent else rp
         self.placement.providers[rp] = model.Provider(
             uuid=rp, name=name, root_uuid=root, parent_uuid=parent,
-            sharing=sharing, aggregates=frozenset(aggregates))
+            sharing=sharing, aggregates=frozenset(aggregates),
+            foreign_owner=foreign_owner)
         return rp
+
+    def record(self, consumer, project=PROJECT, user=USER, type_=None):
+        """Placement's consumer record of ``consumer``."""
+        self.placement.consumers[consumer] = model.Consumer(
+            consumer, project_id=project, user_id=user, generation=1,
+            consumer_type=type_)
 
     def node(self, host, node=None, cell='cell1', aggregates=(),
              deleted=False):

@@ -90,6 +90,8 @@ class LoopbackServer(fixtures.Fixture):
             '/placement/': _json(200, PLACEMENT_VERSIONS),
             '/placement/resource_providers': _json(
                 200, {'resource_providers': []}),
+            # The owner traits providers carry (none).
+            '/placement/traits': _json(200, {'traits': []}),
             '/wrong/': (404, {'Content-Type': 'text/plain'},
                         b'404 page not found'),
             '/identity/': _json(401, KEYSTONE_401),

@@ -16,9 +16,11 @@ import datetime
 from oslotest import base
 
 from nova_orphans.engine import classify
+from nova_orphans.engine import model
 from nova_orphans.engine import reasons as r
 from nova_orphans.engine import rules
 from nova_orphans.engine import site_rules
+from nova_orphans import exception
 from nova_orphans.tests.unit import cloud as cloud_mod
 
 FINE = r.NONE
@@ -579,6 +581,199 @@ class ProviderRulesTestCase(ClassifyTestCase):
         self.cloud.alloc(vm, self.host2)
         self.assertEqual((r.EVACUATED_SOURCE, r.REMOVE_PROVIDER),
                          self.cloud.verdicts()[(vm, old)])
+
+
+ZUN = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
+
+
+class ForeignConsumerTestCase(ClassifyTestCase):
+    """rules.unmanaged_consumer: what placement's record or the
+    operator says is another service's.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.cloud.nova.foreign = rules.foreign(projects=[ZUN])
+
+    def details(self):
+        return {(f.consumer, f.resource_provider): f.details
+                for f in self.cloud.findings()}
+
+    def test_foreign_project_on_a_nova_node(self):
+        # Zun sharing nova's hosts: the container's uuid, the user's
+        # project, no consumer type; the real orphan next to it goes.
+        container = cloud_mod.uuid('container')
+        self.cloud.alloc(container, self.host1)
+        self.cloud.record(container, project=ZUN, type_='unknown')
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, self.host1)
+        self.cloud.record(stranger, type_='unknown')
+        self.assertVerdicts({
+            (container, self.host1): (r.UNMANAGED_CONSUMER, FINE),
+            (stranger, self.host1): (r.UNKNOWN_CONSUMER,
+                                     r.DELETE_CONSUMER)})
+        self.assertEqual(
+            'No nova record has this uuid, and its project %s is declared '
+            'foreign (foreign projects): another service\'s consumer.' %
+            ZUN, self.details()[(container, self.host1)])
+
+    def test_foreign_project_on_a_deleted_compute_node(self):
+        old = self.cloud.node('host3', deleted=True)
+        container = cloud_mod.uuid('container')
+        self.cloud.alloc(container, old)
+        self.cloud.record(container, project=ZUN)
+        self.assertVerdicts(
+            {(container, old): (r.UNMANAGED_CONSUMER, FINE)})
+
+    def test_novas_own_in_a_foreign_project_are_judged(self):
+        # An amphora is a server: its leftovers are nova's orphans.
+        gone = self.cloud.instance('host1', deleted=True, vm_state='deleted')
+        self.cloud.alloc(gone, self.host1)
+        self.cloud.record(gone, project=ZUN)
+        mapped = cloud_mod.uuid('mapped')
+        self.cloud.map(mapped, 'cell1')
+        self.cloud.alloc(mapped, self.host1)
+        self.cloud.record(mapped, project=ZUN)
+        self.assertVerdicts({
+            (gone, self.host1): (r.DELETED_INSTANCE, r.DELETE_CONSUMER),
+            (mapped, self.host1): (r.UNKNOWN_CONSUMER, r.DELETE_CONSUMER)})
+
+    def test_consumer_types_not_novas(self):
+        # Any type nova never writes; one the operator lists says so.
+        for listed, why in (
+                ((), 'placement records its consumer type as CONTAINER, '
+                     'which nova never writes'),
+                (('CONTAINER',), 'its consumer type CONTAINER is declared '
+                                 'foreign (foreign consumer types)')):
+            self.cloud = cloud_mod.Cloud()
+            self.host1 = self.cloud.node('host1')
+            self.cloud.nova.foreign = rules.foreign(consumer_types=listed)
+            container = cloud_mod.uuid('container')
+            self.cloud.alloc(container, self.host1)
+            self.cloud.record(container, type_='CONTAINER')
+            self.assertVerdicts(
+                {(container, self.host1): (r.UNMANAGED_CONSUMER, FINE)})
+            self.assertEqual(
+                'No nova record has this uuid, and %s: another service\'s '
+                'consumer.' % why, self.details()[(container, self.host1)])
+
+    def test_novas_types_untyped_and_unread_are_judged(self):
+        expected = {}
+        for type_ in ('INSTANCE', 'MIGRATION', 'unknown', None):
+            stranger = cloud_mod.uuid('stranger')
+            self.cloud.alloc(stranger, self.host1)
+            self.cloud.record(stranger, type_=type_)
+            expected[(stranger, self.host1)] = (r.UNKNOWN_CONSUMER,
+                                                r.DELETE_CONSUMER)
+        unread = cloud_mod.uuid('unread')
+        self.cloud.alloc(unread, self.host1)
+        expected[(unread, self.host1)] = (r.UNKNOWN_CONSUMER,
+                                          r.DELETE_CONSUMER)
+        self.assertVerdicts(expected)
+
+    def test_a_down_cell_comes_first(self):
+        self.cloud.add_cell('cell2', readable=False)
+        container = cloud_mod.uuid('container')
+        self.cloud.alloc(container, self.host1)
+        self.cloud.record(container, project=ZUN)
+        self.assertVerdicts(
+            {(container, self.host1): (r.UNVERIFIABLE, FINE)})
+
+    def test_no_site_rule_comes_before(self):
+        container = cloud_mod.uuid('container')
+        self.cloud.alloc(container, self.host1)
+        self.cloud.record(container, project=ZUN)
+
+        def greedy(ctx):
+            return rules.Verdict(r.UNKNOWN_CONSUMER, r.DELETE_CONSUMER, 'x')
+
+        chain = site_rules.PROTECTIVE + (greedy,) + rules.DEFAULT_RULES
+        self.assertVerdicts(
+            {(container, self.host1): (r.UNMANAGED_CONSUMER, FINE)},
+            rules=chain)
+
+
+class ForeignDeclarationTestCase(base.BaseTestCase):
+
+    def test_ids_and_types(self):
+        self.assertEqual(
+            model.Foreign(projects=frozenset([ZUN]),
+                          consumer_types=frozenset(['CONTAINER', 'X_1'])),
+            rules.foreign([' ' + ZUN.upper()], ['CONTAINER', 'X_1']))
+        self.assertEqual(model.Foreign(), rules.foreign())
+
+    def _refused(self, projects=(), types=(), error=exception.ConfigError):
+        e = self.assertRaises(error, rules.foreign, projects, types,
+                              '[nova_orphans] foreign_projects',
+                              '--foreign-consumer-type', error=error)
+        return str(e)
+
+    def test_names_are_refused(self):
+        self.assertEqual(
+            'Configuration error: [nova_orphans] foreign_projects: service '
+            'is not a project id '
+            '(32 hex digits); project names are not resolved: give the id '
+            '("openstack project show -f value -c id NAME")',
+            self._refused(projects=[ZUN, 'service']))
+        self.assertIn('a1b2c3d4-e5f6',
+                      self._refused(projects=['a1b2c3d4-e5f6-0718-293a-'
+                                              '4b5c6d7e8f90']))
+
+    def test_bad_types_are_refused(self):
+        self.assertEqual(
+            'Invalid input: --foreign-consumer-type: unknown is not a '
+            'placement consumer '
+            'type (upper case letters, digits and _)',
+            self._refused(types=['unknown'], error=exception.InvalidInput))
+        self.assertEqual(
+            'Configuration error: --foreign-consumer-type: INSTANCE is one '
+            'of nova\'s own '
+            'consumer types', self._refused(types=['INSTANCE']))
+        self.assertIn('MIGRATION', self._refused(types=['MIGRATION']))
+
+
+class ForeignProviderTestCase(ClassifyTestCase):
+    """Cyborg's and Blazar's providers, children of nova's nodes."""
+
+    def test_cyborg_device_under_a_nova_node(self):
+        fpga = self.cloud.provider('host1_fpga', parent=self.host1,
+                                   foreign_owner='OWNER_CYBORG')
+        vm = self.cloud.instance('host1')
+        self.cloud.alloc(vm, self.host1)
+        self.cloud.alloc(vm, fpga, FPGA=1)
+        gone = self.cloud.instance('host1', deleted=True,
+                                   vm_state='deleted')
+        self.cloud.alloc(gone, self.host1)
+        self.cloud.alloc(gone, fpga, FPGA=1)
+        only = self.cloud.instance('host1', deleted=True, vm_state='deleted')
+        self.cloud.alloc(only, fpga, FPGA=1)
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, fpga, FPGA=1)
+        self.assertVerdicts({
+            (vm, self.host1): (r.ACTIVE_INSTANCE, FINE),
+            (vm, fpga): (r.UNMANAGED_PROVIDER, FINE),
+            (gone, self.host1): (r.DELETED_INSTANCE, r.DELETE_CONSUMER),
+            (gone, fpga): (r.UNMANAGED_PROVIDER, FINE),
+            # Nothing on nova's providers: still not nova's to judge.
+            (only, fpga): (r.UNMANAGED_PROVIDER, FINE),
+            (stranger, fpga): (r.UNMANAGED_PROVIDER, FINE)})
+        self.assertEqual(
+            {'The provider carries OWNER_CYBORG: another service\'s, never '
+             'judged nova\'s.'},
+            {f.details for f in self.cloud.findings()
+             if f.resource_provider == fpga})
+
+    def test_blazar_reservation_provider(self):
+        blazar = self.cloud.provider('blazar_host1', parent=self.host1,
+                                     foreign_owner='blazar')
+        vm = self.cloud.instance('host1', deleted=True, vm_state='deleted')
+        self.cloud.alloc(vm, blazar, CUSTOM_RESERVATION_0A1B=1)
+        finding, = self.cloud.findings()
+        self.assertEqual(
+            (r.UNMANAGED_PROVIDER, FINE, 'The provider is Blazar\'s '
+             'reservation provider (blazar_<host>): another service\'s, '
+             'never judged nova\'s.'),
+            (finding.reason, finding.action, finding.details))
 
 
 class DownCellTestCase(ClassifyTestCase):

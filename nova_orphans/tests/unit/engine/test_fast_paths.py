@@ -55,7 +55,7 @@ class PositionalFieldsTestCase(base.BaseTestCase):
         # readers.placement_db builds these positionally in this order.
         self.assertEqual(
             ['uuid', 'name', 'root_uuid', 'parent_uuid', 'generation',
-             'sharing', 'aggregates'],
+             'sharing', 'aggregates', 'foreign_owner'],
             [f.name for f in dataclasses.fields(model.Provider)])
         self.assertEqual(
             ['consumer', 'provider', 'resources'],
@@ -137,11 +137,14 @@ def _many_situations():
     child = c.provider('host1-child', parent=host1)
     shared = c.provider('nfs', sharing=True, aggregates=('agg',))
     foreign = c.provider('foreign')
+    # Another service's device under nova's own node.
+    fpga = c.provider('host1-fpga', parent=host1,
+                      foreign_owner='OWNER_CYBORG')
     for state in ('active', 'stopped', 'error', 'building',
                   'soft-delete', 'shelved_offloaded', 'resized'):
         for task in (None, 'scheduling', 'unshelving', 'deleting'):
             vm = c.instance('host1', vm_state=state, task_state=task)
-            for rp in (host1, host2, child, shared, foreign):
+            for rp in (host1, host2, child, shared, foreign, fpga):
                 c.alloc(vm, rp)
     for kwargs in ({'deleted': True}, {'archived': True},
                    {'compute_node': ironic},
@@ -326,10 +329,16 @@ class _RecordsCloud(base.BaseTestCase):
         gone = c.instance('host2', deleted=True, vm_state='deleted')
         c.alloc(gone, host2)
         record(gone, project='', user='')
-        for type_ in ('INSTANCE', 'MIGRATION', None):
+        for type_ in ('INSTANCE', 'MIGRATION', None, 'CONTAINER'):
             stranger = cloud_mod.uuid('stranger')
             c.alloc(stranger, host1)
             record(stranger, type_=type_)
+        # Zun's container on nova's node: unmanaged_consumer by its
+        # record alone.
+        c.nova.foreign = rules.foreign(projects=[ZUN])
+        container = cloud_mod.uuid('container')
+        c.alloc(container, host2)
+        record(container, project=ZUN)
         c.alloc(cloud_mod.uuid('no-record'), host1)
         mapped = cloud_mod.uuid('mapped')
         c.map(mapped, 'cell1')
@@ -344,6 +353,9 @@ class _RecordsCloud(base.BaseTestCase):
         record(mig, type_='MIGRATION')
         c.instance('host1')     # missing_allocations
         self.records = records
+
+
+ZUN = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
 
 
 class RecordsAfterwardsTestCase(_RecordsCloud):
@@ -391,7 +403,10 @@ class RecordsAfterwardsTestCase(_RecordsCloud):
         self.assertIn('placement-project', {f.project_id for f in found})
 
     def test_all(self):
-        self.assertEqual(12, len(self._check(lambda f: True)))
+        found = self._check(lambda f: True)
+        self.assertEqual(14, len(found))
+        self.assertEqual(2, len([f for f in found
+                                 if f.reason == r.UNMANAGED_CONSUMER]))
 
 
 class _BulkReader(readers_base.PlacementReader):
@@ -418,6 +433,16 @@ class _BulkReader(readers_base.PlacementReader):
     def consumers(self, consumers):
         return ({c: self.records.get(c, model.Consumer(c))
                  for c in consumers}, {})
+
+
+class _APIReader(_BulkReader):
+    """The placement API's reader: records one consumer at a time."""
+
+    reads_records_in_bulk = False
+
+    def consumers(self, consumers):
+        self.asked.append(set(consumers))
+        return super().consumers(consumers)
 
 
 class _NovaReader(readers_base.NovaReader):
@@ -455,11 +480,31 @@ class AuditRecordsTestCase(_RecordsCloud):
         self.cloud.placement.consumers = dict(self.records)
         self.assertEqual(self.cloud.findings(shown=shown), found)
         strangers, later = asked
-        self.assertEqual(4, len(strangers))
+        self.assertEqual(6, len(strangers))
         # The shown consumers' records, but those already read.
         self.assertEqual({f.consumer for f in found
                           if f.reason != r.MISSING_ALLOCATIONS} -
                          (strangers & self.records.keys()), later)
+
+    def test_api_reader_reads_the_strangers_records_first(self):
+        # Those nova has no trace of, on its trees, before classifying:
+        # unmanaged_consumer needs them, shown or not (metrics).
+        reader = _APIReader(self.cloud.placement, self.records)
+        audit = snapshot.Audit(reader, _NovaReader(self.cloud.nova))
+        self.cloud.placement.consumers = {}
+        found = audit.run(shown=None)
+        strangers = index.unknown_to_nova(
+            self.cloud.nova, {a.consumer
+                              for a in self.cloud.placement.allocations})
+        self.assertEqual([strangers], reader.asked)
+        self.cloud.placement.consumers = dict(self.records)
+        self.assertEqual(
+            [(f.consumer, f.resource_provider, f.reason, f.action)
+             for f in self.cloud.findings()],
+            [(f.consumer, f.resource_provider, f.reason, f.action)
+             for f in found])
+        self.assertEqual(2, len([f for f in found
+                                 if f.reason == r.UNMANAGED_CONSUMER]))
 
     def test_site_rules_get_every_record(self):
         chain = (lambda ctx: None,) + rules.DEFAULT_RULES

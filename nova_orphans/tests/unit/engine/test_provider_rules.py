@@ -109,11 +109,59 @@ class ProviderRulesTestCase(base.BaseTestCase):
                          self.cloud.verdicts()[(stranger, dead)][0])
 
     def test_proven_by_trait(self):
-        dead = self.dead_node(proven_by_trait=True, host=None)
-        row = {f.uuid: f for f in self.rows()}[dead]
-        self.assertEqual(DEAD + (None,),
-                         (row.reason, row.action, row.host))
-        self.assertIn('COMPUTE_NODE', row.details)
+        # The evidence the row names: nova 34's OWNER_NOVA, nova 27's
+        # COMPUTE_NODE, or both.
+        for traits, named in ((('COMPUTE_NODE',), 'COMPUTE_NODE'),
+                              (('OWNER_NOVA',), 'OWNER_NOVA'),
+                              (('OWNER_NOVA', 'COMPUTE_NODE'),
+                               'OWNER_NOVA and COMPUTE_NODE')):
+            self.cloud = cloud_mod.Cloud()
+            dead = self.dead_node(proven_by_trait=traits, host=None)
+            row, = self.rows()
+            self.assertEqual(
+                DEAD + (None, 'The tree\'s root %s carries %s, nova\'s '
+                        'mark on its compute nodes, and the compute API, '
+                        'every cell answering, lists no hypervisor with '
+                        'its uuid: nova deleted that compute node.' %
+                        (dead, named)),
+                (row.reason, row.action, row.host, row.details))
+
+    def test_other_services_providers_on_a_deleted_node(self):
+        # Cyborg's devices and Blazar's reservation provider are children
+        # of the node's root: never nova's, and they keep the tree.
+        dead = self.dead_node()
+        pci = self.cloud.provider('host9_0000:81:00.0', parent=dead)
+        fpga = self.cloud.provider('host9_fpga', parent=dead,
+                                   foreign_owner='OWNER_CYBORG')
+        blazar = self.cloud.provider('blazar_host9', parent=dead,
+                                     foreign_owner='blazar')
+        rows = {f.uuid: f for f in self.rows()}
+        self.assertEqual({self.host1: LIVE, dead: DEAD, pci: DEAD,
+                          fpga: UNMANAGED, blazar: UNMANAGED},
+                         self.verdicts())
+        self.assertEqual(
+            'Compute node %s (host9 on host host9) is deleted in cell '
+            'cell1; no cell has it live. Provider(s) %s on the tree are '
+            'another service\'s: clean leaves the tree.' % (
+                dead, ', '.join(sorted([fpga, blazar]))),
+            rows[pci].details)
+        self.assertEqual(rows[dead].details, rows[pci].details)
+        self.assertEqual(
+            'The provider carries OWNER_CYBORG: another service\'s, never '
+            'judged nova\'s.', rows[fpga].details)
+        self.assertEqual(
+            'The provider is Blazar\'s reservation provider '
+            '(blazar_<host>): another service\'s, never judged nova\'s.',
+            rows[blazar].details)
+        self.assertEqual(
+            sorted([fpga, blazar]), provider_rules.foreign_in_tree(
+                self.cloud.placement.providers, [dead, pci, fpga, blazar]))
+
+    def test_other_services_root_even_with_a_cell_down(self):
+        other = self.cloud.provider('accel-host', foreign_owner='OWNER_X')
+        self.cloud.add_cell('cell2', readable=False)
+        self.assertEqual({self.host1: LIVE, other: UNMANAGED},
+                         self.verdicts())
 
     def test_recreated_node_only_old_tree_goes(self):
         old = self.dead_node('host9')
@@ -196,3 +244,25 @@ class ProviderRulesTestCase(base.BaseTestCase):
         child = self.cloud.provider('host9:pf', parent=dead)
         self.cloud.placement.scope = frozenset([child])
         self.assertEqual([dead, child], [f.uuid for f in self.rows()])
+
+
+class ForeignOwnerTestCase(base.BaseTestCase):
+
+    def test_owner_traits(self):
+        owner = model.foreign_owner
+        self.assertEqual('OWNER_CYBORG',
+                         owner('dev', 'host1', {'OWNER_CYBORG'}, ()))
+        self.assertEqual('OWNER_CYBORG, OWNER_ZUN', owner(
+            'dev', None, {'OWNER_NOVA', 'OWNER_ZUN', 'OWNER_CYBORG'}, ()))
+        self.assertIsNone(owner('host1', None, {'OWNER_NOVA'}, ()))
+        self.assertIsNone(owner('host1', None, (), ()))
+
+    def test_blazar(self):
+        owner = model.foreign_owner
+        self.assertEqual('blazar', owner('blazar_host1', 'host1', (), ()))
+        self.assertEqual('blazar', owner(
+            'blazar_host1', 'other', (), {'CUSTOM_RESERVATION_0A1B'}))
+        self.assertIsNone(owner('blazar_host1', 'other', (), {'VCPU'}))
+        self.assertIsNone(owner('blazar_host1', None, (), ()))
+        self.assertIsNone(owner('host1', 'x', (),
+                                {'CUSTOM_RESERVATION_0A1B'}))

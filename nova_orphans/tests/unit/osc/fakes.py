@@ -179,6 +179,8 @@ class FakePlacement(FakeAdapter):
     def __init__(self):
         super().__init__()
         self.providers = {}
+        # {provider: set of traits}
+        self.traits = {}
         # {consumer: {'allocations': {rp: resources}, 'generation': n}}
         self.consumers = {}
 
@@ -201,9 +203,16 @@ class FakePlacement(FakeAdapter):
                 'id': 'v1.0', 'max_version': '1.39', 'min_version': '1.0'}]})
         if path == '/resource_providers':
             if params.get('required'):
-                return Response(200, {'resource_providers': []})
+                return Response(200, {'resource_providers': [
+                    self.providers[u] for u in sorted(self.traits)
+                    if params['required'] in self.traits[u]]})
             return Response(200, {'resource_providers':
                                   list(self.providers.values())})
+        if path == '/traits':
+            prefix = params.get('name', '').replace('startswith:', '')
+            return Response(200, {'traits': sorted(
+                {t for traits in self.traits.values() for t in traits
+                 if t.startswith(prefix)})})
         parts = path.strip('/').split('/')
         if parts[0] == 'resource_providers' and parts[2:] == ['allocations']:
             return Response(200, {'allocations': {

@@ -313,6 +313,32 @@ class CleanOrphanTestCase(CommandTestCase):
         self.assertEqual({}, self.placement.consumers[GONE]['allocations'])
         self.assertIn(RP2, self.placement.consumers[STRANGER]['allocations'])
 
+    def test_foreign_project_keeps_the_stranger(self):
+        # STRANGER's placement record names fakes.PROJECT: declared
+        # foreign, it is another service's; nova's deleted GONE, in the
+        # same project, is still repaired.
+        rows = self.json_rows(orphan.ListOrphan, '--all',
+                              '--foreign-project', fakes.PROJECT)
+        self.assertEqual(
+            [(LIVE, 'active_instance'), (GONE, 'deleted_instance'),
+             (STRANGER, 'unmanaged_consumer')],
+            [(r['consumer'], r['reason']) for r in rows])
+        path = os.path.join(self.tmp, 'j.jsonl')
+        rows = self.json_rows(orphan.CleanOrphan, '--journal', path,
+                              '--foreign-project', fakes.PROJECT)
+        self.assertEqual([(GONE, 'done')],
+                         [(r['consumer'], r['outcome']) for r in rows])
+        self.assertEqual({RP2: RESOURCES},
+                         self.placement.consumers[STRANGER]['allocations'])
+
+    def test_foreign_project_name_is_refused(self):
+        self.assertOneLineError(
+            'Invalid input: --foreign-project: service is not a project id '
+            '(32 hex '
+            'digits); project names are not resolved: give the id '
+            '("openstack project show -f value -c id NAME")',
+            orphan.ListOrphan, '--foreign-project', 'service')
+
     def test_clean_then_restore(self):
         path = os.path.join(self.tmp, 'j.jsonl')
         rows = self.json_rows(orphan.CleanOrphan, '--journal', path)

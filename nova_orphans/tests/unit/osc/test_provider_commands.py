@@ -29,6 +29,7 @@ from nova_orphans.tests.unit.osc import test_commands as base
 
 DEAD = 'd0d0d0d0-d0d0-40d0-80d0-d0d0d0d0d0d0'
 AGENT = 'a0a0a0a0-a0a0-40a0-80a0-a0a0a0a0a0a0'
+FPGA = 'f0f0f0f0-f0f0-40f0-80f0-f0f0f0f0f0f0'
 
 
 class TraitPlacement(base.FailingPlacement):
@@ -48,8 +49,9 @@ class TraitPlacement(base.FailingPlacement):
                     'detail': 'No resource provider with uuid %s found' %
                     parts[1]}]})
             return fakes.Response(200, {
-                'traits': ['COMPUTE_NODE'] if parts[1] in self.trait_roots
-                else [], 'resource_provider_generation': 1})
+                'traits': (['COMPUTE_NODE'] if parts[1] in self.trait_roots
+                           else []) + sorted(self.traits.get(parts[1], ())),
+                'resource_provider_generation': 1})
         return super().handle(method, path, params, body)
 
 
@@ -106,6 +108,44 @@ class ProviderCommandTestCase(_TraitTestCase):
             DEAD: ('deleted_compute_node', 'delete_provider', DEAD),
             AGENT: ('unmanaged', 'none', None),
         }, self.rows())
+
+    def test_owner_nova_alone_proves_and_is_named(self):
+        # nova 34's mark; nova 27 to 33 put only COMPUTE_NODE there.
+        self.placement.trait_roots = (base.RP1, base.RP2)
+        self.placement.traits[DEAD] = {'OWNER_NOVA'}
+        row, = self.json_rows(provider_orphan.ListProviderOrphan)
+        self.assertEqual(
+            (DEAD, 'deleted_compute_node', 'delete_provider',
+             'The tree\'s root %s carries OWNER_NOVA, nova\'s mark on its '
+             'compute nodes, and the compute API, every cell answering, '
+             'lists no hypervisor with its uuid: nova deleted that compute '
+             'node.' % DEAD),
+            (row['uuid'], row['reason'], row['action'], row['details']))
+        self.placement.trait_roots = (base.RP1, base.RP2, DEAD)
+        row, = self.json_rows(provider_orphan.ListProviderOrphan)
+        self.assertIn('carries OWNER_NOVA and COMPUTE_NODE, nova\'s mark',
+                      row['details'])
+
+    def test_other_services_provider_keeps_the_tree(self):
+        self.placement.providers[FPGA] = {
+            'uuid': FPGA, 'name': 'host3_fpga', 'root_provider_uuid': DEAD,
+            'parent_provider_uuid': DEAD, 'generation': 1}
+        self.placement.traits[FPGA] = {'OWNER_CYBORG'}
+        self.assertEqual({
+            base.RP1: ('live_compute_node', 'none', base.RP1),
+            base.RP2: ('live_compute_node', 'none', base.RP2),
+            DEAD: ('deleted_compute_node', 'delete_provider', DEAD),
+            FPGA: ('unmanaged', 'none', DEAD),
+            AGENT: ('unmanaged', 'none', None),
+        }, self.rows())
+        journal = os.path.join(self.tmp, 'j')
+        rows = self.json_rows(provider_orphan.CleanProviderOrphan,
+                              '--journal', journal)
+        self.assertEqual(
+            [(DEAD, 'skipped: provider(s) %s on the tree are another '
+              'service\'s' % FPGA)],
+            [(r['uuid'], r['outcome']) for r in rows])
+        self.assertEqual([], self.placement.urls('DELETE'))
 
     def test_unlisted_compute_service_withholds_the_proof(self):
         # A host not mapped to a cell yet: os-hypervisors leaves its node
@@ -174,6 +214,13 @@ class AllocationsOnDeletedTreeTestCase(_TraitTestCase):
              for r in rows})
         self.assertEqual({}, self.placement.consumers[base.STRANGER][
             'allocations'])
+
+    def test_owner_nova_alone_proves_it(self):
+        # nova 34's mark, read with the root's traits: the same proof.
+        self.placement.trait_roots = (base.RP1, base.RP2)
+        self.placement.traits[DEAD] = {'OWNER_NOVA'}
+        self.assertEqual(('unknown_consumer', 'delete_consumer', None),
+                         self.verdicts()[(base.STRANGER, DEAD)])
 
     def test_without_the_trait(self):
         self.placement.trait_roots = (base.RP1, base.RP2)
