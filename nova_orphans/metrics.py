@@ -108,12 +108,15 @@ def _sorted(counter):
 
 
 def scan(findings, duration, unreadable_cells=0, metrics_file=None,
-         now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS):
+         now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS,
+         unread_sources=0):
     """The metrics of one scan, as exposition text; also written to
     ``metrics_file`` when given.
 
     ``findings`` are every finding of the scan (not only those shown);
-    ``unreadable_cells`` how many cells could not be read; ``now`` the
+    ``unreadable_cells`` how many cells could not be read;
+    ``unread_sources`` how many other sources the scan needed and could
+    not read (results.Listing.unread, unreadable_services); ``now`` the
     Unix time the scan finished (default: now); ``max_projects`` how
     many projects get series of their own (project_resources).
     """
@@ -157,6 +160,11 @@ def scan(findings, duration, unreadable_cells=0, metrics_file=None,
     out.gauge('unreadable_cells',
               'Cells whose database could not be read in this scan.',
               value=unreadable_cells)
+    out.gauge('unread_sources',
+              'Other sources this scan needed and could not read '
+              '(neutron, for servers whose info cache lists no port; '
+              'Zun\'s database, for the zun site rule).',
+              value=unread_sources)
     out.gauge('scan_duration_seconds', 'How long the scan took.',
               value=round(duration, 3))
     out.gauge('last_scan_timestamp_seconds',

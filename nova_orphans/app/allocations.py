@@ -143,6 +143,8 @@ class Metrics:
         self.text = metrics_mod.scan(
             listing.findings, self._duration(),
             unreadable_cells=len(listing.unreadable_cells),
+            unread_sources=(len(listing.unread) +
+                            len(listing.unreadable_services)),
             metrics_file=self.path, max_projects=self.max_projects)
 
     def repair(self, command, result):

@@ -160,6 +160,17 @@ class LeakedPortTestCase(test_clean.RepairTestCase):
                                        '--format', 'json',
                                        conf_file=conf_file)
             self.assertEqual((2, why), (rc, err))
+            # The scan's metrics say it too (the alert's series).
+            rc, metrics_text, err = self.manage(
+                'allocations', 'list', '--format', 'prometheus',
+                conf_file=conf_file)
+            self.assertEqual((2, why), (rc, err))
+            self.assertIn('\nnova_orphans_unread_sources 1.0\n', metrics_text)
+            self.assertIn('\nnova_orphans_unreadable_cells 0.0\n',
+                          metrics_text)
+            rc, out, err = self.manage('allocations', 'list', '--all',
+                                       '--format', 'json',
+                                       conf_file=conf_file)
             self.assertEqual(
                 [('unverifiable', 'No port is known to claim this provider, '
                   'but nothing proves it: neutron could not be asked for '

@@ -33,7 +33,7 @@ UNITS = ('nova-orphans-metrics.service', 'nova-orphans-metrics.timer',
 class RulesTestCase(base.BaseTestCase):
 
     def test_check_rules(self):
-        self.assertIn('SUCCESS: 5 rules found',
+        self.assertIn('SUCCESS: 6 rules found',
                       programs.run(self, 'promtool', 'check', 'rules', RULES))
 
     def test_each_alert_fires_and_does_not(self):

@@ -52,7 +52,7 @@ class ScanTestCase(base.BaseTestCase):
              finding(VM2, 'unverifiable', 'none', host=None,
                      resources={'VCPU': 1, 'MEMORY_MB': 512}),
              finding(VM2, 'active_instance', 'none')],
-            1.23456, unreadable_cells=1, now=NOW)
+            1.23456, unreadable_cells=1, unread_sources=2, now=NOW)
         per_reason = ''.join(
             'nova_orphans_%s{reason="%s"} %s\n' % (
                 name, r, '1.0' if r in ('deleted_instance', 'unverifiable')
@@ -100,6 +100,12 @@ class ScanTestCase(base.BaseTestCase):
             'not be read in this scan.\n'
             '# TYPE nova_orphans_unreadable_cells gauge\n'
             'nova_orphans_unreadable_cells 1.0\n'
+            '# HELP nova_orphans_unread_sources Other sources this scan '
+            'needed and could not read (neutron, for servers whose info '
+            'cache lists no port; Zun\'s database, for the zun site '
+            'rule).\n'
+            '# TYPE nova_orphans_unread_sources gauge\n'
+            'nova_orphans_unread_sources 2.0\n'
             '# HELP nova_orphans_scan_duration_seconds How long the scan '
             'took.\n'
             '# TYPE nova_orphans_scan_duration_seconds gauge\n'
@@ -117,7 +123,7 @@ class ScanTestCase(base.BaseTestCase):
             {'0.0'}, {v for k, v in samples(text).items()
                       if k.startswith(('nova_orphans_allocations',
                                        'nova_orphans_consumers'))})
-        self.assertEqual(2 * len(metrics.COUNTED_REASONS) + 3,
+        self.assertEqual(2 * len(metrics.COUNTED_REASONS) + 4,
                          len(samples(text)))
         programs.check_metrics(self, text)
 
