@@ -37,6 +37,7 @@ import sqlalchemy as sa
 from nova.cmd import manage as nova_manage
 from nova.db.api import api as api_db_api
 from nova.tests import fixtures as nova_fixtures
+from nova.tests.fixtures import notifications as nova_notifications
 from nova.tests.functional import integrated_helpers
 from nova import utils as nova_utils
 
@@ -116,6 +117,7 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
         self.useFixture(fixtures.FakeLogger(
             format='%(asctime)s %(levelname)s [%(name)s] %(message)s',
             level=logging.INFO))
+        self._patient_notifier()
         super().setUp()
         self._publish_cell_urls()
 
@@ -244,11 +246,35 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
 
     # -- waiting for nova ---------------------------------------------------
 
-    # nova's helpers give up after ten polls half a second apart. On a
-    # two-core machine running the whole suite on every core, a live
-    # migration or a resize can take longer than that, and the test then
-    # fails on nova's patience rather than on what it checks.
+    # nova's helpers give up after ten polls half a second apart, or ten
+    # seconds for a notification. On a two-core machine running the
+    # three suites at once, a live migration or a resize can take longer
+    # than that, and the test then fails on nova's patience rather than
+    # on what it checks.
     WAIT_SECONDS = 60
+
+    def _patient_notifier(self):
+        """nova's notification waits (a resize's end...) given as long."""
+        notifier = nova_notifications.FakeVersionedNotifier
+        wait = notifier.wait_for_versioned_notifications
+        seconds = self.WAIT_SECONDS
+
+        def patient(self, event_type, n_events=1, timeout=10.0):
+            return wait(self, event_type, n_events, max(timeout, seconds))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.notifications.FakeVersionedNotifier.'
+            'wait_for_versioned_notifications', patient))
+
+    def _wait_for_instance_action_event(self, server, action_name,
+                                        event_name, event_result):
+        deadline = time.monotonic() + self.WAIT_SECONDS
+        while True:
+            try:
+                return super()._wait_for_instance_action_event(
+                    server, action_name, event_name, event_result)
+            except self.failureException:
+                if time.monotonic() > deadline:
+                    raise
 
     def _wait_for_server_parameter(self, server, expected_params,
                                    max_retries=WAIT_SECONDS * 2, **kwargs):
