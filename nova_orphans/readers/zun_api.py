@@ -55,8 +55,10 @@ class ZunAPIReader:
         try:
             listing = self.client.listing()
         except exception.NovaOrphansException as e:
-            LOG.warning('%(label)s could not be read: %(error)s',
-                        {'label': self.label, 'error': e})
+            # Said once, by the front end (results.Listing
+            # .unreadable_services): osc prints a logged warning too.
+            LOG.debug('%(label)s could not be read: %(error)s',
+                      {'label': self.label, 'error': e})
             return model.ZunSnapshot(asked=asked, error=str(e),
                                      label=self.label)
         containers = {
