@@ -63,20 +63,6 @@ class ContainerClient:
         except ks_exc.ClientException:
             return '(container)'
 
-    def _url(self, path):
-        try:
-            base = self._adapter.get_endpoint()
-        except ks_exc.ClientException as e:
-            raise ContainerError(method='GET', url=path,
-                                 reason=auth.fault(e, self._adapter) or e)
-        if not base:
-            raise ContainerError(method='GET', url=path,
-                                 reason=_('no container endpoint'))
-        base = base.rstrip('/')
-        if not base.endswith('/' + VERSION_PATH):
-            base += '/' + VERSION_PATH
-        return base + path
-
     def listing(self):
         """[(kind, row)]: every container and capsule of every project,
         each row a dict with at least ``uuid``.
@@ -98,17 +84,8 @@ class ContainerClient:
         path = '/%s?all_projects=1&limit=%d' % (collection, PAGE_SIZE)
         if marker is not None:
             path += '&marker=%s' % marker
-        url = self._url(path)
-        try:
-            resp = self._adapter.request(url, 'GET', raise_exc=False,
-                                         headers=VERSION_HEADER)
-        except ks_exc.ConnectFailure as e:
-            raise ContainerError(method='GET', url=path,
-                                 reason=diagnose.connection_error(
-                                     e, self.endpoint))
-        except ks_exc.ClientException as e:
-            raise ContainerError(method='GET', url=path,
-                                 reason=auth.fault(e, self._adapter) or e)
+        resp = auth.get(self._adapter, VERSION_PATH, path, ContainerError,
+                        _('no container endpoint'), headers=VERSION_HEADER)
         if resp.status_code != 200:
             raise ContainerError(method='GET', url=path,
                                  reason=diagnose.answer(resp))
