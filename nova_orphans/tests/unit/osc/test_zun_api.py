@@ -22,8 +22,11 @@ from keystoneauth1.identity import generic
 from keystoneauth1 import token_endpoint
 from oslotest import base
 
+from nova_orphans.app import api_sources
 from nova_orphans.clients import container
 from nova_orphans.engine import model
+from nova_orphans.engine import rules
+from nova_orphans.engine import site_rules
 from nova_orphans.osc import plugin
 from nova_orphans.readers import zun_api
 from nova_orphans.tests.unit.osc import fakes
@@ -157,3 +160,36 @@ class CatalogedTestCase(base.BaseTestCase):
         self.assertFalse(self.cataloged(password, found=None)[0])
         self.assertFalse(self.cataloged(
             password, found=ks_exc.EndpointNotFound())[0])
+
+
+class SourcesTestCase(base.BaseTestCase):
+    """openstack's sources turn the zun rule on when the cloud has Zun,
+    and look in the catalog once.
+    """
+
+    def sources(self, container_client):
+        return api_sources.APISources(
+            plugin.Clients(mock.Mock(), mock.Mock(), None, container_client),
+            grace_period=0)
+
+    def test_zun_cataloged(self):
+        cataloged = mock.Mock(return_value=True)
+        sources = self.sources(container.ContainerClient(
+            WSGIAdapter(zun_front.ZunFront()), cataloged))
+        self.assertIsInstance(sources.zun(), zun_api.ZunAPIReader)
+        self.assertEqual(LABEL, sources.zun().label)
+        self.assertEqual(
+            [f.__name__ for f in site_rules.chain(None, zun=True)],
+            [f.__name__ for f in sources.rules])
+        self.assertIn('zun_containers',
+                      [f.__name__ for f in sources.rules])
+        cataloged.assert_called_once_with()
+
+    def test_no_zun(self):
+        cataloged = mock.Mock(return_value=False)
+        for client in (None, container.ContainerClient(
+                WSGIAdapter(zun_front.ZunFront()), cataloged)):
+            sources = self.sources(client)
+            self.assertIsNone(sources.zun())
+            self.assertIs(rules.DEFAULT_RULES, sources.rules)
+        cataloged.assert_called_once_with()
