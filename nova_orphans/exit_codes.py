@@ -47,7 +47,7 @@ MEANINGS = {
     REPAIR_FAILED: _('a repair failed (the others were still done)'),
     INCOMPLETE: _('incomplete: a cell, placement\'s database, neutron '
                   '(asked for the ports bound to a server) or (zun site '
-                  'rule) Zun\'s database could not be '
+                  'rule) Zun\'s database or API could not be '
                   'read, and the part that was read has no orphan'),
     ORPHANS_FOUND: _('orphans remain: found and not all repaired '
                      '(list, --dry-run, --max-count, or repairs skipped); '

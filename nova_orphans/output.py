@@ -351,11 +351,17 @@ def projects_line(totals):
         'projects': ', '.join(named)}
 
 
-def unread_lines(unread):
+def unread_lines(unread, services=()):
     """The warnings that say what a run could not read but its cells
-    (each a sentence of results.Listing.unread).
+    (each a sentence of results.Listing.unread), and then the other
+    services a site rule needed and could not read (Zun's database or
+    API, results.Listing.unreadable_services), one line each.
     """
-    return [_('WARNING: %(what)s.') % {'what': what} for what in unread]
+    return [_('WARNING: %(what)s.') % {'what': what} for what in unread] + [
+        _('WARNING: %(service)s could not be read (%(error)s); the '
+          'consumers nova has no trace of are reported as unverifiable, '
+          'never as orphans.') % {'service': s.label, 'error': s.error}
+        for s in services]
 
 
 def list_summary(rows, unreadable_cells=(), next_command=None):

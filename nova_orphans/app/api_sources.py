@@ -13,15 +13,20 @@
 
 from nova_orphans.app import sources
 from nova_orphans.engine import rules
+from nova_orphans.engine import site_rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.readers import compute_api
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import provider_proof
+from nova_orphans.readers import zun_api
 
 
 class APISources(sources.Sources):
-    """osc's clients: the compute, placement and network APIs.
+    """osc's clients: the compute, placement and network APIs, and
+    Zun's container API when the cloud has one (``clients.container``
+    cataloged: the zun site rule is then on, as ``[zun_database]
+    connection`` turns it on for nova-orphans-manage).
 
     ``every_root``: prove every root with nova's trait deleted or not
     (the provider commands), or only the roots that consumers nothing
@@ -45,6 +50,9 @@ class APISources(sources.Sources):
                 grace_period=grace_period,
                 network=clients.network, foreign=foreign),
             clients.placement, every_root=every_root)
+        self._zun = None
+        self._zun_asked = False
+        self._rules = None
 
     @property
     def placement(self):
@@ -56,3 +64,18 @@ class APISources(sources.Sources):
 
     def nova(self):
         return self._nova
+
+    def zun(self):
+        # Asked once: looking in the catalog authenticates.
+        if not self._zun_asked:
+            self._zun_asked = True
+            container = self.clients.container
+            if container is not None and container.cataloged():
+                self._zun = zun_api.ZunAPIReader(container)
+        return self._zun
+
+    @property
+    def rules(self):
+        if self._rules is None:
+            self._rules = site_rules.chain(None, zun=self.zun() is not None)
+        return self._rules

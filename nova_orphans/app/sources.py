@@ -69,8 +69,10 @@ class Sources:
         raise NotImplementedError()
 
     def zun(self):
-        """The reader of Zun's database for the zun site rule, or None
-        (the rule is off).
+        """The reader of Zun for the zun site rule (a reader of Zun's
+        database or of its API, with ``read(consumers)`` returning a
+        model.ZunSnapshot), or None: the sources read no Zun, and the
+        rule is off unless a configuration names it.
         """
         return None
 
@@ -115,7 +117,8 @@ class DatabaseSources(Sources):
     @property
     def rules(self):
         if self._rules is None:
-            self._rules = site_rules.chain(self.conf)
+            self._rules = site_rules.chain(self.conf,
+                                           zun=self.zun() is not None)
         return self._rules
 
     def _api_reader(self):

@@ -80,6 +80,35 @@ def fault(error, adapter=None):
     return None
 
 
+def get(adapter, version_path, path, error, missing, **kwargs):
+    """``GET`` of ``path`` under the service's endpoint, with
+    ``version_path`` added unless the endpoint ends with it (catalogs
+    and endpoint overrides usually name the root; openstacksdk adds it
+    the same way): the response, whatever its status.
+
+    What fails before the service answers raises ``error(method='GET',
+    url=path, reason=...)``: no endpoint (``missing``), keystone's
+    fault, the service out of reach.
+    """
+    try:
+        found = adapter.get_endpoint()
+    except ks_exc.ClientException as e:
+        raise error(method='GET', url=path, reason=fault(e, adapter) or e)
+    if not found:
+        raise error(method='GET', url=path, reason=missing)
+    base = found.rstrip('/')
+    if not base.endswith('/' + version_path):
+        base += '/' + version_path
+    try:
+        return adapter.request(base + path, 'GET', raise_exc=False,
+                               **kwargs)
+    except ks_exc.ConnectFailure as e:
+        raise error(method='GET', url=path,
+                    reason=diagnose.connection_error(e, found))
+    except ks_exc.ClientException as e:
+        raise error(method='GET', url=path, reason=fault(e, adapter) or e)
+
+
 def endpoint(adapter):
     """The service's endpoint: authenticated, looked up in the catalog.
 

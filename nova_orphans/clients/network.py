@@ -68,20 +68,6 @@ class NetworkClient:
         except ks_exc.ClientException:
             return '(network)'
 
-    def _url(self, path):
-        try:
-            base = self._adapter.get_endpoint()
-        except ks_exc.ClientException as e:
-            raise NetworkError(method='GET', url=path,
-                               reason=auth.fault(e, self._adapter) or e)
-        if not base:
-            raise NetworkError(method='GET', url=path,
-                               reason=_('no network endpoint'))
-        base = base.rstrip('/')
-        if not base.endswith('/' + VERSION_PATH):
-            base += '/' + VERSION_PATH
-        return base + path
-
     def server_ports(self, server_uuid):
         """[{'id': ..., 'binding:profile': {...}}] of the server's ports."""
         return self.servers_ports([server_uuid])[server_uuid]
@@ -107,16 +93,8 @@ class NetworkClient:
         path = '/ports?%s' % parse.urlencode(filters + [
             ('fields', 'id'), ('fields', 'device_id'),
             ('fields', 'binding:profile')])
-        url = self._url(path)
-        try:
-            resp = self._adapter.request(url, 'GET', raise_exc=False)
-        except ks_exc.ConnectFailure as e:
-            raise NetworkError(method='GET', url=path,
-                               reason=diagnose.connection_error(
-                                   e, self.endpoint))
-        except ks_exc.ClientException as e:
-            raise NetworkError(method='GET', url=path,
-                               reason=auth.fault(e, self._adapter) or e)
+        resp = auth.get(self._adapter, VERSION_PATH, path, NetworkError,
+                        _('no network endpoint'))
         if resp.status_code != 200:
             raise NetworkError(method='GET', url=path, reason='%s %s' % (
                 resp.status_code, diagnose.body_summary(resp)))

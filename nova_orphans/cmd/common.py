@@ -37,13 +37,6 @@ from nova_orphans import output
 from nova_orphans import progress as progress_mod
 
 
-# Each of the other services' databases a site rule needed and could not
-# read (warn_unreadable), as a cell.
-UNREADABLE_SERVICE = _('WARNING: %(database)s could not be read '
-                       '(%(error)s); the consumers nova has no trace of are '
-                       'reported as unverifiable, never as orphans.')
-
-
 def args(*a, **kw):
     """Attach an argparse argument to an action, as nova-manage does."""
     def decorator(func):
@@ -389,12 +382,9 @@ class Commands:
         for cell in listing.unreadable_cells:
             print(warning % {'cell': cell.label, 'error': cell.error},
                   file=sys.stderr)
-        for line in output.unread_lines(listing.unread):
+        for line in output.unread_lines(listing.unread,
+                                        listing.unreadable_services):
             print(line, file=sys.stderr)
-        for service in listing.unreadable_services:
-            print(UNREADABLE_SERVICE % {'database': service.label,
-                                        'error': service.error},
-                  file=sys.stderr)
 
     def report(self, result, what, nothing, metrics=None):
         """Print a clean's or restore's rows (or its ``metrics``, for

@@ -43,17 +43,20 @@ IGNORED = 'ignored'
 ZUN = 'zun'
 
 
-def chain(conf):
-    """The rule chain for this configuration.
+def chain(conf, zun=False):
+    """The rule chain for this configuration and these sources.
 
-    ``[zun_database] connection`` set turns the in-tree ``zun`` rule on
-    even where ``site_rules`` does not name it (after the rules it
-    names): a connection to Zun's database says Zun shares the compute
+    ``conf``: the configuration whose ``[nova_orphans] site_rules`` are
+    loaded, None for a front end without one (``openstack``).
+    ``zun``: the run's sources read Zun (app.sources.Sources.zun: Zun's
+    database set in nova.conf, or Zun's API in osc's catalog), which
+    turns the in-tree ``zun`` rule on even where ``site_rules`` does not
+    name it (after the rules it names): Zun then shares the compute
     nodes, and without the rule every container's allocation there
     would be an orphan to delete.
     """
-    names = list(conf.nova_orphans.site_rules)
-    implied = bool(conf.zun_database.connection) and ZUN not in names
+    names = list(conf.nova_orphans.site_rules) if conf is not None else []
+    implied = zun and ZUN not in names
     if not names and not implied:
         return rules.DEFAULT_RULES
 
@@ -83,7 +86,7 @@ def chain(conf):
         site = tuple(waiting_for_nova(ext.obj) for ext in manager)
     if implied:
         # In tree: no entry point to look up.
-        site += (waiting_for_nova(zun(conf)),)
+        site += (waiting_for_nova(zun_containers),)
     LOG.debug('Site rules: %s', names + ([ZUN] if implied else []))
     rest = tuple(r for r in rules.DEFAULT_RULES if r not in PROTECTIVE)
     return PROTECTIVE + site + rest
@@ -127,52 +130,59 @@ def zun(conf):
     providers under each container's (or capsule's) uuid, with the
     user's project and no consumer type: nova has no trace of such a
     consumer, and without this rule it is ``unknown_consumer``. The
-    rule judges only those consumers, by what Zun's database says of
-    them (``ctx.index.snapshot.nova.zun``, a model.ZunSnapshot the
-    audit and each repair's fresh read fill, see readers/zun_db.py):
+    rule judges only those consumers, by what Zun says of them
+    (``ctx.index.snapshot.nova.zun``, a model.ZunSnapshot the audit
+    and each repair's fresh read fill: from Zun's database for
+    nova-orphans-manage, readers/zun_db.py, from Zun's container API
+    for openstack, readers/zun_api.py):
 
-    - a row of Zun's ``container`` table has the uuid:
-      ``unmanaged_consumer``, never written;
-    - Zun's database could not be read, or was not read for this
-      consumer: ``unverifiable`` (it may be Zun's);
+    - Zun has a container or capsule of that uuid (a row of its
+      ``container`` table): ``unmanaged_consumer``, never written;
+    - Zun could not be read, or was not read for this consumer:
+      ``unverifiable`` (it may be Zun's);
     - Zun has no row: the next rules judge it (``unknown_consumer``).
       Zun deletes a row only after its allocations, so a container
       Zun deleted leaves nothing it will free.
 
-    Needs ``[zun_database] connection``; setting it turns the rule on
-    (see chain).
+    The entry point's factory: needs ``[zun_database] connection``;
+    setting it turns the rule on (see chain), as Zun's API in osc's
+    service catalog does for openstack (app/api_sources.py).
     """
     if not conf.zun_database.connection:
         raise exception.ConfigError(
             reason=_('[nova_orphans] site_rules: the %(rule)s rule needs '
                      '[zun_database] connection') % {'rule': ZUN})
-
-    def zun_containers(ctx):
-        owner = ctx.owner
-        if (owner.instance is not None or owner.migration is not None or
-                owner.mapping is not None or owner.build_request):
-            return None
-        consumer = ctx.allocation.consumer
-        read = ctx.index.snapshot.nova.zun
-        if read is None or consumer not in read.asked:
-            return rules.Verdict(
-                reasons.UNVERIFIABLE, reasons.NONE,
-                _('nova has no trace of this consumer, and Zun\'s database '
-                  'was not read for it: it may be a Zun container\'s.'))
-        if read.error is not None:
-            return rules.Verdict(
-                reasons.UNVERIFIABLE, reasons.NONE,
-                _('nova has no trace of this consumer, and %(database)s, '
-                  'which may hold it as a container, could not be read: '
-                  '%(error)s.') % {'database': read.label,
-                                   'error': read.error})
-        container = read.containers.get(consumer)
-        if container is None:
-            return None
-        return rules.Verdict(
-            reasons.UNMANAGED_CONSUMER, reasons.NONE,
-            _('Zun %(kind)s %(uuid)s (status %(status)s, host %(host)s) '
-              'holds this allocation.') % {
-                'kind': container.kind, 'uuid': container.uuid,
-                'status': container.status, 'host': container.host})
     return zun_containers
+
+
+def zun_containers(ctx):
+    """The zun rule itself (see zun): the same for both front ends,
+    whichever reader filled ``ctx.index.snapshot.nova.zun``.
+    """
+    owner = ctx.owner
+    if (owner.instance is not None or owner.migration is not None or
+            owner.mapping is not None or owner.build_request):
+        return None
+    consumer = ctx.allocation.consumer
+    read = ctx.index.snapshot.nova.zun
+    if read is None or consumer not in read.asked:
+        return rules.Verdict(
+            reasons.UNVERIFIABLE, reasons.NONE,
+            _('nova has no trace of this consumer, and Zun was not read '
+              'for it: it may be a Zun container\'s.'))
+    if read.error is not None:
+        return rules.Verdict(
+            reasons.UNVERIFIABLE, reasons.NONE,
+            _('nova has no trace of this consumer, and %(database)s, '
+              'which may hold it as a container, could not be read: '
+              '%(error)s.') % {'database': read.label,
+                               'error': read.error})
+    container = read.containers.get(consumer)
+    if container is None:
+        return None
+    return rules.Verdict(
+        reasons.UNMANAGED_CONSUMER, reasons.NONE,
+        _('Zun %(kind)s %(uuid)s (status %(status)s, host %(host)s) '
+          'holds this allocation.') % {
+            'kind': container.kind, 'uuid': container.uuid,
+            'status': container.status, 'host': container.host})

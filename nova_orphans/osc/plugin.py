@@ -18,18 +18,22 @@ It adds no global option: both services are driven at microversions the
 code picks and checks, which are not the operator's choice.
 
 ``make_client`` returns the clients the commands need (placement,
-compute, and network for the ports' bindings), each a keystoneauth
-adapter on osc's session whose endpoint is looked up the way
-openstacksdk does it, so ``placement_endpoint_override``,
-``compute_endpoint_override`` and ``network_endpoint_override`` in
+compute, network for the ports' bindings, and container for Zun's
+containers), each a keystoneauth adapter on osc's session whose
+endpoint is looked up the way openstacksdk does it, so
+``placement_endpoint_override``, ``compute_endpoint_override``,
+``network_endpoint_override`` and ``container_endpoint_override`` in
 clouds.yaml are honoured.
 """
 
 import logging
 
 from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1.identity import base as identity_base
 
 from nova_orphans.clients import compute
+from nova_orphans.clients import container
 from nova_orphans.clients import network
 from nova_orphans.clients import placement
 
@@ -42,15 +46,17 @@ API_VERSIONS = ('1',)
 
 
 class Clients:
-    """The placement, compute and network clients of one ``openstack``
-    run (``network`` may be None: no port claim is then ever proven).
+    """The placement, compute, network and container clients of one
+    ``openstack`` run (``network`` may be None: no port claim is then
+    ever proven; ``container`` None: Zun is never read).
     """
 
     def __init__(self, placement_client, compute_client,
-                 network_client=None):
+                 network_client=None, container_client=None):
         self.placement = placement_client
         self.compute = compute_client
         self.network = network_client
+        self.container = container_client
 
 
 def adapter(instance, service_type):
@@ -69,12 +75,35 @@ def adapter(instance, service_type):
         endpoint_override=region.get_endpoint(service_type))
 
 
+def cataloged(instance, service_adapter):
+    """A function saying whether the cloud has the adapter's service:
+    an endpoint override names it, or the service catalog lists it.
+
+    Only an identity plugin (password, token, application credential)
+    has a catalog: another (``admin_token``, ``none``) gives its one
+    endpoint for every service, which says nothing of this one.
+    """
+    def has_service():
+        if service_adapter.endpoint_override:
+            return True
+        if not isinstance(instance.session.auth,
+                          identity_base.BaseIdentityPlugin):
+            return False
+        try:
+            return bool(service_adapter.get_endpoint())
+        except ks_exc.EndpointNotFound:
+            return False
+    return has_service
+
+
 def make_client(instance):
-    LOG.debug('Instantiating nova-orphans placement, compute and network '
-              'clients')
+    LOG.debug('Instantiating nova-orphans placement, compute, network and '
+              'container clients')
+    zun = adapter(instance, container.SERVICE_TYPE)
     return Clients(placement.PlacementClient(adapter(instance, 'placement')),
                    compute.ComputeClient(adapter(instance, 'compute')),
-                   network.NetworkClient(adapter(instance, 'network')))
+                   network.NetworkClient(adapter(instance, 'network')),
+                   container.ContainerClient(zun, cataloged(instance, zun)))
 
 
 def build_option_parser(parser):

@@ -217,7 +217,8 @@ class OrphanLister(command.Lister):
     def warn_unreadable(self, listing, warning):
         for cell in listing.unreadable_cells:
             self.say(warning % {'cell': cell.label, 'error': cell.error})
-        for line in output.unread_lines(listing.unread):
+        for line in output.unread_lines(listing.unread,
+                                        listing.unreadable_services):
             self.say(line)
 
     def finished(self):

@@ -64,11 +64,12 @@ class ListOrphan(common.WithMetrics, _Audited):
     """List placement allocations that no live nova object owns.
 
     Reads placement and, through the compute API, nova's hypervisors,
-    services, servers (deleted ones too) and migrations; changes
-    nothing. Each row is one consumer's allocation on one resource
-    provider, with the reason it is an orphan and the repair action
-    "clean" would take. Exit codes: 0 none found, 3 orphans found, 2
-    and 5 a cell, or neutron, could not be read (see
+    services, servers (deleted ones too) and migrations, and Zun's
+    containers when the cloud's catalog has Zun; changes nothing. Each
+    row is one consumer's allocation on one resource provider, with
+    the reason it is an orphan and the repair action "clean" would
+    take. Exit codes: 0 none found, 3 orphans found, 2
+    and 5 a cell, neutron, or Zun could not be read (see
     "nova-orphans-manage allocations list --help" and the docs'
     exit-code table).
     """
@@ -121,7 +122,7 @@ class CleanOrphan(common.WithMetrics, _Audited, common.Repairing):
     run. Repairs that fail are reported in the outcome column after the
     others are done. Exit codes: 4 every orphan repaired, 3 orphans
     remain (--dry-run, --max-count, skipped), 1 a repair failed, 0
-    nothing to do, 2 and 5 a cell, or neutron, could not be read.
+    nothing to do, 2 and 5 a cell, neutron, or Zun could not be read.
     """
 
     def get_parser(self, prog_name):

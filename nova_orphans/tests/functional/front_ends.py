@@ -158,7 +158,8 @@ class FrontEndsTestCase(base.FunctionalTestCase):
     def write_clouds(self, **others):
         """clouds.yaml: ``cloud`` is this one; ``others`` are clouds by
         name, each {'placement': endpoint, 'compute': endpoint} with
-        this cloud's endpoints where not given.
+        this cloud's endpoints where not given, and 'container' (Zun's
+        API: the cloud has Zun) where given.
         """
         clouds = {}
         for name, endpoints in dict(others, cloud={}).items():
@@ -169,6 +170,9 @@ class FrontEndsTestCase(base.FunctionalTestCase):
                     'token': 'admin'},
                 'compute_endpoint_override': endpoints.get(
                     'compute', self.cloud.compute)}
+            if 'container' in endpoints:
+                clouds[name]['container_endpoint_override'] = endpoints[
+                    'container']
         with open(self.clouds_yaml, 'w') as f:
             yaml.safe_dump({'clouds': clouds}, f)
 

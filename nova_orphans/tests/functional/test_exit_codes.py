@@ -25,12 +25,16 @@ are test_interrupts.
 
 import json
 import os
+import threading
+import uuid as uuidlib
 
 from nova_orphans import exit_codes
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
+from nova_orphans.tests.functional.fixtures import serving
 from nova_orphans.tests.functional import front_ends
 from nova_orphans.tests.functional import processes
+from nova_orphans.tests import zun_front
 
 PASSWORD = 's3cr3t-Pa55w0rd'
 MYSQL = 'mysql+pymysql://nova:%s@127.0.0.1:1/%%s' % PASSWORD
@@ -271,6 +275,106 @@ class ExitCodesTestCase(front_ends.FrontEndsTestCase):
                          [(r['consumer'], r['outcome'])
                           for r in json.loads(out)])
         self.assertEqual(before, self.placement.dump_state())
+
+    def serve_zun(self):
+        """Zun's container API on 127.0.0.1 (tests/zun_front.py), in the
+        catalog of cloud ``zun`` (an endpoint override): a container of
+        host1 holds its allocation on host1's node, as Zun with
+        ``host_shared_with_nova`` claims it.
+        """
+        self.zun = zun_front.ZunFront()
+        server = serving.make_server(self.zun)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.zun_endpoint = 'http://127.0.0.1:%d/v1' % server.server_port
+        self.write_clouds(zun={'container': self.zun_endpoint})
+        self.container = str(uuidlib.uuid4())
+        self.zun.add(self.container, 'host1')
+        self.allocate(self.container, self.host1, consumer_type=None)
+
+    def test_zun_containers_kept_through_the_container_api(self):
+        self.serve_zun()
+        orphan = self.gone()
+        # Neither nova's nor Zun's.
+        stranger = str(uuidlib.uuid4())
+        self.allocate(stranger, self.host1)
+        listing = ['/v1/containers?all_projects=1&limit=1000',
+                   '/v1/capsules?all_projects=1&limit=1000']
+        rc, out, err = self.openstack_run(
+            'allocation', 'orphan', 'list', '--all', '-f', 'json',
+            cloud='zun')
+        self.assertEqual((exit_codes.ORPHANS_FOUND, ''), (rc, err))
+        self.assertEqual({
+            self.live: ('active_instance', 'none'),
+            self.container: (
+                'unmanaged_consumer', 'none',
+                'Zun container %s (status Running, host host1) holds this '
+                'allocation.' % self.container),
+            orphan: ('deleted_instance', 'delete_consumer'),
+            stranger: ('unknown_consumer', 'delete_consumer')},
+            {r['consumer']: (r['reason'], r['action']) + (
+                (r['details'],) if r['consumer'] == self.container else ())
+             for r in json.loads(out)})
+        self.assertEqual(listing, self.zun.asked)
+        before = self.placement.dump_state()
+        del self.zun.asked[:]
+        rc, out, err = self.openstack_run(
+            'allocation', 'orphan', 'clean', '-f', 'json', '--journal',
+            self.journal, cloud='zun')
+        self.assertEqual(exit_codes.REPAIRED, rc, err)
+        self.assertEqual(sorted([(orphan, 'done'), (stranger, 'done')]),
+                         sorted((r['consumer'], r['outcome'])
+                                for r in json.loads(out)))
+        self.assertEqual({c: v for c, v in before.items()
+                          if c not in (orphan, stranger)},
+                         self.placement.dump_state())
+        # The audit's, then the stranger's fresh read before its write.
+        self.assertEqual(listing * 2, self.zun.asked)
+        # A cloud whose catalog has no Zun: the container's allocation
+        # looks like any unknown consumer's (see --foreign-project).
+        rc, out, err = self.openstack_run(
+            'allocation', 'orphan', 'list', '-f', 'json')
+        self.assertEqual((exit_codes.ORPHANS_FOUND, ''), (rc, err))
+        self.assertEqual([(self.container, 'unknown_consumer')],
+                         [(r['consumer'], r['reason'])
+                          for r in json.loads(out)])
+
+    def test_2_and_5_zun_api_down(self):
+        """Zun in the catalog, its API failing: what nova has no trace
+        of may be Zun's, so it is unverifiable, and the run incomplete.
+        """
+        self.serve_zun()
+        self.zun.down = True
+        warning = (
+            "WARNING: Zun's container API %s could not be read (Container "
+            "request GET /containers?all_projects=1&limit=1000 failed: 503 "
+            "Service Unavailable); the consumers nova has no trace of are "
+            "reported as unverifiable, never as orphans." % self.zun_endpoint)
+        before = self.placement.dump_state()
+        rc, out, err = self.openstack_run(
+            'allocation', 'orphan', 'list', '--all', '-f', 'json',
+            cloud='zun')
+        self.assertEqual((exit_codes.INCOMPLETE, [warning]),
+                         (rc, err.splitlines()))
+        self.assertEqual(
+            sorted([(self.live, 'active_instance'),
+                    (self.container, 'unverifiable')]),
+            sorted((r['consumer'], r['reason']) for r in json.loads(out)))
+        rc, out, err = self.openstack_run(
+            'allocation', 'orphan', 'clean', '-f', 'json', '--journal',
+            self.journal, cloud='zun')
+        self.assertEqual((exit_codes.INCOMPLETE, [warning]),
+                         (rc, err.splitlines()))
+        self.assertEqual(before, self.placement.dump_state())
+        # With an orphan nova can name besides: 5.
+        gone = self.gone()
+        rc, out, err = self.openstack_run(
+            'allocation', 'orphan', 'clean', '--dry-run', '-f', 'json',
+            cloud='zun')
+        self.assertEqual((exit_codes.INCOMPLETE_WITH_ORPHANS, [warning]),
+                         (rc, err.splitlines()))
+        self.assertEqual([gone], [r['consumer'] for r in json.loads(out)])
 
     def test_6_unsupported_schema(self):
         """Also test_releases.UnsupportedSchemaTestCase, and

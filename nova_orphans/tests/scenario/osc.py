@@ -17,7 +17,9 @@ osc-placement both loaded) reaches placement through keystoneauth's
 ``compute_endpoint_override`` and a small WSGI front that turns the token
 into the identity headers nova's API fixture expects, and the network API
 (read-only: ports) through ``network_endpoint_override`` and a front on
-the test's ``NeutronFixture``, the same fake neutron nova talks to.
+the test's ``NeutronFixture``, the same fake neutron nova talks to;
+Zun's container API, when a test serves it (serve_zun), through
+``container_endpoint_override`` and tests/zun_front.py.
 """
 
 import contextlib
@@ -36,6 +38,7 @@ from nova.tests import fixtures as nova_fixtures
 from nova_orphans.repair import actions
 from nova_orphans.tests import network_front
 from nova_orphans.tests.scenario.base import uuids
+from nova_orphans.tests import zun_front
 
 CLOUD = 'nova-orphans-scenario'
 
@@ -93,7 +96,20 @@ class OpenStackClientMixin:
         self.admin_api.api_get('/os-services')
         self.clouds_yaml = self._write_clouds_yaml()
 
-    def _write_clouds_yaml(self):
+    def serve_zun(self):
+        """Zun's container API (``self.zun_front``, a ZunFront), in the
+        catalog from now on: the cloud has Zun.
+        """
+        self.zun_front = zun_front.ZunFront(self.placement_fixture.token)
+        endpoint = 'http://%s/' % uuids.osc_zun_front
+        intercept = interceptor.RequestsInterceptor(
+            lambda: self.zun_front, url=endpoint)
+        intercept.install_intercept()
+        self.addCleanup(intercept.uninstall_intercept)
+        self.clouds_yaml = self._write_clouds_yaml(
+            container_endpoint_override=endpoint + 'v1')
+
+    def _write_clouds_yaml(self, **more):
         cloud = {
             'auth_type': 'admin_token',
             'auth': {'endpoint': self.placement_endpoint,
@@ -101,6 +117,7 @@ class OpenStackClientMixin:
             'compute_endpoint_override': self.compute_endpoint,
             'network_endpoint_override': self.network_endpoint,
         }
+        cloud.update(more)
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'clouds.yaml')
         with open(path, 'w') as f:

@@ -28,6 +28,7 @@ import fixtures
 
 from nova.tests import fixtures as nova_fixtures
 
+from nova_orphans.tests.functional.fixtures import zun as zun_fixture
 from nova_orphans.tests.scenario import base
 from nova_orphans.tests.scenario.base import uuids
 from nova_orphans.tests.scenario import osc
@@ -184,10 +185,67 @@ class ListTest(OpenStackPluginTestBase):
         # nova-orphans-manage, from nova.conf, after a restore.
         self.osc_json('allocation', 'orphan', 'restore', '--journal',
                       journal)
+        self.assertManageCleanKeeps(
+            {'nova_orphans': {'foreign_projects': ZUN_PROJECT}}, kept,
+            cleaned)
+        # Fast mode reads the record from placement's tables: the same.
         self.conf_file = self.write_nova_conf(
-            extra={'nova_orphans': {'foreign_projects': ZUN_PROJECT}})
+            extra={'nova_orphans': {'foreign_projects': ZUN_PROJECT}},
+            placement_db=True)
+        self.assertEqual([(uuids.container, 'unmanaged_consumer')], [
+            (r['consumer'], r['reason'])
+            for r in self.list_allocations('--all')
+            if r['reason'] == 'unmanaged_consumer'])
+
+    def test_zun_container_kept_by_clean_in_both_front_ends(self):
+        """The zun rule, without any declaration: Zun's container holds
+        its allocation on nova's node (host_shared_with_nova), and Zun
+        says so, from its API to openstack (Zun in the catalog) and from
+        its database to nova-orphans-manage (``[zun_database]``).
+        """
+        self.age_nova()
+        self._put_allocations(uuids.container, self.rp_uuids['host3'],
+                              project=ZUN_PROJECT)
+        kept = ('unmanaged_consumer', 'none',
+                'Zun container %s (status Running, host host3) holds this '
+                'allocation.' % uuids.container)
+        cleaned = {(self.evacuated['id'], 'done'),
+                   (self.deleted['id'], 'done'), (uuids.stranger, 'done')}
+        self.serve_zun()
+        self.zun_front.add(uuids.container, 'host3')
+        verdicts = {r['consumer']: (r['reason'], r['action'], r['details'])
+                    for r in self.osc_json('allocation', 'orphan', 'list',
+                                           '--all')}
+        self.assertEqual(
+            (kept, ('unknown_consumer', 'delete_consumer')),
+            (verdicts[uuids.container], verdicts[uuids.stranger][:2]))
+        journal = os.path.join(self.tmp, 'osc.jsonl')
+        done = self.osc_json('allocation', 'orphan', 'clean', '--journal',
+                             journal)
+        self.assertEqual(cleaned,
+                         {(r['consumer'], r['outcome']) for r in done})
+        self.assertEqual({self.rp_uuids['host3']: self.resources},
+                         self.get_allocations(uuids.container))
+        self.assertEqual({}, self.get_allocations(uuids.stranger))
+
+        # nova-orphans-manage, from Zun's database, after a restore.
+        self.osc_json('allocation', 'orphan', 'restore', '--journal',
+                      journal)
+        zun = self.useFixture(zun_fixture.ZunDatabase())
+        zun.add_container('host3', uuid=uuids.container,
+                          project_id=ZUN_PROJECT)
+        self.assertManageCleanKeeps(
+            {'zun_database': {'connection': zun.url}}, kept, cleaned)
+
+    def assertManageCleanKeeps(self, extra, kept, cleaned):
+        """nova-orphans-manage with ``extra`` in nova.conf: the
+        container is ``kept`` (reason, action and, if given, details),
+        and ``clean`` repairs the ``cleaned`` consumers and only them.
+        """
+        self.conf_file = self.write_nova_conf(extra=extra)
         self.assertEqual(kept, {
-            r['consumer']: (r['reason'], r['action'])
+            r['consumer']: (r['reason'], r['action'], r['details'])[
+                :len(kept)]
             for r in self.list_allocations('--all')}[uuids.container])
         rc, out = self.run_manage(
             'allocations', 'clean', '--format', 'json', '--journal',
@@ -198,14 +256,6 @@ class ListTest(OpenStackPluginTestBase):
         self.assertEqual({self.rp_uuids['host3']: self.resources},
                          self.get_allocations(uuids.container))
         self.assertEqual([], self.list_allocations())
-        # Fast mode reads the record from placement's tables: the same.
-        self.conf_file = self.write_nova_conf(
-            extra={'nova_orphans': {'foreign_projects': ZUN_PROJECT}},
-            placement_db=True)
-        self.assertEqual([(uuids.container, 'unmanaged_consumer')], [
-            (r['consumer'], r['reason'])
-            for r in self.list_allocations('--all')
-            if r['reason'] == 'unmanaged_consumer'])
 
     def test_table_and_columns(self):
         rc, out, err = self.openstack('allocation', 'orphan', 'list')

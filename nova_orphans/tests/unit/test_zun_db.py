@@ -143,7 +143,7 @@ class RunTestCase(base.BaseTestCase):
                          self.stranger):
             c.alloc(consumer, node)
         self.chain = test_zun_rule.site_rules.chain(
-            test_zun_rule.make_conf('sqlite:///zun.db'))
+            test_zun_rule.make_conf('sqlite:///zun.db'), zun=True)
 
     def audit(self, zun):
         reader = test_snapshot._APIReader(self.cloud.placement, {})

@@ -18,6 +18,7 @@ from unittest import mock
 from oslo_config import cfg
 from oslotest import base
 
+from nova_orphans.app import sources
 from nova_orphans import conf as conf_mod
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons as r
@@ -44,7 +45,8 @@ class ZunRuleTestCase(test_classify.ClassifyTestCase):
 
     def setUp(self):
         super().setUp()
-        self.chain = site_rules.chain(make_conf('sqlite:///zun.db'))
+        self.chain = site_rules.chain(make_conf('sqlite:///zun.db'),
+                                      zun=True)
         c = self.cloud
         self.container = cloud_mod.uuid('container')
         self.capsule = cloud_mod.uuid('capsule')
@@ -103,8 +105,8 @@ class ZunRuleTestCase(test_classify.ClassifyTestCase):
                          self.cloud.nova.unreadable_services)
 
     def test_not_read_for_the_consumer_fails_closed(self):
-        why = ("nova has no trace of this consumer, and Zun's database was "
-               "not read for it: it may be a Zun container's.")
+        why = ("nova has no trace of this consumer, and Zun was not read "
+               "for it: it may be a Zun container's.")
         # Not read at all, then read for others only.
         for asked in ('unread', (self.container,)):
             if asked == 'unread':
@@ -155,18 +157,23 @@ class ZunRuleTestCase(test_classify.ClassifyTestCase):
 class ChainTestCase(base.BaseTestCase):
 
     def test_connection_alone_turns_the_rule_on(self):
-        chain = site_rules.chain(make_conf('sqlite:///zun.db'))
         protective = [f.__name__ for f in site_rules.PROTECTIVE]
         self.assertEqual(
             ['unverifiable', 'unmanaged_provider'], protective[:2])
-        self.assertEqual(
-            protective + ['zun_containers'] +
-            [f.__name__ for f in rules.DEFAULT_RULES
-             if f not in site_rules.PROTECTIVE],
-            [f.__name__ for f in chain])
+        expected = (protective + ['zun_containers'] +
+                    [f.__name__ for f in rules.DEFAULT_RULES
+                     if f not in site_rules.PROTECTIVE])
+        database = sources.DatabaseSources(make_conf('sqlite:///zun.db'))
+        self.addCleanup(database.close)
+        # The sources say whether Zun is read; openstack's have no
+        # configuration.
+        for chain in (database.rules, site_rules.chain(None, zun=True)):
+            self.assertEqual(expected, [f.__name__ for f in chain])
 
     def test_no_connection_no_rule(self):
-        self.assertIs(rules.DEFAULT_RULES, site_rules.chain(make_conf()))
+        self.assertIs(rules.DEFAULT_RULES,
+                      sources.DatabaseSources(make_conf()).rules)
+        self.assertIs(rules.DEFAULT_RULES, site_rules.chain(None))
 
     def test_named_without_connection_is_a_config_error(self):
         err = self.assertRaises(exception.ConfigError, site_rules.zun,
