@@ -40,6 +40,14 @@ class Owner:
     # names; None when nova has no trace of it.
     cell: typing.Optional[model.Cell] = None
 
+    @property
+    def untraced(self):
+        """nova has no trace of the consumer: no instance, migration,
+        instance mapping or build request (see unknown_to_nova).
+        """
+        return (self.instance is None and self.migration is None and
+                self.mapping is None and not self.build_request)
+
 
 _UNREAD = model.Consumer('')
 

@@ -160,7 +160,8 @@ def unmanaged_provider(ctx):
     service can hold it, whereas on a tree nova never knew it may be
     that service's own consumer.
     """
-    owner = getattr(ctx.provider, 'foreign_owner', None)
+    # None: the allocation's provider is not among the snapshot's.
+    owner = ctx.provider.foreign_owner if ctx.provider is not None else None
     if owner is not None:
         return Verdict(reasons.UNMANAGED_PROVIDER, reasons.NONE,
                        foreign_provider_details(owner))
@@ -200,9 +201,7 @@ def unmanaged_consumer(ctx):
     Trove database) is nova's, and its leftovers are orphans like any
     other's.
     """
-    owner = ctx.owner
-    if (owner.instance is not None or owner.migration is not None or
-            owner.mapping is not None or owner.build_request):
+    if not ctx.owner.untraced:
         return None
     record = ctx.index.consumer_record(ctx.allocation.consumer)
     declared = ctx.index.snapshot.nova.foreign

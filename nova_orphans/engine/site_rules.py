@@ -159,9 +159,7 @@ def zun_containers(ctx):
     """The zun rule itself (see zun): the same for both front ends,
     whichever reader filled ``ctx.index.snapshot.nova.zun``.
     """
-    owner = ctx.owner
-    if (owner.instance is not None or owner.migration is not None or
-            owner.mapping is not None or owner.build_request):
+    if not ctx.owner.untraced:
         return None
     consumer = ctx.allocation.consumer
     read = ctx.index.snapshot.nova.zun
