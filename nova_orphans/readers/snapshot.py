@@ -178,12 +178,14 @@ class Audit:
         # A reader that shows no deleted compute node proves those their
         # allocations are on (readers/provider_proof.py).
         self.nova.prove_deleted_nodes(nova, providers, allocations, unowned)
+        # Those nova has no trace of: the ones Zun, placement's records
+        # and the rules that read them are asked about.
+        unknown = index_mod.unknown_to_nova(nova, unowned)
         if self.zun is not None:
             # After placement's allocations: Zun writes a container's row
             # before it claims anything, so a container's allocation
             # read above has its row by now (see zun_db).
-            nova.zun = self.zun.read(index_mod.unknown_to_nova(nova,
-                                                               unowned))
+            nova.zun = self.zun.read(unknown)
         if self.progress:
             self.progress(len(consumers))
             self.progress.finish()
@@ -198,8 +200,7 @@ class Audit:
             # nova has no trace of, and findings take project and user
             # from them: read those now, and the shown ones' later.
             shown_records = bulk_records
-            placement.consumers.update(bulk_records(
-                index_mod.unknown_to_nova(nova, unowned)))
+            placement.consumers.update(bulk_records(unknown))
         elif bulk_records is not None:
             placement.consumers.update(bulk_records())
         else:
@@ -207,8 +208,7 @@ class Audit:
             # trace of on nova's trees by its record (project, type):
             # read those few now, one request each, so that every
             # classification, shown or not, has them.
-            judged = index_mod.on_nova_trees(
-                placement, nova, index_mod.unknown_to_nova(nova, unowned))
+            judged = index_mod.on_nova_trees(placement, nova, unknown)
             if judged:
                 records, _allocs = self.placement.consumers(judged)
                 placement.consumers.update(records)
