@@ -140,7 +140,7 @@ def foreign_in_tree(providers, tree):
     parent before its children, and they are not nova's to delete).
     """
     return sorted(u for u in tree
-                  if getattr(providers.get(u), 'foreign_owner', None))
+                  if providers[u].foreign_owner is not None)
 
 
 def deleted_details(node, nova):
