@@ -42,14 +42,14 @@ def _where(adapter):
     """The catalog's coordinates the adapter looks an endpoint up at."""
     if adapter is None:
         return _('the service')
-    interface = getattr(adapter, 'interface', None)
+    interface = adapter.interface
     if isinstance(interface, (list, tuple)):
         interface = ', '.join(interface)
     return _('service type %(type)s, interface %(interface)s, region '
              '%(region)s') % {
-                 'type': getattr(adapter, 'service_type', None),
+                 'type': adapter.service_type,
                  'interface': interface or _('any'),
-                 'region': getattr(adapter, 'region_name', None) or _('any')}
+                 'region': adapter.region_name or _('any')}
 
 
 def fault(error, adapter=None):

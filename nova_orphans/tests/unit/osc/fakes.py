@@ -37,6 +37,8 @@ class Response:
 class FakeAdapter:
 
     endpoint = 'http://fake'
+    # Where a keystoneauth adapter looks its endpoint up (none here).
+    service_type = interface = region_name = None
 
     def __init__(self):
         self.requests = []
