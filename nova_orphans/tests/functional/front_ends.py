@@ -38,6 +38,7 @@ from nova_orphans.tests.functional.fixtures import mariadb
 from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests.functional.fixtures import placement
 from nova_orphans.tests.functional import processes
+from nova_orphans.tests import warm as warm_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -189,17 +190,21 @@ class FrontEndsTestCase(base.FunctionalTestCase):
         return dict(processes.environment(),
                     OS_CLIENT_CONFIG_FILE=self.clouds_yaml)
 
-    def start(self, argv, env=None):
-        return subprocess.Popen(
+    def start(self, argv, env=None, warm=False):
+        """The console script ``argv`` running: the script itself, which
+        a test can signal at any instant, or with ``warm`` a warm run.
+        """
+        popen = warm_runs.Popen if warm else subprocess.Popen
+        return popen(
             argv, env=env or self.environment(), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def run_all(self, *commands, timeout=180):
         """Run the commands (argv lists) at once, as reading commands can
-        be: [(return code, stdout, stderr)] in their order.
+        be, warm: [(return code, stdout, stderr)] in their order.
         """
         def one(argv):
-            proc = self.start(argv)
+            proc = self.start(argv, warm=True)
             try:
                 out, err = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:

@@ -23,6 +23,9 @@ step of a repair by holding one of its requests in the fault proxy:
   (placement applies it after the tool died: it was on its way);
 * held after placement answered, the change is applied and the tool
   has not heard so.
+
+A run that a test only waits for (``run``) is a warm run
+(nova_orphans.tests.warm): a process too, without the second of imports.
 """
 
 import json
@@ -41,6 +44,7 @@ import fixtures
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional.fixtures import serving
+from nova_orphans.tests import warm as warm_runs
 
 # Holds give up after this long, so a test that forgot one never hangs.
 HOLD_TIMEOUT = 120
@@ -67,17 +71,22 @@ def environment():
     return env
 
 
-def start(*argv):
-    """A running ``nova-orphans-manage ARGV``; stdout/stderr piped."""
-    return subprocess.Popen(
+def start(*argv, warm=False):
+    """A running ``nova-orphans-manage ARGV``; stdout/stderr piped.
+
+    The console script itself, whose process a test can kill at any
+    instant; or with ``warm``, a warm run (nova_orphans.tests.warm).
+    """
+    popen = warm_runs.Popen if warm else subprocess.Popen
+    return popen(
         [console_script()] + list(argv), env=environment(),
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
 
 
 def run(*argv, timeout=120):
-    """(return code, stdout, stderr) of one run to its end."""
-    proc = start(*argv)
+    """(return code, stdout, stderr) of one (warm) run to its end."""
+    proc = start(*argv, warm=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

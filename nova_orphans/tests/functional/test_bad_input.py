@@ -29,6 +29,7 @@ from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional import processes
+from nova_orphans.tests import warm
 
 INVALID_INPUT = 127
 CONFIG_ERROR = 7
@@ -155,7 +156,7 @@ class BadInputTestCase(base.FunctionalTestCase):
             self.skipTest('this machine has a nova.conf of its own')
         home = self.useFixture(fixtures.TempDir()).path
         env = dict(processes.environment(), HOME=home)
-        done = subprocess.run(
+        done = warm.run(
             [processes.console_script(), 'allocations', 'list'], env=env,
             capture_output=True, text=True, stdin=subprocess.DEVNULL)
         self.assertEqual((CONFIG_ERROR, ''), (done.returncode, done.stdout))

@@ -23,6 +23,7 @@ import subprocess
 import sys
 
 from nova_orphans.tests.functional import base
+from nova_orphans.tests import warm
 
 PASSWORD = 'Sup3rS3cret'
 MANAGE = os.path.join(os.path.dirname(sys.executable), 'nova-orphans-manage')
@@ -52,7 +53,7 @@ class ConsoleTestCase(base.FunctionalTestCase):
             PASSWORD, _free_port())
 
     def run_manage(self, *argv, conf_file=None, ok=None):
-        done = subprocess.run(
+        done = warm.run(
             [MANAGE, '--config-file', conf_file or self.conf_file] +
             list(argv), capture_output=True, text=True,
             stdin=subprocess.DEVNULL)

@@ -407,7 +407,7 @@ class ExitCodesTestCase(front_ends.FrontEndsTestCase):
         os.mkdir(home)
         unconfigured = self.start(
             [processes.console_script(), 'allocations', 'clean'],
-            env=dict(self.environment(), HOME=home))
+            env=dict(self.environment(), HOME=home), warm=True)
         missing_rc, rules_rc, wrong_rc = self.run_all(
             self.manage_argv('allocations', 'clean', conf_file=missing),
             self.manage_argv('allocations', 'clean', conf_file=rules),

@@ -21,6 +21,7 @@ import time
 
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional import processes
+from nova_orphans.tests import warm
 
 DAY = 86400
 
@@ -47,7 +48,7 @@ class JournalsTestCase(base.FunctionalTestCase):
         return code, out, err
 
     def openstack(self, *argv):
-        done = subprocess.run(
+        done = warm.run(
             [os.path.join(os.path.dirname(processes.console_script()),
                           'openstack'), '--os-auth-type', 'admin_token',
              '--os-endpoint', 'http://127.0.0.1:9', '--os-token', 'admin',

@@ -31,6 +31,7 @@ from nova_orphans.tests.functional.fixtures import keystone
 from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests.functional import processes
 from nova_orphans.tests.functional import test_keystone
+from nova_orphans.tests import warm
 
 try:
     # The one exit-code table both front ends share (issue 27).
@@ -144,7 +145,7 @@ class OpenStackBase(test_keystone.KeystoneTestCase):
     def run_openstack(self, variables, *argv):
         """(return code, stdout, stderr) of ``openstack ARGV -f json``."""
         env = dict(processes.environment(), **variables)
-        done = subprocess.run(
+        done = warm.run(
             [os.path.join(os.path.dirname(sys.executable), 'openstack')] +
             list(argv) + ['-f', 'json'],
             capture_output=True, text=True, stdin=subprocess.DEVNULL,

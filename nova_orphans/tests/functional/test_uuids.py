@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 from nova_orphans.tests.functional import base
+from nova_orphans.tests import warm
 
 MANAGE = os.path.join(os.path.dirname(sys.executable), 'nova-orphans-manage')
 
@@ -53,7 +54,7 @@ class ResourceProviderSpellingTestCase(base.FunctionalTestCase):
             (r['consumer'], r['resource_provider']) for r in json.loads(out)])
 
     def test_console_script(self):
-        done = subprocess.run(
+        done = warm.run(
             [MANAGE, '--config-file', self.conf_file, 'allocations', 'list',
              '--format', 'json', '--resource-provider', self.host2.upper()],
             capture_output=True, text=True, stdin=subprocess.DEVNULL)

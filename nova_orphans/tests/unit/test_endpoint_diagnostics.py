@@ -35,6 +35,7 @@ from oslotest import base
 from nova_orphans.clients import compute
 from nova_orphans.clients import placement
 from nova_orphans import exception
+from nova_orphans.tests import warm
 
 PLACEMENT_VERSIONS = {'versions': [{
     'id': 'v1.0', 'max_version': '1.39', 'min_version': '1.0',
@@ -324,7 +325,7 @@ class ConsoleDiagnosticsTestCase(_Base):
         conf = os.path.join(self.tmp, 'nova.conf')
         with open(conf, 'w') as f:
             f.write(NOVA_CONF.format(tmp=self.tmp, endpoint=endpoint))
-        return subprocess.run(
+        return warm.run(
             [os.path.join(BIN, 'nova-orphans-manage'), '--config-file', conf,
              'allocations', 'list'],
             capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -335,7 +336,7 @@ class ConsoleDiagnosticsTestCase(_Base):
             f.write(CLOUDS_YAML.format(placement=placement_endpoint,
                                        compute=compute_endpoint))
         env = dict(os.environ, OS_CLIENT_CONFIG_FILE=clouds)
-        return subprocess.run(
+        return warm.run(
             [os.path.join(BIN, 'openstack'), '--os-cloud', 'sandbox',
              'allocation', 'orphan', 'list'],
             capture_output=True, text=True, env=env,

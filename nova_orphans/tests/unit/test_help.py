@@ -19,16 +19,18 @@ import sys
 import fixtures
 from oslotest import base
 
+from nova_orphans.tests import warm
+
 BIN = os.path.dirname(sys.executable)
 # What Sphinx would render, and a terminal shows verbatim.
 RST = re.compile(r'``|:(mod|doc|ref|class|func|meth|option|program):`')
 
 
 def _run(*argv):
-    done = subprocess.run([os.path.join(BIN, argv[0])] + list(argv[1:]),
-                          capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL,
-                          env=dict(os.environ, COLUMNS='80'))
+    done = warm.run([os.path.join(BIN, argv[0])] + list(argv[1:]),
+                    capture_output=True, text=True,
+                    stdin=subprocess.DEVNULL,
+                    env=dict(os.environ, COLUMNS='80'))
     return done
 
 
