@@ -37,6 +37,7 @@ from nova_orphans.tests.functional.fixtures import keystone
 from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests.functional import processes
 from nova_orphans.tests.functional import test_keystone
+from nova_orphans.tests import warm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -130,8 +131,10 @@ class KeepTestCase(base.BaseTestCase):
                          (doc[-1], listed.splitlines()[len(doc) - 2]))
 
     def run_all(self, *commands):
-        """Run the commands at once: [(return code, stdout, stderr)]."""
-        procs = [subprocess.Popen(
+        """Run the commands at once (warm): [(return code, stdout,
+        stderr)].
+        """
+        procs = [warm.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, env=env)
             for argv, env in commands]
