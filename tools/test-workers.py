@@ -24,8 +24,9 @@ reads the durations from the subunit stream on stdin (one or more runs;
 a test seen more than once counts at its longest, so a run on a fresh
 machine, paying for test_releases' builds, can be added to a warm one;
 a skipped test counts as the same test in another class, else as the
-median), gives each test to
-the worker with the least work so far, longest tests first, and writes
+median), gives each test class (its tests together: they share what the
+class starts, such as the functional front-end tests' cloud) to the
+worker with the least work so far, longest first, and writes
 ``<suite>/workers.yaml``: one worker per group, each test an anchored
 regex with its measured seconds as a comment. A last group catches
 every test the others do not name (a test added since), so nothing is
@@ -87,6 +88,15 @@ def estimate(times):
     return filled
 
 
+def by_class(times):
+    """{test class: seconds of its tests}."""
+    classes = {}
+    for test_id, seconds in times.items():
+        name = test_id.rsplit('.', 1)[0]
+        classes[name] = classes.get(name, 0.0) + seconds
+    return classes
+
+
 def partition(times, workers):
     """Longest first, each to the least loaded worker: [(seconds, ids)]."""
     groups = [[0.0, []] for _ in range(workers)]
@@ -142,7 +152,10 @@ def main(argv=None):
     if not times:
         parser.error('no passing test of %s in the stream' % args.suite)
     output = args.output or os.path.join(args.suite, 'workers.yaml')
-    groups = partition(times, args.workers)
+    groups = []
+    for total, classes in partition(by_class(times), args.workers):
+        groups.append((total, sorted(
+            t for t in times if t.rsplit('.', 1)[0] in classes)))
     with open(output, 'w') as f:
         f.write(render(args.suite, groups, times))
     for number, (total, ids) in enumerate(groups, 1):

@@ -80,6 +80,11 @@ class ToolTestCase(base.BaseTestCase):
         self.assertEqual([(14.0, ['a', 'd']), (13.0, ['b', 'c', 'e'])],
                          tool.partition(times, 2))
 
+    def test_by_class(self):
+        self.assertEqual({'a.T': 3.5, 'a.U': 4.0},
+                         tool.by_class({'a.T.test_1': 2.0, 'a.T.test_2': 1.5,
+                                        'a.U.test_1': 4.0}))
+
     def partitions(self, path, ids):
         return scheduler.generate_worker_partitions(ids, path)
 
@@ -96,14 +101,14 @@ class ToolTestCase(base.BaseTestCase):
                 fixtures.MonkeyPatch('sys.stdout', out):
             self.assertEqual(0, tool.main(
                 ['nova_orphans/tests/scenario/', '--output', path]))
-        self.assertEqual('worker 1: 1 tests, 10 s\n'
-                         'worker 2: 3 tests, 12 s\n', out.getvalue())
+        # A class's tests together.
+        self.assertEqual('worker 1: 2 tests, 14 s\n'
+                         'worker 2: 2 tests, 8 s\n', out.getvalue())
         new = self.PKG + 'test_b.B.test_100'
         # test_b.B.test_1 is a prefix of the others: anchored regexes.
         self.assertEqual(
-            [[self.PKG + 'test_a.A.test_1'],
-             [self.PKG + 'test_a.A.test_2', self.PKG + 'test_b.B.test_1',
-              self.PKG + 'test_b.B.test_10'],
+            [[self.PKG + 'test_a.A.test_1', self.PKG + 'test_a.A.test_2'],
+             [self.PKG + 'test_b.B.test_1', self.PKG + 'test_b.B.test_10'],
              [new]],
             self.partitions(path, sorted(times) + [new]))
         # Nothing new: the catch-all is empty and stestr drops it.
