@@ -251,6 +251,9 @@ def _child(name, main, request, fds):
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
+    # Nothing else of the zygote's (other runs' sockets, its selector),
+    # as subprocess closes a new process's other descriptors.
+    os.closerange(3, os.sysconf('SC_OPEN_MAX'))
     os.chdir(request['cwd'])
     os.environ.clear()
     os.environ.update(request['env'])
