@@ -24,18 +24,13 @@ import time
 import fixtures
 from oslotest import base
 
+from nova_orphans.tests.unit import test_endpoint_diagnostics
 from nova_orphans.tests import warm
 
 MANAGE = os.path.join(os.path.dirname(sys.executable), 'nova-orphans-manage')
-NOVA_CONF = '''[api_database]
-connection = sqlite:///{tmp}/no-such-dir/nova_api.sqlite
-[database]
-connection = sqlite:///{tmp}/no-such-dir/nova.sqlite
-[placement]
-auth_type = admin_token
-endpoint = {endpoint}
-token = admin
-'''
+# nova.conf of a cloud whose nova databases are missing: a command
+# asks placement (its endpoint) first.
+NOVA_CONF = test_endpoint_diagnostics.NOVA_CONF
 
 
 def _children(pid):
