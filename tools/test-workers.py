@@ -25,8 +25,9 @@ a test seen more than once counts at its longest, so a run on a fresh
 machine, paying for test_releases' builds, can be added to a warm one;
 a skipped test counts as the same test in another class, else as the
 median), gives each test class (its tests together: they share what the
-class starts, such as the functional front-end tests' cloud) to the
-worker with the least work so far, longest first, and writes
+class starts, such as the functional front-end tests' cloud), or with
+``--per-test`` each test, to the worker with the least work so far,
+longest first, and writes
 ``<suite>/workers.yaml``: one worker per group, each test an anchored
 regex with its measured seconds as a comment. A last group catches
 every test the others do not name (a test added since), so nothing is
@@ -144,6 +145,10 @@ def main(argv=None):
     parser.add_argument('--workers', type=int, default=2,
                         help='worker groups (default 2: CI has 2 cores)')
     parser.add_argument('--output', help='default <suite>/workers.yaml')
+    parser.add_argument('--per-test', action='store_true',
+                        help='each test to a worker of its own choosing, '
+                        'not a class at a time (the scenario tests: each '
+                        'starts its own nova)')
     args = parser.parse_args(argv)
     package = args.suite.strip('/').replace('/', '.') + '.'
     times = estimate({test_id: seconds for test_id, seconds in
@@ -152,10 +157,13 @@ def main(argv=None):
     if not times:
         parser.error('no passing test of %s in the stream' % args.suite)
     output = args.output or os.path.join(args.suite, 'workers.yaml')
-    groups = []
-    for total, classes in partition(by_class(times), args.workers):
-        groups.append((total, sorted(
-            t for t in times if t.rsplit('.', 1)[0] in classes)))
+    if args.per_test:
+        groups = partition(times, args.workers)
+    else:
+        groups = []
+        for total, classes in partition(by_class(times), args.workers):
+            groups.append((total, sorted(
+                t for t in times if t.rsplit('.', 1)[0] in classes)))
     with open(output, 'w') as f:
         f.write(render(args.suite, groups, times))
     for number, (total, ids) in enumerate(groups, 1):

@@ -115,6 +115,18 @@ class ToolTestCase(base.BaseTestCase):
             self.partitions(path, sorted(times) + [new]))
         # Nothing new: the catch-all is empty and stestr drops it.
         self.assertEqual(2, len(self.partitions(path, sorted(times))))
+        # Each test on its own.
+        with fixtures.MonkeyPatch('sys.stdin', io.TextIOWrapper(stream(
+                *((i, 'success', s) for i, s in times.items())))), \
+                fixtures.MonkeyPatch('sys.stdout', io.StringIO()):
+            self.assertEqual(0, tool.main(
+                ['nova_orphans/tests/scenario/', '--output', path,
+                 '--per-test']))
+        self.assertEqual(
+            [[self.PKG + 'test_a.A.test_1'],
+             [self.PKG + 'test_a.A.test_2', self.PKG + 'test_b.B.test_1',
+              self.PKG + 'test_b.B.test_10']],
+            self.partitions(path, sorted(times)))
 
 
 class CheckedInTestCase(base.BaseTestCase):
