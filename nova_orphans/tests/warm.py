@@ -14,7 +14,7 @@
 ``openstack`` spends about two seconds of CPU importing osc and every
 installed plugin before it reads its first argument, and
 ``nova-orphans-manage`` most of a second; the tests run them hundreds
-of times, and on two cores that was a third of the suite.
+of times, and that was about a sixth of the suite's CPU.
 
 So a test process starts, once for each console script, a *zygote*: a
 Python process that has imported the script's entry point and then
