@@ -89,11 +89,15 @@ def estimate(times):
     return filled
 
 
+def class_of(test_id):
+    return test_id.rsplit('.', 1)[0]
+
+
 def by_class(times):
     """{test class: seconds of its tests}."""
     classes = {}
     for test_id, seconds in times.items():
-        name = test_id.rsplit('.', 1)[0]
+        name = class_of(test_id)
         classes[name] = classes.get(name, 0.0) + seconds
     return classes
 
@@ -163,7 +167,7 @@ def main(argv=None):
         groups = []
         for total, classes in partition(by_class(times), args.workers):
             groups.append((total, sorted(
-                t for t in times if t.rsplit('.', 1)[0] in classes)))
+                t for t in times if class_of(t) in classes)))
     with open(output, 'w') as f:
         f.write(render(args.suite, groups, times))
     for number, (total, ids) in enumerate(groups, 1):

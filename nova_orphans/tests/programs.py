@@ -26,6 +26,16 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
 PACKAGES = {'promtool': 'prometheus', 'systemd-analyze': 'systemd'}
 
 
+def this_tree_first(env):
+    """``env`` (a process's environment, changed in place) importing
+    this very tree first, as the tests' own processes do.
+    """
+    env['PYTHONPATH'] = os.pathsep.join(
+        [REPO] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
+                  if p])
+    return env
+
+
 def in_ci():
     return os.environ.get('CI', '').lower() in ('1', 'true', 'yes')
 

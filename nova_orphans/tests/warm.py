@@ -49,6 +49,7 @@ import tempfile
 import threading
 import traceback
 
+from nova_orphans.tests import programs
 from nova_orphans.tests import warm_launcher
 
 #: The console scripts a zygote can run, and the modules their runs
@@ -115,21 +116,16 @@ def _zygote(name):
         finally:
             tempfile.tempdir = saved
         path = os.path.join(directory, 'socket')
-        root = os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__))))
         # Import time sees no OS_* setting of whichever test came first;
         # each run gets its own environment.
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith('OS_')}
-        env['PYTHONPATH'] = os.pathsep.join(
-            [root] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
-                      if p])
+        env = programs.this_tree_first(
+            {k: v for k, v in os.environ.items() if not k.startswith('OS_')})
         log = os.path.join(directory, 'zygote.log')
         with open(log, 'w') as errors:
             proc = subprocess.Popen(
                 [sys.executable, '-m', __name__, 'zygote', path, name],
                 env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=errors, text=True, cwd=root)
+                stderr=errors, text=True, cwd=programs.REPO)
         ready = proc.stdout.readline()
         if ready != 'ready\n':
             proc.wait()
@@ -183,7 +179,7 @@ def _serve(path, name):
         for key, _mask in selector.select(timeout=1):
             if key.data == 'accept':
                 conn, _address = listener.accept()
-                pid = _fork(conn, listener, name, main)
+                pid = _fork(conn, listener, main)
                 if pid is None:
                     continue
                 children[pid] = conn
@@ -212,7 +208,7 @@ def _serve(path, name):
             return
 
 
-def _fork(conn, listener, name, main):
+def _fork(conn, listener, main):
     # The descriptors come with the first byte: read it with recvmsg.
     fds = array.array('i')
     message = b''
@@ -236,14 +232,14 @@ def _fork(conn, listener, name, main):
     if pid == 0:
         listener.close()
         conn.close()
-        _child(name, main, request, list(fds))
+        _child(main, request, list(fds))
     for fd in fds:
         os.close(fd)
     conn.sendall(b'%d\n' % pid)
     return pid
 
 
-def _child(name, main, request, fds):
+def _child(main, request, fds):
     """Become the console script's process; never returns."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)

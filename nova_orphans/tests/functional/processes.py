@@ -44,6 +44,7 @@ import fixtures
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional.fixtures import serving
+from nova_orphans.tests import programs
 from nova_orphans.tests import warm as warm_runs
 
 # Holds give up after this long, so a test that forgot one never hangs.
@@ -61,14 +62,9 @@ def console_script():
 
 def environment():
     """The test's environment, importing this very tree first."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.dirname(os.path.abspath(__file__)))))
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith('OS_') or k in base.RUNNER_VARIABLES}
-    env['PYTHONPATH'] = os.pathsep.join(
-        [root] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
-                  if p])
-    return env
+    return programs.this_tree_first(
+        {k: v for k, v in os.environ.items()
+         if not k.startswith('OS_') or k in base.RUNNER_VARIABLES})
 
 
 def start(*argv, warm=False):
