@@ -116,11 +116,15 @@ FLAVOR_CLAIMS = _table('instance_extra', 'instance_uuid', 'flavor')
 INSTANCE_TIMES = _table('instances', 'uuid', 'created_at', 'updated_at')
 MIGRATION_TIMES = _table('migrations', 'instance_uuid', 'created_at',
                          'updated_at')
-ACTIONS = _table('instance_actions', 'id', 'instance_uuid', 'created_at',
-                 'updated_at', 'start_time')
+# Of an action and its events, only the times nova's API shows: the
+# compute API reader sees no others, and both front ends must name the
+# same moment. An event's updated_at is written when conductor saves it,
+# after the finish_time the compute host took: a second later, under
+# load.
+ACTIONS = _table('instance_actions', 'id', 'instance_uuid', 'updated_at',
+                 'start_time')
 ACTION_EVENTS = _table('instance_actions_events', 'action_id', 'event',
-                       'start_time', 'finish_time', 'created_at',
-                       'updated_at')
+                       'start_time', 'finish_time')
 
 
 def _columns(conn, tables):
@@ -699,16 +703,16 @@ class _CellRead:
             ACTIONS.c.instance_uuid.in_(_IN)).group_by(
                 ACTIONS.c.instance_uuid)
         actions = {}
-        for action_id, uuid, created, updated, start in rows_in(
+        for action_id, uuid, updated, start in rows_in(
                 db, sa.select(ACTIONS).where(ACTIONS.c.id.in_(latest)),
                 instance_uuids):
             actions[action_id] = uuid
-            seen(uuid, created, updated, start)
-        for (action_id, event, start, finish, created,
-             updated) in rows_in(db, sa.select(ACTION_EVENTS).where(
-                 ACTION_EVENTS.c.action_id.in_(_IN)), actions):
+            seen(uuid, updated, start)
+        for action_id, event, start, finish in rows_in(
+                db, sa.select(ACTION_EVENTS).where(
+                    ACTION_EVENTS.c.action_id.in_(_IN)), actions):
             uuid = actions[action_id]
-            seen(uuid, start, finish, created, updated)
+            seen(uuid, start, finish)
             if finish is None:
                 pending[uuid] = (event, _when(start))
         for uuid in set(changed) | set(pending):

@@ -128,6 +128,30 @@ class InProgressTestCase(base.FunctionalTestCase):
         self.assertEqual({self.host1: base.FLAVOR},
                          self._allocations(mig))
 
+    def test_the_time_named_is_the_one_the_compute_api_shows(self):
+        # conductor saves a finished event (its updated_at) after the
+        # compute host took its finish_time, a second later under load.
+        # The compute API shows only the finish_time: both front ends
+        # name it.
+        vm, mig = self.confirmed(changed_at=_ago(hours=2))
+        finished = _ago(seconds=30).replace(microsecond=900000)
+        self.nova.add_instance_action(
+            'cell1', vm, 'confirmResize', started_at=finished,
+            events=[('compute_confirm_resize', finished, finished)],
+            saved_after=datetime.timedelta(seconds=1))
+        for fast in (False, True):
+            rc, out, err = self.manage(
+                'allocations', 'list', '--format', 'json', '--reason',
+                'in_progress', conf_file=self.conf(fast))
+            self.assertEqual(
+                (0, [(mig, 'nova changed the instance, one of its '
+                      'migrations or its latest action at %s UTC, within '
+                      '[nova_orphans] grace_period of this run. Run again '
+                      'once it settles.' % finished.isoformat(
+                          sep=' ', timespec='seconds'))]),
+                (rc, [(r['consumer'], r['details'])
+                      for r in json.loads(out)]), err)
+
     def test_an_older_action_left_unfinished_does_not_count(self):
         vm, mig = self.confirmed()
         long_ago = _ago(hours=2)

@@ -69,6 +69,14 @@ class ListTest(OpenStackPluginTestBase):
         self._evacuate_server(self.evacuated,
                               extra_post_args={'host': 'host2'},
                               expected_host='host2')
+        # The API shows the server moved before host2 records the end of
+        # its rebuild event: until then the source's allocation is in
+        # progress for one reason (the running event), afterwards for
+        # another (the grace period). Two front ends run one after the
+        # other must see the same one.
+        self._wait_for_instance_action_event(
+            self.evacuated, 'evacuate', 'compute_rebuild_instance',
+            'success')
         # A cold migration awaiting confirmation: the migration consumer
         # holds host3, the server host2 (active_migration, not orphans).
         self.migrated = self._boot('host3')
