@@ -342,6 +342,39 @@ class KeepTestCase(base.BaseTestCase):
         self.assertRaises(requests.ConnectionError, requests.get, auth_url,
                           timeout=10)
 
+    def test_sigterm_while_keystone_starts(self):
+        """Stopped before its keystone has answered: the keystone process
+        and its directory go too.
+        """
+        self.share(keystone.template())
+        proc = subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, 'tools', 'sandbox.py'),
+             '--keep', '--keystone'],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, env=self.env)
+        self.addCleanup(proc.stdout.close)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        children = '/proc/%d/task/%d/children' % (proc.pid, proc.pid)
+        deadline = time.monotonic() + 120
+        keystone_pid = None
+        while keystone_pid is None:
+            self.assertLess(time.monotonic(), deadline)
+            self.assertIsNone(proc.poll())
+            with open(children) as f:
+                for pid in f.read().split():
+                    with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                        if b'OS_KEYSTONE_CONFIG_FILES' in f.read():
+                            keystone_pid = int(pid)
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(
+            (128 + signal.SIGTERM,
+             'Interrupted (SIGTERM); the sandbox is removed.\n'),
+            (proc.wait(timeout=60), proc.stdout.read()))
+        # Reaped by the sandbox (it was its child), not left running.
+        self.assertFalse(os.path.exists('/proc/%d' % keystone_pid))
+        self.assertEqual(sorted(self.caches), sorted(os.listdir(self.tmp)))
+
     def printed(self, out, heading, path):
         """The file the sandbox printed under ``heading``, which is the
         file at ``path``.
