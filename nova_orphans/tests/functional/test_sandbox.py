@@ -104,7 +104,8 @@ class KeepTestCase(base.BaseTestCase):
         os.symlink(cache, os.path.join(self.tmp, os.path.basename(cache)))
         self.caches.append(os.path.basename(cache))
 
-    def start(self, *options):
+    def spawn(self, *options):
+        """``tools/sandbox --keep``, its stdout and stderr one pipe."""
         proc = subprocess.Popen(
             [sys.executable, os.path.join(ROOT, 'tools', 'sandbox.py'),
              '--keep'] + list(options),
@@ -112,6 +113,11 @@ class KeepTestCase(base.BaseTestCase):
             stderr=subprocess.STDOUT, text=True, env=self.env)
         self.addCleanup(proc.stdout.close)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        return proc
+
+    def start(self, *options):
+        """spawn(), once it is up: (process, what it printed)."""
+        proc = self.spawn(*options)
         lines = []
         for line in proc.stdout:
             lines.append(line)
@@ -347,13 +353,7 @@ class KeepTestCase(base.BaseTestCase):
         and its directory go too.
         """
         self.share(keystone.template())
-        proc = subprocess.Popen(
-            [sys.executable, os.path.join(ROOT, 'tools', 'sandbox.py'),
-             '--keep', '--keystone'],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, env=self.env)
-        self.addCleanup(proc.stdout.close)
-        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        proc = self.spawn('--keystone')
         children = '/proc/%d/task/%d/children' % (proc.pid, proc.pid)
         deadline = time.monotonic() + 120
         keystone_pid = None
