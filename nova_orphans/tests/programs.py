@@ -9,7 +9,8 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Programs from distribution packages that some tests run.
+"""Programs from distribution packages that some tests run, and what
+the tests know of the processes they start (this_tree_first, children).
 
 Outside CI a test skips, saying what to install, when its program is
 missing; in CI (``CI`` set to 1, true or yes, as .ci/run does) it fails:
@@ -34,6 +35,22 @@ def this_tree_first(env):
         [REPO] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
                   if p])
     return env
+
+
+def children(pid):
+    """The pids of ``pid``'s children that are still running (Linux)."""
+    found = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != 'Z':
+            found.append(int(entry))
+    return found
 
 
 def in_ci():

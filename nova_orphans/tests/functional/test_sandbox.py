@@ -37,6 +37,7 @@ from nova_orphans.tests.functional.fixtures import keystone
 from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests.functional import processes
 from nova_orphans.tests.functional import test_keystone
+from nova_orphans.tests import programs
 from nova_orphans.tests import warm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -354,17 +355,15 @@ class KeepTestCase(base.BaseTestCase):
         """
         self.share(keystone.template())
         proc = self.spawn('--keystone')
-        children = '/proc/%d/task/%d/children' % (proc.pid, proc.pid)
         deadline = time.monotonic() + 120
         keystone_pid = None
         while keystone_pid is None:
             self.assertLess(time.monotonic(), deadline)
             self.assertIsNone(proc.poll())
-            with open(children) as f:
-                for pid in f.read().split():
-                    with open('/proc/%s/cmdline' % pid, 'rb') as f:
-                        if b'OS_KEYSTONE_CONFIG_FILES' in f.read():
-                            keystone_pid = int(pid)
+            for pid in programs.children(proc.pid):
+                with open('/proc/%d/cmdline' % pid, 'rb') as f:
+                    if b'OS_KEYSTONE_CONFIG_FILES' in f.read():
+                        keystone_pid = pid
             time.sleep(0.02)
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(

@@ -132,10 +132,9 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
         # The fake driver names each node after its host. One placement
         # listing, not a compute API call per host (_get_provider_uuid_
         # by_host): those cost a fifth of a second of every test's setUp.
-        self.rp_uuids = {
-            rp['name']: rp['uuid'] for rp in self.placement.get(
-                '/resource_providers').body['resource_providers']
-            if rp['name'] in self.HOSTS}
+        self.rp_uuids = {rp['name']: rp['uuid']
+                         for rp in self._get_all_providers()
+                         if rp['name'] in self.HOSTS}
         self.assertEqual(set(self.HOSTS), set(self.rp_uuids))
         self.flavor = self.api.get_flavors()[0]
         self.conf_file = self.write_nova_conf()

@@ -24,6 +24,7 @@ import time
 import fixtures
 from oslotest import base
 
+from nova_orphans.tests import programs
 from nova_orphans.tests.unit import test_endpoint_diagnostics
 from nova_orphans.tests import warm
 
@@ -31,22 +32,6 @@ MANAGE = os.path.join(os.path.dirname(sys.executable), 'nova-orphans-manage')
 # nova.conf of a cloud whose nova databases are missing: a command
 # asks placement (its endpoint) first.
 NOVA_CONF = test_endpoint_diagnostics.NOVA_CONF
-
-
-def _children(pid):
-    """The pids of ``pid``'s children that are still running."""
-    found = []
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as f:
-                fields = f.read().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != 'Z':
-            found.append(int(entry))
-    return found
 
 
 class WarmRunTestCase(base.BaseTestCase):
@@ -123,11 +108,11 @@ class WarmRunTestCase(base.BaseTestCase):
     def test_killed_launcher_takes_its_run(self):
         proc = self.blocked()
         zygote = warm._zygotes['nova-orphans-manage'][0].pid
-        runs = _children(zygote)
+        runs = programs.children(zygote)
         self.assertEqual(1, len(runs))
         proc.kill()
         self.assertEqual(-signal.SIGKILL, proc.wait(timeout=60))
         deadline = time.monotonic() + 30
-        while runs[0] in _children(zygote):
+        while runs[0] in programs.children(zygote):
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.05)
