@@ -32,6 +32,7 @@ import sys
 import time
 
 import fixtures
+from futurist import _thread as futurist_thread
 from oslo_utils.fixture import uuidsentinel as uuids
 import sqlalchemy as sa
 
@@ -84,6 +85,49 @@ class _PublishedCellDatabases(nova_fixtures.CellDatabases):
         return _url(self._ctxt_mgrs[key].writer.get_engine())
 
 
+class _Wake:
+    """A work item that does nothing: it wakes one idle pool worker."""
+
+    def run(self):
+        pass
+
+
+class WakingIdleWorkers(fixtures.Fixture):
+    """Idle pool workers that sleep until work or a stop wakes them.
+
+    nova.test sets futurist's ``ThreadWorker.MAX_IDLE_FOR`` to 0.01 s in
+    native-threading mode (its "hack until" futurist bug 2160159): an
+    idle worker only notices a stop when its queue wait times out, and at
+    futurist's own second every executor shutdown would wait that long.
+    With some forty idle workers in the harness, polling a hundred times
+    a second each took about a tenth of the scenario tests' CPU. Here a
+    stop puts a no-op item on the worker's queue, which wakes it at once,
+    and after nova.test's setUp (``wait_long``) the wait is futurist's
+    own second again: the bound for a worker whose wake-up another
+    worker took.
+
+    Used before nova.test's setUp, so that its cleanup comes after every
+    service and pool has stopped.
+    """
+
+    def _setUp(self):
+        real_stop = futurist_thread.ThreadWorker.stop
+
+        def stop(worker):
+            real_stop(worker)
+            worker.work_queue.put(_Wake())
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'futurist._thread.ThreadWorker.stop', stop))
+        self.useFixture(fixtures.MonkeyPatch(
+            'futurist._thread.ThreadWorker.MAX_IDLE_FOR',
+            futurist_thread.ThreadWorker.MAX_IDLE_FOR))
+
+    @staticmethod
+    def wait_long():
+        futurist_thread.ThreadWorker.MAX_IDLE_FOR = 1
+
+
 class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
     """Three fake computes, real placement, and the tool pointed at them.
 
@@ -122,7 +166,10 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
             format='%(asctime)s %(levelname)s [%(name)s] %(message)s',
             level=logging.INFO))
         self._patient_notifier()
+        idle_workers = self.useFixture(WakingIdleWorkers())
         super().setUp()
+        # nova.test's setUp has set its poll.
+        idle_workers.wait_long()
         self._publish_cell_urls()
 
         self.placement_fixture = self.placement.fixture
