@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))))
 # Worker groups: the functional tests also wait (for servers to start,
 # tokens to expire), and a third worker keeps both cores busy meanwhile.
-SUITES = {'nova_orphans/tests/functional': 3, 'nova_orphans/tests/scenario': 2}
+SUITES = {'nova_orphans/tests/functional': 3, 'nova_orphans/tests/scenario': 3}
 
 
 def _load_tool():
