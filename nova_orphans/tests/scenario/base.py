@@ -85,6 +85,10 @@ class _PublishedCellDatabases(nova_fixtures.CellDatabases):
         return _url(self._ctxt_mgrs[key].writer.get_engine())
 
 
+# futurist's own idle wait, as imported: nova.test changes it in setUp.
+_FUTURIST_IDLE_FOR = futurist_thread.ThreadWorker.MAX_IDLE_FOR
+
+
 class _Wake:
     """A work item that does nothing: it wakes one idle pool worker."""
 
@@ -125,7 +129,7 @@ class WakingIdleWorkers(fixtures.Fixture):
 
     @staticmethod
     def wait_long():
-        futurist_thread.ThreadWorker.MAX_IDLE_FOR = 1
+        futurist_thread.ThreadWorker.MAX_IDLE_FOR = _FUTURIST_IDLE_FOR
 
 
 class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):

@@ -25,8 +25,9 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))))
-# Worker groups: the functional tests also wait (for servers to start,
-# tokens to expire), and a third worker keeps both cores busy meanwhile.
+# Worker groups: the functional and scenario tests also wait (for servers
+# to start, tokens to expire, nova's polls), and a third worker keeps both
+# cores busy meanwhile.
 SUITES = {'nova_orphans/tests/functional': 3, 'nova_orphans/tests/scenario': 3}
 
 
