@@ -24,10 +24,11 @@ reads the durations from the subunit stream on stdin (one or more runs;
 a test seen more than once counts at its longest, so a run on a fresh
 machine, paying for test_releases' builds, can be added to a warm one;
 a skipped test counts as the same test in another class, else as the
-median), gives each test class (its tests together: they share what the
-class starts, such as the functional front-end tests' cloud), or with
-``--per-test`` each test, to the worker with the least work so far,
-longest first, and writes
+median), gives each test, or each test class whose tests share what the
+class starts (a ``setUpClass`` or ``tearDownClass`` of its own or of a
+base, as the functional front-end tests share a cloud; a class that
+cannot be imported counts as one too), to the worker with the least
+work so far, longest first, and writes
 ``<suite>/workers.yaml``: one worker per group, each test an anchored
 regex with its measured seconds as a comment. A last group catches
 every test the others do not name (a test added since), so nothing is
@@ -36,9 +37,11 @@ worker when it is not, until the file is written again.
 """
 
 import argparse
+import importlib
 import os
 import re
 import sys
+import unittest
 
 import subunit
 import testtools
@@ -93,13 +96,33 @@ def class_of(test_id):
     return test_id.rsplit('.', 1)[0]
 
 
-def by_class(times):
-    """{test class: seconds of its tests}."""
-    classes = {}
-    for test_id, seconds in times.items():
-        name = class_of(test_id)
-        classes[name] = classes.get(name, 0.0) + seconds
-    return classes
+def shares_state(class_id):
+    """Whether the tests of ``class_id`` share what the class starts.
+
+    Run apart, in several workers, each worker would start it again.
+    """
+    module, _dot, name = class_id.rpartition('.')
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except Exception:  # not importable here: kept together
+        return True
+    return any(attr in vars(klass) for klass in cls.__mro__
+               if klass not in (unittest.TestCase, object)
+               for attr in ('setUpClass', 'tearDownClass'))
+
+
+def units(times):
+    """{unit: (seconds, test ids)}: a test alone, or a class whose tests
+    share state.
+    """
+    found = {}
+    for test_id in sorted(times):
+        unit = class_of(test_id)
+        if not shares_state(unit):
+            unit = test_id
+        seconds, ids = found.get(unit, (0.0, []))
+        found[unit] = (seconds + times[test_id], ids + [test_id])
+    return found
 
 
 def partition(times, workers):
@@ -149,10 +172,6 @@ def main(argv=None):
     parser.add_argument('--workers', type=int, default=2,
                         help='worker groups (default 2: CI has 2 cores)')
     parser.add_argument('--output', help='default <suite>/workers.yaml')
-    parser.add_argument('--per-test', action='store_true',
-                        help='each test to a worker of its own choosing, '
-                        'not a class at a time (the scenario tests: each '
-                        'starts its own nova)')
     args = parser.parse_args(argv)
     package = args.suite.strip('/').replace('/', '.') + '.'
     times = estimate({test_id: seconds for test_id, seconds in
@@ -161,13 +180,11 @@ def main(argv=None):
     if not times:
         parser.error('no passing test of %s in the stream' % args.suite)
     output = args.output or os.path.join(args.suite, 'workers.yaml')
-    if args.per_test:
-        groups = partition(times, args.workers)
-    else:
-        groups = []
-        for total, classes in partition(by_class(times), args.workers):
-            groups.append((total, sorted(
-                t for t in times if class_of(t) in classes)))
+    found = units(times)
+    groups = [(total, sorted(t for unit in chosen for t in found[unit][1]))
+              for total, chosen in partition(
+                  {unit: seconds for unit, (seconds, _ids) in found.items()},
+                  args.workers)]
     with open(output, 'w') as f:
         f.write(render(args.suite, groups, times))
     for number, (total, ids) in enumerate(groups, 1):

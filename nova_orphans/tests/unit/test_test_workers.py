@@ -83,10 +83,25 @@ class ToolTestCase(base.BaseTestCase):
         self.assertEqual([(14.0, ['a', 'd']), (13.0, ['b', 'c', 'e'])],
                          tool.partition(times, 2))
 
-    def test_by_class(self):
-        self.assertEqual({'a.T': 3.5, 'a.U': 4.0},
-                         tool.by_class({'a.T.test_1': 2.0, 'a.T.test_2': 1.5,
-                                        'a.U.test_1': 4.0}))
+    def test_a_class_sharing_what_it_starts_stays_together(self):
+        here = __name__ + '.'
+        times = {here + '_SharesACloud.test_1': 3.0,
+                 here + '_SharesACloud.test_2': 2.0,
+                 here + '_InheritsTheCloud.test_1': 1.0,
+                 here + '_SharesNothing.test_1': 4.0,
+                 here + '_SharesNothing.test_2': 2.5,
+                 here + '_NotImportable.test_1': 1.5}
+        self.assertEqual({
+            here + '_SharesACloud': (5.0, [here + '_SharesACloud.test_1',
+                                           here + '_SharesACloud.test_2']),
+            here + '_InheritsTheCloud': (
+                1.0, [here + '_InheritsTheCloud.test_1']),
+            here + '_SharesNothing.test_1': (
+                4.0, [here + '_SharesNothing.test_1']),
+            here + '_SharesNothing.test_2': (
+                2.5, [here + '_SharesNothing.test_2']),
+            here + '_NotImportable': (1.5, [here + '_NotImportable.test_1']),
+        }, tool.units(times))
 
     def partitions(self, path, ids):
         return scheduler.generate_worker_partitions(ids, path)
@@ -104,7 +119,8 @@ class ToolTestCase(base.BaseTestCase):
                 fixtures.MonkeyPatch('sys.stdout', out):
             self.assertEqual(0, tool.main(
                 ['nova_orphans/tests/scenario/', '--output', path]))
-        # A class's tests together.
+        # A class's tests together (these cannot be imported: they
+        # might share what the class starts).
         self.assertEqual('worker 1: 2 tests, 14 s\n'
                          'worker 2: 2 tests, 8 s\n', out.getvalue())
         new = self.PKG + 'test_b.B.test_100'
@@ -116,18 +132,24 @@ class ToolTestCase(base.BaseTestCase):
             self.partitions(path, sorted(times) + [new]))
         # Nothing new: the catch-all is empty and stestr drops it.
         self.assertEqual(2, len(self.partitions(path, sorted(times))))
-        # Each test on its own.
-        with fixtures.MonkeyPatch('sys.stdin', io.TextIOWrapper(stream(
-                *((i, 'success', s) for i, s in times.items())))), \
-                fixtures.MonkeyPatch('sys.stdout', io.StringIO()):
-            self.assertEqual(0, tool.main(
-                ['nova_orphans/tests/scenario/', '--output', path,
-                 '--per-test']))
-        self.assertEqual(
-            [[self.PKG + 'test_a.A.test_1'],
-             [self.PKG + 'test_a.A.test_2', self.PKG + 'test_b.B.test_1',
-              self.PKG + 'test_b.B.test_10']],
-            self.partitions(path, sorted(times)))
+
+
+# Test classes without tests, for ToolTestCase: a class that starts
+# something for all its tests (as the functional front-end tests'
+# cloud), one that inherits that, and one whose tests share nothing.
+class _SharesACloud(base.BaseTestCase):
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+
+
+class _InheritsTheCloud(_SharesACloud):
+    pass
+
+
+class _SharesNothing(base.BaseTestCase):
+    pass
 
 
 class CheckedInTestCase(base.BaseTestCase):
