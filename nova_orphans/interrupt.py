@@ -30,6 +30,10 @@ import signal
 import sys
 import threading
 
+from nova_orphans import exit_codes
+from nova_orphans.i18n import _
+from nova_orphans import progress
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -61,6 +65,31 @@ def say(line):
 
 def signal_name(signum):
     return signal.Signals(signum).name
+
+
+def nothing_changed(signum):
+    """The one line of a run a signal stopped before any write."""
+    return _('Interrupted by %(signal)s; nothing was changed.') % {
+        'signal': signal_name(signum)}
+
+
+def exit_now(signum):
+    """``Stop``'s ``exit_now`` for a command that is its process (either
+    console script), stopped before any write: one line and out at once,
+    the requests in flight abandoned.
+
+    Unwinding would wait for them: the readers' threads cannot be
+    cancelled in the middle of a request, and the interpreter waits for
+    its threads before it exits; for a service that does not answer,
+    as long as the request's timeout, if it has one.
+    """
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    say(('\n' if progress.is_terminal(sys.stderr) else '') +
+        nothing_changed(signum))
+    os._exit(exit_codes.of_signal(signum))
 
 
 class Stop:

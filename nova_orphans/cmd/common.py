@@ -20,7 +20,6 @@ here; what a command does is there, not here.
 import contextlib
 import functools
 import gc
-import os
 import shlex
 import shutil
 import sys
@@ -176,7 +175,7 @@ def interruptible(func):
     @functools.wraps(func)
     def wrapper(self):
         self._stop = interrupt.Stop(
-            exit_now=_exit_now if self.console else None)
+            exit_now=interrupt.exit_now if self.console else None)
         try:
             with self._stop.handled():
                 code = func(self)
@@ -191,27 +190,9 @@ def interruptible(func):
         except interrupt.Interrupted as e:
             if self._progress_:
                 self._progress_.abandon()
-            print(nothing_changed(e.signum), file=sys.stderr)
+            print(interrupt.nothing_changed(e.signum), file=sys.stderr)
             return exit_codes.of_signal(e.signum)
     return wrapper
-
-
-def nothing_changed(signum):
-    return _('Interrupted by %(signal)s; nothing was changed.') % {
-        'signal': interrupt.signal_name(signum)}
-
-
-def _exit_now(signum):
-    """The console script, stopped before any write: one line and out
-    at once (see interrupt.Stop), the request in flight abandoned.
-    """
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        pass
-    interrupt.say(('\n' if progress_mod.is_terminal(sys.stderr) else '') +
-                  nothing_changed(signum))
-    os._exit(exit_codes.of_signal(signum))
 
 
 STOPPING = _('%(signal)s: stopping; the requests in flight finish, then '

@@ -20,6 +20,7 @@ nova-orphans-manage). What a command does is nova_orphans/app.
 """
 
 import functools
+import os
 import shlex
 import sys
 
@@ -232,8 +233,18 @@ class OrphanLister(command.Lister):
                 'count': len(cells),
                 'cells': ', '.join(sorted(c.label for c in cells))})
 
+    def own_process(self):
+        """Whether this command is the ``openstack`` process itself: not
+        a command of osc's interactive shell, nor of a program that runs
+        osc's shell in-process. Only then may a signal end the process
+        at once, as it ends ``nova-orphans-manage``.
+        """
+        return (not self.app.interactive_mode and
+                os.path.basename(sys.argv[0]) == 'openstack')
+
     def run(self, parsed_args):
-        self.stop = interrupt.Stop()
+        self.stop = interrupt.Stop(
+            exit_now=interrupt.exit_now if self.own_process() else None)
         self.result = None
         try:
             with self.stop.handled():
@@ -248,8 +259,7 @@ class OrphanLister(command.Lister):
                     code = exit_codes.of_signal(self.stop.signum)
                 return code
         except interrupt.Interrupted as e:
-            self.say(_('Interrupted by %(signal)s; nothing was changed.') %
-                     {'signal': interrupt.signal_name(e.signum)})
+            self.say(interrupt.nothing_changed(e.signum))
             return exit_codes.of_signal(e.signum)
         except ks_exc.ClientException as e:
             # Authentication happens on the first request, in osc's

@@ -84,8 +84,10 @@ class CommandTestCase(base.BaseTestCase):
         self.placement.allocate(LIVE, RP1)
         self.placement.allocate(GONE, RP2)
         self.placement.allocate(STRANGER, RP2)
+        # cliff's App: a command run from the command line.
         self.app = types.SimpleNamespace(
             stdout=io.StringIO(), stderr=io.StringIO(),
+            interactive_mode=False,
             client_manager=types.SimpleNamespace(
                 nova_orphans=plugin.Clients(
                     placement.PlacementClient(self.placement),
@@ -502,6 +504,31 @@ class InterruptTestCase(CommandTestCase):
         self.assertEqual(130, self.code)
         self.assertEqual('Interrupted by SIGINT; nothing was changed.\n',
                          self.app.stderr.getvalue())
+
+    def test_only_the_openstack_process_ends_at_once(self):
+        cmd = orphan.ListOrphan(self.app, None)
+        for argv0, interactive, own in (
+                ('/usr/bin/openstack', False, True),
+                # osc's interactive shell.
+                ('/usr/bin/openstack', True, False),
+                # A program running osc's shell in-process.
+                ('/usr/bin/python3', False, False)):
+            self.app.interactive_mode = interactive
+            with fixtures.MonkeyPatch('sys.argv', [argv0]):
+                self.assertEqual(own, cmd.own_process(),
+                                 (argv0, interactive))
+
+    def test_openstack_process_stopped_while_reading_ends_at_once(self):
+        ended, said = [], []
+        self.useFixture(fixtures.MonkeyPatch('os._exit', ended.append))
+        self.useFixture(fixtures.MonkeyPatch('nova_orphans.interrupt.say',
+                                             said.append))
+        self.useFixture(fixtures.MonkeyPatch('sys.argv', ['openstack']))
+        self.kill_at('GET', signal.SIGINT)
+        self.run_cmd(orphan.ListOrphan)
+        self.assertEqual([130], ended)
+        self.assertEqual(['Interrupted by SIGINT; nothing was changed.'],
+                         said)
 
 
 class PluginTestCase(base.BaseTestCase):

@@ -247,8 +247,10 @@ class OrphanCommandTestCase(base.BaseTestCase):
         self.placement.allocate(VM1, RP1)
         self.placement.allocate(VM1, BW, NET_BW_EGR_KILOBIT_PER_SEC=10)
         self.placement.allocate(VM1, BW2, NET_BW_EGR_KILOBIT_PER_SEC=20)
+        # cliff's App: a command run from the command line.
         self.app = types.SimpleNamespace(
             stdout=io.StringIO(), stderr=io.StringIO(),
+            interactive_mode=False,
             client_manager=types.SimpleNamespace(
                 nova_orphans=plugin.Clients(
                     placement.PlacementClient(self.placement),
