@@ -115,13 +115,15 @@ def units(times):
     """{unit: (seconds, test ids)}: a test alone, or a class whose tests
     share state.
     """
-    found = {}
+    classes = {}
     for test_id in sorted(times):
-        unit = class_of(test_id)
-        if not shares_state(unit):
-            unit = test_id
-        seconds, ids = found.get(unit, (0.0, []))
-        found[unit] = (seconds + times[test_id], ids + [test_id])
+        classes.setdefault(class_of(test_id), []).append(test_id)
+    found = {}
+    for name, ids in classes.items():
+        members = ([(name, ids)] if shares_state(name)
+                   else [(test_id, [test_id]) for test_id in ids])
+        for unit, unit_ids in members:
+            found[unit] = (sum(times[t] for t in unit_ids), unit_ids)
     return found
 
 
