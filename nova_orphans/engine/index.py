@@ -18,7 +18,6 @@ allocations.
 """
 
 import collections
-import dataclasses
 import typing
 
 from nova_orphans.engine import model
@@ -26,7 +25,7 @@ from nova_orphans.engine import nova_states
 from nova_orphans.engine import reasons
 
 
-@dataclasses.dataclass(slots=True)
+@model.record
 class Owner:
     """What nova knows about one consumer uuid."""
 

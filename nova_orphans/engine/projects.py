@@ -19,9 +19,9 @@ orphans, and how much.
 """
 
 import collections
-import dataclasses
 import typing
 
+from nova_orphans.engine import model
 from nova_orphans.engine import reasons
 
 # The exact keys of a project's totals (``list --group-by project``), in
@@ -29,7 +29,7 @@ from nova_orphans.engine import reasons
 PROJECT_KEYS = ('project_id', 'consumers', 'allocations', 'resources')
 
 
-@dataclasses.dataclass(slots=True)
+@model.record
 class ProjectTotal:
     """A project's orphans: how many consumers, how many allocations
     (one consumer on one provider), and the resources they hold;
