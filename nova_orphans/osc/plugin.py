@@ -31,6 +31,7 @@ import logging
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1.identity import base as identity_base
+from keystoneauth1 import token_endpoint
 
 from nova_orphans.clients import compute
 from nova_orphans.clients import container
@@ -59,8 +60,42 @@ class Clients:
         self.container = container_client
 
 
-def adapter(instance, service_type):
-    """A keystoneauth adapter for ``service_type`` on osc's session.
+# What openstacksdk 3.0.0 to 4.4.x make of a clouds.yaml's token.
+_LOST_TOKEN = 'None'
+
+
+def admin_token(instance):
+    """The ``admin_token`` plugin the cloud's configuration names, where
+    openstacksdk lost its token; None where nothing was lost.
+
+    openstacksdk 3.0.0 to 4.4.x (python-openstackclient 6.6 to 7.5, the
+    2024.1 to 2025.1 releases' pins) read ``auth: {token: ...}`` from
+    clouds.yaml as the text "None": ``magic_fixes`` adds a top-level
+    ``token`` of None, and ``_fix_backwards_project`` prefers it to the
+    one under ``auth`` and turns it into a string. Every request then
+    carries the token "None", which placement's policy refuses (403).
+    The token given on the command line or in OS_TOKEN is not touched;
+    the one in the cloud's own configuration is read again here.
+    """
+    auth = instance.session.auth
+    if not isinstance(auth, token_endpoint.Token) or \
+            auth.token != _LOST_TOKEN:
+        return None
+    region = instance.sdk_connection.config
+    loaded = getattr(region, '_openstack_config', None)
+    clouds = getattr(loaded, 'cloud_config', None) or {}
+    given = (clouds.get('clouds', {}).get(region.name) or {}).get(
+        'auth', {}).get('token')
+    if not given or given == _LOST_TOKEN:
+        return None
+    LOG.debug('Using the token of cloud %s as its configuration gives it '
+              '(openstacksdk read it as "None")', region.name)
+    return token_endpoint.Token(auth.endpoint, given)
+
+
+def adapter(instance, service_type, auth=None):
+    """A keystoneauth adapter for ``service_type`` on osc's session
+    (``auth`` in place of the session's own, see admin_token).
 
     The cloud region (openstacksdk's view of clouds.yaml, the
     environment and the command line) knows the per-service interface,
@@ -68,7 +103,7 @@ def adapter(instance, service_type):
     """
     region = instance.sdk_connection.config
     return ks_adapter.Adapter(
-        session=instance.session,
+        session=instance.session, auth=auth,
         service_type=region.get_service_type(service_type),
         interface=region.get_interface(service_type),
         region_name=region.get_region_name(service_type),
@@ -99,11 +134,13 @@ def cataloged(instance, service_adapter):
 def make_client(instance):
     LOG.debug('Instantiating nova-orphans placement, compute, network and '
               'container clients')
-    zun = adapter(instance, container.SERVICE_TYPE)
-    return Clients(placement.PlacementClient(adapter(instance, 'placement')),
-                   compute.ComputeClient(adapter(instance, 'compute')),
-                   network.NetworkClient(adapter(instance, 'network')),
-                   container.ContainerClient(zun, cataloged(instance, zun)))
+    auth = admin_token(instance)
+    zun = adapter(instance, container.SERVICE_TYPE, auth)
+    return Clients(
+        placement.PlacementClient(adapter(instance, 'placement', auth)),
+        compute.ComputeClient(adapter(instance, 'compute', auth)),
+        network.NetworkClient(adapter(instance, 'network', auth)),
+        container.ContainerClient(zun, cataloged(instance, zun)))
 
 
 def build_option_parser(parser):

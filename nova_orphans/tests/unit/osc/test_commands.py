@@ -533,12 +533,60 @@ class InterruptTestCase(CommandTestCase):
 
 class PluginTestCase(base.BaseTestCase):
 
-    def _instance(self, config):
+    def _instance(self, config, auth=None, region=None):
+        from keystoneauth1 import session
         from openstack.config import cloud_region
-        region = cloud_region.CloudRegion(config=config)
+        if region is None:
+            region = cloud_region.CloudRegion(config=config)
         return types.SimpleNamespace(
-            session=object(),
+            session=session.Session(auth=auth),
             sdk_connection=types.SimpleNamespace(config=region))
+
+    def _cloud(self, auth):
+        """The cloud region openstacksdk makes of a clouds.yaml whose
+        ``sandbox`` cloud has ``auth``.
+        """
+        import openstack.config
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'clouds.yaml')
+        with open(path, 'w') as f:
+            json.dump({'clouds': {'sandbox': {'auth_type': 'admin_token',
+                                              'auth': auth}}}, f)
+        return openstack.config.OpenStackConfig(
+            config_files=[path], vendor_files=[]).get_one(
+                cloud='sandbox', validate=False)
+
+    def test_token_lost_by_openstacksdk_is_read_again(self):
+        """openstacksdk 3.0.0 to 4.4.x give the admin_token plugin the
+        text "None" for a clouds.yaml's token; placement refuses it.
+        """
+        from keystoneauth1 import token_endpoint
+        region = self._cloud({'endpoint': 'http://placement:8778',
+                              'token': 'admin'})
+        lost = token_endpoint.Token('http://placement:8778', 'None')
+        clients = plugin.make_client(self._instance(None, auth=lost,
+                                                    region=region))
+        for client in (clients.placement, clients.compute, clients.network):
+            auth = client._adapter.auth
+            self.assertIsInstance(auth, token_endpoint.Token)
+            self.assertEqual(('http://placement:8778', 'admin'),
+                             (auth.endpoint, auth.token))
+
+    def test_token_kept_where_nothing_was_lost(self):
+        from keystoneauth1 import token_endpoint
+        region = self._cloud({'endpoint': 'http://placement:8778',
+                              'token': 'admin'})
+        for auth in (token_endpoint.Token('http://placement:8778', 'admin'),
+                     None):
+            instance = self._instance(None, auth=auth, region=region)
+            self.assertIsNone(plugin.admin_token(instance))
+            clients = plugin.make_client(instance)
+            self.assertIsNone(clients.placement._adapter.auth)
+        # "None" given nowhere but by openstacksdk: nothing to read.
+        region = self._cloud({'endpoint': 'http://placement:8778'})
+        self.assertIsNone(plugin.admin_token(self._instance(
+            None, auth=token_endpoint.Token('http://p', 'None'),
+            region=region)))
 
     def test_endpoint_overrides_are_honoured(self):
         clients = plugin.make_client(self._instance({
