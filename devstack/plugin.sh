@@ -10,7 +10,11 @@ _XTRACE_NOVA_ORPHANS=$(set +o | grep xtrace)
 set +o xtrace
 
 function install_nova_orphans {
-    setup_develop "$NOVA_ORPHANS_DIR"
+    # DevStack's pip_install applies the branch's upper constraints, as
+    # deployments of that release install: the requirement floors are
+    # the oldest supported release's pins. The osc extra: the
+    # openstack commands this plugin runs.
+    setup_develop "$NOVA_ORPHANS_DIR" osc
 }
 
 function configure_nova_orphans {

@@ -54,7 +54,7 @@ class DevstackPluginTestCase(base.BaseTestCase):
     def test_install(self):
         self.assertEqual(
             ['echo_summary Installing nova-orphans',
-             'setup_develop /opt/stack/nova-orphans'],
+             'setup_develop /opt/stack/nova-orphans osc'],
             self.phase('stack', 'install'))
 
     def test_post_config(self):
