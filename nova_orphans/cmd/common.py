@@ -110,9 +110,11 @@ def with_repair_options(what):
              help=_('Show what would be changed; change nothing.')),
         args('--journal', metavar='PATH',
              help=_('Journal file to append to (default: a new file in '
-                    '[nova_orphans] state_path, else /var/lib/nova-orphans '
-                    'if writable, else $XDG_STATE_HOME/nova-orphans; mode '
-                    '0600).')),
+                    '[nova_orphans] state_path if set, else in '
+                    '$XDG_STATE_HOME/nova-orphans if XDG_STATE_HOME is '
+                    'set, else in /var/lib/nova-orphans if this user can '
+                    'write there or create it, else in '
+                    '~/.local/state/nova-orphans; mode 0600).')),
         args('--max-count', metavar='N', type=int, dest='max_count',
              help=what))
 

@@ -27,8 +27,10 @@ from nova_orphans import output
 with_directory = args(
     '--journal-dir', metavar='DIR', dest='journal_dir',
     help=_('The journal directory (default: where "clean" puts journals: '
-           '[nova_orphans] state_path, else /var/lib/nova-orphans if '
-           'writable, else $XDG_STATE_HOME/nova-orphans).'))
+           '[nova_orphans] state_path if set, else '
+           '$XDG_STATE_HOME/nova-orphans if XDG_STATE_HOME is set, else '
+           '/var/lib/nova-orphans if this user can write there or create '
+           'it, else ~/.local/state/nova-orphans).'))
 
 
 class JournalCommands(common.Commands):
@@ -45,6 +47,11 @@ class JournalCommands(common.Commands):
             self.conf.nova_orphans.state_path)
 
     @with_directory
+    @args('--cloud', metavar='CLOUD', dest='cloud',
+          help=_('Only the runs against this cloud: its name in '
+                 'clouds.yaml or its auth URL (openstack), a configuration '
+                 'file (nova-orphans-manage), or the placement endpoint '
+                 'the run wrote to.'))
     @common.with_format()
     @common.with_table_width
     @common.interruptible
@@ -52,13 +59,16 @@ class JournalCommands(common.Commands):
         """List the runs the journals hold, oldest first.
 
         One row per clean (or providers clean) run: its journal, run id,
-        host, when it started, its entries, how many placement refused
-        (never applied), and when a restore of the journal last ended
-        after it. Changes nothing. Returns 0.
+        the cloud it ran against (openstack: the cloud's name;
+        nova-orphans-manage: its configuration files) and the placement
+        it wrote to, host, when it started, its entries, how many
+        placement refused (never applied), and when a restore of the
+        journal last ended after it. Changes nothing. Returns 0.
         """
         rows = [r.to_dict() for r in app.list_runs(
             self.directory(),
-            warn=lambda line: print(line, file=sys.stderr))]
+            warn=lambda line: print(line, file=sys.stderr),
+            cloud=self.cmd.cloud)]
         if rows or not self.table:
             output.render_records(rows, app.JournalRun.KEYS,
                                   self.cmd.format, sys.stdout,

@@ -52,11 +52,13 @@ class Clients:
     """
 
     def __init__(self, placement_client, compute_client,
-                 network_client=None, container_client=None):
+                 network_client=None, container_client=None, cloud=None):
         self.placement = placement_client
         self.compute = compute_client
         self.network = network_client
         self.container = container_client
+        # What names the cloud, for journals (see cloud_identity).
+        self.cloud = cloud or {}
 
 
 def adapter(instance, service_type):
@@ -96,6 +98,29 @@ def cataloged(instance, service_adapter):
     return has_service
 
 
+def cloud_identity(instance):
+    """What names the cloud reached, for a journal's run header: the
+    cloud's name in clouds.yaml (None when the command line or OS_*
+    variables alone give it), its auth URL, region and project. The
+    name alone may differ from one workstation to the next; the rest
+    tells clouds apart wherever the journal is read.
+    """
+    region = instance.sdk_connection.config
+    auth = region.config.get('auth') or {}
+    # The name the region was made with ('' for none), as openstacksdk
+    # stores it: its ``name`` property makes one up from a session when
+    # there is none.
+    attrs = vars(region)
+    name = attrs.get('_name', attrs.get('name'))
+    if name in ('envvars', 'defaults'):
+        # openstacksdk's names for "no cloud named".
+        name = None
+    return {'name': name or None,
+            'auth_url': auth.get('auth_url') or auth.get('endpoint'),
+            'region': region.get_region_name() or None,
+            'project': auth.get('project_name') or auth.get('project_id')}
+
+
 def make_client(instance):
     LOG.debug('Instantiating nova-orphans placement, compute, network and '
               'container clients')
@@ -103,7 +128,8 @@ def make_client(instance):
     return Clients(placement.PlacementClient(adapter(instance, 'placement')),
                    compute.ComputeClient(adapter(instance, 'compute')),
                    network.NetworkClient(adapter(instance, 'network')),
-                   container.ContainerClient(zun, cataloged(instance, zun)))
+                   container.ContainerClient(zun, cataloged(instance, zun)),
+                   cloud=cloud_identity(instance))
 
 
 def build_option_parser(parser):

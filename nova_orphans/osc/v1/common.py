@@ -131,8 +131,10 @@ def add_repair_options(parser, max_count_help):
     parser.add_argument(
         '--journal', metavar='<path>',
         help=_('Journal file to append to (default: a new file in '
-               '/var/lib/nova-orphans if writable, else '
-               '$XDG_STATE_HOME/nova-orphans; mode 0600).'))
+               '$XDG_STATE_HOME/nova-orphans if XDG_STATE_HOME is set, '
+               'else in /var/lib/nova-orphans if this user can write there '
+               'or create it, else in ~/.local/state/nova-orphans; mode '
+               '0600).'))
     parser.add_argument('--max-count', metavar='<n>', type=int,
                         help=max_count_help)
 
@@ -292,9 +294,8 @@ class Repairing(OrphanLister):
             self.say(result.conflicts_note())
         if result.journal_path is not None:
             self.say(_('Journal: %(path)s') % {'path': result.journal_path})
-            self.say(_('To undo: openstack allocation orphan restore '
-                       '--journal %(path)s') % {
-                'path': shlex.quote(result.journal_path)})
+            self.say(_('To undo: %(command)s') % {
+                'command': self.restore_command(result)})
         if result.signum is not None:
             self.say(_('Interrupted by %(signal)s: %(done)d %(what)s done; '
                        '%(left)d not attempted (skipped: interrupted).') % {
@@ -302,6 +303,18 @@ class Repairing(OrphanLister):
                 'done': result.done, 'left': result.not_attempted,
                 'what': what})
         return output.rows_as_dicts(result.rows, shown)
+
+    def restore_command(self, result):
+        """The command that undoes ``result``'s run: against the cloud
+        it ran on (--os-cloud, when clouds.yaml named it), whatever
+        cloud the shell that runs it defaults to.
+        """
+        argv = ['openstack']
+        if result.cloud.get('name'):
+            argv += ['--os-cloud', result.cloud['name']]
+        argv += ['allocation', 'orphan', 'restore', '--journal',
+                 result.journal_path]
+        return ' '.join(shlex.quote(word) for word in argv)
 
 
 class Restoring(Repairing):

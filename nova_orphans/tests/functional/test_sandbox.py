@@ -264,7 +264,8 @@ class KeepTestCase(base.BaseTestCase):
         self.assertEqual(
             'Orphaned allocations on these trees, repaired first: 1 done.\n'
             'Journal: %(journal)s\n'
-            'To undo: openstack allocation orphan restore --journal '
+            'To undo: openstack --os-cloud sandbox allocation orphan restore '
+            '--journal '
             '%(journal)s\n' % {'journal': journal}, stderr)
         self.assertNotIn('devstack4', self.traits(placement))
         [(rc, stdout, stderr)] = self.run_all(
