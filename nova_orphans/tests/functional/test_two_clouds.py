@@ -43,11 +43,13 @@ def placement_state(endpoint):
             'OpenStack-API-Version': 'placement 1.39'})
         resp.raise_for_status()
         return resp.json()
-    return {rp['uuid']: {
-        consumer: alloc['resources'] for consumer, alloc in get(
-            '/resource_providers/%s/allocations' % rp['uuid'])[
-                'allocations'].items()}
-        for rp in get('/resource_providers')['resource_providers']}
+    state = {}
+    for rp in get('/resource_providers')['resource_providers']:
+        allocations = get('/resource_providers/%s/allocations' %
+                          rp['uuid'])['allocations']
+        state[rp['uuid']] = {consumer: alloc['resources']
+                             for consumer, alloc in allocations.items()}
+    return state
 
 
 class TwoCloudsTestCase(base.FunctionalTestCase):
