@@ -53,6 +53,7 @@ class JournalCommands(common.Commands):
                  'file (nova-orphans-manage), or the placement endpoint '
                  'the run wrote to.'))
     @common.with_format()
+    @common.with_long
     @common.with_table_width
     @common.interruptible
     def list(self):
@@ -70,10 +71,7 @@ class JournalCommands(common.Commands):
             warn=lambda line: print(line, file=sys.stderr),
             cloud=self.cmd.cloud)]
         if rows or not self.table:
-            output.render_records(rows, app.JournalRun.KEYS,
-                                  self.cmd.format, sys.stdout,
-                                  max_width=self.cmd.max_width,
-                                  fit_width=self.cmd.fit_width)
+            self.render_records(rows, app.JournalRun.KEYS)
         if self.table and not rows:
             self.say([_('No journal in %(dir)s.') % {
                 'dir': self.directory()}])
@@ -86,6 +84,7 @@ class JournalCommands(common.Commands):
     @args('--dry-run', action='store_true', dest='dry_run',
           help=_('Show what would be removed; remove nothing.'))
     @common.with_format()
+    @common.with_long
     @common.with_table_width
     @common.interruptible
     def prune(self):
@@ -103,9 +102,7 @@ class JournalCommands(common.Commands):
         rows = app.prune(self.directory(), days, dry_run=self.cmd.dry_run)
         dicts = [r.to_dict() for r in rows]
         if dicts or not self.table:
-            output.render_records(dicts, app.Pruned.KEYS, self.cmd.format,
-                                  sys.stdout, max_width=self.cmd.max_width,
-                                  fit_width=self.cmd.fit_width)
+            self.render_records(dicts, app.Pruned.KEYS)
         if self.table:
             self.say([output.outcome_summary([r.outcome for r in rows])
                       if rows else _('No journal older than %(days)d '

@@ -23,6 +23,7 @@ import functools
 import os
 import shlex
 import sys
+import textwrap
 
 from cliff import _argparse as cliff_argparse
 from cliff.formatters import base as cliff_base
@@ -148,21 +149,33 @@ def listing(parsed_args, dicts):
                           long=parsed_args.long or bool(parsed_args.columns))
     if fmt != output.TABLE:
         return keys, output.cells(dicts, keys, fmt)
-    # -c takes the keys, as in every other format.
-    parsed_args.columns = [output.header(c) if c in keys else c
-                           for c in parsed_args.columns or ()]
-    return [output.header(k) for k in keys], output.cells(dicts, keys, fmt)
+    return _table(parsed_args, keys, output.cells(dicts, keys, fmt))
 
 
 def record_listing(parsed_args, dicts, keys):
     """(columns, rows) of other records than findings (journals)."""
-    if getattr(parsed_args, 'formatter', None) == output.TABLE:
-        parsed_args.columns = [output.header(c) if c in keys else c
-                               for c in parsed_args.columns or ()]
-        names = [output.header(k) for k in keys]
-    else:
-        names = list(keys)
-    return names, output.cells(dicts, keys, parsed_args.formatter)
+    data = output.cells(dicts, keys, parsed_args.formatter)
+    if getattr(parsed_args, 'formatter', None) != output.TABLE:
+        return list(keys), data
+    return _table(parsed_args, keys, data)
+
+
+def _table(parsed_args, keys, data):
+    """A table's headers and rows: on a terminal narrower than its rows,
+    without the columns that do not fit whole (output.fit_columns), as
+    nova-orphans-manage's; they are named once the table is printed
+    (OrphanLister.run). Not with --long or -c, which ask for columns.
+    """
+    if not (parsed_args.long or parsed_args.columns):
+        width = output.table_fit_width(
+            getattr(parsed_args, 'max_width', None),
+            getattr(parsed_args, 'fit_width', None))
+        keys, data, parsed_args.dropped_columns = output.fit_columns(
+            keys, data, width)
+    # -c takes the keys, as in every other format.
+    parsed_args.columns = [output.header(c) if c in keys else c
+                           for c in parsed_args.columns or ()]
+    return [output.header(k) for k in keys], data
 
 
 class OrphanLister(command.Lister):
@@ -251,6 +264,14 @@ class OrphanLister(command.Lister):
         try:
             with self.stop.handled():
                 super().run(parsed_args)
+                dropped = getattr(parsed_args, 'dropped_columns', None)
+                if dropped:
+                    # As wide as the table it follows.
+                    self.say(textwrap.fill(
+                        output.dropped_note(dropped),
+                        output.table_fit_width(parsed_args.max_width,
+                                               parsed_args.fit_width),
+                        break_on_hyphens=False))
                 self.finished()
                 code = self.result.exit_code
                 if (self.stop.signum is not None and
