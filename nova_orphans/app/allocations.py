@@ -307,7 +307,8 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
     """
     if metrics is not None:
         metrics.check()
-    entries = restore_mod.load(sources.placement, path, warn=warn)
+    entries = restore_mod.load(sources.placement, path, warn=warn,
+                               cloud=sources.cloud())
     stop.start_writing(notice)
     done = restore_mod.restore(
         sources.placement, entries, dry_run=dry_run,
