@@ -51,6 +51,16 @@ PROVIDER_HEADERS = {'uuid': 'UUID', 'root_provider': 'Root',
                     'compute_node': 'Compute node', 'allocations': 'Allocs',
                     'orphan_allocations': 'Orphan allocs'}
 OUTCOME = 'outcome'
+# What a table narrower than its rows drops, first to last, until the
+# rest fits whole (see fit_columns); the columns not named here (the
+# consumer, the provider's uuid, the journal, the reason, the outcome)
+# stay.
+DROP_ORDER = ('consumer_type', 'host', 'resources', 'action',
+              'allocations', 'orphan_allocations', 'resource_provider_name',
+              'name',
+              # journals list and prune
+              'run', 'placement', 'not_applied', 'command', 'restored',
+              'modified', 'entries', 'started')
 
 TABLE = 'table'
 # Formats of plain fields, for scripts that split lines.
@@ -258,33 +268,84 @@ def width_options(max_width=None, fit_width=None):
 
 def render_table(rows, stream, verbose=False, max_width=None,
                  fit_width=None):
-    """Rows as cliff draws a table, fitted as ``openstack`` fits its own.
+    """Rows as cliff draws a table, fitted as ``openstack`` fits its own,
+    but for what it never does: split a value (a uuid, a name) over
+    lines. Returns the headers of the columns left out (fit_columns).
 
     Rows of both kinds (a restore of a provider clean) make a table
     each, the allocations' first.
     """
     options = width_options(max_width, fit_width)
     width = _table_width(options)
+    dropped = []
     for kind in ([r for r in rows if 'consumer' in r],
                  [r for r in rows if 'consumer' not in r]):
         if not kind:
             continue
         keys = columns(kind, TABLE, long=verbose)
+        data = cells(kind, keys, TABLE)
+        if not verbose:
+            keys, data, left_out = fit_columns(keys, data, width)
+            dropped += [h for h in left_out if h not in dropped]
         headers = [header(k) for k in keys]
         formatter = cliff_table.TableFormatter()
-        if width is None or len(keys) * _NARROWEST + 1 <= width:
-            formatter.emit_list(headers, cells(kind, keys, TABLE), stream,
-                                options)
+        if width is None or table_width(headers, data) <= width:
+            formatter.emit_list(headers, data, stream, options)
             continue
-        # More columns than the terminal has room for, at cliff's
-        # narrowest: a table per row, a line per field (as "openstack
-        # server show" prints one), so that no line runs past its width.
-        for row in cells(kind, keys, TABLE):
+        # Wider than the terminal even so (every column asked for, or
+        # a very narrow terminal): a table per row, a line per field (as
+        # "openstack server show" prints one).
+        for row in data:
             formatter.emit_one(headers, row, stream, options)
+    return dropped
 
 
-# The least a column of cliff's table takes: 8 characters and its border.
-_NARROWEST = 11
+def _text_width(value):
+    text = '' if value is None else str(value)
+    return max([len(line) for line in text.splitlines()] or [0])
+
+
+def table_width(headers, data):
+    """The width of cliff's table of these rows, no cell split."""
+    widths = [max([_text_width(h)] + [_text_width(row[i]) for row in data])
+              for i, h in enumerate(headers)]
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def fit_columns(keys, data, width):
+    """(keys, data, headers dropped): the columns of a table that fit
+    ``width`` whole, dropping them in DROP_ORDER while the table is
+    wider, as ``openstack server list`` shows fewer columns than
+    ``--long``. With no width (not a terminal: a pipe keeps cliff's
+    table) nothing is dropped.
+    """
+    if width is None:
+        return keys, data, []
+    keys = list(keys)
+    dropped = []
+    for key in DROP_ORDER:
+        if table_width([header(k) for k in keys], data) <= width:
+            break
+        if key in keys:
+            index = keys.index(key)
+            keys.pop(index)
+            data = [row[:index] + row[index + 1:] for row in data]
+            dropped.append(header(key))
+    return keys, data, dropped
+
+
+def dropped_note(dropped):
+    """The line that says which columns a narrow table left out."""
+    return _('Not shown, for the terminal\'s width: %(columns)s '
+             '(--verbose shows every column, -f json every field).') % {
+        'columns': ', '.join(dropped)}
+
+
+def table_fit_width(max_width=None, fit_width=None):
+    """The width a table is fitted to with these options (cliff's
+    ``--max-width``, ``--fit-width``), or None.
+    """
+    return _table_width(width_options(max_width, fit_width))
 
 
 def _table_width(options):
@@ -298,15 +359,19 @@ def _table_width(options):
 
 def render(rows, fmt, stream, verbose=False, max_width=None,
            fit_width=None):
-    """Rows (dicts) in any of FORMATS; json streams an iterable."""
+    """Rows (dicts) in any of FORMATS; json streams an iterable.
+
+    Returns the headers of the columns a table left out for its width.
+    """
     if fmt == 'json':
         render_json(rows, stream)
     elif fmt == TABLE:
-        render_table(rows, stream, verbose, max_width, fit_width)
+        return render_table(rows, stream, verbose, max_width, fit_width)
     else:
         keys = columns(rows, fmt)
         _formatter(fmt).emit_list(keys, cells(rows, keys, fmt), stream,
                                   argparse.Namespace(quote_mode='nonnumeric'))
+    return []
 
 
 def capacity(rows):
@@ -486,21 +551,32 @@ def repairs_line(outcomes):
 
 
 def render_records(rows, keys, fmt, stream, max_width=None,
-                   fit_width=None):
+                   fit_width=None, verbose=False):
     """Rows (dicts) of other records than findings (journals): every
-    format, the keys in order, headers as ``header``.
+    format, the keys in order, headers as ``header``. A table fits the
+    terminal as render_table's: returns the headers it left out.
     """
     if fmt == 'json':
         render_json(rows, stream)
-        return
+        return []
     data = cells(rows, keys, fmt)
     if fmt == TABLE:
-        cliff_table.TableFormatter().emit_list(
-            [header(k) for k in keys], data, stream,
-            width_options(max_width, fit_width))
-        return
+        options = width_options(max_width, fit_width)
+        width = _table_width(options)
+        dropped = []
+        if not verbose:
+            keys, data, dropped = fit_columns(keys, data, width)
+        headers = [header(k) for k in keys]
+        formatter = cliff_table.TableFormatter()
+        if width is None or table_width(headers, data) <= width:
+            formatter.emit_list(headers, data, stream, options)
+        else:
+            for row in data:
+                formatter.emit_one(headers, row, stream, options)
+        return dropped
     _formatter(fmt).emit_list(keys, data, stream,
                               argparse.Namespace(quote_mode='nonnumeric'))
+    return []
 
 
 def _formatter(fmt):

@@ -483,9 +483,11 @@ HINTS = (
     ['providers', 'list'],
     ['providers', 'clean', '--dry-run'],
     ['providers', 'clean'],
+    ['journals', 'list'],
 )
 OSC_COMMANDS = {'allocations': ['allocation', 'orphan'],
-                'providers': ['resource', 'provider', 'orphan']}
+                'providers': ['resource', 'provider', 'orphan'],
+                'journals': ['allocation', 'orphan', 'journal']}
 
 
 def osc_hint(clouds):

@@ -276,7 +276,7 @@ def repair(sources, listing, orphans, work, options, stop, progress=None,
     if orphans and not options.dry_run:
         journal_ = journal.Journal(
             options.journal or journal.default_path(sources.journal_dir()),
-            placement=sources.placement.endpoint)
+            placement=sources.placement.endpoint, cloud=sources.cloud())
     repairer = actions.Repairer(
         sources.placement, sources.nova(), listing.snapshot,
         journal=journal_, dry_run=options.dry_run,
@@ -294,7 +294,8 @@ def repair(sources, listing, orphans, work, options, stop, progress=None,
         journal_path=(journal_.path if journal_ is not None and
                       journal_.entries else None),
         signum=stop.signum, conflicts=repairer.conflicts,
-        allocation_outcomes=first)
+        allocation_outcomes=first,
+        cloud=journal_.header.get('cloud') if journal_ is not None else None)
 
 
 def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
@@ -306,7 +307,8 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
     """
     if metrics is not None:
         metrics.check()
-    entries = restore_mod.load(sources.placement, path, warn=warn)
+    entries = restore_mod.load(sources.placement, path, warn=warn,
+                               cloud=sources.cloud())
     stop.start_writing(notice)
     done = restore_mod.restore(
         sources.placement, entries, dry_run=dry_run,

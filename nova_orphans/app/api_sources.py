@@ -58,6 +58,12 @@ class APISources(sources.Sources):
     def placement(self):
         return self.clients.placement
 
+    def cloud(self):
+        """osc's cloud: its clouds.yaml name, auth URL, region and
+        project (see osc/plugin.py's cloud_identity).
+        """
+        return dict(getattr(self.clients, 'cloud', None) or {})
+
     def placement_reader(self):
         return placement_api.PlacementAPIReader(self.placement,
                                                 sources.API_CONCURRENCY)

@@ -31,16 +31,26 @@ DAY = 86400
 
 
 class JournalRun:
-    """One run of a journal, as ``journals list`` shows it."""
+    """One run of a journal, as ``journals list`` shows it.
 
-    KEYS = ('journal', 'run', 'command', 'host', 'started', 'entries',
-            'not_applied', 'restored')
+    ``cloud`` names the cloud the run reached: for ``openstack``, the
+    cloud's name in clouds.yaml (else its auth URL); for
+    ``nova-orphans-manage``, the configuration files it read; empty for
+    a journal written before runs recorded it. ``placement`` is the
+    placement endpoint the run wrote to.
+    """
+
+    KEYS = ('journal', 'run', 'command', 'cloud', 'placement', 'host',
+            'started', 'entries', 'not_applied', 'restored')
 
     def __init__(self, path, run, restores):
         header = run.header
         self.journal = path
         self.run = header.get('run')
         self.command = header.get('command', 'clean')
+        self.identity = run.cloud
+        self.cloud = cloud_label(run.cloud)
+        self.placement = run.placement
         self.host = header.get('host')
         self.started = header.get('time') or run.entries[0].get('time')
         self.entries = len(run.entries)
@@ -69,6 +79,37 @@ class Pruned:
         return {key: getattr(self, key) for key in self.KEYS}
 
 
+def cloud_label(cloud):
+    """A run's cloud in one word (see JournalRun), or None."""
+    if cloud.get('name') or cloud.get('auth_url'):
+        return cloud.get('name') or cloud.get('auth_url')
+    files = cloud.get('config_files') or []
+    if cloud.get('config_dir'):
+        files = files + [cloud['config_dir']]
+    return ','.join(files) or None
+
+
+def _same_url(a, b):
+    return bool(a and b) and a.rstrip('/') == b.rstrip('/')
+
+
+def of_cloud(row, cloud):
+    """Whether ``row`` (a JournalRun) ran against ``cloud``: its
+    clouds.yaml name, auth URL, one of its configuration files, or the
+    placement endpoint it wrote to.
+    """
+    identity = row.identity
+    if cloud in (identity.get('name'), row.cloud):
+        return True
+    if _same_url(cloud, identity.get('auth_url')) or _same_url(
+            cloud, row.placement):
+        return True
+    paths = list(identity.get('config_files') or [])
+    if identity.get('config_dir'):
+        paths.append(identity['config_dir'])
+    return os.path.abspath(cloud) in paths
+
+
 def default_directory(state_path):
     """Where clean puts journals (see journal.default_directory)."""
     return journal.default_directory(state_path)
@@ -78,8 +119,9 @@ def _files(directory):
     return sorted(glob.glob(os.path.join(directory, PATTERN)))
 
 
-def list_runs(directory, warn=None):
-    """Every run of every journal in ``directory``, oldest first.
+def list_runs(directory, warn=None, cloud=None):
+    """Every run of every journal in ``directory``, oldest first; with
+    ``cloud``, only the runs against that cloud (see of_cloud).
 
     A journal that cannot be read is told to ``warn(line)`` and skipped:
     the others are still listed.
@@ -94,6 +136,8 @@ def list_runs(directory, warn=None):
             continue
         rows += [JournalRun(path, run, contents.restores)
                  for run in contents.runs]
+    if cloud:
+        rows = [r for r in rows if of_cloud(r, cloud)]
     rows.sort(key=lambda r: (r.started or '', r.journal))
     return rows
 

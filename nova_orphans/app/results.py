@@ -69,12 +69,14 @@ class Repair:
     came once the writes had begun; ``conflicts``: consumers another
     writer changed between the read and the write;
     ``allocation_outcomes``: the outcomes of the allocation repairs a
-    provider clean made first.
+    provider clean made first; ``cloud``: what names the cloud the run
+    reached, as its journal records it (Sources.cloud), for the command
+    that undoes it.
     """
 
     def __init__(self, rows, outcomes, listing=None, journal_path=None,
                  signum=None, conflicts=0, allocation_outcomes=(),
-                 restoring=False):
+                 restoring=False, cloud=None):
         self.rows = rows
         self.outcomes = outcomes
         self.listing = listing
@@ -83,6 +85,7 @@ class Repair:
         self.conflicts = conflicts
         self.allocation_outcomes = list(allocation_outcomes)
         self.restoring = restoring
+        self.cloud = cloud or {}
 
     @property
     def unreadable_cells(self):

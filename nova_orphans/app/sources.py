@@ -27,6 +27,8 @@ Two kinds, one per front end, each saying in its type what it reads:
 The application layer asks a run's sources only what is declared here.
 """
 
+import os
+
 from nova_orphans.conf import placement as placement_conf
 from nova_orphans.engine import rules as rules_mod
 from nova_orphans.engine import site_rules
@@ -79,6 +81,12 @@ class Sources:
     def journal_dir(self):
         return journal.default_directory(self.state_path)
 
+    def cloud(self):
+        """What names the cloud, for a journal's run header (see
+        repair/journal.py's Run.cloud); {} when nothing does.
+        """
+        return {}
+
     def close(self):
         """Let go of the connections the run kept."""
 
@@ -120,6 +128,14 @@ class DatabaseSources(Sources):
             self._rules = site_rules.chain(self.conf,
                                            zun=self.zun() is not None)
         return self._rules
+
+    def cloud(self):
+        """The configuration files read: nova.conf names its cloud."""
+        cloud = {'config_files': [os.path.abspath(path) for path in
+                                  self.conf.config_file or ()]}
+        if self.conf.config_dir:
+            cloud['config_dir'] = os.path.abspath(self.conf.config_dir)
+        return cloud
 
     def _api_reader(self):
         return placement_api.PlacementAPIReader(self.placement,

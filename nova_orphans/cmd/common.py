@@ -110,9 +110,11 @@ def with_repair_options(what):
              help=_('Show what would be changed; change nothing.')),
         args('--journal', metavar='PATH',
              help=_('Journal file to append to (default: a new file in '
-                    '[nova_orphans] state_path, else /var/lib/nova-orphans '
-                    'if writable, else $XDG_STATE_HOME/nova-orphans; mode '
-                    '0600).')),
+                    '[nova_orphans] state_path if set, else in '
+                    '$XDG_STATE_HOME/nova-orphans if XDG_STATE_HOME is '
+                    'set, else in /var/lib/nova-orphans if this user can '
+                    'write there or create it, else in '
+                    '~/.local/state/nova-orphans; mode 0600).')),
         args('--max-count', metavar='N', type=int, dest='max_count',
              help=what))
 
@@ -272,10 +274,26 @@ class Commands:
         return self.cmd.format == output.TABLE
 
     def render(self, rows):
-        output.render(rows, self.cmd.format, sys.stdout,
-                      verbose=getattr(self.cmd, 'verbose', False),
-                      max_width=getattr(self.cmd, 'max_width', None),
-                      fit_width=getattr(self.cmd, 'fit_width', None))
+        self.say_dropped(output.render(
+            rows, self.cmd.format, sys.stdout,
+            verbose=getattr(self.cmd, 'verbose', False),
+            max_width=getattr(self.cmd, 'max_width', None),
+            fit_width=getattr(self.cmd, 'fit_width', None)))
+
+    def render_records(self, dicts, keys):
+        """Other records than findings (journals, projects), as render."""
+        self.say_dropped(output.render_records(
+            dicts, keys, self.cmd.format, sys.stdout,
+            max_width=getattr(self.cmd, 'max_width', None),
+            fit_width=getattr(self.cmd, 'fit_width', None),
+            verbose=getattr(self.cmd, 'verbose', False)))
+
+    def say_dropped(self, dropped):
+        """Under a table that left columns out for the terminal's width,
+        which ones and how to see them.
+        """
+        if dropped:
+            self.say([output.dropped_note(dropped)])
 
     def width(self):
         """The columns a line may take on stdout, or None: a terminal's
@@ -345,10 +363,7 @@ class Commands:
         if groups is not None:
             keys, dicts = groups
             if dicts or not self.table:
-                output.render_records(
-                    dicts, keys, self.cmd.format, sys.stdout,
-                    max_width=getattr(self.cmd, 'max_width', None),
-                    fit_width=getattr(self.cmd, 'fit_width', None))
+                self.render_records(dicts, keys)
         elif rows or not self.table:
             self.render(rows)
         if self.table:

@@ -27,8 +27,10 @@ from nova_orphans import output
 with_directory = args(
     '--journal-dir', metavar='DIR', dest='journal_dir',
     help=_('The journal directory (default: where "clean" puts journals: '
-           '[nova_orphans] state_path, else /var/lib/nova-orphans if '
-           'writable, else $XDG_STATE_HOME/nova-orphans).'))
+           '[nova_orphans] state_path if set, else '
+           '$XDG_STATE_HOME/nova-orphans if XDG_STATE_HOME is set, else '
+           '/var/lib/nova-orphans if this user can write there or create '
+           'it, else ~/.local/state/nova-orphans).'))
 
 
 class JournalCommands(common.Commands):
@@ -45,25 +47,31 @@ class JournalCommands(common.Commands):
             self.conf.nova_orphans.state_path)
 
     @with_directory
+    @args('--cloud', metavar='CLOUD', dest='cloud',
+          help=_('Only the runs against this cloud: its name in '
+                 'clouds.yaml or its auth URL (openstack), a configuration '
+                 'file (nova-orphans-manage), or the placement endpoint '
+                 'the run wrote to.'))
     @common.with_format()
+    @common.with_long
     @common.with_table_width
     @common.interruptible
     def list(self):
         """List the runs the journals hold, oldest first.
 
         One row per clean (or providers clean) run: its journal, run id,
-        host, when it started, its entries, how many placement refused
-        (never applied), and when a restore of the journal last ended
-        after it. Changes nothing. Returns 0.
+        the cloud it ran against (openstack: the cloud's name;
+        nova-orphans-manage: its configuration files) and the placement
+        it wrote to, host, when it started, its entries, how many
+        placement refused (never applied), and when a restore of the
+        journal last ended after it. Changes nothing. Returns 0.
         """
         rows = [r.to_dict() for r in app.list_runs(
             self.directory(),
-            warn=lambda line: print(line, file=sys.stderr))]
+            warn=lambda line: print(line, file=sys.stderr),
+            cloud=self.cmd.cloud)]
         if rows or not self.table:
-            output.render_records(rows, app.JournalRun.KEYS,
-                                  self.cmd.format, sys.stdout,
-                                  max_width=self.cmd.max_width,
-                                  fit_width=self.cmd.fit_width)
+            self.render_records(rows, app.JournalRun.KEYS)
         if self.table and not rows:
             self.say([_('No journal in %(dir)s.') % {
                 'dir': self.directory()}])
@@ -76,6 +84,7 @@ class JournalCommands(common.Commands):
     @args('--dry-run', action='store_true', dest='dry_run',
           help=_('Show what would be removed; remove nothing.'))
     @common.with_format()
+    @common.with_long
     @common.with_table_width
     @common.interruptible
     def prune(self):
@@ -93,9 +102,7 @@ class JournalCommands(common.Commands):
         rows = app.prune(self.directory(), days, dry_run=self.cmd.dry_run)
         dicts = [r.to_dict() for r in rows]
         if dicts or not self.table:
-            output.render_records(dicts, app.Pruned.KEYS, self.cmd.format,
-                                  sys.stdout, max_width=self.cmd.max_width,
-                                  fit_width=self.cmd.fit_width)
+            self.render_records(dicts, app.Pruned.KEYS)
         if self.table:
             self.say([output.outcome_summary([r.outcome for r in rows])
                       if rows else _('No journal older than %(days)d '

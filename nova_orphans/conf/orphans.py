@@ -117,10 +117,11 @@ ORPHANS_OPTS = [
                help='Directory for repair journals when --journal is not '
                     'given, created with mode 0700. Unset, the same '
                     'default as the openstack commands: '
-                    '/var/lib/nova-orphans when the user running the tool '
-                    'can write there (or create it), else '
-                    '$XDG_STATE_HOME/nova-orphans (by default '
-                    '~/.local/state/nova-orphans).'),
+                    '$XDG_STATE_HOME/nova-orphans if XDG_STATE_HOME is '
+                    'set, else /var/lib/nova-orphans when the user running '
+                    'the tool can write there or create it (root; user '
+                    'nova with the systemd unit\'s StateDirectory), else '
+                    '~/.local/state/nova-orphans.'),
 ]
 
 

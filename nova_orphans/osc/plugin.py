@@ -53,11 +53,13 @@ class Clients:
     """
 
     def __init__(self, placement_client, compute_client,
-                 network_client=None, container_client=None):
+                 network_client=None, container_client=None, cloud=None):
         self.placement = placement_client
         self.compute = compute_client
         self.network = network_client
         self.container = container_client
+        # What names the cloud, for journals (see cloud_identity).
+        self.cloud = cloud or {}
 
 
 # What openstacksdk 3.0.0 to 4.4.x make of a clouds.yaml's token.
@@ -131,6 +133,29 @@ def cataloged(instance, service_adapter):
     return has_service
 
 
+def cloud_identity(instance):
+    """What names the cloud reached, for a journal's run header: the
+    cloud's name in clouds.yaml (None when the command line or OS_*
+    variables alone give it), its auth URL, region and project. The
+    name alone may differ from one workstation to the next; the rest
+    tells clouds apart wherever the journal is read.
+    """
+    region = instance.sdk_connection.config
+    auth = region.config.get('auth') or {}
+    # The name the region was made with ('' for none), as openstacksdk
+    # stores it: its ``name`` property makes one up from a session when
+    # there is none.
+    attrs = vars(region)
+    name = attrs.get('_name', attrs.get('name'))
+    if name in ('envvars', 'defaults'):
+        # openstacksdk's names for "no cloud named".
+        name = None
+    return {'name': name or None,
+            'auth_url': auth.get('auth_url') or auth.get('endpoint'),
+            'region': region.get_region_name() or None,
+            'project': auth.get('project_name') or auth.get('project_id')}
+
+
 def make_client(instance):
     LOG.debug('Instantiating nova-orphans placement, compute, network and '
               'container clients')
@@ -140,7 +165,8 @@ def make_client(instance):
         placement.PlacementClient(adapter(instance, 'placement', auth)),
         compute.ComputeClient(adapter(instance, 'compute', auth)),
         network.NetworkClient(adapter(instance, 'network', auth)),
-        container.ContainerClient(zun, cataloged(instance, zun)))
+        container.ContainerClient(zun, cataloged(instance, zun)),
+        cloud=cloud_identity(instance))
 
 
 def build_option_parser(parser):

@@ -130,10 +130,14 @@ class Journal:
     """Append-only; safe to share between repair threads.
 
     ``placement`` is the endpoint the run writes to, recorded in the run
-    header (see :func:`nova_orphans.repair.restore.check_cloud`).
+    header (see :func:`nova_orphans.repair.restore.check_cloud`), and
+    ``cloud`` what names the cloud the run reached (see
+    :meth:`nova_orphans.app.sources.Sources.cloud`), so that a journal
+    says which cloud it belongs to where several clouds' journals meet
+    (a workstation's journal directory).
     """
 
-    def __init__(self, path, placement=None, command='clean'):
+    def __init__(self, path, placement=None, command='clean', cloud=None):
         self.path = path
         self._lock = threading.Lock()
         self._fd = None
@@ -142,6 +146,8 @@ class Journal:
         self.header = {'run': str(uuid.uuid4()), 'command': command,
                        'placement': placement,
                        'host': socket.gethostname(), 'pid': os.getpid()}
+        if cloud:
+            self.header['cloud'] = dict(cloud)
         self.entries = 0
 
     def _open(self):
@@ -300,6 +306,15 @@ class Run:
     @property
     def placement(self):
         return self.header.get('placement')
+
+    @property
+    def cloud(self):
+        """What names the run's cloud ({} before it was recorded): for
+        ``openstack``, ``name`` (clouds.yaml's), ``auth_url``, ``region``
+        and ``project``; for ``nova-orphans-manage``, ``config_files``.
+        """
+        cloud = self.header.get('cloud')
+        return cloud if isinstance(cloud, dict) else {}
 
 
 def read(path):

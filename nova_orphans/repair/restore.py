@@ -44,29 +44,34 @@ from nova_orphans.repair import providers as providers_mod
 from nova_orphans.repair import streams as streams_mod
 
 
-def load(client, path, warn=None):
+def load(client, path, warn=None, cloud=None):
     """The entries to restore from the journal at ``path``.
 
     Refuses, before anything is written, a damaged journal and one from
-    another cloud (see :func:`check_cloud`); then hands ``warn`` one
-    line per line of the journal that was cut short.
+    another cloud (see :func:`check_cloud`; ``cloud`` is what names the
+    cloud reached now, as a run's header records it); then hands
+    ``warn`` one line per line of the journal that was cut short.
     """
     contents = journal.load(path)
-    check_cloud(client, path, contents.runs)
+    check_cloud(client, path, contents.runs, cloud)
     for warning in contents.warnings:
         if warn is not None:
             warn(warning)
     return contents.entries
 
 
-def check_cloud(client, path, runs):
+def check_cloud(client, path, runs, cloud=None):
     """Refuse a journal written against another cloud.
 
     Each run records the placement endpoint it wrote to. The same cloud
     can be reached by another URL (an internal and a public endpoint, a
     proxy), so a different endpoint alone proves nothing: a run is
     refused only when, in addition, none of the resource providers its
-    entries touched exist in the placement reached now. Journals
+    entries touched exist in the placement reached now, or when it and
+    this run both went through keystone (``openstack``: the cloud's auth
+    URL, in ``cloud`` and the run's header) and not through the same
+    one. Two clouds can have providers of the same uuids (made from
+    one template or seed): their keystones still differ. Journals
     written before runs had headers are not checked.
     """
     here = _endpoint(client.endpoint)
@@ -74,6 +79,19 @@ def check_cloud(client, path, runs):
               if run.placement and _endpoint(run.placement) != here]
     if not others:
         return
+    auth_url = (cloud or {}).get('auth_url')
+    for run in others:
+        theirs = run.cloud.get('auth_url')
+        if auth_url and theirs and _endpoint(theirs) != _endpoint(auth_url):
+            reason = _(
+                'written against placement at %(theirs)s through keystone '
+                'at %(their_auth)s (cloud %(name)s), and this run reaches '
+                'placement at %(here)s through keystone at %(auth)s: '
+                'refusing to restore it into another cloud') % {
+                'theirs': run.placement, 'their_auth': theirs,
+                'name': run.cloud.get('name') or '-',
+                'here': client.endpoint, 'auth': auth_url}
+            raise exception.JournalError(path=path, reason=reason)
     existing = {rp['uuid'] for rp in client.get(
         '/resource_providers')['resource_providers']}
     for run in others:

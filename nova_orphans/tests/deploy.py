@@ -25,16 +25,25 @@ PROMETHEUS = os.path.join(ETC, 'prometheus')
 METRICS_SCRIPT = '/usr/local/bin/nova-orphans-metrics'
 
 
-def unit(name):
-    """{key: [values]} of a unit file in etc/systemd, sections merged."""
+def unit(name, *dropins, directory=SYSTEMD):
+    """{key: [values]} of a unit file in etc/systemd, sections merged,
+    with the drop-ins named (``NAME.d/FILE``) applied as systemd applies
+    them: an empty assignment resets a list (``ExecStart=``).
+    """
     keys = {}
-    with open(os.path.join(SYSTEMD, name)) as f:
-        for line in f:
-            line = line.strip()
-            if not line or line.startswith(('#', ';', '[')):
-                continue
-            key, value = line.split('=', 1)
-            keys.setdefault(key, []).append(value)
+    paths = [os.path.join(directory, name)] + [
+        os.path.join(directory, name + '.d', d) for d in dropins]
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line or line.startswith(('#', ';', '[')):
+                    continue
+                key, value = line.split('=', 1)
+                if value:
+                    keys.setdefault(key, []).append(value)
+                else:
+                    keys[key] = []
     return keys
 
 

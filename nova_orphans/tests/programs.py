@@ -24,7 +24,9 @@ import subprocess
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 # Debian packages (see bindep.txt).
-PACKAGES = {'promtool': 'prometheus', 'systemd-analyze': 'systemd'}
+PACKAGES = {'promtool': 'prometheus', 'prometheus': 'prometheus',
+            'prometheus-node-exporter': 'prometheus-node-exporter',
+            'faketime': 'faketime', 'systemd-analyze': 'systemd'}
 
 
 def this_tree_first(env):

@@ -23,6 +23,7 @@ import functools
 import os
 import shlex
 import sys
+import textwrap
 
 from cliff import _argparse as cliff_argparse
 from cliff.formatters import base as cliff_base
@@ -131,8 +132,10 @@ def add_repair_options(parser, max_count_help):
     parser.add_argument(
         '--journal', metavar='<path>',
         help=_('Journal file to append to (default: a new file in '
-               '/var/lib/nova-orphans if writable, else '
-               '$XDG_STATE_HOME/nova-orphans; mode 0600).'))
+               '$XDG_STATE_HOME/nova-orphans if XDG_STATE_HOME is set, '
+               'else in /var/lib/nova-orphans if this user can write there '
+               'or create it, else in ~/.local/state/nova-orphans; mode '
+               '0600).'))
     parser.add_argument('--max-count', metavar='<n>', type=int,
                         help=max_count_help)
 
@@ -146,21 +149,33 @@ def listing(parsed_args, dicts):
                           long=parsed_args.long or bool(parsed_args.columns))
     if fmt != output.TABLE:
         return keys, output.cells(dicts, keys, fmt)
-    # -c takes the keys, as in every other format.
-    parsed_args.columns = [output.header(c) if c in keys else c
-                           for c in parsed_args.columns or ()]
-    return [output.header(k) for k in keys], output.cells(dicts, keys, fmt)
+    return _table(parsed_args, keys, output.cells(dicts, keys, fmt))
 
 
 def record_listing(parsed_args, dicts, keys):
     """(columns, rows) of other records than findings (journals)."""
-    if getattr(parsed_args, 'formatter', None) == output.TABLE:
-        parsed_args.columns = [output.header(c) if c in keys else c
-                               for c in parsed_args.columns or ()]
-        names = [output.header(k) for k in keys]
-    else:
-        names = list(keys)
-    return names, output.cells(dicts, keys, parsed_args.formatter)
+    data = output.cells(dicts, keys, parsed_args.formatter)
+    if getattr(parsed_args, 'formatter', None) != output.TABLE:
+        return list(keys), data
+    return _table(parsed_args, keys, data)
+
+
+def _table(parsed_args, keys, data):
+    """A table's headers and rows: on a terminal narrower than its rows,
+    without the columns that do not fit whole (output.fit_columns), as
+    nova-orphans-manage's; they are named once the table is printed
+    (OrphanLister.run). Not with --long or -c, which ask for columns.
+    """
+    if not (parsed_args.long or parsed_args.columns):
+        width = output.table_fit_width(
+            getattr(parsed_args, 'max_width', None),
+            getattr(parsed_args, 'fit_width', None))
+        keys, data, parsed_args.dropped_columns = output.fit_columns(
+            keys, data, width)
+    # -c takes the keys, as in every other format.
+    parsed_args.columns = [output.header(c) if c in keys else c
+                           for c in parsed_args.columns or ()]
+    return [output.header(k) for k in keys], data
 
 
 class OrphanLister(command.Lister):
@@ -249,6 +264,14 @@ class OrphanLister(command.Lister):
         try:
             with self.stop.handled():
                 super().run(parsed_args)
+                dropped = getattr(parsed_args, 'dropped_columns', None)
+                if dropped:
+                    # As wide as the table it follows.
+                    self.say(textwrap.fill(
+                        output.dropped_note(dropped),
+                        output.table_fit_width(parsed_args.max_width,
+                                               parsed_args.fit_width),
+                        break_on_hyphens=False))
                 self.finished()
                 code = self.result.exit_code
                 if (self.stop.signum is not None and
@@ -292,9 +315,8 @@ class Repairing(OrphanLister):
             self.say(result.conflicts_note())
         if result.journal_path is not None:
             self.say(_('Journal: %(path)s') % {'path': result.journal_path})
-            self.say(_('To undo: openstack allocation orphan restore '
-                       '--journal %(path)s') % {
-                'path': shlex.quote(result.journal_path)})
+            self.say(_('To undo: %(command)s') % {
+                'command': self.restore_command(result)})
         if result.signum is not None:
             self.say(_('Interrupted by %(signal)s: %(done)d %(what)s done; '
                        '%(left)d not attempted (skipped: interrupted).') % {
@@ -302,6 +324,18 @@ class Repairing(OrphanLister):
                 'done': result.done, 'left': result.not_attempted,
                 'what': what})
         return output.rows_as_dicts(result.rows, shown)
+
+    def restore_command(self, result):
+        """The command that undoes ``result``'s run: against the cloud
+        it ran on (--os-cloud, when clouds.yaml named it), whatever
+        cloud the shell that runs it defaults to.
+        """
+        argv = ['openstack']
+        if result.cloud.get('name'):
+            argv += ['--os-cloud', result.cloud['name']]
+        argv += ['allocation', 'orphan', 'restore', '--journal',
+                 result.journal_path]
+        return ' '.join(shlex.quote(word) for word in argv)
 
 
 class Restoring(Repairing):

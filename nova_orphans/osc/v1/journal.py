@@ -33,8 +33,10 @@ class _Journals(common.OrphanLister):
         parser.add_argument(
             '--journal-dir', metavar='<dir>',
             help=_('The journal directory (default: where "clean" puts '
-                   'journals: /var/lib/nova-orphans if writable, else '
-                   '$XDG_STATE_HOME/nova-orphans).'))
+                   'journals: $XDG_STATE_HOME/nova-orphans if '
+                   'XDG_STATE_HOME is set, else /var/lib/nova-orphans if '
+                   'this user can write there or create it, else '
+                   '~/.local/state/nova-orphans).'))
         return parser
 
     def directory(self, parsed_args):
@@ -62,15 +64,28 @@ class _Done:
 class ListJournal(_Journals):
     """List the runs the repair journals hold, oldest first.
 
-    One row per clean run: its journal, run id, host, when it started,
-    its entries, how many placement refused, and when a restore of the
+    One row per clean run: its journal, run id, the cloud it ran against
+    (openstack: the cloud's name; nova-orphans-manage: its configuration
+    files) and the placement it wrote to, host, when it started, its
+    entries, how many placement refused, and when a restore of the
     journal last ended after it. Changes nothing.
     """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--cloud', metavar='<cloud>',
+            help=_('Only the runs against this cloud: its name in '
+                   'clouds.yaml or its auth URL (openstack), a '
+                   'configuration file (nova-orphans-manage), or the '
+                   'placement endpoint the run wrote to.'))
+        return parser
 
     def take_action(self, parsed_args):
         self.result = _Done()
         rows = [r.to_dict() for r in app.list_runs(
-            self.directory(parsed_args), warn=self.say)]
+            self.directory(parsed_args), warn=self.say,
+            cloud=parsed_args.cloud)]
         return common.record_listing(parsed_args, rows, app.JournalRun.KEYS)
 
 

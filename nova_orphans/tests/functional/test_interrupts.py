@@ -420,8 +420,8 @@ class OpenstackInterruptTestCase(front_ends.FrontEndsTestCase):
         self.assertEqual([
             STOPPING % 'SIGTERM',
             'Journal: %s' % journal,
-            'To undo: openstack allocation orphan restore --journal %s'
-            % journal,
+            'To undo: openstack --os-cloud proxied allocation orphan restore '
+            '--journal %s' % journal,
             'Interrupted by SIGTERM: 2 repair(s) done; 0 not attempted '
             '(skipped: interrupted).'], err.splitlines())
         self.assertEqual([c for c in initial if c not in gones],

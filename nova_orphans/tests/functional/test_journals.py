@@ -87,7 +87,8 @@ class JournalsTestCase(base.FunctionalTestCase):
                 [(r['journal'], r['command'], r['entries'],
                   r['not_applied'], r['restored'] is not None)
                  for r in rows])
-            self.assertEqual(['journal', 'run', 'command', 'host', 'started',
+            self.assertEqual(['journal', 'run', 'command', 'cloud',
+                              'placement', 'host', 'started',
                               'entries', 'not_applied', 'restored'],
                              list(rows[0]))
         # A restore of a restored journal still reads its entries.

@@ -23,8 +23,29 @@ import re
 import subprocess
 import sys
 
+from nova_orphans.tests import deploy
 from nova_orphans.tests.functional import base
 from nova_orphans.tests import programs
+
+# What the wheel installs in <prefix>/share/nova-orphans (setup.cfg
+# [files] data_files), from where in the checkout; install/index.rst
+# says the same.
+SHIPPED = {
+    'cron/nova-orphans': 'etc/cron/nova-orphans',
+    'cron/nova-orphans-metrics': 'etc/cron/nova-orphans-metrics',
+    'config/clouds.yaml.sample': 'etc/nova-orphans/clouds.yaml.sample',
+    'config/neutron-keystone.conf': 'etc/nova-orphans/neutron-keystone.conf',
+    'config/placement-keystone.conf':
+        'etc/nova-orphans/placement-keystone.conf',
+    'prometheus/nova-orphans.rules.yaml':
+        'etc/prometheus/nova-orphans.rules.yaml',
+    'prometheus/nova-orphans.rules.test.yaml':
+        'etc/prometheus/nova-orphans.rules.test.yaml',
+}
+for _name in ('nova-orphans-metrics', 'nova-orphans-clean'):
+    for _path in (_name + '.service', _name + '.timer',
+                  _name + '.service.d/venv.conf'):
+        SHIPPED['systemd/' + _path] = 'etc/systemd/' + _path
 
 
 def console_script(name):
@@ -144,3 +165,60 @@ class WheelTestCase(base.FunctionalTestCase):
             (r['consumer'], r['resource_provider'], r['reason'])
             for r in json.loads(done.stdout)])
         self.assertFalse(re.search('Traceback', done.stderr))
+
+    def test_shipped_files(self):
+        """The deployment files are in <prefix>/share/nova-orphans, as
+        they are in the checkout; the cron script and the drop-in's
+        command run from there write metrics promtool accepts.
+        """
+        done = self.run_installed(
+            'python', '-c',
+            'import sysconfig; print(sysconfig.get_path("data"))')
+        self.assertEqual(0, done.returncode, done.stderr)
+        share = os.path.join(done.stdout.strip(), 'share', 'nova-orphans')
+        found = {}
+        for top, _dirs, files in os.walk(share):
+            for name in files:
+                path = os.path.join(top, name)
+                with open(path, 'rb') as f:
+                    found[os.path.relpath(path, share)] = (
+                        f.read(), os.access(path, os.X_OK))
+        expected = {}
+        for name, source in SHIPPED.items():
+            with open(os.path.join(programs.REPO, source), 'rb') as f:
+                expected[name] = (f.read(), name.endswith('-metrics'))
+        self.assertEqual(expected, found)
+        host1 = self.add_node('host1')
+        self.boot('host1', host1)
+        stranger = '4b2e0c1a-2f8d-4c57-9a5d-0d1c2e3f4a5b'
+        self.allocate(stranger, host1)
+        env = {'PATH': self.bin + ':/usr/bin:/bin',
+               'NOVA_ORPHANS_CONFIG': self.conf_file,
+               'NOVA_ORPHANS_METRICS': os.path.join(self.tmp, 'cron.prom')}
+        cron = subprocess.run(
+            [os.path.join(share, 'cron', 'nova-orphans-metrics')],
+            capture_output=True, text=True, env=env, cwd=self.tmp,
+            stdin=subprocess.DEVNULL, timeout=120)
+        self.assertEqual((0, '', ''),
+                         (cron.returncode, cron.stdout, cron.stderr))
+        with open(env['NOVA_ORPHANS_METRICS']) as f:
+            text = f.read()
+        programs.check_metrics(self, text)
+        self.assertIn('nova_orphans_consumers{reason="unknown_consumer"} '
+                      '1.0\n', text)
+        # The virtualenv drop-in's command, its /opt/nova-orphans/bin
+        # this virtualenv's.
+        keys = deploy.unit('nova-orphans-metrics.service', 'venv.conf',
+                           directory=os.path.join(share, 'systemd'))
+        env['NOVA_ORPHANS_METRICS'] = os.path.join(self.tmp, 'unit.prom')
+        argv = deploy.exec_start(keys, env)
+        self.assertEqual('/opt/nova-orphans/bin/nova-orphans-manage',
+                         argv[0])
+        unit = subprocess.run(
+            [os.path.join(self.bin, 'nova-orphans-manage')] + argv[1:],
+            capture_output=True, text=True, env=env, cwd=self.tmp,
+            stdin=subprocess.DEVNULL, timeout=120)
+        self.assertEqual((3, ''), (unit.returncode, unit.stderr))
+        self.assertIn(unit.returncode, deploy.success_codes(keys))
+        with open(env['NOVA_ORPHANS_METRICS']) as f:
+            programs.check_metrics(self, f.read())

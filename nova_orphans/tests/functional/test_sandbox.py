@@ -137,6 +137,23 @@ class KeepTestCase(base.BaseTestCase):
         self.assertEqual(('(exit code 3)', '(exit code 3: orphans found)'),
                          (doc[-1], listed.splitlines()[len(doc) - 2]))
 
+    def assert_commands_documented(self, out, conf):
+        """The commands the sandbox suggests are the walkthrough's."""
+        with open(os.path.join(ROOT, 'doc', 'source', 'admin',
+                               'walkthrough.rst')) as f:
+            doc = [line.strip().replace('/tmp/tmpXXXXXXXX/nova.conf', conf)
+                   for line in f
+                   if line.startswith(('    nova-orphans-manage --config',
+                                       '    openstack --os-cloud sandbox'))]
+        printed = [line.strip() for line in out.splitlines()
+                   if line.startswith(('  nova-orphans-manage --config',
+                                       '  openstack --os-cloud sandbox'))]
+        self.assertEqual(doc, printed)
+        self.assertIn('nova-orphans-manage --config-file %s journals list'
+                      % conf, printed)
+        self.assertIn('openstack --os-cloud sandbox allocation orphan '
+                      'journal list', printed)
+
     def run_all(self, *commands):
         """Run the commands at once (warm): [(return code, stdout,
         stderr)].
@@ -155,6 +172,7 @@ class KeepTestCase(base.BaseTestCase):
         proc, out = self.start()
         conf = self.config_file(out)
         self.assert_listing_documented(out, conf)
+        self.assert_commands_documented(out, conf)
         # Still serving with stdin at end of file.
         time.sleep(1)
         self.assertIsNone(proc.poll())
@@ -246,7 +264,8 @@ class KeepTestCase(base.BaseTestCase):
         self.assertEqual(
             'Orphaned allocations on these trees, repaired first: 1 done.\n'
             'Journal: %(journal)s\n'
-            'To undo: openstack allocation orphan restore --journal '
+            'To undo: openstack --os-cloud sandbox allocation orphan restore '
+            '--journal '
             '%(journal)s\n' % {'journal': journal}, stderr)
         self.assertNotIn('devstack4', self.traits(placement))
         [(rc, stdout, stderr)] = self.run_all(

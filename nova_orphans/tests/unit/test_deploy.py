@@ -28,6 +28,9 @@ from nova_orphans.tests import programs
 RULES = os.path.join(deploy.PROMETHEUS, 'nova-orphans.rules.yaml')
 UNITS = ('nova-orphans-metrics.service', 'nova-orphans-metrics.timer',
          'nova-orphans-clean.service', 'nova-orphans-clean.timer')
+SERVICES = ('nova-orphans-metrics.service', 'nova-orphans-clean.service')
+# The virtualenv the shipped drop-ins name.
+VENV_BIN = '/opt/nova-orphans/bin'
 
 
 class RulesTestCase(base.BaseTestCase):
@@ -66,6 +69,40 @@ class SystemdTestCase(base.BaseTestCase):
         self.assertEqual('', programs.run(
             self, 'systemd-analyze', 'verify', '--man=no',
             *[os.path.join(tmp, name) for name in UNITS]))
+        # Again with the virtualenv drop-ins, which systemd-analyze
+        # reads from NAME.d beside each unit.
+        for name in SERVICES:
+            os.mkdir(os.path.join(tmp, name + '.d'))
+            path = os.path.join(name + '.d', 'venv.conf')
+            with open(os.path.join(deploy.SYSTEMD, path)) as f:
+                text = f.read()
+            self.assertIn('\nExecStart=%s/nova-orphans-manage ' % VENV_BIN,
+                          text)
+            with open(os.path.join(tmp, path), 'w') as f:
+                f.write(text.replace(VENV_BIN + '/nova-orphans-manage',
+                                     script))
+        self.assertEqual('', programs.run(
+            self, 'systemd-analyze', 'verify', '--man=no',
+            *[os.path.join(tmp, name) for name in SERVICES]))
+
+    def test_venv_dropins(self):
+        """Each drop-in replaces its unit's command by the same command
+        from the virtualenv, and changes nothing else.
+        """
+        self.assertEqual(
+            sorted(n + '.d' for n in SERVICES),
+            sorted(n for n in os.listdir(deploy.SYSTEMD)
+                   if n.endswith('.d')))
+        for name in SERVICES:
+            self.assertEqual(
+                ['venv.conf'],
+                os.listdir(os.path.join(deploy.SYSTEMD, name + '.d')))
+            keys = deploy.unit(name)
+            venv = deploy.unit(name, 'venv.conf')
+            [command] = keys['ExecStart']
+            self.assertTrue(command.startswith('nova-orphans-manage '))
+            self.assertEqual(
+                dict(keys, ExecStart=[VENV_BIN + '/' + command]), venv)
 
     def test_users_and_state_directory(self):
         for name in ('nova-orphans-metrics.service',

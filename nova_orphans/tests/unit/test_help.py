@@ -142,3 +142,42 @@ class OpenStackHelpTestCase(base.BaseTestCase):
             self.assertEqual(codes, [int(m.group(1)) for m in re.finditer(
                 r'^\* (\d+): ', block, re.M)], argv)
             self.assertIn('doc/source/cli/exit-codes.rst', block)
+
+
+class JournalDirectoryHelpTestCase(base.BaseTestCase):
+    """Every option whose default is the journal directory states the
+    one rule (repair/journal.py's default_directory, admin/journal.rst),
+    in its order.
+    """
+
+    RULE = ('$XDG_STATE_HOME/nova-orphans if XDG_STATE_HOME is set, else '
+            '%s/var/lib/nova-orphans if this user can write there or create '
+            'it, else %s~/.local/state/nova-orphans')
+
+    def test_every_default_states_the_rule(self):
+        for argv, option, state_path in (
+                (('nova-orphans-manage', 'allocations', 'clean'),
+                 '--journal', True),
+                (('nova-orphans-manage', 'providers', 'clean'),
+                 '--journal', True),
+                (('nova-orphans-manage', 'journals', 'list'),
+                 '--journal-dir', True),
+                (('nova-orphans-manage', 'journals', 'prune'),
+                 '--journal-dir', True),
+                (('openstack', 'allocation', 'orphan', 'clean'),
+                 '--journal', False),
+                (('openstack', 'resource', 'provider', 'orphan', 'clean'),
+                 '--journal', False),
+                (('openstack', 'allocation', 'orphan', 'journal', 'list'),
+                 '--journal-dir', False)):
+            done = _run(*(argv + ('--help',)))
+            self.assertEqual(0, done.returncode, done.stderr)
+            # Joined as wrapped: argparse breaks lines after hyphens.
+            text = re.sub(r'(\w)- (\w)', r'\1-\2',
+                          ' '.join(done.stdout.split()))
+            words = ('in ', 'in ') if option == '--journal' else ('', '')
+            self.assertIn(self.RULE % words, text, argv)
+            self.assertEqual(
+                state_path,
+                '[nova_orphans] state_path if set, else %s$XDG_STATE_HOME'
+                % words[0] in text, argv)

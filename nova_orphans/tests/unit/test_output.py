@@ -75,26 +75,32 @@ class TableTestCase(base.BaseTestCase):
             self.render([row()]))
 
     def test_max_width(self):
+        """At 100 columns the columns that do not fit whole are left out,
+        last the provider's name; no value is split over lines.
+        """
         expected = (
-            '+---------------+----------+-----------+-----------+------'
-            '---------+---------------+---------------+\n'
-            '| Consumer      | Type     | Provider  | Host      | Reaso'
-            'n        | Action        | Resources     |\n'
-            '+---------------+----------+-----------+-----------+------'
-            '---------+---------------+---------------+\n'
-            '| 11111111-     | instance | compute-1 | compute-1 | delet'
-            'ed_insta | delete_consum | DISK_GB=20, M |\n'
-            '| 1111-1111-    |          |           |           | nce  '
-            '         | er            | EMORY_MB=2048 |\n'
-            '| 1111-         |          |           |           |      '
-            '         |               | , VCPU=2      |\n'
-            '| 111111111111  |          |           |           |      '
-            '         |               |               |\n'
-            '+---------------+----------+-----------+-----------+------'
-            '---------+---------------+---------------+\n')
-        self.assertEqual(100, max(len(line) for line in
-                                  expected.splitlines()))
-        self.assertEqual(expected, self.render([row()], max_width=100))
+            '+--------------------------------------+-----------+-------'
+            '-----------+-----------------+\n'
+            '| Consumer                             | Provider  | Reaso'
+            'n           | Action          |\n'
+            '+--------------------------------------+-----------+-------'
+            '-----------+-----------------+\n'
+            '| 11111111-1111-1111-1111-111111111111 | compute-1 | delet'
+            'ed_instance | delete_consumer |\n'
+            '+--------------------------------------+-----------+-------'
+            '-----------+-----------------+\n')
+        out = io.StringIO()
+        self.assertEqual(['Type', 'Host', 'Resources'],
+                         output.render_table([row()], out, max_width=100))
+        self.assertEqual(expected, out.getvalue())
+        out = io.StringIO()
+        self.assertEqual(['Type', 'Host', 'Resources', 'Action'],
+                         output.render_table([row()], out, max_width=80))
+        self.assertEqual(71, max(map(len, out.getvalue().splitlines())))
+        self.assertEqual(
+            "Not shown, for the terminal's width: Type, Host, Resources "
+            "(--verbose shows every column, -f json every field).",
+            output.dropped_note(['Type', 'Host', 'Resources']))
         wide = self.render([row()])
         self.useFixture(fixtures.EnvironmentVariable(
             'CLIFF_MAX_TERM_WIDTH', '100'))

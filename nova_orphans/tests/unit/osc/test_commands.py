@@ -600,6 +600,23 @@ class PluginTestCase(base.BaseTestCase):
         self.assertEqual(('placement', None), (adapter.service_type,
                                                adapter.endpoint_override))
 
+    def test_cloud_identity(self):
+        """What a journal records of the cloud: clouds.yaml's name (none
+        for OS_* variables alone), auth URL, region and project.
+        """
+        from openstack.config import cloud_region
+        auth = {'auth_url': 'https://keystone:5000/v3',
+                'project_name': 'admin', 'username': 'u', 'password': 'p'}
+        for name, expected in (('prod', 'prod'), ('envvars', None),
+                               ('', None)):
+            region = cloud_region.CloudRegion(name=name, config={
+                'auth': auth, 'region_name': 'R1'})
+            instance = self._instance(None, region=region)
+            self.assertEqual(
+                {'name': expected, 'auth_url': 'https://keystone:5000/v3',
+                 'region': 'R1', 'project': 'admin'},
+                plugin.make_client(instance).cloud)
+
     def test_network_endpoint_override_is_honoured(self):
         clients = plugin.make_client(self._instance({
             'network_endpoint_override': 'http://neutron:9696/',

@@ -127,3 +127,59 @@ class RecordManyTestCase(base.BaseTestCase):
         self.assertEqual(ids, [e['id'] for e in entries])
         self.assertEqual([True, False, False],
                          [e.get('applied', True) for e in entries])
+
+
+class CloudTestCase(base.BaseTestCase):
+    """Each run's header names its cloud, and the journal directory is
+    chosen by one rule for every user.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+
+    def test_header_names_the_cloud(self):
+        path = os.path.join(self.dir, 'j.jsonl')
+        cloud = {'name': 'prod', 'auth_url': 'https://keystone.example/v3',
+                 'region': 'RegionOne', 'project': 'admin'}
+        j = journal.Journal(path, placement='https://placement.example',
+                            cloud=cloud)
+        j.record({'action': 'delete_consumer', 'consumers': {'c': {
+            'before': {'allocations': {}}, 'after': {}}}})
+        j.close()
+        j = journal.Journal(path, placement='http://127.0.0.1:8778')
+        j.record({'action': 'delete_consumer', 'consumers': {'d': {
+            'before': {'allocations': {}}, 'after': {}}}})
+        j.close()
+        first, second = journal.load(path).runs
+        self.assertEqual((cloud, 'https://placement.example'),
+                         (first.cloud, first.placement))
+        self.assertEqual(({}, 'http://127.0.0.1:8778'),
+                         (second.cloud, second.placement))
+
+    def test_default_directory(self):
+        home = os.path.join(self.dir, 'home')
+        system = os.path.join(self.dir, 'var-lib', 'nova-orphans')
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_orphans.repair.journal.SYSTEM_STATE_PATH', system))
+        self.useFixture(fixtures.EnvironmentVariable('HOME', home))
+        self.useFixture(fixtures.EnvironmentVariable('XDG_STATE_HOME'))
+        local = os.path.join(home, '.local', 'state', 'nova-orphans')
+        # /var/lib missing: not writable, whoever runs it.
+        self.assertEqual(local, journal.default_directory())
+        # Writable (root, or nova once StateDirectory made it).
+        os.makedirs(os.path.dirname(system))
+        self.assertEqual(system, journal.default_directory())
+        os.mkdir(system, 0o700)
+        self.assertEqual(system, journal.default_directory())
+        self.useFixture(fixtures.EnvironmentVariable(
+            'XDG_STATE_HOME', os.path.join(self.dir, 'xdg')))
+        self.assertEqual(os.path.join(self.dir, 'xdg', 'nova-orphans'),
+                         journal.default_directory())
+        self.assertEqual('/srv/j', journal.default_directory('/srv/j'))
+        if os.geteuid() != 0:
+            # Not writable by this user: its own directory.
+            self.useFixture(fixtures.EnvironmentVariable('XDG_STATE_HOME'))
+            os.chmod(system, 0o500)
+            self.addCleanup(os.chmod, system, 0o700)
+            self.assertEqual(local, journal.default_directory())

@@ -81,6 +81,33 @@ class CheckCloudTestCase(base.BaseTestCase):
             'placement at http://internal:8778: refusing to restore it '
             'into another cloud', str(e))
 
+    def test_another_keystone_with_the_same_providers(self):
+        """Providers of the same uuids (clouds made from one seed), but
+        another placement and another keystone: another cloud.
+        """
+        other = run('http://other:8778', entry('b', providers=['rp1']))
+        other.header['cloud'] = {'name': 'lab', 'auth_url':
+                                 'http://lab:5000/v3'}
+        prod = {'name': 'prod', 'auth_url': 'http://prod:5000/v3'}
+        e = self.assertRaises(
+            exception.JournalError, restore.check_cloud, self.client, 'j',
+            [other], prod)
+        self.assertEqual(
+            'Journal j: written against placement at http://other:8778 '
+            'through keystone at http://lab:5000/v3 (cloud lab), and this '
+            'run reaches placement at http://internal:8778 through '
+            'keystone at http://prod:5000/v3: refusing to restore it into '
+            'another cloud', str(e))
+        self.client.get.assert_not_called()
+        # The same keystone (its name differs: another workstation's
+        # clouds.yaml), or a run that went through none (a manage run,
+        # nova.conf's endpoint): the providers decide, and rp1 exists.
+        for cloud in ({'name': 'p', 'auth_url': 'HTTP://lab:5000/v3/'},
+                      {'config_files': ['/etc/nova/nova.conf']}, None):
+            restore.check_cloud(self.client, 'j', [other], cloud)
+        other.header['cloud'] = {'config_files': ['/etc/nova/nova.conf']}
+        restore.check_cloud(self.client, 'j', [other], prod)
+
 
 class BatchesTestCase(base.BaseTestCase):
 
