@@ -17,7 +17,9 @@ missing; in CI (``CI`` set to 1, true or yes, as .ci/run does) it fails:
 the checks must run there.
 """
 
+import importlib.util
 import os
+import re
 import shutil
 import subprocess
 
@@ -27,6 +29,19 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
 PACKAGES = {'promtool': 'prometheus', 'prometheus': 'prometheus',
             'prometheus-node-exporter': 'prometheus-node-exporter',
             'faketime': 'faketime', 'systemd-analyze': 'systemd'}
+
+
+def tool(*path):
+    """The script at ``path`` under the repository (tools/...) as a
+    module, loaded by its file name (a name with dashes imports no other
+    way): its functions and data are what the tests check.
+    """
+    location = os.path.join(REPO, *path)
+    name = 'nova_orphans_tool_' + re.sub(r'\W', '_', '_'.join(path))
+    spec = importlib.util.spec_from_file_location(name, location)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def this_tree_first(env):

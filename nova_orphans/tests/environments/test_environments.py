@@ -33,7 +33,6 @@ exit codes must not.
 """
 
 import concurrent.futures
-import importlib.util
 import json
 import os
 import re
@@ -52,17 +51,8 @@ ROOT = front_ends.ROOT
 VARIABLE = 'NOVA_ORPHANS_RELEASE_ENVS'
 
 
-def _builder():
-    """tools/release-envs/build.py, whose ENVIRONMENTS these are."""
-    spec = importlib.util.spec_from_file_location(
-        'nova_orphans_release_envs',
-        os.path.join(ROOT, 'tools', 'release-envs', 'build.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BUILD = _builder()
+# tools/release-envs/build.py, whose ENVIRONMENTS these are.
+BUILD = programs.tool('tools', 'release-envs', 'build.py')
 NAMES = [BUILD.name(release, python)
          for release, python in BUILD.ENVIRONMENTS]
 

@@ -23,7 +23,6 @@ changes.
 """
 
 import concurrent.futures
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -38,6 +37,7 @@ from nova_orphans.tests.functional.fixtures import mariadb
 from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests.functional.fixtures import placement
 from nova_orphans.tests.functional import processes
+from nova_orphans.tests import programs
 from nova_orphans.tests import warm as warm_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -51,11 +51,7 @@ def _sandbox():
     """tools/sandbox.py as a module: its compute_api() is the one way
     nova's compute API is started over given databases.
     """
-    spec = importlib.util.spec_from_file_location(
-        'nova_orphans_sandbox', os.path.join(ROOT, 'tools', 'sandbox.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return programs.tool('tools', 'sandbox.py')
 
 
 def openstack_script():

@@ -12,30 +12,21 @@
 """tools/release-envs: the matrix, the pins and the page that shows them."""
 
 import configparser
-import importlib.util
 import os
 import re
 
 from oslotest import base
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+from nova_orphans.tests import programs
+
+ROOT = programs.REPO
 PAGE = os.path.join(ROOT, 'doc', 'source', 'install', 'index.rst')
 # The columns of the page's table, after release, nova and Python.
 LIBRARIES = ('python-openstackclient', 'openstacksdk', 'keystoneauth1',
              'sqlalchemy', 'oslo-db', 'cliff', 'osc-lib')
 
 
-def _build():
-    spec = importlib.util.spec_from_file_location(
-        'release_envs_build',
-        os.path.join(ROOT, 'tools', 'release-envs', 'build.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BUILD = _build()
+BUILD = programs.tool('tools', 'release-envs', 'build.py')
 
 
 def page_rows():

@@ -12,7 +12,6 @@
 """tools/test-workers.py and the worker files it wrote for the suites."""
 
 import datetime
-import importlib.util
 import io
 import os
 import re
@@ -23,6 +22,8 @@ from stestr import scheduler
 import subunit
 import yaml
 
+from nova_orphans.tests import programs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))))
 # Worker groups: the functional and scenario tests also wait (for servers
@@ -31,15 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 SUITES = {'nova_orphans/tests/functional': 3, 'nova_orphans/tests/scenario': 3}
 
 
-def _load_tool():
-    spec = importlib.util.spec_from_file_location(
-        'test_workers_tool', os.path.join(ROOT, 'tools', 'test-workers.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-tool = _load_tool()
+tool = programs.tool('tools', 'test-workers.py')
 T0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 
 
