@@ -132,8 +132,8 @@ class ExitCodesTestCase(front_ends.FrontEndsTestCase):
         self.assertMaxCount(
             self.openstack_argv('allocation', 'orphan', 'clean', '-f',
                                 'json'),
-            orphans, 'openstack allocation orphan restore --journal %s'
-            % self.journal)
+            orphans, 'openstack --os-cloud cloud allocation orphan restore '
+            '--journal %s' % self.journal)
 
     def assertRepaired(self, argv, undo):
         orphans = sorted(self.gone() for _n in range(2))
@@ -154,8 +154,8 @@ class ExitCodesTestCase(front_ends.FrontEndsTestCase):
         self.assertRepaired(
             self.openstack_argv('allocation', 'orphan', 'clean', '-f',
                                 'json'),
-            'openstack allocation orphan restore --journal %s'
-            % self.journal)
+            'openstack --os-cloud cloud allocation orphan restore '
+            '--journal %s' % self.journal)
 
     def test_1_repair_failed(self):
         """placement fails one write: 1, after the others are done."""
@@ -172,8 +172,8 @@ class ExitCodesTestCase(front_ends.FrontEndsTestCase):
                  '--journal %s' % (conf, self.journal)),
                 (self.openstack_argv('allocation', 'orphan', 'clean', '-f',
                                      'json', cloud='proxied'),
-                 'openstack allocation orphan restore --journal %s'
-                 % self.journal)):
+                 'openstack --os-cloud proxied allocation orphan restore '
+                 '--journal %s' % self.journal)):
             gone = self.gone()
             before = self.placement.dump_state()
             rc, out, err = self.run_one(argv + ['--journal', self.journal])
