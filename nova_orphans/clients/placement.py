@@ -178,7 +178,7 @@ class PlacementClient:
             raise err
 
     def request(self, method, url, json=None, version=None,
-                expected=(200,), idempotent=None):
+                expected=(200,)):
         """Send a request; return the response if its status is expected.
 
         Anything else raises PlacementError (GenerationConflict for a
@@ -186,14 +186,8 @@ class PlacementClient:
         ``transient`` (the fault's reason) when the fault may be
         transient: a read was retried already; a write was sent once,
         and may have been applied (see repair.actions.write).
-        ``idempotent``: a write that may be sent twice all the same
-        (creating a resource class or trait that may exist).
         """
-        kwargs = {}
-        if idempotent and isinstance(self._adapter, retry.RetryingAdapter):
-            kwargs['idempotent'] = idempotent
-        resp = self._send(method, url, version or self.version, json=json,
-                          **kwargs)
+        resp = self._send(method, url, version or self.version, json=json)
         return _check(method, url, resp, expected, self._retriable)
 
     @property

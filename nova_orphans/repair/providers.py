@@ -369,9 +369,7 @@ def _create(client, record):
     the write leaves it, the write was applied; at the generation it
     carried (or, for the provider itself, absent), it was not and is
     sent again; otherwise the restore fails, the provider changed.
-    Creating a custom resource class or trait may be sent twice.
     """
-    version = WRITE_VERSION
     uuid = record['uuid']
     body = {'uuid': uuid, 'name': record['name']}
     if record.get('parent_provider_uuid'):
@@ -394,9 +392,7 @@ def _create(client, record):
             kind = 'resource_classes' if part == 'inventories' else 'traits'
             for name in record[key]:
                 if name.startswith('CUSTOM_'):
-                    client.request('PUT', '/%s/%s' % (kind, name),
-                                   version=version, expected=(201, 204),
-                                   idempotent=True)
+                    _ensure(client, '/%s/%s' % (kind, name))
 
         def settled(now, key=key, carried=generation):
             if now is None:
@@ -410,6 +406,32 @@ def _create(client, record):
             {'resource_provider_generation': generation,
              key: record[key]}, settled,
             lambda doc: doc['resource_provider_generation'])
+
+
+def _ensure(client, url):
+    """PUT ``url``, a custom resource class or trait that may exist
+    already; a lost answer is settled by asking whether it exists now.
+    """
+    attempt = 0
+    while True:
+        try:
+            client.request('PUT', url, version=WRITE_VERSION,
+                           expected=(201, 204))
+            return
+        except exception.PlacementError as e:
+            if e.transient is None:
+                raise
+            client.answer_lost(e, 'PUT', url)
+            try:
+                found = client.request('GET', url, version=WRITE_VERSION,
+                                       expected=(200, 204, 404))
+            except exception.NovaOrphansException:
+                raise e
+            if found.status_code != 404:
+                return
+            if not client.may_write_again(attempt, 'PUT', url):
+                raise
+            attempt += 1
 
 
 # What reading back a restore write whose answer was lost finds.

@@ -275,10 +275,15 @@ class OrphanLister(command.Lister):
         self.stop = interrupt.Stop(
             exit_now=interrupt.exit_now if self.own_process() else None)
         self.result = None
+        self._sources = None
         try:
             with self.stop.handled():
                 super().run(parsed_args)
                 self.finished()
+                line = output.retries_line(
+                    self._sources.retries if self._sources else None)
+                if line:
+                    self.say(line)
                 code = self.result.exit_code
                 if (self.stop.signum is not None and
                         code != exit_codes.of_signal(self.stop.signum)):
