@@ -407,8 +407,13 @@ def retries_line(retries):
     """
     if retries is None or not retries.requests:
         return None
-    return _('%(count)d requests retried after transient faults '
-             '(%(faults)s).') % {
+    if retries.requests == 1:
+        text = _('%(count)d request retried after transient faults '
+                 '(%(faults)s).')
+    else:
+        text = _('%(count)d requests retried after transient faults '
+                 '(%(faults)s).')
+    return text % {
         'count': retries.requests,
         'faults': ', '.join('%s %s: %d' % (service, reason, n)
                             for (service, reason), n in sorted(
