@@ -99,16 +99,22 @@ class _Families:
                                for v in label_values], sample)
         self.families.append(family)
 
-    def retries(self, counts):
-        """retries_total: the run's retries after transient faults."""
+    def retries(self, command, counts):
+        """retries_total: the run's retries after transient faults.
+
+        Labelled with the command too: a scan's and a clean's files are
+        read by one textfile collector, which refuses a series that two
+        files both hold.
+        """
         from prometheus_client import core
         family = core.CounterMetricFamily(
             PREFIX + 'retries',
-            'Requests of the run sent again, or writes read back, after '
-            'a transient fault (connection error, timeout, 429, 502, 503, '
-            '504), by service and reason.', labels=['service', 'reason'])
+            'Requests of the last run of a command sent again, or writes '
+            'read back, after a transient fault (connection error, '
+            'timeout, 429, 502, 503, 504), by service and reason.',
+            labels=['command', 'service', 'reason'])
         for (service, reason), count in _sorted(counts or {}):
-            family.add_metric([service, reason], count)
+            family.add_metric([command, service, reason], count)
         self.families.append(family)
 
     def text(self):
@@ -183,7 +189,7 @@ def scan(findings, duration, unreadable_cells=0, metrics_file=None,
               value=unread_sources)
     out.gauge('scan_duration_seconds', 'How long the scan took.',
               value=round(duration, 3))
-    out.retries(retries)
+    out.retries('list', retries)
     out.gauge('last_scan_timestamp_seconds',
               'When the scan finished (Unix time).',
               value=round(time.time() if now is None else now, 3))
@@ -258,7 +264,7 @@ def repair(command, rows, outcomes, duration, unreadable_cells=0,
                   value=unreadable_cells)
     out.gauge(command + '_duration_seconds',
               'How long the last %s took.' % command, value=round(duration, 3))
-    out.retries(retries)
+    out.retries(command, retries)
     out.gauge(command + '_last_run_timestamp_seconds',
               'When the last %s finished (Unix time).' % command, value=now)
     last = now if succeeded else (

@@ -50,8 +50,25 @@ RETRIES = 8
 RETRIABLE_STATUS_CODES = [429, 502, 503, 504]
 # Seconds a request waits for its answer.
 TIMEOUT = 60
-_STATUS_CODES_HELP = ('List of retriable HTTP status codes that should be '
-                      'retried.')
+_STATUS_CODES_HELP = ('HTTP statuses after which a read is retried (up to '
+                      'status_code_retries times).')
+_DELAYS = ('If not set, jittered exponential delays from about 0.1 s, '
+           'doubling up to 2 s, or the Retry-After of a 429 or 503.')
+_RETRY_HELP = {
+    'connect_retries': 'Times a read (GET) is retried after a connection '
+                       'error, a reset or a timeout. Writes are never '
+                       'retried blindly: a write whose answer was lost is '
+                       'read back, and sent again only if it was not '
+                       'applied (as many times). See also [nova_orphans] '
+                       'retry_budget.',
+    'connect_retry_delay': 'Seconds between two retries after connection '
+                           'errors. ' + _DELAYS,
+    'status_code_retries': 'Times a read (GET) is retried after a status of '
+                           'retriable_status_codes.',
+    'status_code_retry_delay': 'Seconds between two retries after a '
+                               'retriable status. ' + _DELAYS,
+    'retriable_status_codes': _STATUS_CODES_HELP,
+}
 # keystoneauth before 5.2 has no such option; the tool reads it all the
 # same (the same object every time, as the version dummies).
 _STATUS_CODES_OPT = cfg.ListOpt('retriable-status-codes',
@@ -81,6 +98,9 @@ class ServiceGroup:
             include_deprecated=False) if opt.dest not in _VERSION_OPTS]
         if not any(opt.dest == _STATUS_CODES_OPT.dest for opt in opts):
             opts.append(_STATUS_CODES_OPT)
+        for opt in opts:
+            # keystoneauth's words describe its own loop, not the tool's.
+            opt.help = _RETRY_HELP.get(opt.dest, opt.help)
         cfg.set_defaults(opts, valid_interfaces=['internal', 'public'],
                          service_type=self.service_type,
                          connect_retries=RETRIES,

@@ -52,6 +52,24 @@ _REFUSED = (r'Placement (at http://127\.0\.0\.1:\d+/ answered 503 Service '
 REFUSED = {MANAGE: '^ERROR: ' + _REFUSED, OPENSTACK: '^' + _REFUSED}
 
 
+def retries_total(path, command):
+    """{(service, reason): count} of nova_orphans_retries_total in the
+    metrics file at ``path``, for ``command``.
+    """
+    from prometheus_client import parser
+    with open(path) as f:
+        text = f.read()
+    found = {}
+    for family in parser.text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == 'nova_orphans_retries_total':
+                labels = sample.labels
+                if labels['command'] == command and sample.value:
+                    found[(labels['service'], labels['reason'])] = int(
+                        sample.value)
+    return found
+
+
 class FlakyControlPlaneTestCase(front_ends.FrontEndsTestCase):
 
     def setUp(self):
@@ -181,6 +199,25 @@ class FlakyControlPlaneTestCase(front_ends.FrontEndsTestCase):
                 counts[request.path.rsplit('/', 1)[-1]] += 1
         return counts
 
+    def seen(self):
+        """Where each proxy's log is now, for faults_met."""
+        return len(self.proxy.requests()), len(self.compute_proxy.requests())
+
+    def faults_met(self, since):
+        """{(service, reason): count} of the faults the proxies made
+        since ``since`` (seen()), as the tool counts them.
+        """
+        met = collections.Counter()
+        for service, proxy, start in (('placement', self.proxy, since[0]),
+                                      ('compute', self.compute_proxy,
+                                       since[1])):
+            for request in proxy.requests()[start:]:
+                if request.fault in (None, faults.DELAY):
+                    continue
+                met[(service, '502' if request.result == 502 else
+                     '503' if request.result == 503 else 'connection')] += 1
+        return met
+
     def undo_line(self, front_end):
         if front_end == MANAGE:
             return ('To undo: nova-orphans-manage --config-file %s '
@@ -211,13 +248,28 @@ class FlakyControlPlaneTestCase(front_ends.FrontEndsTestCase):
         self.assertEqual((exit_codes.ORPHANS_FOUND, []), (rc, err))
         self.assertEqual(expected, rows)
 
+        seen = self.seen()
+        metrics = os.path.join(self.tmp, 'clean.prom')
         rc, rows, err, retried = self.run_json(
-            front_end, 'allocations', 'clean', '--journal', self.journal)
+            front_end, 'allocations', 'clean', '--journal', self.journal,
+            '--metrics-file', metrics)
         self.assertEqual(exit_codes.REPAIRED, rc, err)
         self.assertEqual([(c, 'done') for c in orphans],
                          sorted((r['consumer'], r['outcome']) for r in rows))
         self.assertEqual(['Journal: %s' % self.journal,
                           self.undo_line(front_end)], err)
+        # Each fault met (but a delay) was one retry, or one write read
+        # back: counted by service and reason, and said.
+        faults_met = self.faults_met(seen)
+        self.assertEqual(faults_met, retries_total(metrics, 'clean'))
+        if faults_met:
+            self.assertRegex(retried, r'^\d+ requests? retried after '
+                             r'transient faults \(%s\)\.$' % ', '.join(
+                                 '%s %s: %d' % (service, reason, n)
+                                 for (service, reason), n in sorted(
+                                     faults_met.items())))
+        else:
+            self.assertIsNone(retried)
         self.assertEqual({c: v for c, v in initial.items()
                           if c not in orphans}, self.placement.dump_state())
         self.assertEqual(dict.fromkeys(orphans, 1), self.applied_writes())
