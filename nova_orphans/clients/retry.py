@@ -107,7 +107,7 @@ class Retries:
         self._sleep = sleep
         self._clock = clock
         self._random = rng or random.Random()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._failing_since = {}
         # Retries per (service, reason), and the requests retried.
         self.counts = collections.Counter()
@@ -189,9 +189,10 @@ class Retries:
         """Count one transient fault met and got over (``first``: the
         first of its request).
         """
-        self.counts[(service, str(reason))] += 1
-        if first:
-            self.requests += 1
+        with self._lock:
+            self.counts[(service, str(reason))] += 1
+            if first:
+                self.requests += 1
 
     def lost(self, service, reason, what):
         """A write's answer was lost (``reason``): count it, as its

@@ -29,6 +29,7 @@ import urllib.parse
 import uuid as uuidlib
 
 from nova_orphans import exit_codes
+from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional import front_ends
 
@@ -88,12 +89,12 @@ class FlakyControlPlaneTestCase(front_ends.FrontEndsTestCase):
 
     # The cloud ----------------------------------------------------------
 
-    def orphans(self, count=10):
+    def orphans(self, count=10, inventory=base.INVENTORY):
         """Two hosts, each with live servers, ``count`` servers forced
         to deleted in SQL and a consumer nova never had: the orphans.
         """
-        self.host1 = self.add_node('host1')
-        self.host2 = self.add_node('host2')
+        self.host1 = self.add_node('host1', inventory=inventory)
+        self.host2 = self.add_node('host2', inventory=inventory)
         for host, rp in (('host1', self.host1), ('host2', self.host2)):
             for _n in range(2):
                 self.boot(host, rp)
