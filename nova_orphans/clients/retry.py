@@ -28,6 +28,10 @@ no retry (``connect_retries=0``, ``status_code_retries=0``): keystoneauth
 would resend a write whose connection broke after it was sent, cannot
 share a budget between requests, adds no jitter and counts nothing.
 
+Each retry, lost answer and give-up is logged at INFO: in the log file
+(--log-file) of nova-orphans-manage, on stderr with --debug, and not on
+openstack's stderr, which shows warnings.
+
 One ``Retries`` per run holds what the requests share:
 
 * the budget: once a service has failed every request for ``budget``
@@ -165,7 +169,7 @@ class Retries:
             if since is None:
                 since = self._failing_since[service] = now
             if now + delay - since > self.budget:
-                LOG.debug('%(what)s: %(reason)s; not retried: %(service)s '
+                LOG.info('%(what)s: %(reason)s; not retried: %(service)s '
                           'has failed every request for %(failing).1f s '
                           '(retry budget %(budget)s s)',
                           {'what': what, 'reason': reason,
@@ -174,12 +178,12 @@ class Retries:
                 return False
             left = self.left()
             if left is not None and delay >= left:
-                LOG.debug('%(what)s: %(reason)s; not retried: the run\'s '
+                LOG.info('%(what)s: %(reason)s; not retried: the run\'s '
                           'deadline is %(left).1f s away',
                           {'what': what, 'reason': reason, 'left': left})
                 return False
             self.counted(service, reason, first)
-        LOG.debug('%(what)s: %(reason)s; retrying in %(delay).2f s',
+        LOG.info('%(what)s: %(reason)s; retrying in %(delay).2f s',
                   {'what': what, 'reason': reason, 'delay': delay})
         if delay > 0:
             self._sleep(delay)
@@ -198,7 +202,7 @@ class Retries:
         """A write's answer was lost (``reason``): count it, as its
         request is settled by reading back what it wrote.
         """
-        LOG.debug('%(what)s: %(reason)s; the write may have been applied: '
+        LOG.info('%(what)s: %(reason)s; the write may have been applied: '
                   'reading it back', {'what': what, 'reason': reason})
         with self._lock:
             since = self._failing_since.get(service)
@@ -221,7 +225,7 @@ class Retries:
             if now + delay - since > self.budget or (
                     left is not None and delay >= left):
                 return False
-        LOG.debug('%(what)s: not applied; sending it again in %(delay).2f s',
+        LOG.info('%(what)s: not applied; sending it again in %(delay).2f s',
                   {'what': what, 'delay': delay})
         self._sleep(delay)
         return True
