@@ -170,21 +170,21 @@ class Retries:
                 since = self._failing_since[service] = now
             if now + delay - since > self.budget:
                 LOG.info('%(what)s: %(reason)s; not retried: %(service)s '
-                          'has failed every request for %(failing).1f s '
-                          '(retry budget %(budget)s s)',
-                          {'what': what, 'reason': reason,
-                           'service': service, 'failing': now - since,
-                           'budget': self.budget})
+                         'has failed every request for %(failing).1f s '
+                         '(retry budget %(budget)s s)',
+                         {'what': what, 'reason': reason,
+                          'service': service, 'failing': now - since,
+                          'budget': self.budget})
                 return False
             left = self.left()
             if left is not None and delay >= left:
                 LOG.info('%(what)s: %(reason)s; not retried: the run\'s '
-                          'deadline is %(left).1f s away',
-                          {'what': what, 'reason': reason, 'left': left})
+                         'deadline is %(left).1f s away',
+                         {'what': what, 'reason': reason, 'left': left})
                 return False
             self.counted(service, reason, first)
         LOG.info('%(what)s: %(reason)s; retrying in %(delay).2f s',
-                  {'what': what, 'reason': reason, 'delay': delay})
+                 {'what': what, 'reason': reason, 'delay': delay})
         if delay > 0:
             self._sleep(delay)
         return True
@@ -203,7 +203,7 @@ class Retries:
         request is settled by reading back what it wrote.
         """
         LOG.info('%(what)s: %(reason)s; the write may have been applied: '
-                  'reading it back', {'what': what, 'reason': reason})
+                 'reading it back', {'what': what, 'reason': reason})
         with self._lock:
             since = self._failing_since.get(service)
             if since is None:
@@ -226,7 +226,7 @@ class Retries:
                     left is not None and delay >= left):
                 return False
         LOG.info('%(what)s: not applied; sending it again in %(delay).2f s',
-                  {'what': what, 'delay': delay})
+                 {'what': what, 'delay': delay})
         self._sleep(delay)
         return True
 

@@ -461,3 +461,36 @@ class FlakyControlPlaneTestCase(front_ends.FrontEndsTestCase):
                 self.assertEqual(
                     [(c, 'skipped: dry run') for c in orphans],
                     sorted((r['consumer'], r['outcome']) for r in rows))
+
+    def test_providers_20_percent_manage(self):
+        self.assertProvidersCleaned(MANAGE, 0.2, seed=27)
+
+    def test_providers_20_percent_openstack(self):
+        self.assertProvidersCleaned(OPENSTACK, 0.2, seed=270)
+
+    def test_deadline(self):
+        """A placement that answers too slowly: no request waits past
+        the run's deadline, and the run ends there with exit code 8.
+        """
+        self.orphans(count=2)
+        before = self.placement.dump_state()
+        deadline = self.nova_conf(self.proxy.endpoint, name='deadline.conf',
+                                  nova_orphans={'deadline': '2'})
+        for argv in (self.manage_argv('allocations', 'clean',
+                                      conf_file=deadline),
+                     self.openstack_argv('allocation', 'orphan', 'clean',
+                                         '--deadline', '2',
+                                         cloud='proxied')):
+            self.proxy.inject('GET', '/resource_providers', delay=10)
+            started = time.monotonic()
+            rc, out, err = self.run_one(argv)
+            took = time.monotonic() - started
+            self.assertEqual((exit_codes.UNREACHABLE, ''), (rc, out), err)
+            line, = err.splitlines()
+            self.assertRegex(line, '^(ERROR: )?Placement request GET '
+                             '/resource_providers failed: .*timed out')
+            # The deadline, not the 10 s answer nor the 60 s timeout (and
+            # openstack's own start, a few seconds on a busy machine).
+            self.assertLess(took, 8, (argv[0], took))
+            self.proxy.wait_idle()
+        self.assertEqual(before, self.placement.dump_state())
