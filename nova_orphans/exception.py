@@ -71,7 +71,13 @@ class NovaUnreachable(NovaOrphansException):
 
 
 class PlacementError(NovaOrphansException):
+    """``status_code``: placement's answer, if there was one;
+    ``transient``: the reason of a fault that may be transient
+    (clients.retry), else None.
+    """
+
     msg_fmt = _('Placement request %(method)s %(url)s failed: %(reason)s')
+    transient = None
 
 
 class PlacementVersionTooOld(ConfigError):

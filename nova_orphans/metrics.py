@@ -22,12 +22,16 @@ Every orphan reason gets a series even at zero, so "no orphans" is a
 value, not a missing series. The front ends use only these:
 
 ``scan(findings, duration, unreadable_cells=0, metrics_file=None,
-now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS)``
+now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS,
+retries=None)``
     the text of a ``list`` (every finding, whatever the filters showed);
 ``repair(command, rows, outcomes, duration, unreadable_cells=0,
-metrics_file=None, now=None)``
+metrics_file=None, now=None, retries=None)``
     the text of a ``clean`` or ``restore`` (``command``), from its rows
     (anything with ``reason`` and ``action``) and their outcomes;
+
+``retries`` ({(service, reason): count}) are the run's retries after
+transient faults (clients.retry), the ``retries_total`` series;
 ``check_path(path)``
     refuses, before anything is read, a metrics file that could not be
     written (MetricsFileError, an InvalidInput).
@@ -95,6 +99,24 @@ class _Families:
                                for v in label_values], sample)
         self.families.append(family)
 
+    def retries(self, command, counts):
+        """retries_total: the run's retries after transient faults.
+
+        Labelled with the command too: a scan's and a clean's files are
+        read by one textfile collector, which refuses a series that two
+        files both hold.
+        """
+        from prometheus_client import core
+        family = core.CounterMetricFamily(
+            PREFIX + 'retries',
+            'Requests of the last run of a command sent again, or writes '
+            'read back, after a transient fault (connection error, '
+            'timeout, 429, 502, 503, 504), by service and reason.',
+            labels=['command', 'service', 'reason'])
+        for (service, reason), count in _sorted(counts or {}):
+            family.add_metric([command, service, reason], count)
+        self.families.append(family)
+
     def text(self):
         import prometheus_client
         registry = prometheus_client.CollectorRegistry(auto_describe=False)
@@ -109,7 +131,7 @@ def _sorted(counter):
 
 def scan(findings, duration, unreadable_cells=0, metrics_file=None,
          now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS,
-         unread_sources=0):
+         unread_sources=0, retries=None):
     """The metrics of one scan, as exposition text; also written to
     ``metrics_file`` when given.
 
@@ -167,6 +189,7 @@ def scan(findings, duration, unreadable_cells=0, metrics_file=None,
               value=unread_sources)
     out.gauge('scan_duration_seconds', 'How long the scan took.',
               value=round(duration, 3))
+    out.retries('list', retries)
     out.gauge('last_scan_timestamp_seconds',
               'When the scan finished (Unix time).',
               value=round(time.time() if now is None else now, 3))
@@ -199,7 +222,7 @@ def project_resources(findings, max_projects):
 
 
 def repair(command, rows, outcomes, duration, unreadable_cells=0,
-           metrics_file=None, now=None, incomplete=False):
+           metrics_file=None, now=None, incomplete=False, retries=None):
     """The metrics of one ``clean`` or ``restore`` run (``command``), as
     exposition text; also written to ``metrics_file`` when given.
 
@@ -241,6 +264,7 @@ def repair(command, rows, outcomes, duration, unreadable_cells=0,
                   value=unreadable_cells)
     out.gauge(command + '_duration_seconds',
               'How long the last %s took.' % command, value=round(duration, 3))
+    out.retries(command, retries)
     out.gauge(command + '_last_run_timestamp_seconds',
               'When the last %s finished (Unix time).' % command, value=now)
     last = now if succeeded else (

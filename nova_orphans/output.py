@@ -465,6 +465,26 @@ def list_summary(rows, unreadable_cells=(), next_command=None):
     return lines
 
 
+def retries_line(retries):
+    """What a run got over, or None: "12 requests retried after
+    transient faults (placement 503: 9, placement connection: 4)."
+    ``retries``: the run's clients.retry.Retries (or None).
+    """
+    if retries is None or not retries.requests:
+        return None
+    if retries.requests == 1:
+        text = _('%(count)d request retried after transient faults '
+                 '(%(faults)s).')
+    else:
+        text = _('%(count)d requests retried after transient faults '
+                 '(%(faults)s).')
+    return text % {
+        'count': retries.requests,
+        'faults': ', '.join('%s %s: %d' % (service, reason, n)
+                            for (service, reason), n in sorted(
+                                retries.counts.items()))}
+
+
 def outcome_summary(outcomes):
     """One line counting the outcomes of a clean or restore, by kind."""
     counts = collections.Counter(

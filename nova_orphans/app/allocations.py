@@ -139,19 +139,28 @@ class Metrics:
     def _duration(self):
         return time.monotonic() - self.started
 
-    def scan(self, listing):
+    def scan(self, listing, retries=None):
+        """``retries``: the run's clients.retry.Retries, for the
+        retries_total series.
+        """
         self.text = metrics_mod.scan(
             listing.findings, self._duration(),
             unreadable_cells=len(listing.unreadable_cells),
             unread_sources=(len(listing.unread) +
                             len(listing.unreadable_services)),
-            metrics_file=self.path, max_projects=self.max_projects)
+            metrics_file=self.path, max_projects=self.max_projects,
+            retries=_counts(retries))
 
-    def repair(self, command, result):
+    def repair(self, command, result, retries=None):
         self.text = metrics_mod.repair(
             command, result.rows, result.outcomes, self._duration(),
             unreadable_cells=len(result.unreadable_cells),
-            metrics_file=self.path, incomplete=result.incomplete)
+            metrics_file=self.path, incomplete=result.incomplete,
+            retries=_counts(retries))
+
+
+def _counts(retries):
+    return dict(retries.counts) if retries is not None else {}
 
 
 @contextlib.contextmanager
@@ -217,7 +226,7 @@ def list_allocations(sources, scope, progress=None, metrics=None,
     listing = audit(sources, scope,
                     (lambda finding: True) if rows else None, progress,
                     owners=not rows)
-    metrics.scan(listing)
+    metrics.scan(listing, sources.retries)
     listing.findings = scope.owned(listing.findings)
     shown = scope.shown()
     listing.rows = [f for f in listing.findings if shown(f)] if rows else []
@@ -259,7 +268,7 @@ def clean(sources, scope, options, stop, progress=None, audited=None,
                     progress, max_count=options.max_count,
                     heal=options.heal)
     if metrics is not None:
-        metrics.repair('clean', result)
+        metrics.repair('clean', result, sources.retries)
     return result
 
 
@@ -319,5 +328,5 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
     if not dry_run:
         journals.mark_restored(path, result, warn=warn)
     if metrics is not None:
-        metrics.repair('restore', result)
+        metrics.repair('restore', result, sources.retries)
     return result

@@ -35,15 +35,29 @@ class APISources(sources.Sources):
 
     def __init__(self, clients, grace_period, every_root=True,
                  state_path=None, foreign_projects=(),
-                 foreign_consumer_types=()):
+                 foreign_consumer_types=(), retry_budget=None,
+                 deadline=None):
         if grace_period < 0:
             raise exception.InvalidInput(
                 reason=_('--grace-period must not be negative'))
+        for option, value in (('--retry-budget', retry_budget),
+                              ('--deadline', deadline)):
+            if value is not None and value < 0:
+                raise exception.InvalidInput(
+                    reason=_('%(option)s must not be negative') % {
+                        'option': option})
         foreign = rules.foreign(
             foreign_projects, foreign_consumer_types, '--foreign-project',
             '--foreign-consumer-type', error=exception.InvalidInput)
         self.clients = clients
         self.state_path = state_path
+        # Shared by the clients' adapters (osc.plugin.make_client).
+        self.retries = (getattr(clients, 'retries', None) or
+                        clients.placement.retries)
+        if retry_budget is not None:
+            self.retries.budget = retry_budget
+        if deadline:
+            self.retries.set_deadline(deadline)
         self._nova = provider_proof.ProvingReader(
             compute_api.ComputeAPIReader(
                 clients.compute, sources.API_CONCURRENCY,

@@ -28,6 +28,7 @@ The application layer asks a run's sources only what is declared here.
 """
 
 import os
+import time
 
 from nova_orphans.conf import placement as placement_conf
 from nova_orphans.engine import rules as rules_mod
@@ -57,6 +58,9 @@ class Sources:
     rules = rules_mod.DEFAULT_RULES
     concurrency = API_CONCURRENCY
     state_path = None
+    # The run's clients.retry.Retries (its counts), once a client made
+    # one; None while no service was asked anything.
+    retries = None
 
     @property
     def placement(self):
@@ -103,6 +107,9 @@ class DatabaseSources(Sources):
         self._nova = None
         self._rules = None
         self._zun = None
+        self._retries = None
+        # Where the run's deadline counts from.
+        self._started = time.monotonic()
         self.placement_db = None
         if conf.placement_database.connection:
             self.placement_db = placement_db_mod.PlacementDBReader(
@@ -119,8 +126,24 @@ class DatabaseSources(Sources):
             from nova_orphans.clients import placement as placement_client
             placement_conf.register_opts(self.conf)
             self._placement = placement_client.PlacementClient.from_conf(
-                self.conf)
+                self.conf, retries=self._run_retries())
         return self._placement
+
+    @property
+    def retries(self):
+        return self._retries
+
+    def _run_retries(self):
+        """The run's budget, deadline and counts, shared by its clients
+        (made with the first: keystoneauth is imported only then).
+        """
+        if self._retries is None:
+            from nova_orphans.clients import retry
+            opts = self.conf.nova_orphans
+            self._retries = retry.Retries(
+                budget=opts.retry_budget, deadline=opts.deadline,
+                started=self._started)
+        return self._retries
 
     @property
     def rules(self):
@@ -154,7 +177,8 @@ class DatabaseSources(Sources):
         # keystoneauth, and [neutron]'s options, only from here on, as
         # for placement.
         from nova_orphans.clients import network as network_client
-        return network_client.NetworkClient.from_conf(self.conf)
+        return network_client.NetworkClient.from_conf(
+            self.conf, retries=self._run_retries())
 
     def zun(self):
         if self._zun is None and self.conf.zun_database.connection:

@@ -25,6 +25,7 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 
 from nova_orphans.clients import diagnose
+from nova_orphans.clients import retry
 from nova_orphans import exception
 from nova_orphans.i18n import _
 
@@ -102,10 +103,10 @@ def get(adapter, version_path, path, error, missing, **kwargs):
     try:
         return adapter.request(base + path, 'GET', raise_exc=False,
                                **kwargs)
-    except ks_exc.ConnectFailure as e:
-        raise error(method='GET', url=path,
-                    reason=diagnose.connection_error(e, found))
     except ks_exc.ClientException as e:
+        if retry.fault_reason(e) is not None:
+            raise error(method='GET', url=path,
+                        reason=diagnose.connection_error(e, found))
         raise error(method='GET', url=path, reason=fault(e, adapter) or e)
 
 
@@ -130,9 +131,12 @@ def endpoint(adapter):
     return found
 
 
-def adapter_from_conf(conf, group):
+def adapter_from_conf(conf, group, retries=None, service=None):
     """A keystoneauth adapter from nova.conf's ``[group]`` (its options
-    registered), as nova builds its clients for placement and neutron.
+    registered), as nova builds its clients for placement and neutron,
+    whose reads are retried (a retry.RetryingAdapter: ``retries`` is the
+    run's retry.Retries, a new one if None; ``service`` the name its
+    counts use, by default the service type).
 
     Raises ConfigError when the options cannot work, or name no auth
     plugin (``auth_type`` unset: nova needs one for both services).
@@ -150,4 +154,7 @@ def adapter_from_conf(conf, group):
     if auth is None:
         raise exception.ConfigError(
             reason=_('[%(group)s] auth_type is not set') % {'group': group})
-    return adapter
+    # Read here too: keystoneauth before 5.2 does not load it.
+    adapter.retriable_status_codes = conf[group].retriable_status_codes
+    return retry.RetryingAdapter(adapter, retries or retry.Retries(),
+                                 service=service)

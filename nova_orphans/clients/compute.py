@@ -22,11 +22,15 @@ import threading
 from urllib import parse
 
 from keystoneauth1 import exceptions as ks_exc
+from oslo_log import log as logging
 
 from nova_orphans.clients import auth as auth_faults
 from nova_orphans.clients import diagnose
+from nova_orphans.clients import retry
 from nova_orphans import exception
 from nova_orphans.i18n import _
+
+LOG = logging.getLogger(__name__)
 
 VERSION = (2, 69)
 # Rows asked for per page; nova caps it at its own [api] max_limit.
@@ -94,12 +98,12 @@ class ComputeClient:
         endpoint = auth_faults.endpoint(self._adapter)
         try:
             return self._adapter.request(url, method, **kwargs)
-        except ks_exc.ConnectFailure as e:
-            # '' is the endpoint itself (its version document).
-            raise ComputeError(
-                method=method, url=url or '/',
-                reason=diagnose.connection_error(e, endpoint))
         except ks_exc.ClientException as e:
+            if retry.fault_reason(e) is not None:
+                # '' is the endpoint itself (its version document).
+                raise ComputeError(
+                    method=method, url=url or '/',
+                    reason=diagnose.connection_error(e, endpoint))
             # Re-authenticating on the way: keystone's fault, its code.
             known = auth_faults.fault(e, self._adapter)
             err = ComputeError(method=method, url=url or '/',
@@ -125,7 +129,11 @@ class ComputeClient:
     def get_or_none(self, url, params=None):
         """The JSON body of a GET, or None when nova says 404."""
         resp = self._request('GET', _with(url, params), expected=(200, 404))
-        return None if resp.status_code == 404 else resp.json()
+        if resp.status_code == 404:
+            LOG.debug('Compute API: GET %s: 404, none (never there, or '
+                      'deleted during the run)', url)
+            return None
+        return resp.json()
 
     def pages(self, url, key, params=None):
         """Every item of a paginated listing, following limit and marker.

@@ -54,12 +54,14 @@ class NetworkClient:
         self._adapter = adapter
 
     @classmethod
-    def from_conf(cls, conf):
+    def from_conf(cls, conf, retries=None):
         """nova.conf's ``[neutron]`` (registered here); ConfigError when
         it cannot work (no ``auth_type``: no usable section).
+        ``retries``: the run's clients.retry.Retries.
         """
         neutron_conf.register_opts(conf)
-        return cls(auth.adapter_from_conf(conf, neutron_conf.GROUP))
+        return cls(auth.adapter_from_conf(conf, neutron_conf.GROUP,
+                                          retries=retries))
 
     @property
     def endpoint(self):

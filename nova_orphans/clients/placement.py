@@ -23,6 +23,7 @@ import contextlib
 import http.client
 import json as jsonlib
 import os
+import socket
 import ssl
 import threading
 import urllib.parse
@@ -34,6 +35,7 @@ import urllib3
 
 from nova_orphans.clients import auth as auth_faults
 from nova_orphans.clients import diagnose
+from nova_orphans.clients import retry
 from nova_orphans.conf import placement as placement_conf
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -46,6 +48,8 @@ MAX_VERSION = (1, 39)
 CONSUMER_TYPES_VERSION = (1, 38)
 # The error code placement gives a generation conflict.
 CONCURRENT_UPDATE = 'placement.concurrent_update'
+# What the retry counts and messages call it.
+SERVICE = 'placement'
 
 
 def _parse(version):
@@ -74,11 +78,35 @@ class PlacementClient:
         self._settings = settings
         self._version = None
         self._lock = threading.Lock()
+        # The run's (a RetryingAdapter's), else one of this client's own.
+        self.retries = getattr(adapter, 'retries', None) or retry.Retries()
 
     @classmethod
-    def from_conf(cls, conf):
-        return cls(auth_faults.adapter_from_conf(conf, placement_conf.GROUP),
-                   settings=CONF_SETTINGS)
+    def from_conf(cls, conf, retries=None):
+        """nova.conf's ``[placement]``; ``retries``: the run's
+        retry.Retries (a new one if None).
+        """
+        return cls(auth_faults.adapter_from_conf(
+            conf, placement_conf.GROUP, retries=retries,
+            service=SERVICE), settings=CONF_SETTINGS)
+
+    def answer_lost(self, error, method, url):
+        """A write failed with a fault that may have lost only its
+        answer (``error.transient``): counted as a retry of the run.
+        """
+        self.retries.lost(SERVICE, error.transient,
+                          '%s %s %s' % (SERVICE, method, url))
+
+    def may_write_again(self, attempt, method, url):
+        """After a lost answer and a read that found the write not
+        applied: whether it may be sent again (``attempt``: how many
+        times it was already; within the adapter's connect_retries and
+        the run's budget), after a delay.
+        """
+        limit = getattr(self._adapter, 'connect_retries', None)
+        return self.retries.may_write_again(
+            SERVICE, attempt, retry.RETRIES if limit is None else limit,
+            '%s %s %s' % (SERVICE, method, url))
 
     @property
     def version(self):
@@ -127,16 +155,19 @@ class PlacementClient:
         endpoint = auth_faults.endpoint(self._adapter)
         try:
             return self._adapter.request(url, method, **kwargs)
-        except ks_exc.ConnectFailure as e:
-            err = exception.PlacementError(
-                method=method, url=url,
-                reason=_('%(error)s; check that placement runs there, and '
-                         '%(settings)s') % {
-                    'error': diagnose.connection_error(e, endpoint),
-                    'settings': self._settings})
-            err.exit_code = exception.ServiceUnreachable.exit_code
-            raise err
         except ks_exc.ClientException as e:
+            reason = retry.fault_reason(e)
+            if reason is not None:
+                err = exception.PlacementError(
+                    method=method, url=url,
+                    reason=_('%(error)s; check that placement runs there, '
+                             'and %(settings)s') % {
+                        'error': diagnose.connection_error(e, endpoint),
+                        'settings': self._settings})
+                err.exit_code = exception.ServiceUnreachable.exit_code
+                # A write's answer may be all that was lost.
+                err.transient = reason
+                raise err
             # Re-authenticating on the way (an expired token): keystone's
             # fault, with its code, on this request's row.
             known = auth_faults.fault(e, self._adapter)
@@ -151,10 +182,18 @@ class PlacementClient:
         """Send a request; return the response if its status is expected.
 
         Anything else raises PlacementError (GenerationConflict for a
-        consumer generation conflict), carrying the status code.
+        consumer generation conflict), carrying the status code, and
+        ``transient`` (the fault's reason) when the fault may be
+        transient: a read was retried already; a write was sent once,
+        and may have been applied (see repair.actions.write).
         """
         resp = self._send(method, url, version or self.version, json=json)
-        return _check(method, url, resp, expected)
+        return _check(method, url, resp, expected, self._retriable)
+
+    @property
+    def _retriable(self):
+        return getattr(self._adapter, 'retriable_status_codes', None) or \
+            retry.RETRIABLE_STATUS_CODES
 
     def get(self, url, version=None, expected=(200,)):
         return self.request('GET', url, version=version,
@@ -190,8 +229,11 @@ def _is_version_document(doc):
         _has_max_version(v) for v in versions)
 
 
-def _check(method, url, resp, expected):
-    """The response if its status is expected; else the typed error."""
+def _check(method, url, resp, expected,
+           retriable=retry.RETRIABLE_STATUS_CODES):
+    """The response if its status is expected; else the typed error
+    (``transient`` set for a status of ``retriable``).
+    """
     if resp.status_code in expected:
         return resp
     codes, text = _errors(resp)
@@ -207,6 +249,8 @@ def _check(method, url, resp, expected):
         err = exception.PlacementError(method=method, url=url,
                                        reason=reason)
     err.status_code = resp.status_code
+    if resp.status_code in retriable:
+        err.transient = str(resp.status_code)
     if resp.status_code in (401, 403):
         err.exit_code = exception.CredentialsRefused.exit_code
     elif resp.status_code >= 500:
@@ -302,7 +346,9 @@ def lean_target(adapter):
         headers.update(session.get_auth_headers(adapter.auth) or {})
         if not any(k.lower() == 'x-auth-token' for k in headers):
             return None
-        return LeanTarget(endpoint, headers, session.timeout, context)
+        return LeanTarget(endpoint, headers,
+                          session.timeout or getattr(adapter, 'timeout', None),
+                          context)
     except Exception as e:
         LOG.debug('Bulk reads go through keystoneauth: %s', e)
         return None
@@ -364,25 +410,41 @@ class LeanGets:
         self._lock = threading.Lock()
         self._conns = []
         self._headers = {}
-        adapter = client._adapter
+        self._retries = client.retries
         self._resend = {401}
-        if getattr(adapter, 'status_code_retries', None):
-            self._resend.update(adapter.retriable_status_codes or
-                                (503,))
+        if getattr(client._adapter, 'status_code_retries', None):
+            self._resend.update(client._retriable)
+        # Through a RetryingAdapter, a GET sent again after a fault here
+        # is counted as this one request's retry, not as another's.
+        self._counted = isinstance(client._adapter, retry.RetryingAdapter)
 
     def get(self, url, version=None, expected=(200,)):
         version = version or self._client.version
-        resp = self._lean(url, version)
-        if resp is None or resp.status_code in self._resend:
-            resp = self._client._send('GET', url, version)
+        self._retries.check(SERVICE, 'GET', url)
+        resp, fault = self._lean(url, version)
+        if resp is not None and resp.status_code not in self._resend:
+            self._retries.answered(SERVICE)
+        else:
+            kwargs = {}
+            if fault is not None and self._counted:
+                # Counted once here; keystoneauth's try is the retry.
+                self._retries.counted(SERVICE, fault)
+                kwargs['retried'] = True
+            resp = self._client._send('GET', url, version, **kwargs)
             if resp.status_code != 401:
                 # keystoneauth may have re-authenticated meanwhile.
                 self._refresh()
-        return _check('GET', url, resp, expected).json()
+        return _check('GET', url, resp, expected,
+                      self._client._retriable).json()
 
     def _lean(self, url, version):
+        """(response, None), or (None or the response, the reason of a
+        transient fault to count): None for a kept-alive connection the
+        server closed, which is no fault.
+        """
         conn = getattr(self._local, 'conn', None)
-        if conn is None:
+        fresh = conn is None
+        if fresh:
             conn = self._local.conn = self._target.connect()
             with self._lock:
                 self._conns.append(conn)
@@ -400,11 +462,16 @@ class LeanGets:
                       'through keystoneauth', url, e)
             conn.close()
             self._local.conn = None
-            return None
+            timed_out = isinstance(e, (socket.timeout, TimeoutError))
+            reason = retry.TIMEOUT_REASON if timed_out else retry.CONNECTION
+            return None, reason if fresh else None
         if resp.will_close:
             conn.close()
             self._local.conn = None
-        return _Response(resp.status, body)
+        status = resp.status
+        return _Response(status, body), (
+            str(status) if status in self._resend and status != 401
+            else None)
 
     def _refresh(self):
         """Take the auth headers keystoneauth has now."""

@@ -181,6 +181,7 @@ def interruptible(func):
         try:
             with self._stop.handled():
                 code = func(self)
+                self.say_retries()
                 if (self._stop.signum is not None and
                         code != exit_codes.of_signal(self._stop.signum)):
                     print(_('Interrupted by %(signal)s as the run ended; '
@@ -256,6 +257,13 @@ class Commands:
 
     def notice(self):
         return STOPPING
+
+    def say_retries(self):
+        """The requests retried, once the run is reported, on stderr."""
+        line = output.retries_line(
+            self._sources.retries if self._sources is not None else None)
+        if line:
+            print(line, file=sys.stderr)
 
     def metrics(self):
         """The run's app.allocations.Metrics, or None when neither

@@ -27,6 +27,10 @@ orphans_group = cfg.OptGroup(
 DEFAULT_GRACE_PERIOD = 300
 # Also the openstack plugin's --metrics-max-projects default.
 DEFAULT_METRICS_MAX_PROJECTS = 20
+# Also the openstack commands' --retry-budget default: longer than a
+# placement restart behind haproxy, short enough that a service down
+# for good ends a cron run at once.
+DEFAULT_RETRY_BUDGET = 15
 
 ORPHANS_OPTS = [
     cfg.IntOpt('cell_timeout', default=60, min=1,
@@ -51,6 +55,25 @@ ORPHANS_OPTS = [
                     'and "restore" write in streams of batches on '
                     'disjoint providers, half this many, each with an '
                     'equal share of these requests.'),
+    cfg.IntOpt('retry_budget', default=DEFAULT_RETRY_BUDGET, min=0,
+               help='Seconds a service (placement, neutron) may fail every '
+                    'request with transient faults (connection errors, '
+                    'timeouts, the retriable_status_codes of its group) '
+                    'before the run stops retrying it: its requests then '
+                    'fail at once, and a run that cannot read ends with '
+                    'exit code 8. Within it, each read is retried up to '
+                    'connect_retries and status_code_retries times (the '
+                    'options of [placement] and [neutron]), with jittered '
+                    'exponential delays, and a write whose answer was '
+                    'lost is read back and sent again only if it was not '
+                    'applied. 0 retries nothing.'),
+    cfg.IntOpt('deadline', default=0, min=0,
+               help='Seconds a run may last: once they have passed, no '
+                    'request is sent (a read that is needed ends the run '
+                    'with exit code 8; a repair not yet written is '
+                    'reported failed) and no request waits beyond them. '
+                    '0: no deadline; each request still waits at most '
+                    '[placement] timeout.'),
     cfg.IntOpt('grace_period', default=DEFAULT_GRACE_PERIOD, min=0,
                help='Seconds after nova last changed a live instance, one '
                     'of its migrations, its latest instance action or (for '

@@ -19,6 +19,13 @@ the operator's nova.conf works as is (``auth_type = admin_token`` with
 keystoneauth is imported only when the options are registered or
 listed: importing it (requests, its plugins) costs more than a whole
 fast-mode ``list`` of a small cloud, which never reaches an API.
+
+Three defaults differ from keystoneauth's, which retry nothing and wait
+forever: reads are retried after connection errors and timeouts
+(``connect_retries``) and after the statuses a proxy answers for a
+backend that restarts (``status_code_retries``,
+``retriable_status_codes``), and every request has a ``timeout`` (see
+nova_orphans.clients.retry).
 """
 
 from oslo_config import cfg
@@ -32,6 +39,42 @@ _VERSION_OPTS = ('version', 'min_version', 'max_version')
 # duplicate.
 _VERSION_DUMMIES = [cfg.Opt(name, type=lambda value: None)
                     for name in _VERSION_OPTS]
+
+# Retries of a read per request, after connection errors and timeouts
+# and after a retriable status each. At a 20 % fault rate a read fails
+# nine times in a row once in about two million.
+RETRIES = 8
+# 429 (with its Retry-After) and what a proxy answers for a backend
+# that restarts or is overloaded. 500 is the service's own error: sent
+# again, the request fails again.
+RETRIABLE_STATUS_CODES = [429, 502, 503, 504]
+# Seconds a request waits for its answer.
+TIMEOUT = 60
+_STATUS_CODES_HELP = ('HTTP statuses after which a read is retried (up to '
+                      'status_code_retries times).')
+_DELAYS = ('If not set, jittered exponential delays from about 0.1 s, '
+           'doubling up to 2 s, or the Retry-After of a 429 or 503.')
+_RETRY_HELP = {
+    'connect_retries': 'Times a read (GET) is retried after a connection '
+                       'error, a reset or a timeout. Writes are never '
+                       'retried blindly: a write whose answer was lost is '
+                       'read back, and sent again only if it was not '
+                       'applied (as many times). See also [nova_orphans] '
+                       'retry_budget.',
+    'connect_retry_delay': 'Seconds between two retries after connection '
+                           'errors. ' + _DELAYS,
+    'status_code_retries': 'Times a read (GET) is retried after a status of '
+                           'retriable_status_codes.',
+    'status_code_retry_delay': 'Seconds between two retries after a '
+                               'retriable status. ' + _DELAYS,
+    'retriable_status_codes': _STATUS_CODES_HELP,
+}
+# keystoneauth before 5.2 has no such option; the tool reads it all the
+# same (the same object every time, as the version dummies).
+_STATUS_CODES_OPT = cfg.ListOpt('retriable-status-codes',
+                                item_type=cfg.types.Integer(),
+                                default=RETRIABLE_STATUS_CODES,
+                                help=_STATUS_CODES_HELP)
 
 
 class ServiceGroup:
@@ -53,8 +96,23 @@ class ServiceGroup:
         from keystoneauth1 import loading as ks_loading
         opts = [opt for opt in ks_loading.get_adapter_conf_options(
             include_deprecated=False) if opt.dest not in _VERSION_OPTS]
+        if not any(opt.dest == _STATUS_CODES_OPT.dest for opt in opts):
+            opts.append(_STATUS_CODES_OPT)
+        for opt in opts:
+            # keystoneauth's words describe its own loop, not the tool's.
+            opt.help = _RETRY_HELP.get(opt.dest, opt.help)
         cfg.set_defaults(opts, valid_interfaces=['internal', 'public'],
-                         service_type=self.service_type)
+                         service_type=self.service_type,
+                         connect_retries=RETRIES,
+                         status_code_retries=RETRIES,
+                         retriable_status_codes=RETRIABLE_STATUS_CODES)
+        return opts
+
+    @staticmethod
+    def _session_opts():
+        from keystoneauth1 import loading as ks_loading
+        opts = ks_loading.get_session_conf_options()
+        cfg.set_defaults(opts, timeout=TIMEOUT)
         return opts
 
     def register_group(self, conf):
@@ -68,7 +126,7 @@ class ServiceGroup:
         """The group and keystoneauth's options; may be called again."""
         from keystoneauth1 import loading as ks_loading
         self.register_group(conf)
-        ks_loading.register_session_conf_options(conf, self.name)
+        conf.register_opts(self._session_opts(), group=self.name)
         ks_loading.register_auth_conf_options(conf, self.name)
         conf.register_opts(self._adapter_opts() + _VERSION_DUMMIES,
                            group=self.name)
@@ -77,7 +135,7 @@ class ServiceGroup:
         from keystoneauth1 import loading as ks_loading
         return {
             self.group: (
-                ks_loading.get_session_conf_options() +
+                self._session_opts() +
                 ks_loading.get_auth_common_conf_options() +
                 ks_loading.get_auth_plugin_conf_options('password') +
                 ks_loading.get_auth_plugin_conf_options('admin_token') +

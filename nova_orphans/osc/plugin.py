@@ -23,7 +23,11 @@ containers), each a keystoneauth adapter on osc's session whose
 endpoint is looked up the way openstacksdk does it, so
 ``placement_endpoint_override``, ``compute_endpoint_override``,
 ``network_endpoint_override`` and ``container_endpoint_override`` in
-clouds.yaml are honoured.
+clouds.yaml are honoured, and so are ``connect_retries`` and
+``status_code_retries`` (also prefixed by the service type): the
+adapters retry reads (clients.retry), by default as
+``nova-orphans-manage`` does, and every request waits at most the
+session's timeout (``--timeout``, ``api_timeout``), by default 60 s.
 """
 
 import logging
@@ -37,6 +41,7 @@ from nova_orphans.clients import compute
 from nova_orphans.clients import container
 from nova_orphans.clients import network
 from nova_orphans.clients import placement
+from nova_orphans.clients import retry
 
 LOG = logging.getLogger(__name__)
 
@@ -53,13 +58,16 @@ class Clients:
     """
 
     def __init__(self, placement_client, compute_client,
-                 network_client=None, container_client=None, cloud=None):
+                 network_client=None, container_client=None, cloud=None,
+                 retries=None):
         self.placement = placement_client
         self.compute = compute_client
         self.network = network_client
         self.container = container_client
         # What names the cloud, for journals (see cloud_identity).
         self.cloud = cloud or {}
+        # The run's clients.retry.Retries, shared by the clients' adapters.
+        self.retries = retries
 
 
 # What openstacksdk 3.0.0 to 4.4.x make of a clouds.yaml's token.
@@ -95,21 +103,26 @@ def admin_token(instance):
     return token_endpoint.Token(auth.endpoint, given)
 
 
-def adapter(instance, service_type, auth=None):
-    """A keystoneauth adapter for ``service_type`` on osc's session
-    (``auth`` in place of the session's own, see admin_token).
+def adapter(instance, service_type, retries=None, auth=None):
+    """A keystoneauth adapter for ``service_type`` on osc's session,
+    whose reads are retried (``retries``: the run's retry.Retries), with
+    ``auth`` in place of the session's own (see admin_token).
 
     The cloud region (openstacksdk's view of clouds.yaml, the
     environment and the command line) knows the per-service interface,
-    region and ``<service>_endpoint_override``.
+    region, ``<service>_endpoint_override`` and retries.
     """
     region = instance.sdk_connection.config
-    return ks_adapter.Adapter(
+    return retry.RetryingAdapter(ks_adapter.Adapter(
         session=instance.session, auth=auth,
         service_type=region.get_service_type(service_type),
         interface=region.get_interface(service_type),
         region_name=region.get_region_name(service_type),
-        endpoint_override=region.get_endpoint(service_type))
+        endpoint_override=region.get_endpoint(service_type),
+        connect_retries=region.get_connect_retries(service_type),
+        status_code_retries=region.get_status_code_retries(service_type)),
+        retries if retries is not None else retry.Retries(),
+        service=service_type, timeout=retry.TIMEOUT)
 
 
 def cataloged(instance, service_adapter):
@@ -160,13 +173,15 @@ def make_client(instance):
     LOG.debug('Instantiating nova-orphans placement, compute, network and '
               'container clients')
     auth = admin_token(instance)
-    zun = adapter(instance, container.SERVICE_TYPE, auth)
+    retries = retry.Retries()
+    zun = adapter(instance, container.SERVICE_TYPE, retries, auth)
     return Clients(
-        placement.PlacementClient(adapter(instance, 'placement', auth)),
-        compute.ComputeClient(adapter(instance, 'compute', auth)),
-        network.NetworkClient(adapter(instance, 'network', auth)),
+        placement.PlacementClient(adapter(instance, 'placement', retries,
+                                          auth)),
+        compute.ComputeClient(adapter(instance, 'compute', retries, auth)),
+        network.NetworkClient(adapter(instance, 'network', retries, auth)),
         container.ContainerClient(zun, cataloged(instance, zun)),
-        cloud=cloud_identity(instance))
+        cloud=cloud_identity(instance), retries=retries)
 
 
 def build_option_parser(parser):

@@ -488,8 +488,11 @@ class ComputeAPIReader(base.NovaReader):
         if server is None or not server['server'].get('flavor'):
             return uuid, None
         server = server['server']
-        ports = self.client.get(
-            '/servers/%s/os-interface' % uuid)['interfaceAttachments']
+        ports = self.client.get_or_none('/servers/%s/os-interface' % uuid)
+        if ports is None:
+            # Deleted since it was read.
+            return uuid, None
+        ports = ports['interfaceAttachments']
         network_info = [{'id': port.get('port_id'),
                          'profile': {'allocation': _('not shown by the '
                                                      'compute API')}}

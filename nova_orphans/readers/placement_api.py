@@ -23,6 +23,7 @@ import contextlib
 from oslo_log import log as logging
 
 from nova_orphans.engine import model
+from nova_orphans import exception
 from nova_orphans.readers import base
 
 LOG = logging.getLogger(__name__)
@@ -57,8 +58,9 @@ class PlacementAPIReader(base.PlacementReader):
         )['resource_providers']}
         aggregates = {uuid: set() for uuid in sharing}
         for uuid in sharing:
-            aggs = self.client.get(
-                '/resource_providers/%s/aggregates' % uuid)['aggregates']
+            aggs = (gone_if_missing(
+                self.client.get, '/resource_providers/%s/aggregates' % uuid,
+                'provider', uuid) or {}).get('aggregates', ())
             for agg in aggs:
                 for member in self.client.get(
                         '/resource_providers?member_of=%s' % agg
@@ -123,7 +125,13 @@ class PlacementAPIReader(base.PlacementReader):
         def read(uuid):
             if cancelled is not None and cancelled():
                 return None
-            doc = client.get('/resource_providers/%s/allocations' % uuid)
+            doc = gone_if_missing(
+                client.get, '/resource_providers/%s/allocations' % uuid,
+                'provider', uuid)
+            if doc is None:
+                # Deleted since the listing (nova deletes a compute
+                # node's provider with it): its allocations went too.
+                return []
             return [model.Allocation(consumer=consumer, provider=uuid,
                                      resources=dict(body['resources']))
                     for consumer, body in doc['allocations'].items()]
@@ -161,6 +169,22 @@ class PlacementAPIReader(base.PlacementReader):
                 records[uuid] = consumer_from_document(uuid, doc)
                 allocations[uuid] = doc.get('allocations') or {}
         return records, allocations
+
+
+def gone_if_missing(get, url, kind, uuid):
+    """``get(url)``, or None when placement says 404: the ``kind``
+    (provider) ``uuid`` was deleted since it was listed, as nova deletes
+    providers with their compute nodes at any time. Logged at debug.
+    """
+    try:
+        return get(url)
+    except exception.PlacementError as e:
+        if getattr(e, 'status_code', None) == 404:
+            LOG.debug('The %(kind)s %(uuid)s vanished during the run '
+                      '(%(url)s: 404): gone', {'kind': kind, 'uuid': uuid,
+                                               'url': url})
+            return None
+        raise
 
 
 def consumer_from_document(uuid, doc):

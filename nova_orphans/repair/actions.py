@@ -144,6 +144,13 @@ class _Retry(Exception):
     """
 
 
+class _Changed(_Retry):
+    """As _Retry, but after a write whose answer was lost: this run's
+    write may have been applied, so its journal entry is never marked
+    as not applied.
+    """
+
+
 class Repairer:
 
     def __init__(self, client, nova_reader, audit_snapshot, journal=None,
@@ -493,11 +500,13 @@ class Repairer:
         except _Retry as e:
             # Placement refused the whole request: restore must not try
             # to undo it (its consumers may well have changed since).
-            self.journal.not_applied_many(entries, str(e))
+            # Unless an earlier try's answer was lost (_Changed).
+            if not isinstance(e, _Changed):
+                self.journal.not_applied_many(entries, str(e))
             e.status_code = 409
             raise
         except exception.PlacementError as e:
-            if 400 <= getattr(e, 'status_code', 0) < 500:
+            if 400 <= (getattr(e, 'status_code', 0) or 0) < 500:
                 self.journal.not_applied_many(entries, str(e))
             raise
 
@@ -612,6 +621,15 @@ def write(client, targets):
 
     One consumer is a PUT; several are one POST /allocations, so moves
     between consumers are atomic, as nova does them.
+
+    A fault that may have lost only the answer (a connection reset, a
+    timeout, a 502/503/504 from a proxy: ``transient``, see
+    clients.retry) is never answered by sending the write again
+    blindly: every consumer is read back. All as the write leaves
+    them: it was applied, done. All still at the generation it
+    carried: it was not, and it is sent again (placement checks that
+    generation again). Anything else raises _Changed: another writer
+    changed a consumer, perhaps after this write.
     """
     # Never above what the server speaks: below 1.38 documents carry no
     # type, and the bodies are the same from 1.28 to 1.37.
@@ -619,16 +637,74 @@ def write(client, targets):
         [doc for doc, _gen in targets.values()]), client.version)
     bodies = {c: documents.body(doc, gen, version)
               for c, (doc, gen) in targets.items()}
-    try:
-        if len(bodies) == 1:
-            (consumer, body), = bodies.items()
-            client.request('PUT', '/allocations/%s' % consumer, json=body,
-                           version=version, expected=(204,))
-        else:
-            client.request('POST', '/allocations', json=bodies,
-                           version=version, expected=(204,))
-    except exception.GenerationConflict as e:
-        raise _Retry(_conflict(e.detail))
+    if len(bodies) == 1:
+        (consumer, body), = bodies.items()
+        method, url, json = 'PUT', '/allocations/%s' % consumer, body
+    else:
+        method, url, json = 'POST', '/allocations', bodies
+    lost = False
+    attempt = 0
+    while True:
+        try:
+            client.request(method, url, json=json, version=version,
+                           expected=(204,))
+            return
+        except exception.GenerationConflict as e:
+            if not lost:
+                raise _Retry(_conflict(e.detail))
+            # An earlier try whose answer was lost may have landed since
+            # it was read back (it was on its way, past a timeout).
+            if _settle(client, targets) == _APPLIED:
+                return
+            raise _Changed(_conflict(e.detail))
+        except exception.PlacementError as e:
+            if e.transient is None:
+                raise
+            client.answer_lost(e, method, url)
+            lost = True
+            try:
+                state = _settle(client, targets)
+            except exception.NovaOrphansException as read_error:
+                LOG.debug('%(method)s %(url)s: could not be read back '
+                          '(%(error)s)', {'method': method, 'url': url,
+                                          'error': read_error})
+                raise e
+            if state == _APPLIED:
+                LOG.debug('%(method)s %(url)s: its answer was lost, and '
+                          'it was applied', {'method': method, 'url': url})
+                return
+            if state == _CHANGED:
+                raise _Changed(_('changed by another writer while the '
+                                 'answer to this write was lost'))
+            if not client.may_write_again(attempt, method, url):
+                raise
+            attempt += 1
+
+
+# What reading back a write whose answer was lost finds (see write).
+_APPLIED = 'applied'
+_UNCHANGED = 'unchanged'
+_CHANGED = 'changed'
+
+
+def _settle(client, targets):
+    """_APPLIED, _UNCHANGED or _CHANGED: the consumers of a write whose
+    answer was lost, read again.
+    """
+    reader = placement_api.PlacementAPIReader(client)
+    applied = unchanged = True
+    for consumer, (doc, generation) in targets.items():
+        now = documents.normalize(reader.consumer(consumer))
+        if now['allocations'] != doc['allocations'] or (
+                doc['allocations'] and
+                (now['project_id'], now['user_id']) !=
+                (doc['project_id'], doc['user_id'])):
+            applied = False
+        if now['consumer_generation'] != generation:
+            unchanged = False
+    if applied:
+        return _APPLIED
+    return _UNCHANGED if unchanged else _CHANGED
 
 
 def _conflict(detail):

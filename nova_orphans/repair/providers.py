@@ -44,6 +44,7 @@ from nova_orphans.engine import provider_rules
 from nova_orphans.engine import reasons
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans.readers import placement_api
 from nova_orphans.repair import actions
 
 LOG = logging.getLogger(__name__)
@@ -61,15 +62,17 @@ def read_record(client, uuid):
     is gone.
     """
     base = '/resource_providers/%s' % uuid
-    try:
-        rp = client.get(base)
-    except exception.PlacementError as e:
-        if getattr(e, 'status_code', None) == 404:
+    parts = {}
+    for part in ('', '/inventories', '/traits', '/aggregates'):
+        # Deleted meanwhile, even between these reads: gone.
+        parts[part] = placement_api.gone_if_missing(
+            client.get, base + part, 'provider', uuid)
+        if parts[part] is None:
             return None
-        raise
-    inventories = client.get(base + '/inventories')['inventories']
-    traits = client.get(base + '/traits')['traits']
-    aggregates = client.get(base + '/aggregates')['aggregates']
+    rp = parts['']
+    inventories = parts['/inventories']['inventories']
+    traits = parts['/traits']['traits']
+    aggregates = parts['/aggregates']['aggregates']
     return {
         'uuid': rp['uuid'], 'name': rp['name'],
         'parent_provider_uuid': rp.get('parent_provider_uuid'),
@@ -86,14 +89,10 @@ def holders(client, tree):
     """{consumer: [provider, ...]} of what is allocated on the tree now."""
     held = {}
     for uuid in tree:
-        try:
-            allocs = client.get('/resource_providers/%s/allocations' %
-                                uuid)['allocations']
-        except exception.PlacementError as e:
-            if getattr(e, 'status_code', None) == 404:
-                continue
-            raise
-        for consumer in allocs:
+        doc = placement_api.gone_if_missing(
+            client.get, '/resource_providers/%s/allocations' % uuid,
+            'provider', uuid)
+        for consumer in (doc or {}).get('allocations', ()):
             held.setdefault(consumer, []).append(uuid)
     return held
 
@@ -235,9 +234,7 @@ class ProviderCleaner:
                 'findings': [row.to_dict()],
             })
             try:
-                self.client.request(
-                    'DELETE', '/resource_providers/%s' % uuid,
-                    version=WRITE_VERSION, expected=(204,))
+                deleted = self._delete(record)
             except exception.PlacementError as e:
                 status = getattr(e, 'status_code', 0) or 0
                 if 400 <= status < 500:
@@ -246,6 +243,8 @@ class ProviderCleaner:
                     return actions.gone()
                 if status != 409:
                     raise
+                deleted = False
+            if not deleted:
                 LOG.debug('Provider %s changed or got an allocation while '
                           'it was deleted; judging it again', uuid)
                 kept = self._kept(tree)
@@ -258,6 +257,48 @@ class ProviderCleaner:
         except exception.NovaOrphansException as e:
             return actions.failed(str(e))
         return actions.DONE
+
+    def _delete(self, record):
+        """DELETE the provider of ``record``: True once it is deleted,
+        False if it changed meanwhile after a lost answer (its journal
+        entry then stays as it is); PlacementError as placement refused.
+
+        The DELETE carries no generation, so a fault that may have lost
+        only its answer (see repair.actions.write) is settled by reading
+        the provider back: gone, the DELETE was applied; as recorded
+        (its generation), it was not, and is sent again; changed, it is
+        judged again.
+        """
+        uuid = record['uuid']
+        url = '/resource_providers/%s' % uuid
+        lost = False
+        attempt = 0
+        while True:
+            try:
+                self.client.request('DELETE', url, version=WRITE_VERSION,
+                                    expected=(204,))
+                return True
+            except exception.PlacementError as e:
+                status = getattr(e, 'status_code', 0) or 0
+                if lost and status in (404, 409):
+                    # An earlier try, on its way past a timeout, landed:
+                    # gone; or the provider changed since it was read.
+                    return status == 404
+                if e.transient is None:
+                    raise
+                self.client.answer_lost(e, 'DELETE', url)
+                lost = True
+                try:
+                    now = read_record(self.client, uuid)
+                except exception.NovaOrphansException:
+                    raise e
+                if now is None:
+                    return True
+                if now['generation'] != record['generation']:
+                    return False
+                if not self.client.may_write_again(attempt, 'DELETE', url):
+                    raise
+                attempt += 1
 
 
 # Restore ---------------------------------------------------------------
@@ -319,36 +360,119 @@ def _restore_provider(client, entry, dry_run, not_back):
 
 
 def _create(client, record):
-    version = WRITE_VERSION
-    body = {'uuid': record['uuid'], 'name': record['name']}
+    """Re-create the provider of ``record``: the provider, then its
+    inventories, traits and aggregates, each write with the generation
+    the previous one left.
+
+    A fault that may have lost only a write's answer (see
+    repair.actions.write) is settled by reading the provider back: as
+    the write leaves it, the write was applied; at the generation it
+    carried (or, for the provider itself, absent), it was not and is
+    sent again; otherwise the restore fails, the provider changed.
+    """
+    uuid = record['uuid']
+    body = {'uuid': uuid, 'name': record['name']}
     if record.get('parent_provider_uuid'):
         body['parent_provider_uuid'] = record['parent_provider_uuid']
-    rp = client.request('POST', '/resource_providers', json=body,
-                        version=version, expected=(200,)).json()
-    base = '/resource_providers/%s' % record['uuid']
-    generation = rp['generation']
-    if record['inventories']:
-        for rc in record['inventories']:
-            if rc.startswith('CUSTOM_'):
-                client.request('PUT', '/resource_classes/%s' % rc,
-                               version=version, expected=(201, 204))
-        generation = client.request(
-            'PUT', base + '/inventories', version=version, expected=(200,),
-            json={'resource_provider_generation': generation,
-                  'inventories': record['inventories']}).json()[
-            'resource_provider_generation']
-    if record['traits']:
-        for trait in record['traits']:
-            if trait.startswith('CUSTOM_'):
-                client.request('PUT', '/traits/%s' % trait, version=version,
-                               expected=(201, 204))
-        generation = client.request(
-            'PUT', base + '/traits', version=version, expected=(200,),
-            json={'resource_provider_generation': generation,
-                  'traits': record['traits']}).json()[
-            'resource_provider_generation']
-    if record['aggregates']:
-        client.request(
-            'PUT', base + '/aggregates', version=version, expected=(200,),
-            json={'resource_provider_generation': generation,
-                  'aggregates': record['aggregates']})
+
+    def created(now):
+        if now is None:
+            return _UNCHANGED
+        return _APPLIED if (now['name'], now['parent_provider_uuid']) == (
+            record['name'], record.get('parent_provider_uuid')) else _CHANGED
+
+    generation = _checked(client, uuid, 'POST', '/resource_providers', body,
+                          created, lambda doc: doc['generation'])
+    base = '/resource_providers/%s' % uuid
+    for part, key in (('inventories', 'inventories'), ('traits', 'traits'),
+                      ('aggregates', 'aggregates')):
+        if not record[key]:
+            continue
+        if part != 'aggregates':
+            kind = 'resource_classes' if part == 'inventories' else 'traits'
+            for name in record[key]:
+                if name.startswith('CUSTOM_'):
+                    _ensure(client, '/%s/%s' % (kind, name))
+
+        def settled(now, key=key, carried=generation):
+            if now is None:
+                return _CHANGED
+            if now[key] == record[key]:
+                return _APPLIED
+            return _UNCHANGED if now['generation'] == carried else _CHANGED
+
+        generation = _checked(
+            client, uuid, 'PUT', base + '/' + part,
+            {'resource_provider_generation': generation,
+             key: record[key]}, settled,
+            lambda doc: doc['resource_provider_generation'])
+
+
+def _ensure(client, url):
+    """PUT ``url``, a custom resource class or trait that may exist
+    already; a lost answer is settled by asking whether it exists now.
+    """
+    attempt = 0
+    while True:
+        try:
+            client.request('PUT', url, version=WRITE_VERSION,
+                           expected=(201, 204))
+            return
+        except exception.PlacementError as e:
+            if e.transient is None:
+                raise
+            client.answer_lost(e, 'PUT', url)
+            try:
+                found = client.request('GET', url, version=WRITE_VERSION,
+                                       expected=(200, 204, 404))
+            except exception.NovaOrphansException:
+                raise e
+            if found.status_code != 404:
+                return
+            if not client.may_write_again(attempt, 'PUT', url):
+                raise
+            attempt += 1
+
+
+# What reading back a restore write whose answer was lost finds.
+_APPLIED = 'applied'
+_UNCHANGED = 'unchanged'
+_CHANGED = 'changed'
+
+
+def _checked(client, uuid, method, url, body, settled, generation):
+    """Send one write of a provider's restore; the provider's generation
+    after it (``generation(answer)``, or as read back). ``settled(record
+    now)``: what a lost answer means (see _create).
+    """
+    expected = (200,)
+    lost = False
+    attempt = 0
+    while True:
+        try:
+            return generation(client.request(
+                method, url, json=body, version=WRITE_VERSION,
+                expected=expected).json())
+        except exception.PlacementError as e:
+            status = getattr(e, 'status_code', 0) or 0
+            # Refused after a lost answer: perhaps by the earlier try.
+            if e.transient is None and not (lost and status == 409):
+                raise
+            if e.transient is not None:
+                client.answer_lost(e, method, url)
+                lost = True
+            try:
+                now = read_record(client, uuid)
+            except exception.NovaOrphansException:
+                raise e
+            verdict = settled(now)
+            if verdict == _APPLIED:
+                return now['generation']
+            if verdict == _CHANGED or status == 409:
+                raise exception.PlacementError(
+                    method=method, url=url, reason=_(
+                        'provider %(uuid)s changed while the answer to '
+                        'this write was lost') % {'uuid': uuid})
+            if not client.may_write_again(attempt, method, url):
+                raise
+            attempt += 1

@@ -79,6 +79,28 @@ def add_progress(parser, what):
                         help=_('Never report progress.'))
 
 
+def add_retry_options(parser):
+    """--retry-budget and --deadline, as [nova_orphans] retry_budget and
+    deadline (the retries per request are the cloud's connect_retries
+    and status_code_retries, and the timeout osc's --timeout).
+    """
+    parser.add_argument(
+        '--retry-budget', metavar='<seconds>', type=int,
+        default=orphans_conf.DEFAULT_RETRY_BUDGET,
+        help=_('Seconds a service may fail every request with transient '
+               'faults (connection errors, timeouts, 429, 502, 503, 504) '
+               'before the run stops retrying it (default: %(default)s; '
+               'as [nova_orphans] retry_budget). Reads are retried up to '
+               'the cloud\'s connect_retries and status_code_retries '
+               'times (default 8 each); a write whose answer was lost is '
+               'read back, and sent again only if it was not applied.'))
+    parser.add_argument(
+        '--deadline', metavar='<seconds>', type=int, default=0,
+        help=_('Seconds the run may last: once they have passed no '
+               'request is sent (default: 0, none; each request still '
+               'waits at most --timeout, by default 60 s).'))
+
+
 def add_scope(parser, provider_help, host_help, reasons_=True):
     parser.add_argument('--resource-provider', metavar='<uuid>',
                         help=provider_help)
@@ -189,6 +211,8 @@ class OrphanLister(command.Lister):
     # The codes its --help lists (nova_orphans.exit_codes).
     CODES = exit_codes.LIST_CODES
     RESTORING = False
+    # Whether it asks the cloud anything (--retry-budget, --deadline).
+    REQUESTS = True
 
     def get_epilog(self):
         return exit_codes.help_text(self.CODES, restoring=self.RESTORING,
@@ -202,17 +226,22 @@ class OrphanLister(command.Lister):
             '--long', '--verbose', action='store_true', dest='long',
             help=_('Show every column in tables (other formats always '
                    'have them all).'))
+        if self.REQUESTS:
+            add_retry_options(parser)
         return parser
 
     def sources(self, parsed_args, every_root=True):
-        return api_sources.APISources(
+        self._sources = api_sources.APISources(
             self.app.client_manager.nova_orphans,
             getattr(parsed_args, 'grace_period',
                     orphans_conf.DEFAULT_GRACE_PERIOD),
             every_root=every_root,
             foreign_projects=getattr(parsed_args, 'foreign_projects', ()),
             foreign_consumer_types=getattr(parsed_args,
-                                           'foreign_consumer_types', ()))
+                                           'foreign_consumer_types', ()),
+            retry_budget=getattr(parsed_args, 'retry_budget', None),
+            deadline=getattr(parsed_args, 'deadline', None))
+        return self._sources
 
     def progress(self, parsed_args):
         """The run's Progress, or None (see add_progress), on the
@@ -261,6 +290,7 @@ class OrphanLister(command.Lister):
         self.stop = interrupt.Stop(
             exit_now=interrupt.exit_now if self.own_process() else None)
         self.result = None
+        self._sources = None
         try:
             with self.stop.handled():
                 super().run(parsed_args)
@@ -273,6 +303,10 @@ class OrphanLister(command.Lister):
                                                parsed_args.fit_width),
                         break_on_hyphens=False))
                 self.finished()
+                line = output.retries_line(
+                    self._sources.retries if self._sources else None)
+                if line:
+                    self.say(line)
                 code = self.result.exit_code
                 if (self.stop.signum is not None and
                         code != exit_codes.of_signal(self.stop.signum)):

@@ -27,6 +27,7 @@ RETENTION_DAYS = 90
 class _Journals(common.OrphanLister):
 
     CODES = exit_codes.JOURNAL_CODES
+    REQUESTS = False
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)

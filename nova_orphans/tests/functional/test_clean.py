@@ -964,76 +964,131 @@ class FaultsTestCase(RepairTestCase):
             (self.stranger_, 'done'),
             (self.vm, 'skipped: already as before')])
 
+    def applied(self, consumer):
+        """How many writes to ``consumer`` placement applied."""
+        return len([r for r in self.proxy.requests(
+            'PUT', '/allocations/' + consumer)
+            if r.forwarded is not None and 200 <= r.forwarded < 300])
+
     def test_connection_dropped_before_the_write(self):
+        """The write never reached placement: read back, found as it
+        was (its generation), sent again with that generation: done.
+        """
         self.proxy.inject('PUT', '/allocations/' + self.vm, drop=True)
+        rc, rows = self.clean()
+        self.assertEqual(4, rc, self.stderr)
+        self.assertRows(self.rows('done'), rows)
+        self.assertEqual('1 request retried after transient faults '
+                         '(placement connection: 1).\n',
+                         self.stderr.split('To undo: ')[1].split('\n', 1)[1])
+        self.assertEqual({}, self.placement.dump_state())
+        self.assertEqual(
+            ['dropped', 204],
+            [r.result for r in self.proxy.requests(
+                'PUT', '/allocations/' + self.vm)])
+        self.assertEqual(1, self.applied(self.vm))
+        self.assertEqual((0, []), self.clean())
+        self.assert_restored([(self.vm, 'done'), (self.other, 'done'),
+                              (self.stranger_, 'done')])
+
+    def test_answer_lost_after_the_write(self):
+        """The write reached placement but its answer never came back:
+        read back, found applied, done; never sent again.
+        """
+        self.proxy.inject('PUT', '/allocations/' + self.vm, drop='after')
+        rc, rows = self.clean()
+        self.assertEqual(4, rc, self.stderr)
+        self.assertRows(self.rows('done'), rows)
+        self.assertEqual({}, self.placement.dump_state())
+        self.assertEqual(['dropped'], [r.result for r in self.proxy.requests(
+            'PUT', '/allocations/' + self.vm)])
+        self.assertEqual(1, self.applied(self.vm))
+        # Read back once: the re-verification, then after the lost answer.
+        self.assertEqual(2, len(self.proxy.requests(
+            'GET', '/allocations/' + self.vm)))
+        self.assertEqual((0, []), self.clean())
+        self.assert_restored([(self.vm, 'done'), (self.other, 'done'),
+                              (self.stranger_, 'done')])
+
+    def test_lost_answer_read_back_fails(self):
+        """The answer lost, and placement gone before the write could be
+        read back: failed, nothing more sent; the next run sees it was
+        applied.
+        """
+        self.proxy.inject('PUT', '/allocations/' + self.vm, drop='after')
+        self.proxy.inject('GET', '/allocations/' + self.vm, skip=1,
+                          status=500)
         rc, rows = self.clean()
         self.assertEqual(1, rc)
         self.assertRows(self.rows('failed: error 1'), rows)
         self.assertIn(
             'Error 1 (1 row(s)): Placement request PUT /allocations/%s '
             'failed: ' % self.vm, self.stderr)
-        self.assertEqual({self.vm: self.initial[self.vm]},
-                         self.placement.dump_state())
-        self.assertEqual(4, self.clean()[0])
         self.assertEqual({}, self.placement.dump_state())
-        self.assert_restored([
-            (self.vm, 'done'), (self.other, 'done'),
-            (self.stranger_, 'done'),
-            (self.vm, 'skipped: already as before')])
-
-    def test_answer_lost_after_the_write(self):
-        """The write reached placement but its answer never came back:
-        reported failed, nothing lost (the journal has it), and the next
-        run has nothing left to do.
-        """
-        self.proxy.inject('PUT', '/allocations/' + self.vm, drop='after')
-        rc, rows = self.clean()
-        self.assertEqual(1, rc)
-        self.assertTrue(all(
-            r['outcome'].startswith('failed: ') == (r['consumer'] == self.vm)
-            for r in rows), rows)
-        self.assertEqual({}, self.placement.dump_state())
+        self.assertEqual(1, len(self.proxy.requests(
+            'PUT', '/allocations/' + self.vm)))
         self.assertEqual((0, []), self.clean())
         self.assert_restored([(self.vm, 'done'), (self.other, 'done'),
                               (self.stranger_, 'done')])
 
     def test_timeout_while_the_write_is_on_its_way(self):
-        """The tool gives up after [placement] timeout; the write lands
-        later. Same as a lost answer: failed, then nothing to do.
+        """The tool gives up after [placement] timeout while the write
+        is still on its way; read back, not applied yet, it is sent
+        again with the same generation. Placement applies one of the
+        two, and refuses the other (409): never both.
         """
         conf = self.proxied_conf(timeout=2, name='impatient.conf')
         self.proxy.inject('PUT', '/allocations/' + self.vm, delay=3)
         rc, rows = self.clean(conf_file=conf)
-        self.assertEqual(1, rc)
-        vm_row, = [r for r in rows if r['consumer'] == self.vm]
-        self.assertEqual('failed: error 1', vm_row['outcome'])
-        error, = [line for line in self.stderr.splitlines()
-                  if line.startswith('Error 1 (1 row(s)): ')]
-        self.assertIn('timed out', error)
+        self.assertEqual(4, rc, self.stderr)
+        self.assertRows(self.rows('done'), rows)
+        self.assertIn('1 request retried after transient faults '
+                      '(placement timeout: 1).', self.stderr)
         self.proxy.wait_idle()
         self.assertEqual({}, self.placement.dump_state())
+        self.assertEqual(
+            [204, 409],
+            sorted((r.forwarded for r in self.proxy.requests(
+                'PUT', '/allocations/' + self.vm)), key=str))
         self.assertEqual((0, []), self.clean())
         self.assert_restored([(self.vm, 'done'), (self.other, 'done'),
                               (self.stranger_, 'done')])
 
     def test_server_error_on_the_fresh_read(self):
-        """The re-verification read fails: nothing journaled, nothing
-        written for that consumer.
+        """The re-verification read fails (placement's own 500, which is
+        not retried): nothing journaled, nothing written for that
+        consumer.
         """
         # The audit takes this owner from nova: the first read of the
         # consumer is the re-verification.
-        self.proxy.inject('GET', '/allocations/' + self.vm, status=503)
+        self.proxy.inject('GET', '/allocations/' + self.vm, status=500)
         rc, rows = self.clean()
         self.assertEqual(1, rc)
         self.assertRows(self.rows('failed: error 1'), rows)
         self.assertIn(
             'Error 1 (1 row(s)): Placement request GET /allocations/%s '
-            'failed: 503 injected by the test proxy\n' % self.vm, self.stderr)
+            'failed: 500 injected by the test proxy\n' % self.vm, self.stderr)
         self.assertEqual({self.vm: self.initial[self.vm]},
                          self.placement.dump_state())
         self.assertEqual(sorted([self.other, self.stranger_]),
                          sorted(c for e in self.entries()
                                 for c in e['consumers']))
+
+    def test_unavailable_on_the_fresh_read_is_retried(self):
+        """A 503 (a proxy in front of a restarting placement) on the
+        re-verification read: read again, then done.
+        """
+        self.proxy.inject('GET', '/allocations/' + self.vm, status=503,
+                          count=2)
+        rc, rows = self.clean()
+        self.assertEqual(4, rc, self.stderr)
+        self.assertRows(self.rows('done'), rows)
+        self.assertIn('1 request retried after transient faults '
+                      '(placement 503: 2).', self.stderr)
+        self.assertEqual([503, 503, 200],
+                         [r.result for r in self.proxy.requests(
+                             'GET', '/allocations/' + self.vm)])
+        self.assertEqual({}, self.placement.dump_state())
 
 
 class JournalTestCase(RepairTestCase):

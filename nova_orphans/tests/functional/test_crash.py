@@ -213,6 +213,49 @@ class CrashTestCase(_CrashTestCase):
         self.assertIn('line %d' % cut_line, err)
         self.assertEqual(self.before, self.cloud.state())
 
+    # Killed mid-retry -------------------------------------------------
+
+    def batch_sent(self):
+        """The consumers of the batch POSTs the proxy saw."""
+        return {c for r in self.proxy.requests('POST', '/allocations')
+                if len(r.body) >= 8 for c in r.body}
+
+    def test_killed_reading_back_a_lost_answer(self):
+        """Placement applied the batch and its answer was lost; the tool
+        is killed while it reads the batch back to learn whether it was.
+        """
+        self.proxy.inject('POST', '/allocations', drop='after',
+                          match=processes.batch(8))
+        # The read after the batch was sent: the read back.
+        hold = self.proxy.hold('GET', '/allocations/' +
+                               self.cloud.strangers[0],
+                               match=lambda _body: bool(self.batch_sent()))
+        proc = self.start('clean', self.killed)
+        hold.wait(proc)
+        processes.kill(proc)
+        hold.release(forward=False)
+        self.proxy.wait_idle()
+        held = self.batch_sent()
+        self.assertIn(self.cloud.strangers[0], held)
+        self.assertRecovers(held, applied=True)
+
+    def test_killed_before_sending_again(self):
+        """The batch never reached placement (the connection dropped);
+        read back, it was not applied; the tool is killed as it sends it
+        again.
+        """
+        self.proxy.inject('POST', '/allocations', drop=True,
+                          match=processes.batch(8))
+        hold = self.proxy.hold('POST', '/allocations',
+                               match=processes.batch(8))
+        proc = self.start('clean', self.killed)
+        held = set(hold.wait(proc))
+        processes.kill(proc)
+        hold.release(forward=False)
+        self.proxy.wait_idle()
+        self.assertEqual(held, self.batch_sent())
+        self.assertRecovers(held, applied=False)
+
     # Restore ----------------------------------------------------------
 
     def test_restore_killed_on_both_sides_of_a_write(self):

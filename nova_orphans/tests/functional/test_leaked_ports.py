@@ -93,10 +93,10 @@ class LeakedPortTestCase(test_clean.RepairTestCase):
         threading.Thread(target=server.serve_forever, daemon=True).start()
         self.addCleanup(server.server_close)
         self.addCleanup(server.shutdown)
+        self.neutron_section = {'auth_type': 'admin_token',
+                                'endpoint': endpoint, 'token': 'admin'}
         self.conf_file = self.proxied_conf(
-            timeout=10, name='neutron.conf', neutron={
-                'auth_type': 'admin_token', 'endpoint': endpoint,
-                'token': 'admin'})
+            timeout=10, name='neutron.conf', neutron=self.neutron_section)
 
     @staticmethod
     def ports_query(*servers):
@@ -145,17 +145,23 @@ class LeakedPortTestCase(test_clean.RepairTestCase):
         vm = self.server([])
         before = self.placement.dump_state()
         no_neutron = self.proxied_conf(timeout=10, name='no-neutron.conf')
+        # neutron's 503 is retried: once, here.
+        once = self.proxied_conf(timeout=10, name='neutron-once.conf',
+                                 neutron=dict(self.neutron_section,
+                                              status_code_retries='1'))
         self.neutron_front.down = True
-        for conf_file, error in (
+        for conf_file, error, retried in (
                 (no_neutron,
-                 'Configuration error: [neutron] auth_type is not set'),
-                (self.conf_file,
+                 'Configuration error: [neutron] auth_type is not set', ''),
+                (once,
                  'Network request GET %s failed: 503 "{"error": "down"}"' %
-                 self.ports_query(vm)[len('/v2.0'):])):
+                 self.ports_query(vm)[len('/v2.0'):],
+                 '1 request retried after transient faults (network 503: '
+                 '1).\n')):
             why = ('WARNING: neutron could not be asked for the ports bound '
                    'to 1 server(s) whose info cache in nova\'s database '
                    'lists no port (%s): what they hold on their nodes\' '
-                   'child providers is unverifiable.\n' % error)
+                   'child providers is unverifiable.\n' % error) + retried
             rc, out, err = self.manage('allocations', 'list', '--all',
                                        '--format', 'json',
                                        conf_file=conf_file)

@@ -98,6 +98,38 @@ class ProviderCrashTestCase(test_providers.ProvidersTestCase):
         self.kill_at_child_delete('after', forward=True)
         self.recover(child_deleted=True)
 
+    # Killed mid-retry: the DELETE's answer lost.
+
+    def kill_at(self, hold):
+        proc = processes.start(*self.argv('providers', 'clean',
+                                          '--journal', self.killed))
+        hold.wait(proc)
+        err = processes.kill(proc)
+        self.assertNotIn('Traceback', err)
+        hold.release(forward=False)
+        self.proxy.wait_idle()
+
+    def test_killed_reading_back_a_lost_delete(self):
+        """placement deleted the child, its answer was lost; killed while
+        the provider is read back to learn whether it is gone.
+        """
+        url = '/resource_providers/%s' % self.pf
+        self.proxy.inject('DELETE', url, drop='after')
+        self.kill_at(self.proxy.hold(
+            'GET', url, match=lambda _body: bool(self.proxy.requests(
+                'DELETE', url))))
+        self.recover(child_deleted=True)
+
+    def test_killed_sending_a_delete_again(self):
+        """The child's DELETE never reached placement; read back, the
+        child is there as journaled; killed as the DELETE is sent again.
+        """
+        url = '/resource_providers/%s' % self.pf
+        self.proxy.inject('DELETE', url, drop=True)
+        self.kill_at(self.proxy.hold('DELETE', url))
+        self.assertEqual(2, len(self.proxy.requests('DELETE', url)))
+        self.recover(child_deleted=False)
+
     # The tests of the base class run once, there.
     for name in dir(test_providers.ProvidersTestCase):
         if name.startswith('test_'):

@@ -52,7 +52,8 @@ class ScanTestCase(base.BaseTestCase):
              finding(VM2, 'unverifiable', 'none', host=None,
                      resources={'VCPU': 1, 'MEMORY_MB': 512}),
              finding(VM2, 'active_instance', 'none')],
-            1.23456, unreadable_cells=1, unread_sources=2, now=NOW)
+            1.23456, unreadable_cells=1, unread_sources=2, now=NOW,
+            retries={('placement', '503'): 3, ('compute', 'connection'): 1})
         per_reason = ''.join(
             'nova_orphans_%s{reason="%s"} %s\n' % (
                 name, r, '1.0' if r in ('deleted_instance', 'unverifiable')
@@ -110,6 +111,15 @@ class ScanTestCase(base.BaseTestCase):
             'took.\n'
             '# TYPE nova_orphans_scan_duration_seconds gauge\n'
             'nova_orphans_scan_duration_seconds 1.235\n'
+            '# HELP nova_orphans_retries_total Requests of the last run of '
+            'a command sent again, or writes read back, after a transient '
+            'fault (connection error, timeout, 429, 502, 503, 504), by '
+            'service and reason.\n'
+            '# TYPE nova_orphans_retries_total counter\n'
+            'nova_orphans_retries_total{command="list",reason="connection",'
+            'service="compute"} 1.0\n'
+            'nova_orphans_retries_total{command="list",reason="503",'
+            'service="placement"} 3.0\n'
             '# HELP nova_orphans_last_scan_timestamp_seconds When the scan '
             'finished (Unix time).\n'
             '# TYPE nova_orphans_last_scan_timestamp_seconds gauge\n'
@@ -217,6 +227,11 @@ class RepairTestCase(base.BaseTestCase):
             'clean took.\n'
             '# TYPE nova_orphans_clean_duration_seconds gauge\n'
             'nova_orphans_clean_duration_seconds 2.5\n'
+            '# HELP nova_orphans_retries_total Requests of the last run of '
+            'a command sent again, or writes read back, after a transient '
+            'fault (connection error, timeout, 429, 502, 503, 504), by '
+            'service and reason.\n'
+            '# TYPE nova_orphans_retries_total counter\n'
             '# HELP nova_orphans_clean_last_run_timestamp_seconds When the '
             'last clean finished (Unix time).\n'
             '# TYPE nova_orphans_clean_last_run_timestamp_seconds gauge\n'
