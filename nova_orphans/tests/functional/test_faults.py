@@ -462,6 +462,68 @@ class FlakyControlPlaneTestCase(front_ends.FrontEndsTestCase):
                     [(c, 'skipped: dry run') for c in orphans],
                     sorted((r['consumer'], r['outcome']) for r in rows))
 
+    def test_server_deleted_during_the_run(self):
+        """nova deletes a server (its instance, then its allocations)
+        after the run listed it as an orphan's holder and before it
+        writes: the server and its allocation are gone, the run goes on
+        with the other orphans and ends as usual. nova-orphans-manage
+        in both modes (fast mode reads placement's database, so the
+        delete comes as its write is sent, which placement then refuses
+        for the consumer's generation), openstack as it reads the server
+        again.
+        """
+        fast = self.nova_conf(self.proxy.endpoint, name='fast.conf',
+                              placement_database={
+                                  'connection': self.placement.db_url})
+        gone_now = 'skipped: the allocation is gone'
+        # Met by the write: the writer placement's 409 names did it.
+        other_writer = 'skipped: changed by another writer'
+        for n, (front_end, conf, where, outcome) in enumerate((
+                (MANAGE, self.proxied_conf, 'GET /allocations/', gone_now),
+                (MANAGE, fast, 'PUT /allocations/', other_writer),
+                (OPENSTACK, None, 'GET %s/servers/' % urllib.parse.urlsplit(
+                    self.cloud.compute).path, gone_now))):
+            self.cloud.reset()
+            host1 = self.add_node('host1')
+            host2 = self.add_node('host2')
+            vm = self.nova.add_instance('cell1', host='host2', node='host2')
+            self.allocate(vm, {host1: base.FLAVOR, host2: base.FLAVOR})
+            self.nova.add_migration(
+                'cell1', vm, migration_type='evacuation', status='done',
+                source_compute='host1', source_node='host1',
+                dest_compute='host2', dest_node='host2')
+            gone = self.boot('host1', host1, vm_state='error')
+            self.nova.force_delete_instance('cell1', gone)
+            deleted = []
+
+            def delete(vm=vm, deleted=deleted):
+                if deleted:
+                    return
+                self.nova.execute(
+                    'cell1', "UPDATE instances SET deleted = id, "
+                    "vm_state = 'deleted' WHERE uuid = '%s'" % vm)
+                self.placement.request('DELETE', '/allocations/%s' % vm)
+                deleted.append(vm)
+            method, path = where.split(' ')
+            proxy = self.compute_proxy if front_end == OPENSTACK else \
+                self.proxy
+            proxy.inject(method, path + (vm if path.endswith('/') else ''),
+                         before=delete)
+            argv = self.argv(front_end, 'allocations', 'clean', '--journal',
+                             os.path.join(self.tmp, 'journal-%d.jsonl' % n))
+            if conf is not None:
+                argv[argv.index('--config-file') + 1] = conf
+            rc, out, err = self.run_one(argv)
+            label = '%s %s' % (front_end, where)
+            self.assertEqual([vm], deleted, label)
+            self.assertNotIn('Traceback', err, label)
+            outcomes = sorted((r['consumer'], r['outcome'])
+                              for r in json.loads(out))
+            self.assertEqual(sorted([(gone, 'done'), (vm, outcome)]),
+                             outcomes, label)
+            self.assertEqual(exit_codes.REPAIRED, rc, label + err)
+            self.assertEqual({}, self.placement.dump_state(), label)
+
     def test_providers_20_percent_manage(self):
         self.assertProvidersCleaned(MANAGE, 0.2, seed=27)
 
