@@ -1,0 +1,242 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Situations operators meet on the releases of 2024 to 2026.
+
+Each built by nova's own code in its functional harness, judged, cleaned
+and restored exactly, in both front ends where they differ.
+
+Providers over capacity: nova's resource tracker reports a compute
+node's ``reserved`` (``reserved_host_memory_mb``) and allocation ratios
+from nova.conf; an operator raising the first (or lowering a ratio)
+while servers hold the node leaves it over capacity, and placement
+accepts the inventory. placement 9.0.0 to 13.x then refuse every
+allocation write that keeps something on it (bug 2104040, fixed in
+14.0.0), every release one that adds to it.
+"""
+
+import json
+import os
+import re
+
+import fixtures
+from unittest import mock
+
+from nova import context as nova_context
+from nova import exception
+
+from nova_orphans.tests.scenario import test_port_leaks as port_leaks
+
+FLAVOR = port_leaks.FLAVOR
+PORT_A, BW_A, BW_B = port_leaks.PORT_A, port_leaks.BW_A, port_leaks.BW_B
+
+# nova's clean-up that moves a failed migration's allocations back to
+# the instance, failing (placement unreachable at that moment).
+REVERT_FAILS = mock.patch(
+    'nova.compute.manager.ComputeManager._revert_allocation',
+    return_value=False)
+
+
+def causes(outcome, stderr):
+    """The outcome, with a long failure's text (``failed: error N``, the
+    text said once on stderr as ``Error N (k row(s)): text``) in full.
+    """
+    found = re.match(r'^failed: error (\d+)$', outcome)
+    if not found:
+        return outcome
+    text = re.search(r'^Error %s \(\d+ row\(s\)\): (.*)$' % found.group(1),
+                     stderr, re.M)
+    return 'failed: ' + text.group(1)
+
+
+class OverCapacityBase(port_leaks.PortLeakTestBase):
+    """A compute node over capacity, with three kinds of orphans on it.
+
+    On host1: a server's leaked port bandwidth (trim_provider keeps its
+    node's part), a failed cold migration's allocation
+    (return_to_instance moves it to the server, on the same node) and a
+    server forced to deleted in SQL (delete_consumer). Then host1's
+    nova.conf gets ``reserved_host_memory_mb = 8000`` of its 8192 MB
+    while 1536 MB are allocated.
+    """
+
+    #: Over capacity: 192 MB for 1536 MB allocated.
+    RESERVED = 8000
+
+    def setUp(self):
+        super().setUp()
+        self.vm1 = self.boot_qos('vm1')
+        with self.placement_conflicts(self.vm1):
+            self.api.detach_interface(self.vm1['id'], PORT_A['id'])
+            self._wait_for_instance_action_event(
+                self.vm1, 'detach_interface', 'compute_detach_interface',
+                'Error')
+        self.vm2 = self.boot('vm2', 'host1')
+        with mock.patch(
+                'nova.virt.fake.FakeDriver.migrate_disk_and_power_off',
+                side_effect=exception.InstanceFaultRollback(
+                    inner_exception=Exception('disk copy timed out'))), \
+                REVERT_FAILS:
+            self.api.post_server_action(self.vm2['id'],
+                                        {'migrate': {'host': 'host2'}})
+            self._wait_for_action_fail_completion(
+                self.vm2, 'migrate', 'compute_resize_instance')
+        self.mig = self.migration_rows(self.vm2['id'])[0].uuid
+        self.label(self.mig, 'migration')
+        self.vm3 = self.boot('vm3', 'host1')
+        self.force_delete_in_sql(self.vm3['id'])
+        self._run_periodics()
+        self.reserve_memory('host1', self.RESERVED)
+        self.host1 = self.rp_uuids['host1']
+        inventory = self.placement.get(
+            '/resource_providers/%s/inventories' % self.host1,
+            version='1.20').body['inventories']['MEMORY_MB']
+        self.assertEqual((8192, self.RESERVED, 1.0),
+                         (inventory['total'], inventory['reserved'],
+                          inventory['allocation_ratio']))
+        usages = self.placement.get(
+            '/resource_providers/%s/usages' % self.host1,
+            version='1.20').body['usages']
+        self.assertEqual(1536, usages['MEMORY_MB'])
+
+    def reserve_memory(self, host, mb):
+        """``reserved_host_memory_mb`` in ``host``'s nova.conf, reported
+        by its resource tracker (one compute's periodic: the option is
+        that host's; the harness's configuration is every compute's).
+        """
+        self.flags(reserved_host_memory_mb=mb)
+        self.computes[host].manager.update_available_resource(
+            nova_context.get_admin_context())
+
+    def expected(self):
+        vm1, vm2, vm3 = self.vm1['id'], self.vm2['id'], self.vm3['id']
+        return [
+            self.row(vm1, self.host1, 'host1', 'active_instance', 'none',
+                     FLAVOR),
+            self.row(vm1, self.br_ex['host1'], 'host1',
+                     'leaked_port_allocation', 'trim_provider', BW_A),
+            self.row(vm1, self.br_phys3['host1'], 'host1',
+                     'active_instance', 'none', BW_B),
+            self.row(self.mig, self.host1, 'host1', 'finished_migration',
+                     'return_to_instance', FLAVOR,
+                     consumer_type='migration', instance=vm2),
+            self.row(vm2, self.rp_uuids['host2'], 'host2', 'stale_provider',
+                     'remove_provider', FLAVOR),
+            self.row(vm3, self.host1, 'host1', 'deleted_instance',
+                     'delete_consumer', FLAVOR),
+        ]
+
+    def listed(self):
+        """Both front ends list exactly the expected rows; the state."""
+        self.age_nova()
+        before = self.placement_state()
+        expected = self.expected()
+        self.assertRows(expected, self.list_allocations('--all'))
+        # The compute API does not tell cells apart (cell: null).
+        self.assertRows([dict(r, cell=None) for r in expected],
+                        self.osc_list('--all'))
+        return before, [r for r in expected if r['action'] != 'none']
+
+    def journal(self, name):
+        return os.path.join(self.useFixture(fixtures.TempDir()).path, name)
+
+    def clean(self, journal, front_end='manage'):
+        """(rc, {(consumer, provider): outcome}) of a clean."""
+        if front_end == 'manage':
+            rc, out = self.run_manage('allocations', 'clean', '--journal',
+                                      journal, '--format', 'json')
+            err = self.manage_stderr
+        else:
+            rc, out, err = self.openstack('allocation', 'orphan', 'clean',
+                                          '--journal', journal, '-f', 'json')
+        return rc, err, {(r['consumer'], r['resource_provider']):
+                         causes(r['outcome'], err) for r in json.loads(out)}
+
+    def restore(self, journal, rc=4):
+        code, out = self.run_manage('allocations', 'restore', '--journal',
+                                    journal, '--format', 'json')
+        self.assertEqual(rc, code, out + self.manage_stderr)
+        return {(r['consumer'], r['resource_provider'], r['action']):
+                causes(r['outcome'], self.manage_stderr)
+                for r in json.loads(out)}
+
+    def assertOverCapacity(self, outcome, verb):
+        """The outcome names host1, the class and the way out."""
+        self.assertTrue(outcome.startswith(
+            'failed: resource provider host1 (%s) is over capacity for '
+            'MEMORY_MB' % self.host1), outcome)
+        self.assertIn('run %s again' % verb, outcome)
+
+    def restore_needs_room(self, journal, before):
+        """Restoring vm3 adds to host1: every placement refuses it until
+        host1 has room; then the restore is exact.
+        """
+        vm3 = self.vm3['id']
+        outcomes = self.restore(journal, rc=1)
+        self.assertOverCapacity(
+            outcomes.pop((vm3, self.host1, 'delete_consumer')), 'restore')
+        self.assertNotIn(vm3, self.placement_state())
+        self.reserve_memory('host1', 0)
+        outcomes = self.restore(journal)
+        self.assertEqual('done', outcomes[(vm3, self.host1,
+                                           'delete_consumer')])
+        self.assertEqual(before, self.placement_state())
+
+
+class OverCapacityTest(OverCapacityBase):
+
+    def test_placement_16(self):
+        """placement 14.0.0 and later let every repair through."""
+        before, orphans = self.listed()
+        journal = self.journal('clean.jsonl')
+        rc, err, outcomes = self.clean(journal)
+        self.assertEqual(4, rc, err)
+        self.assertEqual(
+            {(r['consumer'], r['resource_provider']): 'done'
+             for r in orphans}, outcomes)
+        self.assertEqual(self.repaired(before, orphans),
+                         self.placement_state())
+        self.restore_needs_room(journal, before)
+
+
+class OverCapacityPlacement9Test(OverCapacityBase):
+    """placement 9.0.0 (2023.1): only the writes that keep nothing on
+    host1 go through, until host1 has room.
+    """
+
+    PLACEMENT_RELEASE = '9.0.0'
+
+    def test_placement_9(self):
+        before, orphans = self.listed()
+        vm1, vm2 = self.vm1['id'], self.vm2['id']
+        journal = self.journal('osc.jsonl')
+        rc, err, outcomes = self.clean(journal, front_end='openstack')
+        self.assertEqual(1, rc, err)
+        for key in ((vm1, self.br_ex['host1']), (self.mig, self.host1)):
+            self.assertOverCapacity(outcomes.pop(key), 'clean')
+        self.assertEqual({(vm2, self.rp_uuids['host2']): 'done',
+                          (self.vm3['id'], self.host1): 'done'}, outcomes)
+        done = [r for r in orphans if r['consumer'] in (vm2,
+                                                        self.vm3['id'])]
+        self.assertEqual(self.repaired(before, done), self.placement_state())
+        # The refused repairs were never applied: restore leaves them.
+        self.restore_needs_room(journal, before)
+        # With room on host1, this placement lets every repair through.
+        journal = self.journal('manage.jsonl')
+        rc, err, outcomes = self.clean(journal)
+        self.assertEqual(4, rc, err)
+        self.assertEqual(
+            {(r['consumer'], r['resource_provider']): 'done'
+             for r in orphans}, outcomes)
+        self.assertEqual(self.repaired(before, orphans),
+                         self.placement_state())
+        self.restore(journal)
+        self.assertEqual(before, self.placement_state())
