@@ -393,6 +393,12 @@ class NovaSnapshot:
     # stores them) are too recent to act on: the time of the read minus
     # [nova_orphans] grace_period. None: no time limit.
     recent_since: typing.Optional[datetime.datetime] = None
+    # {instance uuid: the internal scheduler hints (names starting with
+    # ``_nova``) its request spec carries}, read only for the live
+    # instances holding no allocation at all, and only those that carry
+    # some (see rules.missing_details).
+    internal_hints: typing.Dict[str, tuple] = dataclasses.field(
+        default_factory=dict)
     # {root provider uuid: why}: roots that may be compute nodes nobody
     # could tell live or deleted (see readers/provider_proof.py); the
     # provider rules call their trees unverifiable.

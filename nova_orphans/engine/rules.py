@@ -756,6 +756,42 @@ DEFAULT_RULES = (
 )
 
 
+# The scheduler hint nova's own rebuild sets (never saved), which the
+# scheduler reads as "check the current host, claim nothing".
+CHECK_TYPE_HINT = '_nova_check_type'
+
+
+def internal_hints(hints):
+    """The names of nova's internal scheduler hints (``_nova*``) among
+    ``hints`` (a request spec's or a server's), sorted.
+    """
+    return tuple(sorted(str(k) for k in hints or ()
+                        if str(k).startswith('_nova')))
+
+
+def missing_details(inst, nova):
+    """The details of a missing_allocations finding for ``inst``.
+
+    A request spec that carries nova's internal ``_nova_check_type``
+    hint was created with it: nova's rebuild sets it on a copy it never
+    saves (``del request_spec.id`` in compute.api.API.rebuild), while
+    nova before 31.3.1, 32.2.1 and 33.0.2 kept a user's hints at create
+    as given, and its scheduler then skipped placement and the claim
+    (``request_is_rebuild``): the server runs with no allocation
+    (nova bug 2151252, fixed by stripping ``_nova`` hints at create).
+    """
+    details = _('The instance runs on %(host)s (%(node)s) but holds no '
+                'allocations in placement.') % {
+        'host': inst.host, 'node': inst.node}
+    if CHECK_TYPE_HINT in nova.internal_hints.get(inst.uuid, ()):
+        details += ' ' + _(
+            'Its request spec carries the scheduler hint %(hint)s, given '
+            'at create: the scheduler skipped the claim (OSSA-2026-022, '
+            'CVE-2026-46448, nova bug 2151252; fixed in nova 31.3.1, '
+            '32.2.1 and 33.0.2).') % {'hint': CHECK_TYPE_HINT}
+    return details
+
+
 def missing_allocations(index):
     """Live, placed instances that hold nothing at all: heal them."""
     placement = index.snapshot.placement

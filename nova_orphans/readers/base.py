@@ -48,6 +48,12 @@ class NovaReader:
         rules.leaked_port_allocation takes as nothing proven.
         """
 
+    def read_internal_hints(self, snapshot, instance_uuids):
+        """Add the internal scheduler hints (``_nova*``) these live
+        instances' request specs carry (NovaSnapshot.internal_hints); a
+        reader that cannot read request specs leaves them unread.
+        """
+
     def prove_deleted_nodes(self, nova, providers, allocations, consumers):
         """Add the compute nodes that these consumers' allocations prove
         deleted, where nova shows no deleted ones (provider_proof).

@@ -75,6 +75,10 @@ CELL_MAPPINGS = _table('cell_mappings', 'id', 'uuid', 'name',
 INSTANCE_MAPPINGS = _table('instance_mappings', 'instance_uuid', 'cell_id',
                            'queued_for_delete', database='api')
 BUILD_REQUESTS = _table('build_requests', 'instance_uuid', database='api')
+# The scheduler hints an instance was created with (see
+# rules.missing_details).
+REQUEST_SPECS = _table('request_specs', 'instance_uuid', 'spec',
+                       database='api')
 COMPUTE_NODES = _table('compute_nodes', 'id', 'uuid', 'host',
                        'hypervisor_hostname', 'hypervisor_type', 'deleted')
 # Archived nodes: their provider trees may still be in placement. Read
@@ -486,6 +490,22 @@ class NovaDBReader(base.NovaReader):
             data.update(found)
         return data
 
+    def read_internal_hints(self, snapshot, instance_uuids):
+        """The ``_nova*`` scheduler hints of these instances' request
+        specs (NovaSnapshot.internal_hints), from the API database.
+        """
+        def read(conn):
+            return db_utils.rows_in(
+                conn, sa.select(REQUEST_SPECS.c.instance_uuid,
+                                REQUEST_SPECS.c.spec).where(
+                    REQUEST_SPECS.c.instance_uuid.in_(_IN)),
+                sorted(instance_uuids))
+        for uuid, spec in self._in_api(lambda conn: list(read(conn))):
+            hints = rules.internal_hints(_spec_hints(spec))
+            if hints:
+                snapshot.internal_hints[uuid] = hints
+        return snapshot
+
     def _api_rows(self, consumers):
         def read(conn):
             builds = frozenset(uuid for uuid, in db_utils.rows_in(
@@ -808,6 +828,18 @@ class _CellRead:
                 source_compute=source_compute, source_node=source_node,
                 dest_compute=dest_compute, dest_node=dest_node,
                 deleted=bool(deleted), archived=archived)
+
+
+def _spec_hints(serialized):
+    """The scheduler hints of a serialized RequestSpec, or {}."""
+    try:
+        spec = jsonutils.loads(serialized or '{}')
+    except ValueError:
+        return {}
+    data = spec.get('nova_object.data', spec) if isinstance(
+        spec, dict) else None
+    hints = data.get('scheduler_hints') if isinstance(data, dict) else None
+    return hints if isinstance(hints, dict) else {}
 
 
 def _when(value):

@@ -33,6 +33,7 @@ from unittest import mock
 from nova import context as nova_context
 from nova import exception
 
+from nova_orphans.tests.scenario import cycle
 from nova_orphans.tests.scenario import test_port_leaks as port_leaks
 
 FLAVOR = port_leaks.FLAVOR
@@ -240,3 +241,78 @@ class OverCapacityPlacement9Test(OverCapacityBase):
                          self.placement_state())
         self.restore(journal)
         self.assertEqual(before, self.placement_state())
+
+
+def _unstripped(real):
+    """scheduler_utils.build_filter_properties as nova before 31.3.1,
+    32.2.1 and 33.0.2 called it at create: with the user's hints as
+    given, ``_nova_check_type`` included (nova 34 strips ``_nova`` hints
+    just before this call, and nowhere else).
+    """
+    def build(hints, *args, **kwargs):
+        return real(dict(hints or {}, _nova_check_type=['rebuild']),
+                    *args, **kwargs)
+    return build
+
+
+class MissingAllocationsTest(cycle.CycleTestCase):
+    """A server created with the internal rebuild hint holds nothing.
+
+    nova's scheduler, seeing ``_nova_check_type: ['rebuild']``, neither
+    asks placement for candidates nor claims (``request_is_rebuild``);
+    the compute builds the server, and nova never heals it. The request
+    spec keeps the hint (the API shows it from 2.100 on).
+    """
+
+    HOSTS = ('host1', 'host2')
+
+    def test_created_with_the_rebuild_hint(self):
+        from nova.scheduler import utils as scheduler_utils
+        with mock.patch('nova.scheduler.utils.build_filter_properties',
+                        _unstripped(scheduler_utils.build_filter_properties)):
+            vm1 = self.boot('vm1', 'host1')
+        # A server created as nova 34 does, with its own hint and one
+        # trying the internal hint: stripped, claimed as usual.
+        vm2 = self.boot('vm2', 'host1')
+        self._run_periodics()
+        self.assertEqual({}, self.get_allocations(vm1['id']))
+        self.assertEqual({'_nova_check_type': ['rebuild']},
+                         self.api.get_server(vm1['id'])['scheduler_hints'])
+        self.age_nova()
+        host1 = self.rp_uuids['host1']
+        expected = [
+            self.row(vm1['id'], host1, 'host1', 'missing_allocations',
+                     'heal', {}),
+            self.row(vm2['id'], host1, 'host1', 'active_instance', 'none',
+                     FLAVOR)]
+        advisory = ('Its request spec carries the scheduler hint '
+                    '_nova_check_type, given at create: the scheduler '
+                    'skipped the claim (OSSA-2026-022')
+        for rows, cell in ((self.list_allocations('--all'), 'cell1'),
+                           (self.osc_list('--all'), None)):
+            self.assertRows([dict(r, cell=cell) for r in expected], rows)
+            details = {r['consumer']: r['details'] for r in rows}
+            self.assertIn(advisory, details[vm1['id']])
+            self.assertNotIn(advisory, details[vm2['id']])
+        before = self.placement_state()
+        healed = dict(before, **{vm1['id']: {
+            'allocations': {host1: FLAVOR},
+            'project_id': self.api.project_id, 'user_id': self._user_id,
+            'consumer_type': 'unknown'}})
+        # Healed from its flavor by either front end, and undone exactly.
+        for front_end in ('manage', 'openstack'):
+            journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                                   'journal.jsonl')
+            argv = ('clean', '--heal', '--journal', journal)
+            if front_end == 'manage':
+                rc, out = self.run_manage('allocations', *argv)
+                err = self.manage_stderr
+            else:
+                rc, out, err = self.openstack('allocation', 'orphan', *argv)
+            self.assertEqual(4, rc, out + err)
+            self.assertEqual(healed, self.placement_state())
+            self.assertEqual([], self.list_allocations())
+            rc, out = self.run_manage('allocations', 'restore', '--journal',
+                                      journal)
+            self.assertEqual(4, rc, out + self.manage_stderr)
+            self.assertEqual(before, self.placement_state())

@@ -161,6 +161,35 @@ class InstanceRulesTestCase(ClassifyTestCase):
             (finding.consumer, finding.resource_provider, finding.reason,
              finding.action, finding.resources))
 
+    def test_missing_allocations_created_with_the_rebuild_hint(self):
+        vm = self.cloud.instance('host1')
+        other = self.cloud.instance('host1')
+        plain = 'The instance runs on host1 (host1) but holds no ' \
+            'allocations in placement.'
+        findings = self.cloud.findings()
+        self.assertEqual({vm: plain, other: plain},
+                         {f.consumer: f.details for f in findings})
+        self.cloud.nova.internal_hints[vm] = rules.internal_hints(
+            {'_nova_check_type': ['rebuild'], 'same_host': ['x']})
+        self.cloud.nova.internal_hints[other] = ('_nova_other',)
+        advised = plain + (
+            ' Its request spec carries the scheduler hint _nova_check_type, '
+            'given at create: the scheduler skipped the claim '
+            '(OSSA-2026-022, CVE-2026-46448, nova bug 2151252; fixed in '
+            'nova 31.3.1, 32.2.1 and 33.0.2).')
+        expected = {vm: advised, other: plain}
+        self.assertEqual(expected, {f.consumer: f.details
+                                    for f in self.cloud.findings()})
+        self.assertEqual(expected, {
+            f.consumer: f.details for f in
+            classify.with_internal_hints(findings, self.cloud.nova)})
+
+    def test_internal_hints(self):
+        self.assertEqual(('_nova_check_type', '_nova_x'),
+                         rules.internal_hints({'_nova_x': 1, 'group': 2,
+                                               '_nova_check_type': 3}))
+        self.assertEqual((), rules.internal_hints(None))
+
     def test_missing_allocations_not_for_instances_without_a_host(self):
         self.cloud.instance(None, vm_state='shelved_offloaded')
         self.cloud.instance(None, vm_state='error')
