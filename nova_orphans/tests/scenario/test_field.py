@@ -34,6 +34,7 @@ from nova import context as nova_context
 from nova import exception
 
 from nova_orphans.tests.scenario import cycle
+from nova_orphans.tests.scenario import test_orphan_providers
 from nova_orphans.tests.scenario import test_port_leaks as port_leaks
 
 FLAVOR = port_leaks.FLAVOR
@@ -316,3 +317,87 @@ class MissingAllocationsTest(cycle.CycleTestCase):
                                       journal)
             self.assertEqual(4, rc, out + self.manage_stderr)
             self.assertEqual(before, self.placement_state())
+
+
+class RenamedHostTest(test_orphan_providers.ProviderCycleTestCase):
+    """A compute host renamed: a new service, a new node, a new uuid.
+
+    nova 34 takes a node's uuid from the host's ``compute_id`` file and
+    its name from the host; a host renamed (its file rewritten, or a
+    reinstall) starts as a new service whose node and provider are new.
+    The old service is deleted through the API once its servers are
+    gone: nova deletes its compute node and swallows placement's
+    "resource provider in use" for what its cascade does not know (a
+    server forced to deleted in SQL), so the old tree stays with that
+    allocation. The tree and the allocation are orphans, in both
+    listings alike.
+    """
+
+    HOSTS = ('host1', 'host2')
+
+    def same_name_new_uuid(self, host):
+        """``host``'s compute restarted with another node uuid (its
+        ``compute_id`` file replaced) while its node row lives: nova
+        refuses to start it, and nothing changes.
+        """
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.virt.fake.ReinstalledHostDriver',
+            test_orphan_providers.ReinstalledHostDriver))
+        self.computes[host].stop()
+        self.flags(compute_driver='fake.ReinstalledHostDriver')
+        e = self.assertRaises(exception.InvalidConfiguration,
+                              self._start_compute, host)
+        self.assertIn('Duplicate compute node record found for host %s '
+                      'node %s' % (host, host), str(e))
+        self.flags(compute_driver=self.compute_driver)
+
+    def test_renamed(self):
+        vm1 = self.boot('vm1', 'host2')
+        vm2 = self.boot('vm2', 'host1')
+        old = self.rp_uuids['host1']
+        self.same_name_new_uuid('host1')
+        self.assertEqual([(old, 'host1', 0)],
+                         [tuple(r) for r in self.compute_node_rows('host1')])
+        self.age_nova()
+        self.assertEqual([], self.list_allocations())
+        self.assertEqual([], self.list_providers())
+        self.force_delete_in_sql(vm2['id'])
+        self._start_compute('host1b')
+        new = self._get_provider_uuid_by_host('host1b')
+        self.assertNotEqual(old, new)
+        self.assertEqual(204, self.delete_service('host1').status)
+        (node,) = self.compute_node_rows('host1')
+        self.assertEqual(old, node.uuid)
+        self.assertNotEqual(0, node.deleted)
+        self.age_nova()
+
+        allocations = [
+            self.row(vm1['id'], self.rp_uuids['host2'], 'host2',
+                     'active_instance', 'none', FLAVOR),
+            self.row(vm2['id'], old, 'host1', 'deleted_instance',
+                     'delete_consumer', FLAVOR)]
+        self.assertRows(allocations, self.list_allocations('--all'))
+        # The compute API names no cell, nor a deleted node's host.
+        self.assertRows(
+            [dict(r, cell=None, host=None if r['resource_provider'] == old
+                  else r['host']) for r in allocations],
+            self.osc_list('--all'))
+        providers = [
+            self.prow(old, 'deleted_compute_node', 'delete_provider',
+                      'host1', 1, 1),
+            self.prow(self.rp_uuids['host2'], 'live_compute_node', 'none',
+                      'host2', 1),
+            self.prow(new, 'live_compute_node', 'none', 'host1b', 0)]
+        # Both listings agree: a tree's orphans are the orphan rows on it.
+        orphans = {}
+        for r in allocations:
+            if r['action'] != 'none':
+                orphans[r['resource_provider']] = orphans.get(
+                    r['resource_provider'], 0) + 1
+        self.assertEqual(orphans, {r['uuid']: r['orphan_allocations']
+                                   for r in providers
+                                   if r['orphan_allocations']})
+        self.assertSameProviderRows(self.list_providers('--all'),
+                                    self.osc_providers('--all'),
+                                    deleted=[old])
+        self.run_provider_cycle(providers)
