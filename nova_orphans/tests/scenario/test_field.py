@@ -33,6 +33,7 @@ from unittest import mock
 from nova import context as nova_context
 from nova import exception
 
+from nova_orphans.tests.scenario import comparison
 from nova_orphans.tests.scenario import cycle
 from nova_orphans.tests.scenario import test_orphan_providers
 from nova_orphans.tests.scenario import test_port_leaks as port_leaks
@@ -401,3 +402,50 @@ class RenamedHostTest(test_orphan_providers.ProviderCycleTestCase):
                                     self.osc_providers('--all'),
                                     deleted=[old])
         self.run_provider_cycle(providers)
+
+
+class LiveMigrationPostFailureTest(cycle.CycleTestCase):
+    """A live migration that fails after the guest switched hosts.
+
+    ``post_live_migration_at_destination`` raises on host2: nova 34's
+    ``_post_live_migration`` re-raises (nova 31.0.0 on, bug 2000069)
+    before it deletes the migration's allocation on the source;
+    ``_post_live_migration_update_host`` puts the instance on host2
+    (nova 27 on); ``_do_live_migration`` sets the migration ``error``
+    and the instance ERROR. Nothing nova runs later frees the source.
+    """
+
+    HOSTS = ('host1', 'host2')
+
+    @comparison.scenario('live_migration_post_failed')
+    def test_post_at_destination_fails(self):
+        vm1 = self.boot('vm1', 'host1')
+        with mock.patch(
+                'nova.virt.fake.FakeDriver.post_live_migration_at_destination',
+                side_effect=exception.NovaException('port binding failed')):
+            self.api.post_server_action(vm1['id'], {'os-migrateLive': {
+                'host': 'host2', 'block_migration': 'auto'}})
+            self._wait_for_migration_status(vm1, ['error'])
+            self._wait_for_state_change(vm1, 'ERROR')
+        mig, = self.migration_rows(vm1['id'])
+        self.label(mig.uuid, 'migration')
+        self.assertEqual(('live-migration', 'error'),
+                         (mig.migration_type, mig.status))
+        row = self.instance_row(vm1['id'])
+        self.assertEqual(('error', None, 'host2', 'host2'),
+                         (row.vm_state, row.task_state, row.host, row.node))
+        src, dst = self.rp_uuids['host1'], self.rp_uuids['host2']
+        self.assertEqual({src: FLAVOR}, self.get_allocations(mig.uuid))
+        # The source's periodics, and a restart of its compute, keep it.
+        self.computes['host1'] = self.restart_compute_service(
+            self.computes['host1'])
+        self._run_periodics()
+        self.assertEqual({src: FLAVOR}, self.get_allocations(mig.uuid))
+        self.assertEqual({dst: FLAVOR}, self.get_allocations(vm1['id']))
+        self.run_cycle([
+            self.row(mig.uuid, src, 'host1', 'finished_migration',
+                     'delete_consumer', FLAVOR, consumer_type='migration',
+                     instance=vm1['id']),
+            self.row(vm1['id'], dst, 'host2', 'active_instance', 'none',
+                     FLAVOR),
+        ])
