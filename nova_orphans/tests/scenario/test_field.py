@@ -37,6 +37,7 @@ from nova_orphans.tests.scenario import comparison
 from nova_orphans.tests.scenario import cycle
 from nova_orphans.tests.scenario import test_orphan_providers
 from nova_orphans.tests.scenario import test_port_leaks as port_leaks
+from nova_orphans.tests.scenario import test_providers
 
 FLAVOR = port_leaks.FLAVOR
 PORT_A, BW_A, BW_B = port_leaks.PORT_A, port_leaks.BW_A, port_leaks.BW_B
@@ -449,3 +450,111 @@ class LiveMigrationPostFailureTest(cycle.CycleTestCase):
             self.row(vm1['id'], dst, 'host2', 'active_instance', 'none',
                      FLAVOR),
         ])
+
+
+class IronicFieldDriver(test_providers.IronicLikeDriver):
+    """Many baremetal nodes per compute service, as ironic's driver.
+
+    Each service's nodes come from ``NODES`` (as ironic's hash ring and
+    shard or conductor group assign them); nodes rebalance between
+    services (``rebalances_nodes``), and a node no service reports is
+    not deleted from ironic (``is_node_deleted`` False, the base's).
+    """
+
+    NODES = {}
+    rebalances_nodes = True
+
+    def init_host(self, host):
+        test_providers.IronicLikeDriver.init_host(self, host)
+        self._set_nodes(list(self.NODES.get(host, ())))
+
+
+GOLD = {'CUSTOM_BAREMETAL_GOLD': 1}
+
+
+class IronicTest(test_orphan_providers.ProviderCycleTestCase):
+    """Baremetal look-alikes nova 34 makes, none of them an orphan.
+
+    ironic1 serves node1, node2, node3 and node5; ironic2 node4. A
+    server on node1; one on node2 whose delete met the node's cleaning
+    (the driver's destroy fails, nova bug 2019977): the server is ERROR,
+    not deleted, and keeps its allocation. node3, unoccupied, rebalances
+    to ironic2 (nova's regression test for bug 1853009). node5 leaves
+    ironic1's shard for one no compute service serves: nova keeps its
+    compute node and provider (ironic's node still exists).
+    """
+
+    HOSTS = ('host1',)
+
+    def setUp(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.virt.fake.IronicFieldDriver', IronicFieldDriver))
+        self.useFixture(fixtures.MonkeyPatch(
+            __name__ + '.IronicFieldDriver.NODES', {
+                'ironic1': ['node1', 'node2', 'node3', 'node5'],
+                'ironic2': ['node4']}))
+        super().setUp()
+        self.flags(compute_driver='fake.IronicFieldDriver')
+        for host in ('ironic1', 'ironic2'):
+            self._start_compute(host)
+        self.nodes = {n: self._get_provider_uuid_by_name(n)
+                      for n in ('node1', 'node2', 'node3', 'node4', 'node5')}
+        self.baremetal = {'id': self._create_flavor(extra_spec={
+            'resources:CUSTOM_BAREMETAL_GOLD': '1', 'resources:VCPU': '0',
+            'resources:MEMORY_MB': '0', 'resources:DISK_GB': '0'})}
+
+    def test_lookalikes(self):
+        ctxt = nova_context.get_admin_context()
+        bm1 = self.boot('bm1', 'ironic1', flavor=self.baremetal,
+                        node='node1')['id']
+        bm2 = self.boot('bm2', 'ironic1', flavor=self.baremetal,
+                        node='node2')
+        with mock.patch('nova.virt.fake.FakeDriver.destroy',
+                        side_effect=exception.NovaException(
+                            'Node node2 is locked by host conductor1, '
+                            'please retry after the current operation is '
+                            'completed.')):
+            self.api.delete_server(bm2['id'])
+            self._wait_for_state_change(bm2, 'ERROR')
+        bm2 = bm2['id']
+        ironic1, ironic2 = self.computes['ironic1'], self.computes['ironic2']
+        ironic2.driver._set_nodes(['node4', 'node3'])
+        ironic2.manager.update_available_resource(ctxt)
+        self.assertIn('ComputeNode node3 moving from ironic1 to ironic2',
+                      self.stdlog.logger.output)
+        ironic1.driver._set_nodes(['node1', 'node2'])
+        ironic1.manager.update_available_resource(ctxt)
+        self._run_periodics()
+        rows = {r.hypervisor_hostname: (r.uuid, r.deleted)
+                for r in self.compute_node_rows('ironic1')}
+        self.assertEqual((self.nodes['node5'], 0), rows['node5'])
+        self.assertNotIn('node3', rows)
+        row = self.instance_row(bm2)
+        self.assertEqual(('error', 0), (row.vm_state, row.deleted))
+        self.assertEqual({self.nodes['node2']: GOLD},
+                         self.get_allocations(bm2))
+        self.age_nova()
+
+        allocations = [
+            self.row(bm1, self.nodes['node1'], 'ironic1', 'active_instance',
+                     'none', GOLD),
+            self.row(bm2, self.nodes['node2'], 'ironic1', 'active_instance',
+                     'none', GOLD)]
+        self.assertRows(allocations, self.list_allocations('--all'))
+        self.assertRows([dict(r, cell=None) for r in allocations],
+                        self.osc_list('--all'))
+        live = 'live_compute_node', 'none'
+        providers = [
+            self.prow(self.rp_uuids['host1'], *live, 'host1', 0),
+            self.prow(self.nodes['node1'], *live, 'ironic1', 1),
+            self.prow(self.nodes['node2'], *live, 'ironic1', 1),
+            self.prow(self.nodes['node3'], *live, 'ironic2', 0),
+            self.prow(self.nodes['node4'], *live, 'ironic2', 0),
+            self.prow(self.nodes['node5'], *live, 'ironic1', 0)]
+        self.assertSameProviderRows(self.list_providers('--all'),
+                                    self.osc_providers('--all'))
+        self.run_provider_cycle(providers)
+        before = self.placement_state()
+        rc, out = self.run_manage('allocations', 'clean')
+        self.assertEqual(0, rc, out + self.manage_stderr)
+        self.assertEqual(before, self.placement_state())
