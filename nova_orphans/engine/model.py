@@ -161,6 +161,11 @@ class PlacementSnapshot:
     # The only instances that may be reported missing allocations, when
     # a part of the allocations is classified again (None: any).
     missing_among: typing.Optional[frozenset] = None
+    # {provider uuid: its resource classes}: providers holding no
+    # allocation whose every inventory is reserved whole (reserved at
+    # least total). Read only for the provider commands.
+    fully_reserved: typing.Dict[str, tuple] = dataclasses.field(
+        default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,6 +36,13 @@ class PlacementReader:
     def consumer_records(self, consumers=None):
         raise NotImplementedError()
 
+    def fully_reserved(self, provider_uuids):
+        """{uuid: its classes} of these providers whose every inventory
+        is reserved whole (PlacementSnapshot.fully_reserved); a reader
+        that cannot tell says none.
+        """
+        return {}
+
 
 class NovaReader:
     """nova's side: read(), resolve(), read_activity() and read_claims()

@@ -467,6 +467,17 @@ class IronicFieldDriver(test_providers.IronicLikeDriver):
     def init_host(self, host):
         test_providers.IronicLikeDriver.init_host(self, host)
         self._set_nodes(list(self.NODES.get(host, ())))
+        #: Nodes ironic says are unavailable (cleaning, maintenance).
+        self.unavailable = set()
+
+    def update_provider_tree(self, provider_tree, nodename,
+                             allocations=None):
+        # As nova's ironic driver: an unavailable node's one unit is
+        # reserved (update_provider_tree, _node_resources_unavailable).
+        provider_tree.update_inventory(nodename, {'CUSTOM_BAREMETAL_GOLD': {
+            'total': 1, 'reserved': int(nodename in self.unavailable),
+            'min_unit': 1, 'max_unit': 1, 'step_size': 1,
+            'allocation_ratio': 1.0}})
 
 
 GOLD = {'CUSTOM_BAREMETAL_GOLD': 1}
@@ -491,14 +502,15 @@ class IronicTest(test_orphan_providers.ProviderCycleTestCase):
             'nova.virt.fake.IronicFieldDriver', IronicFieldDriver))
         self.useFixture(fixtures.MonkeyPatch(
             __name__ + '.IronicFieldDriver.NODES', {
-                'ironic1': ['node1', 'node2', 'node3', 'node5'],
+                'ironic1': ['node1', 'node2', 'node3', 'node5', 'node6'],
                 'ironic2': ['node4']}))
         super().setUp()
         self.flags(compute_driver='fake.IronicFieldDriver')
         for host in ('ironic1', 'ironic2'):
             self._start_compute(host)
         self.nodes = {n: self._get_provider_uuid_by_name(n)
-                      for n in ('node1', 'node2', 'node3', 'node4', 'node5')}
+                      for n in ('node1', 'node2', 'node3', 'node4', 'node5',
+                                'node6')}
         self.baremetal = {'id': self._create_flavor(extra_spec={
             'resources:CUSTOM_BAREMETAL_GOLD': '1', 'resources:VCPU': '0',
             'resources:MEMORY_MB': '0', 'resources:DISK_GB': '0'})}
@@ -518,11 +530,16 @@ class IronicTest(test_orphan_providers.ProviderCycleTestCase):
             self._wait_for_state_change(bm2, 'ERROR')
         bm2 = bm2['id']
         ironic1, ironic2 = self.computes['ironic1'], self.computes['ironic2']
+        # node6's server deleted: ironic cleans the node, nova reserves it.
+        bm3 = self.boot('bm3', 'ironic1', flavor=self.baremetal,
+                        node='node6')
+        ironic1.driver.unavailable.add('node6')
+        self._delete_server(bm3)
         ironic2.driver._set_nodes(['node4', 'node3'])
         ironic2.manager.update_available_resource(ctxt)
         self.assertIn('ComputeNode node3 moving from ironic1 to ironic2',
                       self.stdlog.logger.output)
-        ironic1.driver._set_nodes(['node1', 'node2'])
+        ironic1.driver._set_nodes(['node1', 'node2', 'node6'])
         ironic1.manager.update_available_resource(ctxt)
         self._run_periodics()
         rows = {r.hypervisor_hostname: (r.uuid, r.deleted)
@@ -550,9 +567,16 @@ class IronicTest(test_orphan_providers.ProviderCycleTestCase):
             self.prow(self.nodes['node2'], *live, 'ironic1', 1),
             self.prow(self.nodes['node3'], *live, 'ironic2', 0),
             self.prow(self.nodes['node4'], *live, 'ironic2', 0),
-            self.prow(self.nodes['node5'], *live, 'ironic1', 0)]
-        self.assertSameProviderRows(self.list_providers('--all'),
-                                    self.osc_providers('--all'))
+            self.prow(self.nodes['node5'], *live, 'ironic1', 0),
+            self.prow(self.nodes['node6'], 'fully_reserved', 'none',
+                      'ironic1', 0)]
+        manage = self.list_providers('--all')
+        self.assertSameProviderRows(manage, self.osc_providers('--all'))
+        # Fast mode reads the inventories from placement's database.
+        rc, out = self.run_manage('providers', 'list', '--all', '--format',
+                                  'json', conf_file=self.write_nova_conf(
+                                      placement_db=True))
+        self.assertEqual((0, manage), (rc, json.loads(out)))
         self.run_provider_cycle(providers)
         before = self.placement_state()
         rc, out = self.run_manage('allocations', 'clean')
