@@ -582,3 +582,92 @@ class IronicTest(test_orphan_providers.ProviderCycleTestCase):
         rc, out = self.run_manage('allocations', 'clean')
         self.assertEqual(0, rc, out + self.manage_stderr)
         self.assertEqual(before, self.placement_state())
+
+
+class UnifiedLimitsTest(port_leaks.PortLeakTestBase):
+    """An orphan's port bandwidth counts against a unified limit.
+
+    nova 34 (2026.2) counts a new server's port bandwidth, PCI devices
+    and Cyborg device profiles against the project's unified limits
+    (bug 2140631; before, only its flavor's VCPU, MEMORY_MB and
+    DISK_GB), and counts the project's usage from placement, orphans
+    included. A server's leaked port bandwidth then refuses the
+    project a server with a port its limit allows.
+    """
+
+    LIMITS = {
+        'servers': 10, 'class:VCPU': 100, 'class:MEMORY_MB': 100000,
+        'class:DISK_GB': 1000,
+        'class:NET_BW_EGR_KILOBIT_PER_SEC': 3000,
+        'class:NET_BW_IGR_KILOBIT_PER_SEC': 3000}
+
+    def setUp(self):
+        super().setUp()
+        from nova.limit import local as local_limit
+        from oslo_limit import fixture as limit_fixture
+        limits = dict(self.LIMITS, **{
+            local_limit.SERVER_METADATA_ITEMS: 128,
+            local_limit.INJECTED_FILES: 5,
+            local_limit.INJECTED_FILES_CONTENT: 10 * 1024,
+            local_limit.INJECTED_FILES_PATH: 255,
+            local_limit.KEY_PAIRS: 100, local_limit.SERVER_GROUPS: 10,
+            local_limit.SERVER_GROUP_MEMBERS: 10})
+        self.useFixture(limit_fixture.LimitFixture(limits, {}))
+        self.flags(driver='nova.quota.UnifiedLimitsDriver', group='quota')
+
+    def boot_port_a(self):
+        body = self._build_server(name='vm2', flavor_id=self.qos_flavor['id'],
+                                  networks=[{'port': PORT_A['id']}],
+                                  host='host1')
+        return self.api.post_server({'server': body})
+
+    def test_leaked_bandwidth_counts(self):
+        from nova.tests.functional.api import client
+        vm1 = self.boot_qos('vm1')
+        with self.placement_conflicts(vm1):
+            self.api.detach_interface(vm1['id'], PORT_A['id'])
+            self._wait_for_instance_action_event(
+                vm1, 'detach_interface', 'compute_detach_interface', 'Error')
+        self._run_periodics()
+        # Port A is free in neutron, its bandwidth still vm1's: 3000 used,
+        # 1000 more asked, over the limit of 3000.
+        e = self.assertRaises(client.OpenStackApiException, self.boot_port_a)
+        self.assertEqual(403, e.response.status_code)
+        self.assertIn('class:NET_BW_EGR_KILOBIT_PER_SEC', e.response.text)
+        self.age_nova()
+        project = self.api.project_id
+        held = {'NET_BW_EGR_KILOBIT_PER_SEC': 1000,
+                'NET_BW_IGR_KILOBIT_PER_SEC': 1000}
+        view = [{'project_id': project, 'consumers': 1, 'allocations': 1,
+                 'resources': held}]
+        rc, out = self.run_manage('allocations', 'list', '--group-by',
+                                  'project', '--format', 'json')
+        self.assertEqual((3, view), (rc, json.loads(out)),
+                         self.manage_stderr)
+        rc, out, err = self.openstack('allocation', 'orphan', 'list',
+                                      '--group-by', 'project', '-f', 'json')
+        self.assertEqual((3, view), (rc, json.loads(out)), err)
+        rc, out = self.run_manage('allocations', 'list', '--format',
+                                  'prometheus')
+        self.assertEqual(3, rc, self.manage_stderr)
+        for rc_name, amount in held.items():
+            self.assertIn('nova_orphans_project_resources{project_id="%s",'
+                          'resource_class="%s"} %d.0\n' % (
+                              project, rc_name, amount), out)
+        before = self.placement_state()
+        journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                               'journal.jsonl')
+        rc, out = self.run_manage('allocations', 'clean', '--journal',
+                                  journal)
+        self.assertEqual(4, rc, out + self.manage_stderr)
+        self.assertEqual(
+            {self.rp_uuids['host1']: FLAVOR, self.br_phys3['host1']: BW_B},
+            self.get_allocations(vm1['id']))
+        rc, out = self.run_manage('allocations', 'restore', '--journal',
+                                  journal)
+        self.assertEqual(4, rc, out + self.manage_stderr)
+        self.assertEqual(before, self.placement_state())
+        # Cleaned again: the project gets the server its limit allows.
+        rc, out = self.run_manage('allocations', 'clean')
+        self.assertEqual(4, rc, out + self.manage_stderr)
+        self._wait_for_state_change(self.boot_port_a(), 'ACTIVE')
