@@ -308,6 +308,15 @@ class Claims:
     # When nova last wrote the instance's network info (its info cache),
     # naive UTC; None when not known.
     network_changed_at: typing.Optional[datetime.datetime] = None
+    # port_providers come from nova's info cache alone: neutron, which
+    # owns the bindings, was not asked (engine.claims.with_listed_ports
+    # clears it). nova refreshes the cache on neutron's events only
+    # (its periodic refresh is off by default since nova 31.0.0).
+    cache_only: bool = False
+    # When nova last started attaching or detaching a port of the
+    # instance (its latest attach_interface or detach_interface
+    # action), naive UTC; None when none is known.
+    ports_changed_at: typing.Optional[datetime.datetime] = None
 
 
 @record

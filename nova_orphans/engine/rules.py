@@ -568,6 +568,23 @@ def leaked_port_allocation(ctx):
                          '%(time)s UTC, within [nova_orphans] grace_period '
                          'of this run. Run again once it settles.') %
                        {'time': _time(found.network_changed_at)})
+    if (found.cache_only and found.ports_changed_at is not None and
+            inst.uuid in nova.activity and (
+                found.network_changed_at is None or
+                found.network_changed_at < found.ports_changed_at)):
+        # The cache predates nova's last change to the server's ports;
+        # only neutron could say what they claim now. Judged once the
+        # instance's activity is read (an orphan's is: see
+        # classify.unsettled_candidates), so that an interface change
+        # still running is in_progress rather than this.
+        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                       _('No port in nova\'s info cache claims this '
+                         'provider, but the cache (written %(cache)s UTC) '
+                         'is older than the server\'s last interface '
+                         'change (%(change)s UTC) and neutron was not '
+                         'asked: it proves nothing.') % {
+                           'cache': _time(found.network_changed_at),
+                           'change': _time(found.ports_changed_at)})
     elsewhere = sorted(
         rp for rp in found.port_providers
         if getattr(ctx.index.providers.get(rp), 'root_uuid',
@@ -582,14 +599,21 @@ def leaked_port_allocation(ctx):
                          'info names %(providers)s, not in this node\'s '
                          'tree: it may predate a move.') %
                        {'providers': ', '.join(elsewhere)})
-    return Verdict(
-        reasons.LEAKED_PORT_ALLOCATION, reasons.TRIM_PROVIDER,
-        _('No port of the instance claims this provider (its ports\' '
-          'binding profiles name %(providers)s) and its flavor requests '
-          'none of %(classes)s.') % {
-            'providers': ', '.join(sorted(found.port_providers)) or
-            _('no provider'),
-            'classes': ', '.join(sorted(port_classes))})
+    details = _('No port of the instance claims this provider (its ports\' '
+                'binding profiles name %(providers)s) and its flavor '
+                'requests none of %(classes)s.') % {
+        'providers': ', '.join(sorted(found.port_providers)) or
+        _('no provider'),
+        'classes': ', '.join(sorted(port_classes))}
+    if found.cache_only:
+        details += ' ' + _(
+            'The ports are those of nova\'s info cache, written %(cache)s '
+            'UTC: neutron was not asked, and nova refreshes the cache only '
+            'on neutron\'s events (no longer periodically by default '
+            'since nova 31.0.0).') % {
+            'cache': _time(found.network_changed_at)}
+    return Verdict(reasons.LEAKED_PORT_ALLOCATION, reasons.TRIM_PROVIDER,
+                   details)
 
 
 def active_instance(ctx):

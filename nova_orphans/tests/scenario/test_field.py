@@ -40,7 +40,8 @@ from nova_orphans.tests.scenario import test_port_leaks as port_leaks
 from nova_orphans.tests.scenario import test_providers
 
 FLAVOR = port_leaks.FLAVOR
-PORT_A, BW_A, BW_B = port_leaks.PORT_A, port_leaks.BW_A, port_leaks.BW_B
+PORT_A, PORT_B = port_leaks.PORT_A, port_leaks.PORT_B
+BW_A, BW_B = port_leaks.BW_A, port_leaks.BW_B
 
 # nova's clean-up that moves a failed migration's allocations back to
 # the instance, failing (placement unreachable at that moment).
@@ -671,3 +672,66 @@ class UnifiedLimitsTest(port_leaks.PortLeakTestBase):
         rc, out = self.run_manage('allocations', 'clean')
         self.assertEqual(4, rc, out + self.manage_stderr)
         self._wait_for_state_change(self.boot_port_a(), 'ACTIVE')
+
+
+class StaleInfoCacheTest(port_leaks.PortLeakTestBase):
+    """nova's info cache out of date: neutron's ``network-vif-deleted``
+    for a bound port with a resource request never reached nova.
+
+    nova refreshes a server's info cache on neutron's events, and no
+    longer periodically by default (nova 31.0.0, bug 1996094): the cache
+    still lists the deleted port, whose binding claimed the bridge's
+    bandwidth the server still holds. neutron, which owns the bindings,
+    binds port B alone.
+    """
+
+    def test_event_lost(self):
+        vm1 = self.boot_qos('vm1')
+        self.neutron.delete_port(PORT_A['id'])
+        self._run_periodics()
+        self.assertEqual([PORT_A['id'], PORT_B['id']], self.vifs(vm1))
+        self.age_nova()
+        leaked = self.server_rows(vm1, [
+            (PORT_A, 'leaked_port_allocation', 'trim_provider'),
+            (PORT_B, 'active_instance', 'none')])
+        # Both front ends ask neutron: port A's bandwidth is leaked.
+        listed = self.list_allocations('--all')
+        self.assertRows(leaked, listed)
+        self.assertNotIn('info cache', ' '.join(r['details']
+                                                for r in listed))
+        self.assertRows([dict(r, cell=None) for r in leaked],
+                        self.osc_list('--all'))
+        # Without [neutron], the cache is all there is: port A claims it.
+        no_neutron = self.write_nova_conf(neutron=False)
+        rc, out = self.run_manage('allocations', 'list', '--all', '--format',
+                                  'json', conf_file=no_neutron)
+        self.assertEqual(0, rc, self.manage_stderr)
+        self.assertRows(self.server_rows(vm1, [
+            (PORT_A, 'active_instance', 'none'),
+            (PORT_B, 'active_instance', 'none')]), json.loads(out))
+        before = self.placement_state()
+        journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                               'journal.jsonl')
+        rc, out = self.run_manage('allocations', 'clean', '--journal',
+                                  journal)
+        self.assertEqual(4, rc, out + self.manage_stderr)
+        self.assertEqual(
+            {self.rp_uuids['host1']: FLAVOR, self.br_phys3['host1']: BW_B},
+            self.get_allocations(vm1['id']))
+        rc, out = self.run_manage('allocations', 'restore', '--journal',
+                                  journal)
+        self.assertEqual(4, rc, out + self.manage_stderr)
+        self.assertEqual(before, self.placement_state())
+
+        # The event, late: nova drops the port from its cache; without
+        # [neutron] the leak is found from the cache, and the row says so.
+        self.delete_bound_port(vm1, PORT_A, self.br_ex['host1'])
+        self.age_nova()
+        rc, out = self.run_manage('allocations', 'list', '--format', 'json',
+                                  conf_file=no_neutron)
+        self.assertEqual(3, rc, self.manage_stderr)
+        row, = json.loads(out)
+        self.assertEqual((self.br_ex['host1'], 'leaked_port_allocation'),
+                         (row['resource_provider'], row['reason']))
+        self.assertIn('The ports are those of nova\'s info cache, written ',
+                      row['details'])
