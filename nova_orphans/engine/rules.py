@@ -340,18 +340,30 @@ def finished_migration(ctx):
     status alone does not say nova is done with them.
     """
     mig = ctx.migration
+    inst = ctx.instance
+    cut_off = mig is not None and nova_states.cut_off(mig, inst)
     if mig is None or (nova_states.migration_in_progress(mig) and
-                       not (mig.deleted or mig.archived)):
+                       not (mig.deleted or mig.archived) and not cut_off):
         return None
     verdict = unsettled(ctx)
     if verdict is not None:
         return verdict
-    details = _('Migration %(migration)s (%(type)s) of instance '
-                '%(instance)s ended with status %(status)s.') % {
-        'migration': mig.uuid, 'type': mig.migration_type,
-        'instance': mig.instance_uuid, 'status': mig.status}
-    inst = ctx.instance
-    if (mig.status in nova_states.MIGRATION_FAILED and inst is not None and
+    if cut_off:
+        details = _('Migration %(migration)s (%(type)s) of instance '
+                    '%(instance)s still says %(status)s, but nova stopped '
+                    'working on it before the guest left %(source)s: the '
+                    'instance is there with no task state (a compute cut '
+                    'off, then started again).') % {
+            'migration': mig.uuid, 'type': mig.migration_type,
+            'instance': mig.instance_uuid, 'status': mig.status,
+            'source': mig.source_compute}
+    else:
+        details = _('Migration %(migration)s (%(type)s) of instance '
+                    '%(instance)s ended with status %(status)s.') % {
+            'migration': mig.uuid, 'type': mig.migration_type,
+            'instance': mig.instance_uuid, 'status': mig.status}
+    if ((mig.status in nova_states.MIGRATION_FAILED or cut_off) and
+            inst is not None and
             not inst.deleted and not inst.archived and
             ctx.node is not None and
             (inst.host, inst.node) == (mig.source_compute, mig.source_node) and

@@ -26,10 +26,12 @@ allocation write that keeps something on it (bug 2104040, fixed in
 import json
 import os
 import re
+import threading
 
 import fixtures
 from unittest import mock
 
+from nova.compute import manager as nova_manager
 from nova import context as nova_context
 from nova import exception
 
@@ -735,3 +737,169 @@ class StaleInfoCacheTest(port_leaks.PortLeakTestBase):
                          (row['resource_provider'], row['reason']))
         self.assertIn('The ports are those of nova\'s info cache, written ',
                       row['details'])
+
+
+class _Killed(BaseException):
+    """A thread of a nova-compute that stopped: it never runs on.
+
+    Not an Exception, which nova's handlers would catch and clean up
+    after, as a process that exits never does.
+    """
+
+
+class _CutOff:
+    """``target`` blocks its callers until ``kill()`` (or cleanup): then
+    they die (_Killed), on their way out of nova.
+    """
+
+    def __init__(self, test, target):
+        self.entered = threading.Event()
+        self._release = threading.Event()
+
+        def blocked(*args, **kwargs):
+            self.entered.set()
+            self._release.wait(120)
+            raise _Killed()
+
+        test.useFixture(fixtures.MonkeyPatch(target, blocked))
+        test.addCleanup(self.kill)
+
+    def kill(self):
+        self._release.set()
+
+
+class GracefulShutdownTest(cycle.CycleTestCase):
+    """Operations cut off by a nova-compute stop, then its restart.
+
+    nova 33 (2026.1) and later wait ``manager_shutdown_timeout`` (less
+    20 s kept for cleanup_host) for the operations in flight when
+    nova-compute is stopped; what takes longer is cut off when the
+    process exits. Here the wait is 0: host1 stops while a live
+    migration to host2 is in its driver, a cold migration to host2 is
+    copying the disk (the source's resize_instance) and a build is
+    spawning. On restart, nova's init_host ends the build (ERROR, its
+    allocation kept, as for any ERROR server) and aborts the live
+    migration (``_reset_live_migration``: migration ``error``, task
+    state cleared), leaving its allocations as the migration had them;
+    it reverts the cold migration's guest and clears its task state
+    but leaves the migration ``migrating``, and the event of the
+    migrate action that the stop cut off never finishes.
+    """
+
+    HOSTS = ('host1', 'host2')
+
+    def stop_cut_off(self, host):
+        """Stop ``host``'s compute: its graceful shutdown, then, as the
+        process exits, nothing more of what it was running (a thread
+        blocked in a _CutOff stays there until cleanup). Returns once
+        the manager's cleanup_host ran; the stop's own wait for its RPC
+        handlers is left to a thread of its own.
+        """
+        done = threading.Event()
+        real = nova_manager.ComputeManager.cleanup_host
+
+        def cleanup_host(manager):
+            # cleanup_host shuts the process's executors down for good:
+            # not in one process that starts the compute again.
+            with mock.patch(
+                    'nova.thread_pool_factory.shutdown_all_executors'):
+                real(manager)
+            done.set()
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.compute.manager.ComputeManager.cleanup_host',
+            cleanup_host))
+        stopping = threading.Thread(target=self.computes.pop(host).stop,
+                                    daemon=True)
+        stopping.start()
+        self.assertTrue(done.wait(60))
+        return stopping
+
+    @comparison.scenario('graceful_shutdown_cut_off')
+    def test_cut_off_then_restarted(self):
+        self.flags(manager_shutdown_timeout=0)
+        vm1 = self.boot('vm1', 'host1')
+        vm3 = self.boot('vm3', 'host1')
+        migrating = _CutOff(self, 'nova.virt.fake.FakeDriver.live_migration')
+        self.api.post_server_action(vm1['id'], {'os-migrateLive': {
+            'host': 'host2', 'block_migration': 'auto'}})
+        self.assertTrue(migrating.entered.wait(60))
+        copying = _CutOff(
+            self, 'nova.virt.fake.FakeDriver.migrate_disk_and_power_off')
+        self.api.post_server_action(vm3['id'], {'migrate': {
+            'host': 'host2'}})
+        self.assertTrue(copying.entered.wait(60))
+        spawning = _CutOff(self, 'nova.virt.fake.FakeDriver.spawn')
+        vm2 = self.boot('vm2', 'host1', wait=None)
+        self.assertTrue(spawning.entered.wait(60))
+        stopping = self.stop_cut_off('host1')
+        mig1, = self.migration_rows(vm1['id'])
+        mig3, = self.migration_rows(vm3['id'])
+        self.label(mig1.uuid, 'migration')
+        self.label(mig3.uuid, 'migration3')
+        self.assertEqual(('running', 'migrating'), (mig1.status,
+                                                    mig3.status))
+        self.assertEqual(('active', 'migrating'),
+                         tuple(self.instance_row(vm1['id'])[2:4]))
+        self.assertEqual(('active', 'resize_migrating'),
+                         tuple(self.instance_row(vm3['id'])[2:4]))
+        self.assertEqual(('building', 'spawning'),
+                         tuple(self.instance_row(vm2['id'])[2:4]))
+        src, dst = self.rp_uuids['host1'], self.rp_uuids['host2']
+        # Cut off, not restarted: nothing is an orphan.
+        self.age_nova()
+        moving = ('active_migration', 'none')
+        self.assertEqual({
+            (mig1.uuid, src): moving, (vm1['id'], dst): moving,
+            (mig3.uuid, src): moving, (vm3['id'], dst): moving,
+            (vm2['id'], src): ('building', 'none')},
+            self.verdicts())
+
+        self._start_compute('host1')
+        self._run_periodics()
+        self.assertEqual(['error', 'migrating'],
+                         [m.status for m in self.migration_rows(vm1['id']) +
+                          self.migration_rows(vm3['id'])])
+        for vm, vm_state in ((vm1, 'active'), (vm3, 'active'),
+                             (vm2, 'error')):
+            self.assertEqual((vm_state, None), tuple(
+                self.instance_row(vm['id'])[2:4]))
+        # The cut off resize_instance event never finishes: nova may
+        # still be at vm3, as far as its records tell.
+        self.age_nova()
+        verdicts = self.verdicts()
+        self.assertEqual(
+            {(mig3.uuid, src): ('in_progress', 'none'),
+             (vm3['id'], dst): ('in_progress', 'none')},
+            {k: v for k, v in verdicts.items() if k[0] in (mig3.uuid,
+                                                           vm3['id'])})
+        # Until the server's next action: nova's records then show
+        # nothing at work on it, and the move over.
+        self.api.post_server_action(vm3['id'], {'reboot': {'type': 'SOFT'}})
+        self._wait_for_instance_action_event(
+            vm3, 'reboot', 'compute_reboot_instance', 'Success')
+        self.run_cycle([
+            self.row(mig1.uuid, src, 'host1', 'finished_migration',
+                     'return_to_instance', FLAVOR, consumer_type='migration',
+                     instance=vm1['id']),
+            self.row(vm1['id'], dst, 'host2', 'stale_provider',
+                     'remove_provider', FLAVOR),
+            self.row(mig3.uuid, src, 'host1', 'finished_migration',
+                     'return_to_instance', FLAVOR, consumer_type='migration',
+                     instance=vm3['id']),
+            self.row(vm3['id'], dst, 'host2', 'stale_provider',
+                     'remove_provider', FLAVOR),
+            self.row(vm2['id'], src, 'host1', 'active_instance', 'none',
+                     FLAVOR),
+        ])
+        # The stopped compute's threads end, while the databases are
+        # still there; the old service's stop then returns.
+        for cut in (migrating, copying, spawning):
+            cut.kill()
+        stopping.join(60)
+        self.assertFalse(stopping.is_alive())
+
+    def verdicts(self):
+        return {(r['consumer'], r['resource_provider']):
+                (r['reason'], r['action'])
+                for r in self.list_allocations('--all')}

@@ -11,12 +11,14 @@
 #    under the License.
 """Every reason, and every look-alike that must not be an orphan."""
 
+import dataclasses
 import datetime
 
 from oslotest import base
 
 from nova_orphans.engine import classify
 from nova_orphans.engine import model
+from nova_orphans.engine import nova_states
 from nova_orphans.engine import reasons as r
 from nova_orphans.engine import rules
 from nova_orphans.engine import site_rules
@@ -283,6 +285,49 @@ class MigrationRulesTestCase(ClassifyTestCase):
         self.assertVerdicts({
             (mig, self.host1): (r.FINISHED_MIGRATION,
                                 r.RETURN_TO_INSTANCE)})
+
+    def test_cold_migration_cut_off_before_the_move(self):
+        # The source compute stopped mid-migration and started again:
+        # guest reverted, task state cleared, migration still migrating.
+        vm = self.cloud.instance('host1')
+        mig = self.cloud.migration(vm, 'migrating', 'migration', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        cut_off = {
+            (mig, self.host1): (r.FINISHED_MIGRATION, r.RETURN_TO_INSTANCE),
+            (vm, self.host2): (r.STALE_PROVIDER, r.REMOVE_PROVIDER)}
+        self.assertVerdicts(cut_off)
+        moving = (r.ACTIVE_MIGRATION, FINE)
+        # Any sign that nova still works on the move keeps it.
+        for changes in ({'task_state': 'resize_migrating'},
+                        {'task_state': 'resize_prep'},
+                        {'vm_state': 'resized'}):
+            self.cloud.update_instance(vm, **changes)
+            self.assertVerdicts({(mig, self.host1): moving,
+                                 (vm, self.host2): moving})
+            self.cloud.update_instance(vm, task_state=None,
+                                       vm_state='active')
+        # The guest on the destination: the move went on.
+        self.cloud.update_instance(vm, host='host2', node='host2')
+        self.assertVerdicts({(mig, self.host1): moving,
+                             (vm, self.host2): (r.ACTIVE_INSTANCE, FINE)})
+        self.cloud.update_instance(vm, host='host1', node='host1')
+        self.assertVerdicts(cut_off)
+        # A live migration, or a status past the move, is not this.
+        for status, kind in (('running', 'live-migration'),
+                             ('post-migrating', 'migration'),
+                             ('finished', 'resize')):
+            self.cloud.nova.migrations[mig] = dataclasses.replace(
+                self.cloud.nova.migrations[mig], status=status,
+                migration_type=kind)
+            self.assertEqual(moving, self.cloud.verdicts()[(mig,
+                                                            self.host1)])
+        self.assertEqual(True, nova_states.cut_off(
+            dataclasses.replace(self.cloud.nova.migrations[mig],
+                                status='pre-migrating',
+                                migration_type='resize'),
+            self.cloud.nova.instances[vm]))
 
     def test_failed_migration_when_instance_has_its_own(self):
         vm = self.cloud.instance('host1')
