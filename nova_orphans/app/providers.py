@@ -44,7 +44,9 @@ def list_providers(sources, scope, progress=None):
         rp = providers[rp].root_uuid
     audit = allocations.audit(sources, scope, lambda verdict: True,
                               progress, resource_provider=rp)
-    _read_fully_reserved(sources, audit.snapshot)
+    if scope.show_all:
+        # Only --all shows healthy rows: no read for the others.
+        _read_fully_reserved(sources, audit.snapshot)
     found = provider_rules.classify(audit.snapshot, audit.findings)
     return results.Listing(
         found, audit.snapshot, allocations=audit.findings,
