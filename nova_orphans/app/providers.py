@@ -44,10 +44,33 @@ def list_providers(sources, scope, progress=None):
         rp = providers[rp].root_uuid
     audit = allocations.audit(sources, scope, lambda verdict: True,
                               progress, resource_provider=rp)
+    if scope.show_all:
+        # Only --all shows healthy rows: no read for the others.
+        _read_fully_reserved(sources, audit.snapshot)
     found = provider_rules.classify(audit.snapshot, audit.findings)
     return results.Listing(
         found, audit.snapshot, allocations=audit.findings,
         rows=[f for f in found if scope.show_all or f.is_orphan])
+
+
+def _read_fully_reserved(sources, snapshot):
+    """Which providers of live nodes' trees in scope, holding nothing,
+    have all their capacity reserved (provider_rules: fully_reserved):
+    read for those only, one inventory read each.
+    """
+    placement, nova = snapshot.placement, snapshot.nova
+    held = {a.provider for a in placement.allocations}
+    scope = placement.scope
+    empty = []
+    for root, tree in provider_rules.tree_roots(placement.providers).items():
+        node = nova.compute_nodes.get(root)
+        if node is None or node.deleted or (
+                scope is not None and not scope.intersection(tree)):
+            continue
+        empty.extend(u for u in tree if u not in held)
+    if empty:
+        placement.fully_reserved.update(
+            sources.placement_reader().fully_reserved(empty))
 
 
 def clean(sources, scope, options, stop, progress=None, audited=None):

@@ -126,6 +126,14 @@ class ComputeClient:
         """The JSON body of a GET that must succeed."""
         return self._request('GET', _with(url, params)).json()
 
+    def get_at(self, url, version):
+        """The JSON body of a GET at another microversion than VERSION,
+        or None when nova says 404, or does not speak that one (406).
+        """
+        resp = self._request('GET', url, version=version,
+                             expected=(200, 404, 406))
+        return None if resp.status_code != 200 else resp.json()
+
     def get_or_none(self, url, params=None):
         """The JSON body of a GET, or None when nova says 404."""
         resp = self._request('GET', _with(url, params), expected=(200, 404))

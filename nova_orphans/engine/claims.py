@@ -138,19 +138,22 @@ def flavor_classes(flavor):
 
 
 def claims(network_info, flavor, network_changed_at=None, ports_error=None,
-           flavor_error=None, listed=False):
+           flavor_error=None, listed=False, ports_changed_at=None):
     """model.Claims from an instance's records.
 
     ``ports_error`` / ``flavor_error``: why a reader could not read that
     record at all (it then passes None for it). ``listed``: as for
-    port_providers.
+    port_providers; otherwise ``network_info`` is nova's info cache
+    (Claims.cache_only). ``ports_changed_at``: see Claims.
     """
-    result = model.Claims(network_changed_at=_naive(network_changed_at))
+    result = model.Claims(network_changed_at=_naive(network_changed_at),
+                          ports_changed_at=_naive(ports_changed_at))
     if ports_error is not None:
         result.ports_error = ports_error
     else:
         try:
             result.port_providers = port_providers(network_info, listed)
+            result.cache_only = not listed
         except NoPortListed as e:
             result.ports_error = str(e)
             result.ports_unlisted = True
@@ -167,12 +170,17 @@ def claims(network_info, flavor, network_changed_at=None, ports_error=None,
 
 
 def with_listed_ports(found, network_info=None, error=None):
-    """``found`` (model.Claims whose network info listed no port) with
-    what the network API answered: its ports bound to the instance, as
-    network info (``id`` and ``profile``), or why it could not be asked.
+    """``found`` (model.Claims) with what the network API answered: its
+    ports bound to the instance, as network info (``id`` and
+    ``profile``), or why it could not be asked.
 
-    The network API's listing is neutron's own word, where an empty info
-    cache is not (see port_providers): no port bound claims nothing.
+    The network API's listing is neutron's own word, where nova's info
+    cache is not: an empty one proves nothing (see port_providers), and
+    one that lists ports is only as current as nova's last refresh of
+    it, on neutron's events (no longer periodically by default since
+    nova 31.0.0, bug 1996094): a lost event leaves it naming a port
+    neutron deleted or unbound, or missing one neutron bound. The
+    compute API's ``os-interface`` is neutron's answer too.
     """
     if error is not None:
         found.ports_error = error
@@ -183,6 +191,7 @@ def with_listed_ports(found, network_info=None, error=None):
     except Unproven as e:
         found.ports_error = str(e)
     found.ports_unlisted = False
+    found.cache_only = False
     return found
 
 

@@ -262,7 +262,21 @@ def _missing(index):
             resources={},
             project_id=inst.project_id,
             user_id=inst.user_id,
-            details=_('The instance runs on %(host)s (%(node)s) but holds '
-                      'no allocations in placement.') %
-            {'host': inst.host, 'node': inst.node},
+            details=rules_mod.missing_details(inst, index.snapshot.nova),
         )
+
+
+def with_internal_hints(findings, nova):
+    """The findings, those of missing allocations with the details their
+    instance's request spec now read gives (NovaSnapshot.internal_hints,
+    read after classifying: only those instances need it).
+    """
+    result = []
+    for f in findings:
+        inst = nova.instances.get(f.consumer)
+        if (f.reason == reasons.MISSING_ALLOCATIONS and inst is not None and
+                inst.uuid in nova.internal_hints):
+            f = dataclasses.replace(
+                f, details=rules_mod.missing_details(inst, nova))
+        result.append(f)
+    return result

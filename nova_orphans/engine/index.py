@@ -146,7 +146,9 @@ class SnapshotIndex:
         for mig in nova.migrations.values():
             if mig.deleted or mig.archived:
                 continue
-            if nova_states.migration_in_progress(mig):
+            if nova_states.migration_in_progress(mig) and not (
+                    nova_states.cut_off(
+                        mig, nova.instances.get(mig.instance_uuid))):
                 self.in_progress[mig.instance_uuid].append(mig)
             elif (mig.migration_type == nova_states.EVACUATION and
                   mig.status in nova_states.MIGRATION_SUCCEEDED):

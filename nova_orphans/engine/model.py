@@ -161,6 +161,11 @@ class PlacementSnapshot:
     # The only instances that may be reported missing allocations, when
     # a part of the allocations is classified again (None: any).
     missing_among: typing.Optional[frozenset] = None
+    # {provider uuid: its resource classes}: providers holding no
+    # allocation whose every inventory is reserved whole (reserved at
+    # least total). Read only for the provider commands.
+    fully_reserved: typing.Dict[str, tuple] = dataclasses.field(
+        default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -303,6 +308,15 @@ class Claims:
     # When nova last wrote the instance's network info (its info cache),
     # naive UTC; None when not known.
     network_changed_at: typing.Optional[datetime.datetime] = None
+    # port_providers come from nova's info cache alone: neutron, which
+    # owns the bindings, was not asked (engine.claims.with_listed_ports
+    # clears it). nova refreshes the cache on neutron's events only
+    # (its periodic refresh is off by default since nova 31.0.0).
+    cache_only: bool = False
+    # When nova last started attaching or detaching a port of the
+    # instance (its latest attach_interface or detach_interface
+    # action), naive UTC; None when none is known.
+    ports_changed_at: typing.Optional[datetime.datetime] = None
 
 
 @record
@@ -393,6 +407,12 @@ class NovaSnapshot:
     # stores them) are too recent to act on: the time of the read minus
     # [nova_orphans] grace_period. None: no time limit.
     recent_since: typing.Optional[datetime.datetime] = None
+    # {instance uuid: the internal scheduler hints (names starting with
+    # ``_nova``) its request spec carries}, read only for the live
+    # instances holding no allocation at all, and only those that carry
+    # some (see rules.missing_details).
+    internal_hints: typing.Dict[str, tuple] = dataclasses.field(
+        default_factory=dict)
     # {root provider uuid: why}: roots that may be compute nodes nobody
     # could tell live or deleted (see readers/provider_proof.py); the
     # provider rules call their trees unverifiable.

@@ -42,3 +42,33 @@ UNSHELVE_TASK_STATES = frozenset(('unshelving', 'spawning'))
 
 def migration_in_progress(migration):
     return migration.status not in MIGRATION_TERMINAL
+
+
+# Cold moves, and the statuses nova gives them before the guest left its
+# source host (conductor's pre-migrating, the source's migrating).
+COLD_MIGRATION_TYPES = frozenset(('migration', 'resize'))
+BEFORE_THE_MOVE = frozenset(('pre-migrating', 'migrating'))
+
+
+def cut_off(migration, instance):
+    """A cold move nova stopped working on before the guest left its
+    source, and never ended.
+
+    nova-compute stopped (or died) in the middle of it: nova 33 and
+    later cut off what is still running ``manager_shutdown_timeout``
+    after a stop. On its next start, ``_init_instance`` reverts a guest
+    found in task state ``resize_migrating`` and clears the task state,
+    but leaves the migration's status as it was; nothing nova runs
+    later ends it. A cold move in progress always has its instance in
+    a task state (``resize_prep`` to ``resize_finish``) or ``resized``:
+    one in these statuses whose live instance has neither, and is on
+    the move's source node, is over.
+    """
+    return (migration.migration_type in COLD_MIGRATION_TYPES and
+            migration.status in BEFORE_THE_MOVE and
+            not (migration.deleted or migration.archived) and
+            instance is not None and
+            not (instance.deleted or instance.archived) and
+            instance.task_state is None and instance.vm_state != RESIZED and
+            (instance.host, instance.node) ==
+            (migration.source_compute, migration.source_node))

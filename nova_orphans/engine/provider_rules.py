@@ -217,20 +217,26 @@ def classify(snapshot, findings):
         rows.extend(
             (host or '', root.name or '', root_uuid, position,
              _row(p, root_uuid, host, cell, node, reason, action, details,
-                  held, orphans))
+                  held, orphans, placement.fully_reserved))
             for position, p in enumerate(providers[u] for u in tree))
     rows.sort(key=lambda row: row[:4])
     return [row[4] for row in rows]
 
 
 def _row(p, root_uuid, host, cell, node, reason, action, details, held,
-         orphans):
+         orphans, fully_reserved=None):
     """One provider's finding: its tree's verdict, unless another
-    service owns it (then ``unmanaged``, whatever its tree is).
+    service owns it (then ``unmanaged``, whatever its tree is), or it is
+    a live node's provider whose capacity nobody holds.
     """
     if p.foreign_owner is not None and p.uuid != root_uuid:
         reason, action = reasons.UNMANAGED, reasons.NONE
         details = rules.foreign_provider_details(p.foreign_owner)
+    elif (reason == reasons.LIVE_COMPUTE_NODE and not held[p.uuid] and
+            p.uuid in (fully_reserved or ())):
+        reason = reasons.FULLY_RESERVED
+        details = fully_reserved_details(fully_reserved[p.uuid]) + ' ' + (
+            details)
     return model.ProviderFinding(
         uuid=p.uuid, name=p.name, root_provider=root_uuid,
         parent_provider=p.parent_uuid, host=host,
@@ -238,6 +244,25 @@ def _row(p, root_uuid, host, cell, node, reason, action, details, held,
         compute_node=node.uuid if node is not None else None,
         reason=reason, action=action, allocations=held[p.uuid],
         orphan_allocations=orphans[p.uuid], details=details)
+
+
+def fully_reserved_details(classes):
+    """Why a live node's provider holding nothing has no free capacity.
+
+    nova reserves a provider's whole inventory on purpose: its ironic
+    driver while a node is unavailable (cleaning, maintenance), and
+    until it is available again after its instance left; a one-time-use
+    PCI device once it was used, until the operator clears it
+    (``one_time_use`` in ``[pci] device_spec``). Nothing in placement
+    holds it, so no allocation is an orphan, and nothing is cleaned:
+    the provider is nova's, and what it reserves is nova's (or the
+    operator's) to give back.
+    """
+    return _('All of its %(classes)s is reserved and nothing is allocated '
+             'on it: capacity nobody holds (an ironic node being cleaned '
+             'or in maintenance, a one-time-use PCI device already used, '
+             'an operator\'s reservation); nova or the operator gives it '
+             'back, never clean.') % {'classes': ', '.join(classes)}
 
 
 def kept_by(findings, tree):

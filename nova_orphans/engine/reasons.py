@@ -77,5 +77,10 @@ PROVIDER_ORPHAN_REASONS = (DELETED_COMPUTE_NODE,)
 # judge while a cell cannot be read (UNVERIFIABLE, as above).
 LIVE_COMPUTE_NODE = 'live_compute_node'
 UNMANAGED = 'unmanaged'
-PROVIDER_HEALTHY_REASONS = (LIVE_COMPUTE_NODE, UNMANAGED, UNVERIFIABLE)
+# A provider of a live compute node's tree that holds nothing while all
+# its capacity is reserved: capacity nobody holds, reported, never
+# cleaned (see provider_rules.fully_reserved_details).
+FULLY_RESERVED = 'fully_reserved'
+PROVIDER_HEALTHY_REASONS = (LIVE_COMPUTE_NODE, FULLY_RESERVED, UNMANAGED,
+                            UNVERIFIABLE)
 PROVIDER_REASONS = PROVIDER_ORPHAN_REASONS + PROVIDER_HEALTHY_REASONS

@@ -340,18 +340,30 @@ def finished_migration(ctx):
     status alone does not say nova is done with them.
     """
     mig = ctx.migration
+    inst = ctx.instance
+    cut_off = mig is not None and nova_states.cut_off(mig, inst)
     if mig is None or (nova_states.migration_in_progress(mig) and
-                       not (mig.deleted or mig.archived)):
+                       not (mig.deleted or mig.archived) and not cut_off):
         return None
     verdict = unsettled(ctx)
     if verdict is not None:
         return verdict
-    details = _('Migration %(migration)s (%(type)s) of instance '
-                '%(instance)s ended with status %(status)s.') % {
-        'migration': mig.uuid, 'type': mig.migration_type,
-        'instance': mig.instance_uuid, 'status': mig.status}
-    inst = ctx.instance
-    if (mig.status in nova_states.MIGRATION_FAILED and inst is not None and
+    if cut_off:
+        details = _('Migration %(migration)s (%(type)s) of instance '
+                    '%(instance)s still says %(status)s, but nova stopped '
+                    'working on it before the guest left %(source)s: the '
+                    'instance is there with no task state (a compute cut '
+                    'off, then started again).') % {
+            'migration': mig.uuid, 'type': mig.migration_type,
+            'instance': mig.instance_uuid, 'status': mig.status,
+            'source': mig.source_compute}
+    else:
+        details = _('Migration %(migration)s (%(type)s) of instance '
+                    '%(instance)s ended with status %(status)s.') % {
+            'migration': mig.uuid, 'type': mig.migration_type,
+            'instance': mig.instance_uuid, 'status': mig.status}
+    if ((mig.status in nova_states.MIGRATION_FAILED or cut_off) and
+            inst is not None and
             not inst.deleted and not inst.archived and
             ctx.node is not None and
             (inst.host, inst.node) == (mig.source_compute, mig.source_node) and
@@ -568,6 +580,23 @@ def leaked_port_allocation(ctx):
                          '%(time)s UTC, within [nova_orphans] grace_period '
                          'of this run. Run again once it settles.') %
                        {'time': _time(found.network_changed_at)})
+    if (found.cache_only and found.ports_changed_at is not None and
+            inst.uuid in nova.activity and (
+                found.network_changed_at is None or
+                found.network_changed_at < found.ports_changed_at)):
+        # The cache predates nova's last change to the server's ports;
+        # only neutron could say what they claim now. Judged once the
+        # instance's activity is read (an orphan's is: see
+        # classify.unsettled_candidates), so that an interface change
+        # still running is in_progress rather than this.
+        return Verdict(reasons.UNVERIFIABLE, reasons.NONE,
+                       _('No port in nova\'s info cache claims this '
+                         'provider, but the cache (written %(cache)s UTC) '
+                         'is older than the server\'s last interface '
+                         'change (%(change)s UTC) and neutron was not '
+                         'asked: it proves nothing.') % {
+                           'cache': _time(found.network_changed_at),
+                           'change': _time(found.ports_changed_at)})
     elsewhere = sorted(
         rp for rp in found.port_providers
         if getattr(ctx.index.providers.get(rp), 'root_uuid',
@@ -582,14 +611,21 @@ def leaked_port_allocation(ctx):
                          'info names %(providers)s, not in this node\'s '
                          'tree: it may predate a move.') %
                        {'providers': ', '.join(elsewhere)})
-    return Verdict(
-        reasons.LEAKED_PORT_ALLOCATION, reasons.TRIM_PROVIDER,
-        _('No port of the instance claims this provider (its ports\' '
-          'binding profiles name %(providers)s) and its flavor requests '
-          'none of %(classes)s.') % {
-            'providers': ', '.join(sorted(found.port_providers)) or
-            _('no provider'),
-            'classes': ', '.join(sorted(port_classes))})
+    details = _('No port of the instance claims this provider (its ports\' '
+                'binding profiles name %(providers)s) and its flavor '
+                'requests none of %(classes)s.') % {
+        'providers': ', '.join(sorted(found.port_providers)) or
+        _('no provider'),
+        'classes': ', '.join(sorted(port_classes))}
+    if found.cache_only:
+        details += ' ' + _(
+            'The ports are those of nova\'s info cache, written %(cache)s '
+            'UTC: neutron was not asked, and nova refreshes the cache only '
+            'on neutron\'s events (no longer periodically by default '
+            'since nova 31.0.0).') % {
+            'cache': _time(found.network_changed_at)}
+    return Verdict(reasons.LEAKED_PORT_ALLOCATION, reasons.TRIM_PROVIDER,
+                   details)
 
 
 def active_instance(ctx):
@@ -754,6 +790,42 @@ DEFAULT_RULES = (
     stale_provider,
     unknown_consumer,
 )
+
+
+# The scheduler hint nova's own rebuild sets (never saved), which the
+# scheduler reads as "check the current host, claim nothing".
+CHECK_TYPE_HINT = '_nova_check_type'
+
+
+def internal_hints(hints):
+    """The names of nova's internal scheduler hints (``_nova*``) among
+    ``hints`` (a request spec's or a server's), sorted.
+    """
+    return tuple(sorted(str(k) for k in hints or ()
+                        if str(k).startswith('_nova')))
+
+
+def missing_details(inst, nova):
+    """The details of a missing_allocations finding for ``inst``.
+
+    A request spec that carries nova's internal ``_nova_check_type``
+    hint was created with it: nova's rebuild sets it on a copy it never
+    saves (``del request_spec.id`` in compute.api.API.rebuild), while
+    nova before 31.3.1, 32.2.1 and 33.0.2 kept a user's hints at create
+    as given, and its scheduler then skipped placement and the claim
+    (``request_is_rebuild``): the server runs with no allocation
+    (nova bug 2151252, fixed by stripping ``_nova`` hints at create).
+    """
+    details = _('The instance runs on %(host)s (%(node)s) but holds no '
+                'allocations in placement.') % {
+        'host': inst.host, 'node': inst.node}
+    if CHECK_TYPE_HINT in nova.internal_hints.get(inst.uuid, ()):
+        details += ' ' + _(
+            'Its request spec carries the scheduler hint %(hint)s, given '
+            'at create: the scheduler skipped the claim (OSSA-2026-022, '
+            'CVE-2026-46448, nova bug 2151252; fixed in nova 31.3.1, '
+            '32.2.1 and 33.0.2).') % {'hint': CHECK_TYPE_HINT}
+    return details
 
 
 def missing_allocations(index):

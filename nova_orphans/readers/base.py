@@ -36,6 +36,13 @@ class PlacementReader:
     def consumer_records(self, consumers=None):
         raise NotImplementedError()
 
+    def fully_reserved(self, provider_uuids):
+        """{uuid: its classes} of these providers whose every inventory
+        is reserved whole (PlacementSnapshot.fully_reserved); a reader
+        that cannot tell says none.
+        """
+        return {}
+
 
 class NovaReader:
     """nova's side: read(), resolve(), read_activity() and read_claims()
@@ -46,6 +53,12 @@ class NovaReader:
         """Add these live instances' claims (model.Claims) to the
         snapshot; a reader that cannot leaves them unread, which
         rules.leaked_port_allocation takes as nothing proven.
+        """
+
+    def read_internal_hints(self, snapshot, instance_uuids):
+        """Add the internal scheduler hints (``_nova*``) these live
+        instances' request specs carry (NovaSnapshot.internal_hints); a
+        reader that cannot read request specs leaves them unread.
         """
 
     def prove_deleted_nodes(self, nova, providers, allocations, consumers):

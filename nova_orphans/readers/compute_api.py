@@ -55,6 +55,7 @@ from nova_orphans.clients import network as network_mod
 from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.engine import claims as claims_mod
 from nova_orphans.engine import model
+from nova_orphans.engine import rules
 from nova_orphans.i18n import _
 from nova_orphans.readers import base
 from nova_orphans.readers import snapshot as snapshot_mod
@@ -64,6 +65,8 @@ LOG = logging.getLogger(__name__)
 # Labels, not messages: they are data in the JSON output (``cell``).
 API_CELL = model.Cell(uuid='compute-api', name=None, anonymous=True)
 DOWN_CELL_UUID = 'compute-api-down'
+# The first microversion showing a server's scheduler hints (nova 31).
+HINTS_VERSION = (2, 100)
 DOWN_CELL_NAME = '(down)'
 UNKNOWN = 'UNKNOWN'
 SOFT_DELETED = 'soft-delete'
@@ -466,6 +469,22 @@ class ComputeAPIReader(base.NovaReader):
         return network_mod.network_info(ports)
 
     # Heal -----------------------------------------------------------------
+
+    def read_internal_hints(self, snapshot, instance_uuids):
+        """The ``_nova*`` scheduler hints of these servers, as the
+        compute API shows them from 2.100 (nova 31, 2025.1) on; an older
+        API shows none, and leaves them unread.
+        """
+        for uuid, hints in self._map(self._hints, sorted(instance_uuids)):
+            hints = rules.internal_hints(hints)
+            if hints:
+                snapshot.internal_hints[uuid] = hints
+        return snapshot
+
+    def _hints(self, uuid):
+        server = self.client.get_at('/servers/%s' % uuid, HINTS_VERSION)
+        return uuid, ((server or {}).get('server') or {}).get(
+            'scheduler_hints') or {}
 
     def heal_data(self, instances):
         """{instance uuid: (flavor, boot_from_volume, network_info)}.

@@ -75,6 +75,10 @@ CELL_MAPPINGS = _table('cell_mappings', 'id', 'uuid', 'name',
 INSTANCE_MAPPINGS = _table('instance_mappings', 'instance_uuid', 'cell_id',
                            'queued_for_delete', database='api')
 BUILD_REQUESTS = _table('build_requests', 'instance_uuid', database='api')
+# The scheduler hints an instance was created with (see
+# rules.missing_details).
+REQUEST_SPECS = _table('request_specs', 'instance_uuid', 'spec',
+                       database='api')
 COMPUTE_NODES = _table('compute_nodes', 'id', 'uuid', 'host',
                        'hypervisor_hostname', 'hypervisor_type', 'deleted')
 # Archived nodes: their provider trees may still be in placement. Read
@@ -112,6 +116,9 @@ INFO_CACHES = _table('instance_info_caches', 'instance_uuid', 'network_info',
 INFO_CACHE_CLAIMS = _table('instance_info_caches', 'instance_uuid',
                            'network_info', 'created_at', 'updated_at')
 FLAVOR_CLAIMS = _table('instance_extra', 'instance_uuid', 'flavor')
+# When nova last started attaching or detaching a port (model.Claims).
+INTERFACE_ACTIONS = _table('instance_actions', 'instance_uuid', 'action',
+                           'start_time')
 # When nova last worked on an instance (see model.Activity).
 INSTANCE_TIMES = _table('instances', 'uuid', 'created_at', 'updated_at')
 MIGRATION_TIMES = _table('migrations', 'instance_uuid', 'created_at',
@@ -387,18 +394,26 @@ class NovaDBReader(base.NovaReader):
         return self._listed_ports(snapshot)
 
     def _listed_ports(self, snapshot):
-        """The network API's ports bound to each instance whose info
-        cache lists no port, in one request per hundred instances.
+        """The network API's ports bound to each instance whose claims
+        were read, in one request per hundred instances.
 
-        nova empties an info cache when neutron deleted the server's only
-        port, and in other ways (a refresh against a failing network
-        API): the cache cannot tell them apart, neutron can. Where it
-        cannot be asked, those claims stay unproven and the snapshot
-        says why (``unread``): the run is incomplete.
+        neutron owns the bindings; nova's info cache only mirrors them,
+        refreshed on neutron's events (and no longer periodically by
+        default since nova 31.0.0, bug 1996094): an event lost leaves it
+        out of date. So where ``[neutron]`` can be used, every
+        instance's ports are neutron's word (claims.with_listed_ports),
+        as the compute API reader's are. An empty info cache proves
+        nothing at all: nova empties
+        it in more ways than by detaching every port. Where neutron
+        cannot be asked, the empty caches' claims stay unproven and the
+        snapshot says why (``unread``): the run is incomplete; the other
+        caches stand for themselves (Claims.cache_only), and the rule
+        says so.
         """
-        unlisted = sorted(uuid for uuid, found in snapshot.claims.items()
-                          if found.ports_unlisted)
-        if not unlisted:
+        asked = sorted(snapshot.claims)
+        unlisted = [uuid for uuid in asked
+                    if snapshot.claims[uuid].ports_unlisted]
+        if not asked:
             return snapshot
         # keystoneauth only from here on (see nova_orphans.conf).
         from nova_orphans.clients import network as network_mod
@@ -408,11 +423,13 @@ class NovaDBReader(base.NovaReader):
                     raise exception.ConfigError(
                         reason=_('no network API client'))
                 self._network = self._network_factory()
-            ports = self._network.servers_ports(unlisted)
+            ports = self._network.servers_ports(asked)
         except (exception.ConfigError, network_mod.NetworkError) as e:
-            LOG.debug('Ports of %(count)d server(s) whose info cache lists '
-                      'none: %(error)s', {'count': len(unlisted),
-                                          'error': e})
+            LOG.debug('Ports of %(count)d server(s): %(error)s; those '
+                      'whose info cache lists none are unverifiable',
+                      {'count': len(asked), 'error': e})
+            if not unlisted:
+                return snapshot
             error = claims_mod.neutron_not_asked(e)
             snapshot.unread.append(_(
                 'neutron could not be asked for the ports bound to '
@@ -424,7 +441,7 @@ class NovaDBReader(base.NovaReader):
                 claims_mod.with_listed_ports(snapshot.claims[uuid],
                                              error=error)
             return snapshot
-        for uuid in unlisted:
+        for uuid in asked:
             claims_mod.with_listed_ports(
                 snapshot.claims[uuid], network_mod.network_info(ports[uuid]))
         return snapshot
@@ -485,6 +502,22 @@ class NovaDBReader(base.NovaReader):
                                                 reason=error)
             data.update(found)
         return data
+
+    def read_internal_hints(self, snapshot, instance_uuids):
+        """The ``_nova*`` scheduler hints of these instances' request
+        specs (NovaSnapshot.internal_hints), from the API database.
+        """
+        def read(conn):
+            return db_utils.rows_in(
+                conn, sa.select(REQUEST_SPECS.c.instance_uuid,
+                                REQUEST_SPECS.c.spec).where(
+                    REQUEST_SPECS.c.instance_uuid.in_(_IN)),
+                sorted(instance_uuids))
+        for uuid, spec in self._in_api(lambda conn: list(read(conn))):
+            hints = rules.internal_hints(_spec_hints(spec))
+            if hints:
+                snapshot.internal_hints[uuid] = hints
+        return snapshot
 
     def _api_rows(self, consumers):
         def read(conn):
@@ -664,11 +697,22 @@ class _CellRead:
                       instance_uuids)}
         flavors = dict(rows_in(self.db, sa.select(FLAVOR_CLAIMS).where(
             FLAVOR_CLAIMS.c.instance_uuid.in_(_IN)), instance_uuids))
+        changed = {}
+        # The action filtered here: a look-up takes no other parameter.
+        for uuid, action, start in rows_in(self.db, sa.select(
+                INTERFACE_ACTIONS).where(
+                INTERFACE_ACTIONS.c.instance_uuid.in_(_IN)),
+                instance_uuids):
+            start = _when(start)
+            if action in _INTERFACE_ACTIONS and start is not None and (
+                    uuid not in changed or start > changed[uuid]):
+                changed[uuid] = start
         for uuid in instance_uuids:
             info, created, updated = caches.get(uuid, (None, None, None))
             self.claims[uuid] = claims_mod.claims(
                 info, claims_mod.flavor_record(flavors.get(uuid)),
-                network_changed_at=_when(updated) or _when(created))
+                network_changed_at=_when(updated) or _when(created),
+                ports_changed_at=changed.get(uuid))
         return self
 
     def read_activity(self, instance_uuids):
@@ -808,6 +852,22 @@ class _CellRead:
                 source_compute=source_compute, source_node=source_node,
                 dest_compute=dest_compute, dest_node=dest_node,
                 deleted=bool(deleted), archived=archived)
+
+
+# nova's instance actions that change which ports a server has.
+_INTERFACE_ACTIONS = ('attach_interface', 'detach_interface')
+
+
+def _spec_hints(serialized):
+    """The scheduler hints of a serialized RequestSpec, or {}."""
+    try:
+        spec = jsonutils.loads(serialized or '{}')
+    except ValueError:
+        return {}
+    data = spec.get('nova_object.data', spec) if isinstance(
+        spec, dict) else None
+    hints = data.get('scheduler_hints') if isinstance(data, dict) else None
+    return hints if isinstance(hints, dict) else {}
 
 
 def _when(value):

@@ -147,6 +147,20 @@ class PlacementAPIReader(base.PlacementReader):
                     progress()
         return result
 
+    def fully_reserved(self, provider_uuids):
+        """{uuid: its classes} of these providers whose every inventory
+        has ``reserved`` at least ``total``: one GET each, concurrently
+        (asked only of providers that hold nothing).
+        """
+        def read(uuid):
+            doc = client.get('/resource_providers/%s/inventories' % uuid)
+            return uuid, whole(doc.get('inventories') or {})
+
+        with self._bulk() as client, concurrent.futures.ThreadPoolExecutor(
+                self.concurrency) as pool:
+            return {uuid: classes for uuid, classes in
+                    pool.map(read, sorted(provider_uuids)) if classes}
+
     def consumer(self, consumer_uuid):
         """One consumer's full allocation document, as placement returns it.
 
@@ -193,3 +207,14 @@ def consumer_from_document(uuid, doc):
         user_id=doc.get('user_id'),
         generation=doc.get('consumer_generation'),
         consumer_type=doc.get('consumer_type'))
+
+
+def whole(inventories):
+    """The classes of ``inventories`` ({class: inventory}) when every
+    one of them is reserved whole, else ().
+    """
+    if not inventories or any(
+            (inv.get('reserved') or 0) < (inv.get('total') or 0) or
+            not inv.get('total') for inv in inventories.values()):
+        return ()
+    return tuple(sorted(inventories))

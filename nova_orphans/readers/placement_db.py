@@ -43,6 +43,7 @@ from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.readers import base
+from nova_orphans.readers import placement_api
 from nova_orphans.readers import second_process
 
 LOG = logging.getLogger(__name__)
@@ -70,6 +71,8 @@ PROVIDER_AGGREGATES = _table('resource_provider_aggregates',
 RESOURCE_CLASSES = _table('resource_classes', 'id', 'name')
 INVENTORIES = _table('inventories', 'resource_provider_id',
                      'resource_class_id')
+INVENTORY_TOTALS = _table('inventories', 'resource_provider_id',
+                          'resource_class_id', 'total', 'reserved')
 
 # Every allocation row: one per consumer, provider and resource class.
 ALLOCATION_ROWS = sa.select(ALLOCATIONS.c.resource_provider_id,
@@ -373,6 +376,31 @@ class PlacementDBReader(base.PlacementReader):
                                                     everything=scan)))
         records = self._records
         return {c: records[c] for c in wanted if c in records}
+
+    def fully_reserved(self, provider_uuids):
+        """As PlacementAPIReader.fully_reserved, in one read of every
+        inventory (a row per provider and class).
+        """
+        wanted = set(provider_uuids)
+
+        def work(conn):
+            classes = _resource_classes(conn)
+            found = collections.defaultdict(dict)
+            for uuid, rc_id, total, reserved in conn.execute(
+                    sa.select(PROVIDERS.c.uuid,
+                              INVENTORY_TOTALS.c.resource_class_id,
+                              INVENTORY_TOTALS.c.total,
+                              INVENTORY_TOTALS.c.reserved)
+                    .select_from(INVENTORY_TOTALS.join(
+                        PROVIDERS, INVENTORY_TOTALS.c.resource_provider_id ==
+                        PROVIDERS.c.id))):
+                if uuid in wanted:
+                    found[uuid][_class_name(classes, rc_id)] = {
+                        'total': total, 'reserved': reserved}
+            return found
+        return {uuid: classes for uuid, classes in
+                ((u, placement_api.whole(inv))
+                 for u, inv in self._read(work).items()) if classes}
 
     def consumer(self, consumer_uuid):
         """Placement's own, fresh allocation document (through the API)."""

@@ -72,6 +72,10 @@ class ProvingReader(base.NovaReader):
         # base.NovaReader has it too: __getattr__ would not be asked.
         return self._reader.read_claims(snapshot, instance_uuids)
 
+    def read_internal_hints(self, snapshot, instance_uuids):
+        # As read_claims.
+        return self._reader.read_internal_hints(snapshot, instance_uuids)
+
     def read(self):
         nova = self._reader.read()
         if self.every_root:

@@ -28,6 +28,7 @@ from oslo_utils import uuidutils
 from nova_orphans.engine import classify
 from nova_orphans.engine import index as index_mod
 from nova_orphans.engine import model
+from nova_orphans.engine import reasons
 from nova_orphans.engine import rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -219,6 +220,7 @@ class Audit:
                 snapshot, consumers)
         self._read_claims(snapshot)
         findings = self._classify(snapshot, shown)
+        findings = self._with_internal_hints(snapshot, findings)
         if shown_records is not None:
             records = shown_records(
                 {f.consumer for f in findings if f.consumer in consumers} -
@@ -240,6 +242,20 @@ class Audit:
             findings = self._reclassify(snapshot, findings, records, shown)
         self.snapshot = snapshot
         return findings
+
+    def _with_internal_hints(self, snapshot, findings):
+        """The findings, those of instances holding no allocation at all
+        saying why, where their request spec shows it (see
+        rules.missing_details): read for those few instances only.
+        """
+        missing = {f.consumer for f in findings
+                   if f.reason == reasons.MISSING_ALLOCATIONS}
+        if not missing:
+            return findings
+        self.nova.read_internal_hints(snapshot.nova, missing)
+        if not snapshot.nova.internal_hints:
+            return findings
+        return classify.with_internal_hints(findings, snapshot.nova)
 
     def _read_claims(self, snapshot):
         """What the live instances holding a port's classes below their

@@ -47,6 +47,7 @@ from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import placement_db
+from nova_orphans.repair import capacity
 from nova_orphans.repair import documents
 from nova_orphans.repair import heal as heal_mod
 from nova_orphans.repair import streams as streams_mod
@@ -436,13 +437,13 @@ class Repairer:
         except exception.NovaOrphansException as e:
             return self._failed(consumer, planned, e)
 
-    @staticmethod
-    def _failed(consumer, planned, error):
+    def _failed(self, consumer, planned, error):
         # Debug: placement down fails every consumer alike, and the front
         # ends print each cause once (output.group_failures).
         LOG.debug('Repair of consumer %(consumer)s failed: %(error)s',
                   {'consumer': consumer, 'error': error})
-        return [failed(str(error))] * len(planned)
+        why = capacity.repair_refused(error, self._provider_name)
+        return [failed(why or str(error))] * len(planned)
 
     def _attempt(self, consumer, planned, docs, fresh):
         """One verify-journal-write round for one consumer."""
@@ -545,6 +546,10 @@ class Repairer:
                     self.audit.placement.providers,
                     self.audit.nova.compute_nodes)
         return classify.classify(snapshot, self.rules, cloud=self._cloud)
+
+    def _provider_name(self, uuid):
+        provider = self.audit.placement.providers.get(uuid)
+        return provider.name if provider is not None else None
 
     @staticmethod
     def _why_not(finding, current):

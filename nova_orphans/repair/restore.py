@@ -38,6 +38,7 @@ from nova_orphans.i18n import _
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import placement_db as placement_db_mod
 from nova_orphans.repair import actions
+from nova_orphans.repair import capacity
 from nova_orphans.repair import documents
 from nova_orphans.repair import journal
 from nova_orphans.repair import providers as providers_mod
@@ -154,6 +155,7 @@ def restore(client, entries, dry_run=False, concurrency=8, progress=None,
     entries not put back say so.
     """
     state = _Placement(client, placement_db, dry_run)
+    state.origins = _origins(entries)
     entries = list(reversed(entries))
     outcomes = [None] * len(entries)
     # Providers this run could not put back: nothing goes on them, or
@@ -362,7 +364,7 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
     outcomes, ready = [None] * len(batch), collections.defaultdict(list)
     for i, entry in enumerate(batch):
         try:
-            verdict = _judge(entry, docs)
+            verdict = _judge(entry, docs, state.origins)
         except exception.NovaOrphansException as e:
             outcomes[i] = actions.failed(str(e))
             continue
@@ -382,7 +384,7 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
             continue
         if len(group) < actions.BATCH_MIN:
             for i, targets in group:
-                outcomes[i] = _write(client, targets, stop)
+                outcomes[i] = _write(client, targets, stop, batch[i])
             continue
         targets = {}
         for _i, part in group:
@@ -413,20 +415,43 @@ def _restore_entry(client, state, entry, dry_run, stop=None):
     try:
         verdict = _judge(entry, {c: state.consumer(c)
                                  for c in entry['consumers']
-                                 if entry.get('applied') is not False})
+                                 if entry.get('applied') is not False},
+                         state.origins)
     except exception.NovaOrphansException as e:
         return actions.failed(str(e))
     if isinstance(verdict, str):
         return verdict
     if dry_run:
         return _simulate(state, verdict)
-    return _write(client, verdict, stop)
+    return _write(client, verdict, stop, entry)
 
 
-def _judge(entry, current):
+def _origins(entries):
+    """{consumer: its allocations before the first applied entry (in
+    journal order) that repaired it}: what restoring the whole journal
+    gives it back.
+    """
+    origins = {}
+    for entry in entries:
+        if 'provider' in entry or entry.get('applied') is False:
+            continue
+        for c, spec in entry['consumers'].items():
+            origins.setdefault(c, spec['before'])
+    return origins
+
+
+def _judge(entry, current, origins=None):
     """What restoring the entry means, given its consumers' documents
     (an error instead of one is raised): its outcome if there is nothing
     to write, else the write ({consumer: (document, generation)}).
+
+    ``origins`` (see _origins): an entry whose consumers all hold what
+    they held before the journal's first repair of them was undone
+    already, with the older entries that repaired them again: by an
+    earlier run of restore on this journal that some refusal or a
+    signal stopped (a failed migration's return to its instance and the
+    instance's own repair are two entries of one consumer). Run again,
+    it is as before, not changed since the repair.
     """
     if entry.get('applied') is False:
         return actions.skipped(_('never applied (%(reason)s)') %
@@ -440,6 +465,11 @@ def _judge(entry, current):
         return actions.skipped(_('already as before'))
     changed = [c for c, spec in consumers.items()
                if current[c]['allocations'] != spec['after']]
+    if changed and origins and all(
+            c in origins and documents.same_allocations(current[c],
+                                                        origins[c])
+            for c in consumers):
+        return actions.skipped(_('already as before'))
     if changed:
         return actions.failed(
             _('refused: consumer %(consumers)s changed since the '
@@ -462,7 +492,7 @@ def _simulate(state, targets):
     return actions.dry_run()
 
 
-def _write(client, targets, stop=None):
+def _write(client, targets, stop=None, entry=None):
     if stop is not None and stop.is_set():
         return actions.interrupted()
     try:
@@ -470,5 +500,9 @@ def _write(client, targets, stop=None):
     except actions._Retry:
         return actions.failed(_('changed concurrently; run restore again'))
     except exception.NovaOrphansException as e:
-        return actions.failed(str(e))
+        # The providers the entry's findings name, as they were named.
+        names = {f.get('resource_provider'): f.get('resource_provider_name')
+                 for f in (entry or {}).get('findings', ())}
+        return actions.failed(capacity.restore_refused(e, names.get) or
+                              str(e))
     return actions.DONE

@@ -109,9 +109,10 @@ class TestStatementsPerDatabase(base.BaseTestCase):
         self.assertEqual({'api': 3, 'cell0': 5, 'cell1': 5, 'cell2': 5},
                          counts)
 
-    def test_claims_two_statements_per_cell_asked(self):
-        """The info caches and flavors of the instances asked about, in
-        their own cells only, whatever their number.
+    def test_claims_three_statements_per_cell_asked(self):
+        """The info caches, flavors and interface actions of the
+        instances asked about, in their own cells only, whatever their
+        number.
         """
         more = [self.nova.add_instance('cell1', host='h1', node='h1')
                 for _n in range(30)]
@@ -119,7 +120,7 @@ class TestStatementsPerDatabase(base.BaseTestCase):
             self.nova.set_network_info('cell1', vm, [nova_db.vif()])
         _snap, plain = self._selects({self.live})
         snapshot, counts = self._selects({self.live}, set(more))
-        self.assertEqual(dict(plain, cell1=plain['cell1'] + 2), counts)
+        self.assertEqual(dict(plain, cell1=plain['cell1'] + 3), counts)
         self.assertEqual(set(more), set(snapshot.claims))
         self.assertEqual(
             (frozenset(), 10),

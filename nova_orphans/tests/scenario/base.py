@@ -145,6 +145,10 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
 
     compute_driver = 'fake.MediumFakeDriver'
     HOSTS = ('host1', 'host2', 'host3')
+    #: Another openstack-placement release (its version, "9.0.0") for
+    #: nova and the tool; None: the test venv's (see
+    #: _serve_placement_release).
+    PLACEMENT_RELEASE = None
     #: nova-orphans' ``main(argv)``; None means nova_orphans.cmd.manage.main,
     #: imported at call time. A module may point it at a stand-in.
     manage_main = None
@@ -177,6 +181,8 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
         self._publish_cell_urls()
 
         self.placement_fixture = self.placement.fixture
+        if self.PLACEMENT_RELEASE is not None:
+            self._serve_placement_release(self.PLACEMENT_RELEASE)
         self.placement_endpoint = self.placement_fixture.endpoint
         for host in self.HOSTS:
             self._start_compute(host)
@@ -189,6 +195,22 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
         self.assertEqual(set(self.HOSTS), set(self.rp_uuids))
         self.flavor = self.api.get_flavors()[0]
         self.conf_file = self.write_nova_conf()
+
+    def _serve_placement_release(self, version):
+        """nova and the tool on another placement release than the venv's.
+
+        The functional suite's OldPlacementServer serves it from a
+        subprocess on 127.0.0.1, on a database its own migrations made.
+        nova's PlacementFixture sends every request of nova (the report
+        client) and of the harness's helpers to its ``endpoint`` with its
+        token, read at each request: pointed there before any compute
+        starts, the whole harness uses that placement. The in-process
+        one stays up, unused (``placement_db=True`` would still name its
+        database).
+        """
+        from nova_orphans.tests.functional.fixtures import releases
+        server = self.useFixture(releases.OldPlacementServer(version))
+        self.placement_fixture.endpoint = server.endpoint
 
     def _make_cell_databases(self):
         self.cell_databases = _PublishedCellDatabases()

@@ -204,6 +204,33 @@ SCENARIOS['live_migration_failed'] = S(
     audit_rc=3, audit_flags=['migration@host1', 'vm1@host2'],
     audit_removes=['migration@host1', 'vm1@host2'],
     audit_problems=['does not give vm1@host1 back'])
+SCENARIOS['live_migration_post_failed'] = S(
+    'A live migration fails after the guest switched hosts '
+    '(post_live_migration_at_destination raises): server ERROR on the '
+    'destination, migration error, its consumer keeps the source',
+    'test_field.LiveMigrationPostFailureTest.'
+    'test_post_at_destination_fails',
+    ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
+          ('vm1@host2', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['migration@host1'],
+    audit_removes=['migration@host1'])
+SCENARIOS['graceful_shutdown_cut_off'] = S(
+    'nova-compute stopped while a live migration was in its driver, a '
+    'cold migration copying and a build spawning (manager_shutdown_timeout '
+    'passed), then started again: the live migration aborted (error), '
+    'the cold one left migrating, both servers back on the source',
+    'test_field.GracefulShutdownTest.test_cut_off_then_restarted',
+    ours=[('migration@host1', 'finished_migration', 'return_to_instance'),
+          ('vm1@host2', 'stale_provider', 'remove_provider'),
+          ('migration3@host1', 'finished_migration',
+           'return_to_instance'),
+          ('vm3@host2', 'stale_provider', 'remove_provider'),
+          ('vm2@host1', 'active_instance', 'none')],
+    audit_rc=3, audit_flags=['migration@host1', 'vm1@host2', 'vm3@host2'],
+    audit_removes=['migration@host1', 'vm1@host2', 'vm3@host2'],
+    audit_problems=['does not give vm1@host1 back',
+                    'does not give vm3@host1 back',
+                    'leaves the orphan migration3@host1'])
 SCENARIOS['resize_confirm_leak'] = S(
     'A resize is confirmed but the source is not freed (migration '
     'confirmed, its consumer keeps the old flavor)',

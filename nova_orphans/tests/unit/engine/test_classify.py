@@ -11,12 +11,14 @@
 #    under the License.
 """Every reason, and every look-alike that must not be an orphan."""
 
+import dataclasses
 import datetime
 
 from oslotest import base
 
 from nova_orphans.engine import classify
 from nova_orphans.engine import model
+from nova_orphans.engine import nova_states
 from nova_orphans.engine import reasons as r
 from nova_orphans.engine import rules
 from nova_orphans.engine import site_rules
@@ -161,6 +163,35 @@ class InstanceRulesTestCase(ClassifyTestCase):
             (finding.consumer, finding.resource_provider, finding.reason,
              finding.action, finding.resources))
 
+    def test_missing_allocations_created_with_the_rebuild_hint(self):
+        vm = self.cloud.instance('host1')
+        other = self.cloud.instance('host1')
+        plain = 'The instance runs on host1 (host1) but holds no ' \
+            'allocations in placement.'
+        findings = self.cloud.findings()
+        self.assertEqual({vm: plain, other: plain},
+                         {f.consumer: f.details for f in findings})
+        self.cloud.nova.internal_hints[vm] = rules.internal_hints(
+            {'_nova_check_type': ['rebuild'], 'same_host': ['x']})
+        self.cloud.nova.internal_hints[other] = ('_nova_other',)
+        advised = plain + (
+            ' Its request spec carries the scheduler hint _nova_check_type, '
+            'given at create: the scheduler skipped the claim '
+            '(OSSA-2026-022, CVE-2026-46448, nova bug 2151252; fixed in '
+            'nova 31.3.1, 32.2.1 and 33.0.2).')
+        expected = {vm: advised, other: plain}
+        self.assertEqual(expected, {f.consumer: f.details
+                                    for f in self.cloud.findings()})
+        self.assertEqual(expected, {
+            f.consumer: f.details for f in
+            classify.with_internal_hints(findings, self.cloud.nova)})
+
+    def test_internal_hints(self):
+        self.assertEqual(('_nova_check_type', '_nova_x'),
+                         rules.internal_hints({'_nova_x': 1, 'group': 2,
+                                               '_nova_check_type': 3}))
+        self.assertEqual((), rules.internal_hints(None))
+
     def test_missing_allocations_not_for_instances_without_a_host(self):
         self.cloud.instance(None, vm_state='shelved_offloaded')
         self.cloud.instance(None, vm_state='error')
@@ -254,6 +285,49 @@ class MigrationRulesTestCase(ClassifyTestCase):
         self.assertVerdicts({
             (mig, self.host1): (r.FINISHED_MIGRATION,
                                 r.RETURN_TO_INSTANCE)})
+
+    def test_cold_migration_cut_off_before_the_move(self):
+        # The source compute stopped mid-migration and started again:
+        # guest reverted, task state cleared, migration still migrating.
+        vm = self.cloud.instance('host1')
+        mig = self.cloud.migration(vm, 'migrating', 'migration', 'host1',
+                                   'host2')
+        self.cloud.alloc(mig, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        cut_off = {
+            (mig, self.host1): (r.FINISHED_MIGRATION, r.RETURN_TO_INSTANCE),
+            (vm, self.host2): (r.STALE_PROVIDER, r.REMOVE_PROVIDER)}
+        self.assertVerdicts(cut_off)
+        moving = (r.ACTIVE_MIGRATION, FINE)
+        # Any sign that nova still works on the move keeps it.
+        for changes in ({'task_state': 'resize_migrating'},
+                        {'task_state': 'resize_prep'},
+                        {'vm_state': 'resized'}):
+            self.cloud.update_instance(vm, **changes)
+            self.assertVerdicts({(mig, self.host1): moving,
+                                 (vm, self.host2): moving})
+            self.cloud.update_instance(vm, task_state=None,
+                                       vm_state='active')
+        # The guest on the destination: the move went on.
+        self.cloud.update_instance(vm, host='host2', node='host2')
+        self.assertVerdicts({(mig, self.host1): moving,
+                             (vm, self.host2): (r.ACTIVE_INSTANCE, FINE)})
+        self.cloud.update_instance(vm, host='host1', node='host1')
+        self.assertVerdicts(cut_off)
+        # A live migration, or a status past the move, is not this.
+        for status, kind in (('running', 'live-migration'),
+                             ('post-migrating', 'migration'),
+                             ('finished', 'resize')):
+            self.cloud.nova.migrations[mig] = dataclasses.replace(
+                self.cloud.nova.migrations[mig], status=status,
+                migration_type=kind)
+            self.assertEqual(moving, self.cloud.verdicts()[(mig,
+                                                            self.host1)])
+        self.assertEqual(True, nova_states.cut_off(
+            dataclasses.replace(self.cloud.nova.migrations[mig],
+                                status='pre-migrating',
+                                migration_type='resize'),
+            self.cloud.nova.instances[vm]))
 
     def test_failed_migration_when_instance_has_its_own(self):
         vm = self.cloud.instance('host1')

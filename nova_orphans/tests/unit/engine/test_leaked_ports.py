@@ -86,10 +86,36 @@ class LeakedPortTestCase(test_classify.ClassifyTestCase):
             'No port of the instance claims this provider (its ports\' '
             'binding profiles name no provider) and its flavor requests '
             'none of NET_BW_EGR_KILOBIT_PER_SEC, '
-            'NET_BW_IGR_KILOBIT_PER_SEC.', finding.details)
+            'NET_BW_IGR_KILOBIT_PER_SEC. The ports are those of nova\'s '
+            'info cache, written 2026-11-23 11:00:00 UTC: neutron was not '
+            'asked, and nova refreshes the cache only on neutron\'s events '
+            '(no longer periodically by default since nova 31.0.0).',
+            finding.details)
         self.assertEqual((self.bw, self.host1, 'host1:agent:br-ex'),
                          (finding.resource_provider, finding.root_provider,
                           finding.resource_provider_name))
+
+    def test_cache_older_than_the_last_interface_change(self):
+        vm = self.server([vif()])
+        self.cloud.nova.activity[vm] = model.Activity(changed_at=LONG_AGO)
+        self.cloud.nova.claims[vm] = claims.claims(
+            [vif()], FLAVOR, network_changed_at=LONG_AGO,
+            ports_changed_at=LONG_AGO + datetime.timedelta(seconds=1))
+        self.assertEqual((r.UNVERIFIABLE, FINE), self.verdict(vm))
+        finding, = [f for f in self.cloud.findings()
+                    if f.resource_provider == self.bw]
+        self.assertEqual(
+            'No port in nova\'s info cache claims this provider, but the '
+            'cache (written 2026-11-23 11:00:00 UTC) is older than the '
+            'server\'s last interface change (2026-11-23 11:00:01 UTC) '
+            'and neutron was not asked: it proves nothing.',
+            finding.details)
+        # Written by that change (a detach writes it before it frees the
+        # port's resources): it stands.
+        self.cloud.nova.claims[vm] = claims.claims(
+            [vif()], FLAVOR, network_changed_at=LONG_AGO,
+            ports_changed_at=LONG_AGO - datetime.timedelta(seconds=1))
+        self.assertEqual(LEAKED, self.verdict(vm))
 
     def test_leak_beside_a_port_that_claims_another_provider(self):
         vm = self.server([vif(self.bw2)])
@@ -183,27 +209,39 @@ class LeakedPortTestCase(test_classify.ClassifyTestCase):
         return nova_db.NovaDBReader(
             conf, network=lambda: network.NetworkClient(net))
 
-    def test_empty_info_cache_asks_neutron(self):
+    def test_neutron_is_asked_for_every_server(self):
         # neutron deleted the server's only port; another's cache was
-        # emptied while its port is still bound; a third lists its port.
+        # emptied while its port is still bound; a third lists its port,
+        # which neutron binds with no allocation; a fourth's cache names
+        # a port with no allocation that neutron binds with this one
+        # (the cache is out of date); a fifth's cache names a port with
+        # this allocation that neutron no longer binds to it (an event
+        # lost): neutron's word, every time.
         net = test_port_claims.FakeNetwork()
         deleted = self.server([])
         bound = self.server([])
-        listed = self.server([vif()])
+        listed = self.server([vif(port='p2')])
+        stale = self.server([vif(port='p3')])
+        unbound = self.server([vif(self.bw, port='p4')])
         net.ports = [test_port_claims.port('p1', self.bw, device_id=bound),
-                     test_port_claims.port('p2', device_id=listed)]
+                     test_port_claims.port('p2', device_id=listed),
+                     test_port_claims.port('p3', self.bw, device_id=stale)]
         nova = self.cloud.nova
         self.assertIs(nova, self.db_reader(net)._listed_ports(nova))
         active = (r.ACTIVE_INSTANCE, FINE)
         self.assertVerdicts({
             (deleted, self.host1): active, (deleted, self.bw): LEAKED,
             (bound, self.host1): active, (bound, self.bw): active,
-            (listed, self.host1): active, (listed, self.bw): LEAKED})
-        # One request for both servers whose cache lists no port.
+            (listed, self.host1): active, (listed, self.bw): LEAKED,
+            (stale, self.host1): active, (stale, self.bw): active,
+            (unbound, self.host1): active, (unbound, self.bw): LEAKED})
+        self.assertFalse(any(c.cache_only for c in nova.claims.values()))
+        # One request for every server.
         self.assertEqual(
-            ['http://network:9696/v2.0/ports?device_id=%s&device_id=%s&'
+            ['http://network:9696/v2.0/ports?%s&'
              'fields=id&fields=device_id&fields=binding%%3Aprofile'
-             % tuple(sorted((deleted, bound)))],
+             % '&'.join('device_id=%s' % u for u in sorted(
+                 (deleted, bound, listed, stale, unbound)))],
             [url for _m, url, _v in net.requests])
         self.assertEqual([], nova.unread)
         self.assertEqual(model.Claims(

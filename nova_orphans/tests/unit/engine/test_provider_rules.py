@@ -52,6 +52,25 @@ class ProviderRulesTestCase(base.BaseTestCase):
         self.assertEqual(list(model.PROVIDER_KEYS), list(row.to_dict()))
         self.assertEqual(row, model.ProviderFinding.from_dict(row.to_dict()))
 
+    def test_fully_reserved_only_on_live_trees_holding_nothing(self):
+        pci = self.cloud.provider('host1_pci', parent=self.host1)
+        used = self.cloud.provider('host1_pci2', parent=self.host1)
+        self.cloud.alloc(cloud_mod.uuid('vm'), used, CUSTOM_PCI=1)
+        dead = self.dead_node()
+        other = self.cloud.provider('elsewhere')
+        self.cloud.placement.fully_reserved.update({
+            pci: ('CUSTOM_PCI',), used: ('CUSTOM_PCI',),
+            dead: ('VCPU',), other: ('VCPU',)})
+        rows = {f.uuid: f for f in self.rows()}
+        self.assertEqual({
+            self.host1: LIVE, pci: (r.FULLY_RESERVED, r.NONE), used: LIVE,
+            dead: (r.DELETED_COMPUTE_NODE, r.DELETE_PROVIDER),
+            other: UNMANAGED},
+            {u: (f.reason, f.action) for u, f in rows.items()})
+        self.assertTrue(rows[pci].details.startswith(
+            'All of its CUSTOM_PCI is reserved and nothing is allocated on '
+            'it: capacity nobody holds'), rows[pci].details)
+
     def test_deleted_node_tree_children_included(self):
         dead = self.dead_node()
         agent = self.cloud.provider('host9:agent', parent=dead)

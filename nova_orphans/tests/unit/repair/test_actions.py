@@ -199,3 +199,51 @@ class ConflictTestCase(base.BaseTestCase):
                              'attempting to allocate: Another thread '
                              'concurrently updated the data. Please retry '
                              'your update'))
+
+
+class OverCapacityTestCase(base.BaseTestCase):
+    """A write placement refuses for capacity fails naming the provider,
+    as placement words the refusal (no error code).
+    """
+
+    def test_outcome_names_the_provider(self):
+        resp = requests.models.Response()
+        resp.status_code = 409
+        resp.headers['Content-Type'] = 'application/json'
+        resp._content = json.dumps({'errors': [{
+            'status': 409, 'title': 'Conflict',
+            'detail': "There was a conflict when trying to complete your "
+                      "request.\n\n Unable to allocate inventory: Unable to "
+                      "create allocation for 'MEMORY_MB' on resource "
+                      "provider 'rp-1'. The requested amount would exceed "
+                      "the capacity.  ",
+            'code': 'placement.undefined_code'}]}).encode()
+        client = mock.Mock(version=(1, 39))
+        client.request.side_effect = (
+            lambda method, url, **kw: placement_client._check(
+                method, url, resp, (204,)))
+        target = {'allocations': {'rp-1': {'resources': {'VCPU': 1}}},
+                  'project_id': 'p', 'user_id': 'u',
+                  'consumer_generation': 1, 'consumer_type': 'INSTANCE'}
+        e = self.assertRaises(placement_client.exception.PlacementError,
+                              actions.write, client, {'c1': (target, 1)})
+        audit = mock.Mock()
+        audit.placement.providers = {'rp-1': model.Provider(
+            uuid='rp-1', name='host1', root_uuid='rp-1')}
+        repairer = actions.Repairer(client, mock.Mock(spec=[]), audit)
+        outcome, = repairer._failed('c1', ['finding'], e)
+        self.assertEqual(
+            'failed: resource provider host1 (rp-1) is over capacity for '
+            'MEMORY_MB, and this placement refuses any allocation write that '
+            'keeps an allocation there, even one that adds nothing '
+            '(placement before 14.0.0, bug 2104040): give it room for its '
+            'usage (raise its MEMORY_MB allocation_ratio or lower its '
+            'reserved, in nova.conf where nova reports them) and run clean '
+            'again, or upgrade placement to 14.0.0 or later', outcome)
+        # Any other failure keeps its own words.
+        other = placement_client.exception.PlacementError(
+            method='PUT', url='/allocations/c1', reason='500 boom')
+        other.status_code = 500
+        self.assertEqual(
+            ['failed: Placement request PUT /allocations/c1 failed: 500 '
+             'boom'], repairer._failed('c1', ['finding'], other))

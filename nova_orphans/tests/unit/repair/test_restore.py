@@ -238,3 +238,54 @@ class ShownOrderTestCase(base.BaseTestCase):
              ('a', 'skipped: already as before'), ('b', 'done')],
             [(getattr(f, 'name', None) or f.consumer, outcome)
              for f, outcome in shown])
+
+
+def doc(**allocations):
+    return {'allocations': {rp: {'resources': {'VCPU': n}}
+                            for rp, n in allocations.items()},
+            'project_id': 'p', 'user_id': 'u', 'consumer_generation': 1,
+            'consumer_type': None}
+
+
+class RestoreAgainTestCase(base.BaseTestCase):
+    """Two entries of one consumer, restored once, then again."""
+
+    def setUp(self):
+        super().setUp()
+        # The instance's stale part removed, then a failed migration's
+        # allocation returned to it (journal order).
+        self.older = {'consumers': {'vm': {'before': doc(dst=1),
+                                           'after': {}}}}
+        self.newer = {'consumers': {
+            'mig': {'before': doc(src=1), 'after': {}},
+            'vm': {'before': doc(), 'after': doc(src=1)['allocations']}}}
+        self.origins = restore._origins([self.older, self.newer])
+
+    def test_origins_are_the_oldest_befores(self):
+        self.assertEqual({'vm': doc(dst=1), 'mig': doc(src=1)},
+                         self.origins)
+
+    def test_first_run_writes_the_newer_entry(self):
+        targets = restore._judge(self.newer, {'mig': doc(), 'vm':
+                                              doc(src=1)}, self.origins)
+        self.assertEqual({'mig', 'vm'}, set(targets))
+
+    def test_restored_already(self):
+        # Both entries undone: vm is back on dst, which is neither the
+        # newer entry's before nor its after.
+        current = {'mig': doc(src=1), 'vm': doc(dst=1)}
+        self.assertEqual('skipped: already as before',
+                         restore._judge(self.newer, current, self.origins))
+        self.assertEqual('skipped: already as before',
+                         restore._judge(self.older, current, self.origins))
+
+    def test_changed_by_someone_else_is_still_refused(self):
+        current = {'mig': doc(src=1), 'vm': doc(other=1)}
+        self.assertEqual('failed: refused: consumer mig, vm changed since the '
+                         'repair',
+                         restore._judge(self.newer, current, self.origins))
+
+    def test_a_refused_entry_has_no_origin(self):
+        refused = dict(self.older, applied=False)
+        self.assertEqual({'vm': doc(), 'mig': doc(src=1)},
+                         restore._origins([refused, self.newer]))
