@@ -224,8 +224,8 @@ class FlakyControlPlaneTestCase(front_ends.FrontEndsTestCase):
             return ('To undo: nova-orphans-manage --config-file %s '
                     'allocations restore --journal %s' % (
                         self.proxied_conf, self.journal))
-        return ('To undo: openstack allocation orphan restore --journal %s'
-                % self.journal)
+        return ('To undo: openstack --os-cloud proxied allocation orphan '
+                'restore --journal %s' % self.journal)
 
     # Transient faults at a rate -----------------------------------------
 
