@@ -686,8 +686,9 @@ def plainly_active(inst, node, alloc, claims, sharing):
     vm_state), and leaked_port_allocation: never on a sharing provider,
     and on the node's tree only for what holds a port's classes below
     the root that no port claims. A rule added before active_instance
-    must be reflected here; the unit tests compare both ways on every
-    kind of allocation.
+    must be reflected here and in PLAINLY_ACTIVE_ANSWERS_FOR (a unit
+    test holds that to DEFAULT_RULES); the unit tests also compare both
+    ways on every kind of allocation.
     """
     if inst.deleted or inst.archived or inst.vm_state in _UNSETTLED_STATES:
         return None
@@ -790,6 +791,14 @@ DEFAULT_RULES = (
     stale_provider,
     unknown_consumer,
 )
+# The rules plainly_active answers for, by what it checks: every one
+# before active_instance in DEFAULT_RULES. A rule added there must be
+# reflected in plainly_active, and named here: a unit test
+# (test_fast_paths) fails while this and DEFAULT_RULES disagree.
+PLAINLY_ACTIVE_ANSWERS_FOR = (
+    unverifiable, unmanaged_provider, unmanaged_consumer,
+    finished_migration, deleted_instance, building, soft_deleted,
+    active_migration, shelved_offloaded, leaked_port_allocation)
 
 
 # The scheduler hint nova's own rebuild sets (never saved), which the

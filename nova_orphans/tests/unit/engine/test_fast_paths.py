@@ -187,6 +187,15 @@ class ShortcutTestCase(base.BaseTestCase):
                 self.cloud.findings(rules=list(rules.DEFAULT_RULES),
                                     shown=shown))
 
+    def test_every_rule_before_active_instance_is_answered_for(self):
+        """A rule added before active_instance fails this until
+        plainly_active takes it into account (and says so).
+        """
+        chain = rules.DEFAULT_RULES
+        self.assertEqual(
+            chain[:chain.index(rules.active_instance)],
+            rules.PLAINLY_ACTIVE_ANSWERS_FOR)
+
     def test_same_findings_as_the_chain(self):
         self._check()
         reasons_ = {f.reason for f in self.cloud.findings()}
