@@ -23,7 +23,7 @@ not fatal.
 """
 
 import datetime
-import threading
+import functools
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
@@ -36,6 +36,7 @@ from nova_orphans.engine import rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.readers import base
+from nova_orphans.readers import scatter
 from nova_orphans.readers import snapshot as snapshot_mod
 
 LOG = logging.getLogger(__name__)
@@ -542,28 +543,22 @@ class NovaDBReader(base.NovaReader):
 
         Returns {cell uuid: (result, None) or (None, error text)}.
         """
-        results = {}
-        threads = []
-        for conn in connections:
-            thread = threading.Thread(
-                target=self._run_in_cell, args=(conn, work, results),
-                name='cell-%s' % conn.name, daemon=True)
-            thread.start()
-            threads.append((conn, thread))
-        for conn, thread in threads:
-            thread.join(self.cell_timeout)
-            if thread.is_alive():
-                results.setdefault(conn.uuid, (None, _(
-                    'not read within %(seconds)s seconds') %
-                    {'seconds': self.cell_timeout}))
-        # A late thread must not change what was already reported.
-        results = dict(results)
+        results = scatter.gather(
+            {conn.uuid: ('cell-%s' % conn.name,
+                         functools.partial(self._run_in_cell, conn, work))
+             for conn in connections},
+            self.cell_timeout)
+        late = (None, _('not read within %(seconds)s seconds') %
+                {'seconds': self.cell_timeout})
+        results = {uuid: late if result is scatter.TIMED_OUT else result
+                   for uuid, result in results.items()}
         for _result, error in results.values():
             if isinstance(error, exception.UnsupportedSchema):
                 raise error
         return results
 
-    def _run_in_cell(self, conn, work, results):
+    def _run_in_cell(self, conn, work):
+        """(work's result, None), or (None, why the cell was not read)."""
         try:
             with self._engines.connect(conn.url) as db:
                 schema = self._schemas.get(conn.uuid)
@@ -573,20 +568,19 @@ class NovaDBReader(base.NovaReader):
                                       '(%(url)s)') % {
                             'cell': conn.name or conn.uuid,
                             'url': db_utils.safe_url(conn.url)})
-                result = work(_CellRead(db, conn.uuid,
-                                        self._node_ids.get(conn.uuid),
-                                        schema))
-            results.setdefault(conn.uuid, (result, None))
+                return work(_CellRead(db, conn.uuid,
+                                      self._node_ids.get(conn.uuid),
+                                      schema)), None
         except exception.UnsupportedSchema as e:
             # Not an unreadable cell: the run ends (see _in_cells).
-            results.setdefault(conn.uuid, (None, e))
+            return None, e
         except Exception as e:
             error = db_utils.safe_error(e, conn.url)
             LOG.warning('Cell %(cell)s (%(url)s) could not be read: '
                         '%(error)s', {'cell': conn.name or conn.uuid,
                                       'url': db_utils.safe_url(conn.url),
                                       'error': error})
-            results.setdefault(conn.uuid, (None, error))
+            return None, error
 
 
 class _CellRead:
