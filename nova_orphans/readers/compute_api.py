@@ -58,6 +58,7 @@ from nova_orphans.engine import model
 from nova_orphans.engine import rules
 from nova_orphans.i18n import _
 from nova_orphans.readers import base
+from nova_orphans.readers import ports as ports_mod
 from nova_orphans.readers import snapshot as snapshot_mod
 
 LOG = logging.getLogger(__name__)
@@ -409,11 +410,8 @@ class ComputeAPIReader(base.NovaReader):
         if not_asked:
             # The first server's error (they are read in uuid order):
             # one line, however many servers could not be asked about.
-            snapshot.unread.append(_(
-                'neutron could not be asked for the ports bound to '
-                '%(count)d server(s) (%(error)s): what they hold on their '
-                'nodes\' child providers is unverifiable') % {
-                    'count': len(not_asked), 'error': not_asked[0]})
+            snapshot.unread.append(ports_mod.not_asked(len(not_asked),
+                                                       not_asked[0]))
         return snapshot
 
     def _claims(self, uuid):

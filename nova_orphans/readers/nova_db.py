@@ -36,6 +36,7 @@ from nova_orphans.engine import rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.readers import base
+from nova_orphans.readers import ports
 from nova_orphans.readers import scatter
 from nova_orphans.readers import snapshot as snapshot_mod
 
@@ -225,18 +226,14 @@ class CellConnection:
 
 
 class NovaDBReader(base.NovaReader):
-    """``network``: a callable that returns a clients.network
-    NetworkClient, or raises ConfigError or NetworkError when the
-    network API cannot be asked; called the first time nova's info
-    cache of an instance whose claims are read lists no port (see
-    read_claims), and its client kept for the run. None: the network
-    API is never asked.
+    """``network``: makes the client that asks neutron for the ports
+    bound to servers (``ports``, a ports.NeutronPorts); None: the
+    network API is never asked.
     """
 
     def __init__(self, conf, network=None):
         self.conf = conf
-        self._network_factory = network
-        self._network = None
+        self.ports = ports.NeutronPorts(network)
         self.api_url = conf.api_database.connection
         if not self.api_url:
             raise exception.ConfigError(
@@ -386,66 +383,12 @@ class NovaDBReader(base.NovaReader):
         """What these live instances' ports and flavor claim (model.Claims).
 
         A cell that cannot be read now is marked unreadable, which keeps
-        everything it might own from being repaired. The ports of those
-        whose info cache lists none are asked of the network API (see
-        _listed_ports).
+        everything it might own from being repaired. Their ports are
+        neutron's word where it can be asked (ports.NeutronPorts).
         """
         self._per_instance_cell(snapshot, instance_uuids,
                                 _CellRead.read_claims)
-        return self._listed_ports(snapshot)
-
-    def _listed_ports(self, snapshot):
-        """The network API's ports bound to each instance whose claims
-        were read, in one request per hundred instances.
-
-        neutron owns the bindings; nova's info cache only mirrors them,
-        refreshed on neutron's events (and no longer periodically by
-        default since nova 31.0.0, bug 1996094): an event lost leaves it
-        out of date. So where ``[neutron]`` can be used, every
-        instance's ports are neutron's word (claims.with_listed_ports),
-        as the compute API reader's are. An empty info cache proves
-        nothing at all: nova empties
-        it in more ways than by detaching every port. Where neutron
-        cannot be asked, the empty caches' claims stay unproven and the
-        snapshot says why (``unread``): the run is incomplete; the other
-        caches stand for themselves (Claims.cache_only), and the rule
-        says so.
-        """
-        asked = sorted(snapshot.claims)
-        unlisted = [uuid for uuid in asked
-                    if snapshot.claims[uuid].ports_unlisted]
-        if not asked:
-            return snapshot
-        # keystoneauth only from here on (see nova_orphans.conf).
-        from nova_orphans.clients import network as network_mod
-        try:
-            if self._network is None:
-                if self._network_factory is None:
-                    raise exception.ConfigError(
-                        reason=_('no network API client'))
-                self._network = self._network_factory()
-            ports = self._network.servers_ports(asked)
-        except (exception.ConfigError, network_mod.NetworkError) as e:
-            LOG.debug('Ports of %(count)d server(s): %(error)s; those '
-                      'whose info cache lists none are unverifiable',
-                      {'count': len(asked), 'error': e})
-            if not unlisted:
-                return snapshot
-            error = claims_mod.neutron_not_asked(e)
-            snapshot.unread.append(_(
-                'neutron could not be asked for the ports bound to '
-                '%(count)d server(s) whose info cache in nova\'s database '
-                'lists no port (%(error)s): what they hold on their nodes\' '
-                'child providers is unverifiable') % {
-                    'count': len(unlisted), 'error': e})
-            for uuid in unlisted:
-                claims_mod.with_listed_ports(snapshot.claims[uuid],
-                                             error=error)
-            return snapshot
-        for uuid in asked:
-            claims_mod.with_listed_ports(
-                snapshot.claims[uuid], network_mod.network_info(ports[uuid]))
-        return snapshot
+        return self.ports.prove(snapshot)
 
     def _per_instance_cell(self, snapshot, instance_uuids, read):
         """``read(cell_read, uuids)`` in each readable cell holding some
@@ -485,7 +428,7 @@ class NovaDBReader(base.NovaReader):
         results = self._in_cells(readable,
                                  lambda read: read.consumers(consumers))
         self._merge_results(snapshot, readable, results)
-        return self._listed_ports(snapshot)
+        return self.ports.prove(snapshot)
 
     def heal_data(self, instances):
         """{instance uuid: (flavor, boot_from_volume, network_info)}."""

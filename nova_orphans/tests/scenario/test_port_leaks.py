@@ -65,6 +65,9 @@ REPORT = 'nova.scheduler.client.report'
 MANAGER = 'nova.compute.manager.ComputeManager'
 
 FLAVOR = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
+# A network API down for good answers 503: the read is retried (eight
+# times, the default) before the run gives up on it, and says so.
+DOWN_RETRIED = '1 request retried after transient faults (network 503: 8).\n'
 #: neutron's minimum-bandwidth port (NeutronFixture), on physnet2: br-ex.
 PORT_A = NeutronFixture.port_with_resource_request
 #: A second one on physnet3 (bridge br-phys3), as nova's tests add ports.
@@ -402,11 +405,14 @@ class PortLeakTest(PortLeakTestBase):
         self.network_front.down = True
         self.assertUnverifiable(
             vm1, rows, self.conf_file,
-            'Network request GET %s failed: 503 "{"error": "down"}"' % query)
+            'Network request GET %s failed: 503 "{"error": "down"}"' % query,
+            retried=DOWN_RETRIED)
 
-    def assertUnverifiable(self, vm1, rows, conf_file, error):
+    def assertUnverifiable(self, vm1, rows, conf_file, error, retried=''):
         """``list`` calls vm1's bandwidth unverifiable and the run
         incomplete (2), saying why; ``clean`` changes nothing (2).
+        ``retried``: the line that says the network API's 503 was
+        retried before the run gave up on it.
         """
         before = self.placement_state()
         why = ('neutron could not be asked for the ports bound to 1 '
@@ -415,7 +421,7 @@ class PortLeakTest(PortLeakTestBase):
                'is unverifiable' % error)
         rc, out = self.run_manage('allocations', 'list', '--all',
                                   '--format', 'json', conf_file=conf_file)
-        self.assertEqual((2, 'WARNING: %s.\n' % why),
+        self.assertEqual((2, 'WARNING: %s.\n%s' % (why, retried)),
                          (rc, self.manage_stderr), out)
         listed = json.loads(out)
         self.assertRows(rows + self.server_rows(vm1, [
@@ -431,7 +437,7 @@ class PortLeakTest(PortLeakTestBase):
         rc, out = self.run_manage('allocations', 'clean', '--journal',
                                   journal, '--format', 'json',
                                   conf_file=conf_file)
-        self.assertEqual((2, [], 'WARNING: %s.\n' % why),
+        self.assertEqual((2, [], 'WARNING: %s.\n%s' % (why, retried)),
                          (rc, json.loads(out), self.manage_stderr))
         self.assertFalse(os.path.exists(journal))
         self.assertEqual(before, self.placement_state())
@@ -457,7 +463,8 @@ class PortLeakTest(PortLeakTestBase):
                '"{"error": "down"}"): what they hold on their nodes\' child '
                'providers is unverifiable' % vm1['id'])
         # Before the rows, then after them (the only lines on stderr).
-        said = 'WARNING: %s.\nIncomplete: %s.\n' % (why, why)
+        said = 'WARNING: %s.\nIncomplete: %s.\n%s' % (
+            why, why, DOWN_RETRIED)
         rc, out, err = self.openstack('allocation', 'orphan', 'list',
                                       '--all', '-f', 'json')
         self.assertEqual((2, said), (rc, err))

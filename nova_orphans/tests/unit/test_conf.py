@@ -159,7 +159,7 @@ class NeutronOptsTestCase(base.BaseTestCase):
         """
         reader = sources.DatabaseSources(self.parse()).nova()
         snap = model.NovaSnapshot(claims={VM: claims.claims('[]', FLAVOR)})
-        self.assertIs(snap, reader._listed_ports(snap))
+        self.assertIs(snap, reader.ports.prove(snap))
         error = 'Configuration error: [neutron] auth_type is not set'
         self.assertEqual(
             ['neutron could not be asked for the ports bound to 1 '
@@ -177,7 +177,7 @@ class NeutronOptsTestCase(base.BaseTestCase):
         reader = sources.DatabaseSources(self.parse()).nova()
         snap = model.NovaSnapshot(claims={VM: claims.claims(
             '[{"id": "p1", "profile": {}}]', FLAVOR)})
-        reader._listed_ports(snap)
+        reader.ports.prove(snap)
         self.assertEqual([], snap.unread)
         self.assertEqual(frozenset(), snap.claims[VM].port_providers)
 

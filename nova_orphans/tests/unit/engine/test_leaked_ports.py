@@ -227,7 +227,7 @@ class LeakedPortTestCase(test_classify.ClassifyTestCase):
                      test_port_claims.port('p2', device_id=listed),
                      test_port_claims.port('p3', self.bw, device_id=stale)]
         nova = self.cloud.nova
-        self.assertIs(nova, self.db_reader(net)._listed_ports(nova))
+        self.assertIs(nova, self.db_reader(net).ports.prove(nova))
         active = (r.ACTIVE_INSTANCE, FINE)
         self.assertVerdicts({
             (deleted, self.host1): active, (deleted, self.bw): LEAKED,
@@ -254,7 +254,7 @@ class LeakedPortTestCase(test_classify.ClassifyTestCase):
         servers = [self.server([]) for _i in range(101)]
         net.ports = [test_port_claims.port('p%d' % i, self.bw, device_id=vm)
                      for i, vm in enumerate(servers)]
-        self.db_reader(net)._listed_ports(self.cloud.nova)
+        self.db_reader(net).ports.prove(self.cloud.nova)
         self.assertEqual([100, 1], [url.count('device_id=')
                                     for _m, url, _v in net.requests])
         self.assertEqual({(r.ACTIVE_INSTANCE, FINE)},
@@ -266,7 +266,7 @@ class LeakedPortTestCase(test_classify.ClassifyTestCase):
             503, {'error': 'down'})
         vm = self.server([])
         nova = self.cloud.nova
-        self.db_reader(net)._listed_ports(nova)
+        self.db_reader(net).ports.prove(nova)
         self.assertEqual((r.UNVERIFIABLE, FINE), self.verdict(vm))
         error = ('Network request GET /ports?device_id=%s&fields=id&'
                  'fields=device_id&fields=binding%%3Aprofile failed: 503 '
