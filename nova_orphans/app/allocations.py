@@ -19,6 +19,7 @@ through ``restore``.
 import contextlib
 import time
 
+from nova_orphans.app import audit as audit_mod
 from nova_orphans.app import journals
 from nova_orphans.app import results
 from nova_orphans.conf import orphans as orphans_conf
@@ -27,7 +28,6 @@ from nova_orphans.engine import projects as projects_mod
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans import metrics as metrics_mod
-from nova_orphans.readers import snapshot as snapshot_mod
 from nova_orphans.repair import actions
 from nova_orphans.repair import journal
 from nova_orphans.repair import restore as restore_mod
@@ -46,7 +46,7 @@ class Scope:
     def __init__(self, resource_provider=None, host=None, reasons=None,
                  show_all=False, project=None, user=None):
         # Bad input is refused before anything is contacted.
-        self.resource_provider = snapshot_mod.validate_uuid(
+        self.resource_provider = audit_mod.validate_uuid(
             resource_provider, _('Resource provider'))
         self.host = host
         self.reasons = reasons
@@ -166,9 +166,9 @@ def _counts(retries):
 @contextlib.contextmanager
 def collector_paused():
     """No cyclic collection while a run's snapshot is built and shown
-    (see snapshot.gc_paused): front ends hold it around their output.
+    (see audit.gc_paused): front ends hold it around their output.
     """
-    with snapshot_mod.gc_paused():
+    with audit_mod.gc_paused():
         yield
 
 
@@ -180,9 +180,9 @@ def audit(sources, scope, shown, progress=None, resource_provider=None,
     ``owners``: every orphan names its project and user where placement
     has them, even with ``shown`` None (which reads no consumer record).
     """
-    run = snapshot_mod.Audit(sources.placement_reader(), sources.nova(),
-                             progress=progress, rules=sources.rules,
-                             zun_reader=sources.zun())
+    run = audit_mod.Audit(sources.placement_reader(), sources.nova(),
+                          progress=progress, rules=sources.rules,
+                          zun_reader=sources.zun())
     findings = run.run(
         resource_provider=resource_provider or scope.resource_provider,
         host=scope.host, shown=shown)

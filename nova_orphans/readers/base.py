@@ -9,13 +9,28 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""What the audit (readers/snapshot.py) may ask of a reader beyond reading.
+"""What the audit (app/audit.py) may ask of a reader beyond reading.
 
 The readers differ in what they can do (the API against fast mode, the
 compute API against nova's databases). Each says so here, in its type,
 with the answer for a reader that cannot: the audit asks these, never
 whether a reader happens to have an attribute.
 """
+
+import datetime
+
+
+def recent_since(grace_period):
+    """NovaSnapshot.recent_since for a read now: nova's changes at or
+    after it are too recent to act on (see rules.unsettled); None when
+    ``grace_period`` (a timedelta) is zero.
+
+    Naive UTC, as nova stores its timestamps.
+    """
+    if not grace_period:
+        return None
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    return now - grace_period
 
 
 class PlacementReader:

@@ -59,7 +59,6 @@ from nova_orphans.engine import rules
 from nova_orphans.i18n import _
 from nova_orphans.readers import base
 from nova_orphans.readers import ports as ports_mod
-from nova_orphans.readers import snapshot as snapshot_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -343,7 +342,7 @@ class ComputeAPIReader(base.NovaReader):
         migrations' times, its latest instance action and that action's
         events (2.58+ shows actions' updated_at; 2.51+ events to admins).
         """
-        snapshot.recent_since = snapshot_mod.recent_since(self.grace_period)
+        snapshot.recent_since = base.recent_since(self.grace_period)
         for uuid, activity in self._map(self._activity,
                                         sorted(instance_uuids)):
             if activity is not None:

@@ -38,7 +38,6 @@ from nova_orphans.i18n import _
 from nova_orphans.readers import base
 from nova_orphans.readers import ports
 from nova_orphans.readers import scatter
-from nova_orphans.readers import snapshot as snapshot_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -375,7 +374,7 @@ class NovaDBReader(base.NovaReader):
         A cell that cannot be read now is marked unreadable, which keeps
         everything it might own from being repaired.
         """
-        snapshot.recent_since = snapshot_mod.recent_since(self.grace_period)
+        snapshot.recent_since = base.recent_since(self.grace_period)
         return self._per_instance_cell(snapshot, instance_uuids,
                                        _CellRead.read_activity)
 
@@ -421,7 +420,7 @@ class NovaDBReader(base.NovaReader):
             cells=dict(base.cells), compute_nodes=base.compute_nodes,
             services=base.services, mappings=mappings,
             build_requests=builds,
-            recent_since=snapshot_mod.recent_since(self.grace_period),
+            recent_since=base.recent_since(self.grace_period),
             foreign=self.foreign)
         readable = [c for c in self._connections
                     if snapshot.cells[c.uuid].readable]

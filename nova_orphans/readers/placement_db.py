@@ -356,7 +356,7 @@ class PlacementDBReader(base.PlacementReader):
 
         By default, of every consumer of the last ``allocations()`` read:
         one scan of the consumers table when every provider was read.
-        The audit uses them as they are (see readers.snapshot.Audit). A
+        The audit uses them as they are (see app.audit.Audit). A
         consumer without a consumers row (placement's "incomplete
         consumers", or none at all) has none.
         """

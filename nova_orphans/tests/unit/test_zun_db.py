@@ -18,16 +18,16 @@ import fixtures
 from oslotest import base
 import sqlalchemy as sa
 
+from nova_orphans.app import audit as audit_mod
 from nova_orphans.app import results
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons as r
 from nova_orphans import exit_codes
-from nova_orphans.readers import snapshot
 from nova_orphans.readers import zun_db
 from nova_orphans.repair import actions
 from nova_orphans.tests.unit import cloud as cloud_mod
 from nova_orphans.tests.unit.engine import test_zun_rule
-from nova_orphans.tests.unit import test_snapshot
+from nova_orphans.tests.unit import test_audit
 
 # A part of Zun's container table: what the reader selects, and more.
 TABLE = ('CREATE TABLE container (id INTEGER PRIMARY KEY, uuid VARCHAR(36), '
@@ -146,8 +146,8 @@ class RunTestCase(base.BaseTestCase):
             test_zun_rule.make_conf('sqlite:///zun.db'), zun=True)
 
     def audit(self, zun):
-        reader = test_snapshot._APIReader(self.cloud.placement, {})
-        audit = snapshot.Audit(reader, test_snapshot._NovaReader(
+        reader = test_audit._APIReader(self.cloud.placement, {})
+        audit = audit_mod.Audit(reader, test_audit._NovaReader(
             self.cloud.nova), rules=self.chain, zun_reader=zun)
         findings = audit.run(shown=lambda f: True)
         return results.Listing(findings, audit.snapshot)

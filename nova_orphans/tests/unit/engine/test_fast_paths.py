@@ -22,6 +22,7 @@ import fixtures
 from oslotest import base
 import sqlalchemy as sa
 
+from nova_orphans.app import audit as audit_mod
 from nova_orphans.app import sources
 from nova_orphans import db_utils
 from nova_orphans.engine import classify
@@ -32,7 +33,6 @@ from nova_orphans.engine import rules
 from nova_orphans import output
 from nova_orphans.readers import base as readers_base
 from nova_orphans.readers import placement_db
-from nova_orphans.readers import snapshot
 from nova_orphans.tests.unit import cloud as cloud_mod
 
 
@@ -478,8 +478,8 @@ class AuditRecordsTestCase(_RecordsCloud):
 
     def _audit(self, shown, rules_=rules.DEFAULT_RULES):
         reader = _BulkReader(self.cloud.placement, self.records)
-        audit = snapshot.Audit(reader, _NovaReader(self.cloud.nova),
-                               rules=rules_)
+        audit = audit_mod.Audit(reader, _NovaReader(self.cloud.nova),
+                                rules=rules_)
         self.cloud.placement.consumers = {}
         return audit.run(shown=shown), reader.asked
 
@@ -499,7 +499,7 @@ class AuditRecordsTestCase(_RecordsCloud):
         # Those nova has no trace of, on its trees, before classifying:
         # unmanaged_consumer needs them, shown or not (metrics).
         reader = _APIReader(self.cloud.placement, self.records)
-        audit = snapshot.Audit(reader, _NovaReader(self.cloud.nova))
+        audit = audit_mod.Audit(reader, _NovaReader(self.cloud.nova))
         self.cloud.placement.consumers = {}
         found = audit.run(shown=None)
         strangers = index.unknown_to_nova(
@@ -778,14 +778,14 @@ class GCPausedTestCase(base.BaseTestCase):
     def test_restores_the_collector(self):
         self.addCleanup(gc.enable)
         gc.enable()
-        with snapshot.gc_paused():
+        with audit_mod.gc_paused():
             self.assertFalse(gc.isenabled())
-            with snapshot.gc_paused():
+            with audit_mod.gc_paused():
                 self.assertFalse(gc.isenabled())
             self.assertFalse(gc.isenabled())
         self.assertTrue(gc.isenabled())
         gc.disable()
-        with snapshot.gc_paused():
+        with audit_mod.gc_paused():
             pass
         self.assertFalse(gc.isenabled())
 
@@ -794,7 +794,7 @@ class GCPausedTestCase(base.BaseTestCase):
         gc.enable()
 
         def fail():
-            with snapshot.gc_paused():
+            with audit_mod.gc_paused():
                 raise ValueError()
         self.assertRaises(ValueError, fail)
         self.assertTrue(gc.isenabled())

@@ -17,6 +17,7 @@ import json
 from oslo_config import cfg
 from oslotest import base
 
+from nova_orphans.app import audit as audit_mod
 from nova_orphans.clients import network
 from nova_orphans import conf as orphans_conf
 from nova_orphans.engine import claims
@@ -26,7 +27,6 @@ from nova_orphans.engine import reasons as r
 from nova_orphans.engine import rules
 from nova_orphans.readers import base as readers_base
 from nova_orphans.readers import nova_db
-from nova_orphans.readers import snapshot
 from nova_orphans.tests.unit import cloud as cloud_mod
 from nova_orphans.tests.unit.engine import test_classify
 from nova_orphans.tests.unit.osc import fakes
@@ -607,8 +607,8 @@ class AuditTestCase(base.BaseTestCase):
 
     def run_audit(self, chain=rules.DEFAULT_RULES):
         nova = _Nova(self.cloud.nova, self.claims, self.activity)
-        audit = snapshot.Audit(_Placement(self.cloud.placement), nova,
-                               rules=chain)
+        audit = audit_mod.Audit(_Placement(self.cloud.placement), nova,
+                                rules=chain)
         return audit.run(shown=lambda f: f.is_orphan), nova
 
     def test_claims_then_activity(self):

@@ -17,12 +17,12 @@ import threading
 
 from oslotest import base
 
+from nova_orphans.app import audit as audit_mod
 from nova_orphans.engine import index
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons as r
 from nova_orphans.engine import rules
 from nova_orphans.readers import base as readers_base
-from nova_orphans.readers import snapshot
 from nova_orphans.tests.unit import cloud as cloud_mod
 from nova_orphans.tests.unit.engine import test_fast_paths
 
@@ -98,8 +98,8 @@ class APIModeRecordsTestCase(test_fast_paths._RecordsCloud):
     def _run(self, shown, chain=rules.DEFAULT_RULES):
         self.cloud.placement.consumers = {}
         reader = _APIReader(self.cloud.placement, self.records)
-        audit = snapshot.Audit(reader, _NovaReader(self.cloud.nova),
-                               rules=chain)
+        audit = audit_mod.Audit(reader, _NovaReader(self.cloud.nova),
+                                rules=chain)
         return audit.run(shown=shown), reader.read
 
     def _check(self, shown):
@@ -152,7 +152,7 @@ class ReadBothTestCase(base.BaseTestCase):
         reader = _APIReader(self.cloud.placement, {})
         # nova's read waits until the allocations' has started.
         nova = _NovaReader(self.cloud.nova, wait=reader.started)
-        found = snapshot.Audit(reader, nova).run(shown=lambda f: True)
+        found = audit_mod.Audit(reader, nova).run(shown=lambda f: True)
         self.assertEqual(self.cloud.findings(shown=lambda f: True), found)
         self.assertFalse(reader.cancelled())
 
@@ -161,19 +161,19 @@ class ReadBothTestCase(base.BaseTestCase):
         nova = _NovaReader(self.cloud.nova, fail=RuntimeError('nova'),
                            wait=reader.started)
         err = self.assertRaises(RuntimeError,
-                                snapshot.Audit(reader, nova).run)
+                                audit_mod.Audit(reader, nova).run)
         self.assertEqual('nova', str(err))
         self.assertTrue(reader.cancelled())
 
     def test_placement_error_after_nova(self):
         reader = _APIReader(self.cloud.placement, {},
                             fail=ValueError('placement'))
-        err = self.assertRaises(ValueError, snapshot.Audit(
+        err = self.assertRaises(ValueError, audit_mod.Audit(
             reader, _NovaReader(self.cloud.nova)).run)
         self.assertEqual('placement', str(err))
 
     def test_scoped_reads_follow_nova(self):
         reader = _APIReader(self.cloud.placement, {})
-        snapshot.Audit(reader, _NovaReader(self.cloud.nova)).run(
+        audit_mod.Audit(reader, _NovaReader(self.cloud.nova)).run(
             host='host1')
         self.assertIsNone(reader.cancelled)

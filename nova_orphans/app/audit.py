@@ -9,15 +9,15 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Build a classified snapshot from a placement reader and a nova reader.
+"""The audit: one read of the cloud, classified.
 
-The front ends differ only in their readers (databases or compute API);
-the order of reads, the scope of ``--resource-provider`` and ``--host``
-and the classification are the same for both.
+Built from a placement reader and a nova reader: the front ends differ
+only in their readers (databases or compute API, placement's API or its
+database); the order of reads, the scope of ``--resource-provider`` and
+``--host`` and the classification are the same for both.
 """
 
 import contextlib
-import datetime
 import gc
 import itertools
 import threading
@@ -47,19 +47,6 @@ def validate_uuid(value, what):
             reason=_('%(what)s %(value)s is not a valid UUID') %
             {'what': what, 'value': value})
     return str(uuidlib.UUID(value))
-
-
-def recent_since(grace_period):
-    """NovaSnapshot.recent_since for a read now: nova's changes at or
-    after it are too recent to act on (see rules.unsettled); None when
-    ``grace_period`` (a timedelta) is zero.
-
-    Naive UTC, as nova stores its timestamps.
-    """
-    if not grace_period:
-        return None
-    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-    return now - grace_period
 
 
 def subtree(providers, root_uuid):
