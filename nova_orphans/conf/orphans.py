@@ -34,9 +34,11 @@ DEFAULT_RETRY_BUDGET = 15
 
 ORPHANS_OPTS = [
     cfg.IntOpt('cell_timeout', default=60, min=1,
-               help='Seconds to wait for one cell database to be read. A '
-                    'cell that takes longer is reported as unreadable and '
-                    'its consumers as unverifiable; the run goes on.'),
+               help='Seconds to wait for the cell databases to be read, '
+                    'all at once. A cell that takes longer is reported as '
+                    'unreadable and its consumers as unverifiable; the run '
+                    'goes on. Several slow cells cost the run this long '
+                    'once, not once each.'),
     cfg.IntOpt('db_max_retries', default=1, min=1,
                help='Connection attempts when the tool opens a database '
                     '(nova\'s API and cell databases, and placement\'s in '
