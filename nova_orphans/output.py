@@ -37,6 +37,7 @@ from nova_orphans.engine import model
 from nova_orphans.engine import projects
 from nova_orphans.engine import reasons
 from nova_orphans.i18n import _
+from nova_orphans import outcomes as outcomes_mod
 
 TABLE_COLUMNS = ('consumer', 'consumer_type', 'resource_provider_name',
                  'host', 'reason', 'action', 'resources')
@@ -73,7 +74,6 @@ FORMATS = ('table', 'json', 'value', 'csv', 'yaml')
 STANDARD_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB')
 # A failure text longer than this is shown as its error number.
 SHORT_FAILURE = 80
-FAILED = 'failed: '
 _UUID = re.compile(r'[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?'
                    r'[0-9a-f]{12}', re.I)
 _ADDRESS = re.compile(r' at 0x[0-9a-f]+', re.I)
@@ -148,7 +148,7 @@ def rows_as_dicts(findings, outcomes=None):
     rows = [f.to_dict() for f in findings]
     if outcomes is not None:
         for row, outcome in zip(rows, outcomes):
-            row['outcome'] = outcome
+            row['outcome'] = str(outcome)
     return rows
 
 
@@ -487,12 +487,19 @@ def retries_line(retries):
 
 def outcome_summary(outcomes):
     """One line counting the outcomes of a clean or restore, by kind."""
-    counts = collections.Counter(
-        o if not o.startswith(FAILED) else FAILED.rstrip(': ')
-        for o in outcomes)
+    counts = collections.Counter(_counted(o) for o in outcomes)
     return _('Outcomes: %s.') % ', '.join(
         '%d %s' % (n, o) for o, n in sorted(
             counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _counted(outcome):
+    """How a summary counts an outcome: failures as one kind, each
+    other outcome by its text.
+    """
+    if outcome.kind == outcomes_mod.FAILED:
+        return outcome.kind
+    return str(outcome)
 
 
 def group_failures(outcomes):
@@ -508,10 +515,10 @@ def group_failures(outcomes):
     causes = collections.OrderedDict()
     keys = []
     for outcome in outcomes:
-        if not outcome.startswith(FAILED):
+        if outcome.kind != outcomes_mod.FAILED:
             keys.append(None)
             continue
-        text = outcome[len(FAILED):]
+        text = outcome.detail
         key = _ADDRESS.sub('', _UUID.sub('{uuid}', text))
         keys.append(key)
         if key not in causes:
@@ -521,7 +528,7 @@ def group_failures(outcomes):
     for number, cause in enumerate(numbered, 1):
         cause[0] = number
     short = [o if k is None or not causes[k][0] else
-             FAILED + _('error %d') % causes[k][0]
+             o.with_detail(_('error %d') % causes[k][0])
              for o, k in zip(outcomes, keys)]
     return short, [tuple(c) for c in numbered]
 
@@ -562,8 +569,7 @@ def repairs_line(outcomes):
     """What was done to a provider clean's trees' orphaned allocations
     first.
     """
-    counts = collections.Counter(
-        'failed' if o.startswith(FAILED) else o for o in outcomes)
+    counts = collections.Counter(_counted(o) for o in outcomes)
     return _('Orphaned allocations on these trees, repaired first: '
              '%(outcomes)s.') % {'outcomes': ', '.join(
                  '%d %s' % (n, o) for o, n in sorted(

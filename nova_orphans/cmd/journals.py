@@ -107,6 +107,4 @@ class JournalCommands(common.Commands):
             self.say([output.outcome_summary([r.outcome for r in rows])
                       if rows else _('No journal older than %(days)d '
                                      'day(s).') % {'days': days}])
-        if any(r.outcome.startswith('failed') for r in rows):
-            return exit_codes.REPAIR_FAILED
-        return exit_codes.SUCCESS
+        return app.prune_exit_code(rows)

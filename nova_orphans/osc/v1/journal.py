@@ -52,10 +52,8 @@ class _Done:
     failed.
     """
 
-    def __init__(self, outcomes=()):
-        self.code = (exit_codes.REPAIR_FAILED
-                     if any(o.startswith('failed') for o in outcomes)
-                     else exit_codes.SUCCESS)
+    def __init__(self, rows=()):
+        self.code = app.prune_exit_code(rows)
 
     @property
     def exit_code(self):
@@ -113,7 +111,7 @@ class PruneJournal(_Journals):
     def take_action(self, parsed_args):
         rows = app.prune(self.directory(parsed_args),
                          parsed_args.older_than, dry_run=parsed_args.dry_run)
-        self.result = _Done([r.outcome for r in rows])
+        self.result = _Done(rows)
         return common.record_listing(parsed_args,
                                      [r.to_dict() for r in rows],
                                      app.Pruned.KEYS)

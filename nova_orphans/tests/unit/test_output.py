@@ -18,6 +18,7 @@ from oslotest import base
 from nova_orphans.app import results
 from nova_orphans.cmd import common
 from nova_orphans.engine import model
+from nova_orphans import outcomes
 from nova_orphans import output
 
 VM = '11111111-1111-1111-1111-111111111111'
@@ -289,11 +290,11 @@ class SummaryTestCase(base.BaseTestCase):
         listing = results.Listing([orphan], snap)
         self.assertEqual(
             [2, 5, 5, 1],
-            [results.Repair([orphan], outcomes, listing).exit_code
-             for outcomes in ([], ['done'], ['skipped: dry run'],
-                              ['failed: 500'])])
+            [results.Repair([orphan], rows, listing).exit_code
+             for rows in ([], [outcomes.done()], [outcomes.dry_run()],
+                          [outcomes.failed('500')])])
         nova.unread = []
-        self.assertEqual(4, results.Repair([orphan], ['done'],
+        self.assertEqual(4, results.Repair([orphan], [outcomes.done()],
                                            listing).exit_code)
 
     def test_instances_to_heal(self):
@@ -307,8 +308,10 @@ class SummaryTestCase(base.BaseTestCase):
         self.assertEqual(
             'Outcomes: 2 done, 2 failed, 1 skipped: interrupted.',
             output.outcome_summary([
-                'done', 'failed: error 1', 'skipped: interrupted',
-                'failed: changed concurrently; run restore again', 'done']))
+                outcomes.done(), outcomes.failed('error 1'),
+                outcomes.interrupted(),
+                outcomes.failed('changed concurrently; run restore again'),
+                outcomes.done()]))
 
 
 class FailuresTestCase(base.BaseTestCase):
@@ -322,23 +325,26 @@ class FailuresTestCase(base.BaseTestCase):
                 "NewConnectionError('<HTTPConnection object at 0x%s>: "
                 "Failed to establish a new connection: [Errno 111] "
                 "Connection refused')")
-        outcomes = ['failed: ' + down % (VM, VM, '7f0a1b2c'),
-                    'done',
-                    'failed: ' + down % (VM2, VM2, '7f0a1d3e'),
-                    'failed: changed concurrently; run restore again',
-                    'failed: 500 ' + 'x' * 100]
-        shown, causes = output.group_failures(outcomes)
+        rows = [outcomes.failed(down % (VM, VM, '7f0a1b2c')),
+                outcomes.done(),
+                outcomes.failed(down % (VM2, VM2, '7f0a1d3e')),
+                outcomes.failed('changed concurrently; run restore again'),
+                outcomes.failed('500 ' + 'x' * 100)]
+        shown, causes = output.group_failures(rows)
         self.assertEqual([
             'failed: error 1', 'done', 'failed: error 1',
             'failed: changed concurrently; run restore again',
-            'failed: error 2'], shown)
+            'failed: error 2'], [str(o) for o in shown])
+        self.assertEqual([outcomes.FAILED, outcomes.DONE] + [
+            outcomes.FAILED] * 3, [o.kind for o in shown])
         self.assertEqual([
             'Error 1 (2 row(s)): ' + down % (VM, VM, '7f0a1b2c'),
             'Error 2 (1 row(s)): 500 ' + 'x' * 100],
             output.failure_lines(causes))
 
     def test_nothing_failed(self):
-        self.assertEqual((['done'], []), output.group_failures(['done']))
+        self.assertEqual(([outcomes.done()], []),
+                         output.group_failures([outcomes.done()]))
 
 
 class LineWidthTestCase(base.BaseTestCase):

@@ -392,7 +392,7 @@ class CleanOrphanTestCase(CommandTestCase):
         self.assertEqual(exit_codes.REPAIR_FAILED, self.code)
         outcomes = {r['consumer']: r['outcome']
                     for r in json.loads(self.app.stdout.getvalue())}
-        self.assertTrue(outcomes[GONE].startswith('failed: '))
+        self.assertEqual('failed: error 1', outcomes[GONE])
         self.assertEqual('done', outcomes[STRANGER])
         self.assertEqual({}, self.placement.consumers[STRANGER]['allocations'])
 
@@ -407,14 +407,14 @@ class CleanOrphanTestCase(CommandTestCase):
         self.assertEqual('done', outcomes[STRANGER])
         self.assertIn('refused: consumer %s changed' % GONE, outcomes[GONE])
 
-    def assertRows(self, command, ones, samples):
+    def assertRows(self, command, ones, samples, action='delete_consumer'):
         """nova_orphans_<command>_rows: 1 for each (outcome, reason) in
         ``ones``, 0 for the other outcomes of those reasons.
         """
         reasons_ = {reason for _o, reason in ones}
         self.assertEqual({
-            'nova_orphans_%s_rows{action="delete_consumer",outcome="%s",'
-            'reason="%s"}' % (command, outcome, reason):
+            'nova_orphans_%s_rows{action="%s",outcome="%s",'
+            'reason="%s"}' % (command, action, outcome, reason):
             '1.0' if (outcome, reason) in ones else '0.0'
             for outcome in ('repaired', 'failed', 'skipped')
             for reason in reasons_},
@@ -455,7 +455,7 @@ class CleanOrphanTestCase(CommandTestCase):
                             '-f', 'prometheus')
         self.assertRows('restore', {('repaired', 'deleted_instance'),
                                     ('repaired', 'unknown_consumer')},
-                        metric_samples(text))
+                        metric_samples(text), action='restore_consumer')
 
     def test_restore_bad_journal(self):
         path = os.path.join(self.tmp, 'none.jsonl')

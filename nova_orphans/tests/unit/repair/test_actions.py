@@ -139,7 +139,7 @@ class StopTestCase(base.BaseTestCase):
                       action=reasons.DELETE_CONSUMER) for c in consumers])
         self.assertEqual([consumers[:actions.BATCH]], batches)
         self.assertEqual([actions.DONE] * actions.BATCH +
-                         ['skipped: interrupted'] * 150, outcomes)
+                         [actions.interrupted()] * 150, outcomes)
 
     def test_no_write_after_the_stop(self):
         """A verified change is neither journaled nor sent once stopped;
@@ -153,14 +153,13 @@ class StopTestCase(base.BaseTestCase):
                              journal=journal, stop=stop)
         prepared = actions._Prepared(
             'c1', ['f1', 'f2'], {}, ['f1'], {'c1': {}},
-            [actions.DONE, 'skipped: the allocation is gone'])
+            [actions.DONE, actions.gone()])
         self.assertEqual(
-            {'c1': ['skipped: interrupted',
-                    'skipped: the allocation is gone']},
+            {'c1': [actions.interrupted(), actions.gone()]},
             r._write_batch(None, [prepared]))
         with mock.patch.object(r, '_prepare', return_value=prepared):
             self.assertEqual(
-                ['skipped: interrupted', 'skipped: the allocation is gone'],
+                [actions.interrupted(), actions.gone()],
                 r._attempt('c1', ['f1', 'f2'], {}, None))
         self.assertEqual([], journal.mock_calls)
         self.assertEqual([], client.mock_calls)
