@@ -161,18 +161,19 @@ class RestoreTestCase(test_clean.RepairTestCase):
         refused = 'failed: refused: consumer %s changed since the repair'
         self.assertRows([
             self.done(self.row(vm, self.host1, 'evacuated_source',
-                               'remove_provider', host='host1'),
+                               'restore_allocation', host='host1'),
                       refused % vm),
-            self.done(self.row(vm, bw, 'evacuated_source', 'remove_provider',
-                               host='host1', name='host1:eth0',
-                               root=self.host1, resources=BW),
+            self.done(self.row(vm, bw, 'evacuated_source',
+                               'restore_allocation', host='host1',
+                               name='host1:eth0', root=self.host1,
+                               resources=BW),
                       refused % vm),
             self.done(self.row(stranger, self.host2, 'unknown_consumer',
-                               'delete_consumer', host='host2',
+                               'restore_consumer', host='host2',
                                consumer_type='unknown', instance=None),
                       refused % stranger),
             self.done(self.row(gone, self.host1, 'deleted_instance',
-                               'delete_consumer', host='host1')),
+                               'restore_consumer', host='host1')),
         ], rows)
         self.assertEqual(dict(changed, **{gone: before[gone]}),
                          self.placement.dump_state())
