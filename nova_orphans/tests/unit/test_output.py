@@ -16,7 +16,6 @@ import fixtures
 from oslotest import base
 
 from nova_orphans.app import results
-from nova_orphans.cmd import common
 from nova_orphans.engine import model
 from nova_orphans import outcomes
 from nova_orphans import output
@@ -169,7 +168,7 @@ class FormatsTestCase(base.BaseTestCase):
         rows = [row(cell=None), row(VM2, resources={'CUSTOM_X': 1,
                                                     'VCPU': 1})]
         self.assertEqual(
-            '%s instance %s %s compute-1 %s compute-1  deleted_instance '
+            '%s instance %s %s compute-1 %s compute-1 - deleted_instance '
             'delete_consumer VCPU=2,MEMORY_MB=2048,DISK_GB=20 p u Deleted.\n'
             '%s instance %s %s compute-1 %s compute-1 cell1 deleted_instance '
             'delete_consumer VCPU=1,CUSTOM_X=1 p u Deleted.\n' % (
@@ -244,9 +243,10 @@ class SummaryTestCase(base.BaseTestCase):
         texts = {}
         for fmt in ('value', 'csv', 'table', 'json'):
             out = io.StringIO()
-            output.render_records(dicts, keys, fmt, out, max_width=0)
+            output.render(dicts, fmt, out, max_width=0, keys=keys)
             texts[fmt] = out.getvalue()
-        self.assertEqual('p 1 2 VCPU=5,MEMORY_MB=2048\n 1 1 DISK_GB=1\n',
+        # An empty field is "-": every field stays in its place.
+        self.assertEqual('p 1 2 VCPU=5,MEMORY_MB=2048\n- 1 1 DISK_GB=1\n',
                          texts['value'])
         self.assertEqual(
             '"project_id","consumers","allocations","resources"\n'
@@ -354,16 +354,16 @@ class LineWidthTestCase(base.BaseTestCase):
         line = ('6 orphaned allocation(s) of 5 consumer(s) on 4 resource '
                 'provider(s) hold VCPU=34, MEMORY_MB=743424, DISK_GB=1642, '
                 'NET_BW_EGR_KILOBIT_PER_SEC=1000.')
-        wrapped = common._wrap(line, 100).splitlines()
+        wrapped = output.wrap(line, 100).splitlines()
         self.assertEqual(2, len(wrapped))
         self.assertLessEqual(max(map(len, wrapped)), 100)
         self.assertEqual(line, ' '.join(wrapped))
         command = ('Next: nova-orphans-manage --config-file /etc/nova/'
                    'nova.conf --config-dir /etc/nova/nova.conf.d allocations '
                    'clean --dry-run --host compute-1.example.org')
-        wrapped = common._wrap(command, 60).splitlines()
+        wrapped = output.wrap(command, 60, command=True).splitlines()
         self.assertLessEqual(max(map(len, wrapped)), 60)
         self.assertTrue(all(w.endswith(' \\') for w in wrapped[:-1]))
         self.assertEqual(command.split(), [
             w for w in ' '.join(wrapped).split() if w != '\\'])
-        self.assertEqual(command, common._wrap(command, None))
+        self.assertEqual(command, output.wrap(command, None, command=True))
