@@ -284,7 +284,7 @@ CLOUD = Option(
            '(nova-orphans-manage), or the placement endpoint the run wrote '
            'to.'))
 OLDER_THAN = Option(
-    ['--older-than'], metavar='DAYS', type=int, minimum=1,
+    ['--older-than'], metavar='DAYS', type=int,
     config='journal_retention_days',
     help=_('Remove the journals nothing wrote to for DAYS days.'))
 PRUNE_DRY_RUN = DRY_RUN.but(

@@ -154,6 +154,13 @@ class OrphanLister(command.Lister):
                 self.report.metrics)
         return self.columns(parsed_args, self.report)
 
+    def produce_output(self, parsed_args, column_names, data):
+        # No table of no rows (cliff prints an empty line): the summary
+        # says there are none, as nova-orphans-manage's.
+        if parsed_args.formatter == output.TABLE and not self.report.rows:
+            return 0
+        return super().produce_output(parsed_args, column_names, data)
+
     def columns(self, parsed_args, report):
         """(columns, rows) for cliff: the manage command's keys, its
         short table with the same headers unless --long or -c asks for

@@ -355,7 +355,7 @@ class ProvidersTestCase(_ProvidersBase):
         self.assertIn(second, self.providers_state()[0])
         rc, _out, err = self.manage('providers', 'clean', '--max-count', '0')
         self.assertEqual(
-            (127, 'Invalid input: --max-count must be at least 1\n'),
+            (127, 'ERROR: Invalid input: --max-count must be at least 1\n'),
             (rc, err))
 
     def test_restore_refuses_same_uuid_back(self):
@@ -388,13 +388,13 @@ class ProvidersTestCase(_ProvidersBase):
         rc, out, err = self.manage('providers', 'list',
                                    '--resource-provider', 'nope')
         self.assertEqual((127, ''), (rc, out))
-        self.assertEqual('Invalid input: Resource provider nope is not a '
-                         'valid UUID\n', err)
+        self.assertEqual('ERROR: Invalid input: Resource provider nope is '
+                         'not a valid UUID\n', err)
         rc, out, err = self.manage(
             'providers', 'list', '--resource-provider', STRANGER)
         self.assertEqual(127, rc)
-        self.assertEqual('Invalid input: resource provider %s does not '
-                         'exist\n' % STRANGER, err)
+        self.assertEqual('ERROR: Invalid input: resource provider %s does '
+                         'not exist\n' % STRANGER, err)
 
 
 class OtherCellDownTestCase(_ProvidersBase):

@@ -413,7 +413,8 @@ class KilledRunTestCase(test_clean.RepairTestCase):
                                    self.journal)
         self.assertEqual((127, ''), (rc, out))
         self.assertEqual(
-            ['Journal %s: line 4 is cut short, yet the run that wrote it '
+            ['ERROR: Journal %s: line 4 is cut short, yet the run that wrote '
+             'it '
              'went on after it: the journal is damaged' % self.journal],
             err.splitlines())
         self.assertEqual(after, self.placement.dump_state())
@@ -463,9 +464,9 @@ class CloudTestCase(test_clean.RepairTestCase):
                                    self.journal, conf_file=self.direct_conf)
         self.assertEqual((127, ''), (rc, out))
         self.assertEqual(
-            ['Journal %s: written against placement at %s, and none of the '
-             '1 resource providers it changed exist in placement at %s: '
-             'refusing to restore it into another cloud' % (
+            ['ERROR: Journal %s: written against placement at %s, and none '
+             'of the 1 resource providers it changed exist in placement at '
+             '%s: refusing to restore it into another cloud' % (
                  self.journal, self.proxy.endpoint,
                  self.placement.endpoint)], err.splitlines())
         self.assertEqual(after, self.placement.dump_state())
