@@ -632,7 +632,7 @@ def line_width(stream, max_width=None):
     """
     if max_width is not None:
         return max_width if max_width > 0 else None
-    if stream.isatty():
+    if getattr(stream, 'isatty', lambda: False)():
         return shutil.get_terminal_size().columns
     return None
 

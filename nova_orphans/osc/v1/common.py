@@ -212,8 +212,9 @@ class OrphanLister(command.Lister):
                     self.report, parsed_args.formatter == output.TABLE,
                     self.command_line,
                     getattr(parsed_args, 'dropped_columns', ()),
+                    # cliff's --max-width is 0 when not given.
                     output.line_width(self.app.stdout,
-                                      parsed_args.max_width))
+                                      parsed_args.max_width or None))
                 for line in out:
                     self.app.stdout.write(line + '\n')
                 for line in err:

@@ -50,7 +50,7 @@ _REFUSED = (r'Placement (at http://127\.0\.0\.1:\d+/ answered 503 Service '
             r'not placement\'s version document: .*|request GET / failed: '
             r'Unable to establish connection to http://127\.0\.0\.1:\d+/: '
             r'.*; check that placement runs there, .*)$')
-REFUSED = {MANAGE: '^ERROR: ' + _REFUSED, OPENSTACK: '^' + _REFUSED}
+REFUSED = {MANAGE: '^ERROR: ' + _REFUSED, OPENSTACK: '^ERROR: ' + _REFUSED}
 
 
 def retries_total(path, command):
@@ -224,8 +224,8 @@ class FlakyControlPlaneTestCase(front_ends.FrontEndsTestCase):
             return ('To undo: nova-orphans-manage --config-file %s '
                     'allocations restore --journal %s' % (
                         self.proxied_conf, self.journal))
-        return ('To undo: openstack allocation orphan restore --journal %s'
-                % self.journal)
+        return ('To undo: openstack --os-cloud proxied allocation orphan '
+                'restore --journal %s' % self.journal)
 
     # Transient faults at a rate -----------------------------------------
 
