@@ -462,10 +462,10 @@ COMMANDS = [
     Command(
         'journals', 'prune', 'allocation orphan journal prune',
         _('Remove old journals from the journal directory.'),
-        _('Only the directory\'s journal-*.jsonl files (the names "clean" '
-          'gives its journals) whose last change is older than the '
-          'retention; a journal is what "restore" needs, so keep them as '
-          'long as a repair may have to be undone.'),
+        _('Only the journals "clean" named there (journal-TIME-PID.jsonl) '
+          'whose last change is older than the retention; a journal is '
+          'what "restore" needs, so keep them as long as a repair may have '
+          'to be undone.'),
         exit_codes.JOURNAL_PRUNE_CODES,
         [opts.JOURNAL_DIR, opts.OLDER_THAN, opts.PRUNE_DRY_RUN],
         _prune_journals, requests=False),

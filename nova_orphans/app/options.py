@@ -230,10 +230,10 @@ RESTORE_DRY_RUN = DRY_RUN.but(
 
 METRICS_FILE = Option(
     ['--metrics-file'], metavar='PATH',
-    help=_('Also write the run\'s Prometheus metrics to PATH, atomically '
-           '(for node_exporter\'s textfile collector), incomplete runs '
-           'included; a run that stops on an error leaves the file as it '
-           'was.'))
+    help=_('Also write the run\'s Prometheus metrics to this file, '
+           'atomically (for node_exporter\'s textfile collector), incomplete '
+           'runs included; a run that stops on an error leaves the file as '
+           'it was.'))
 METRICS_MAX_PROJECTS = Option(
     ['--metrics-max-projects'], metavar='N', type=int, minimum=1,
     config='metrics_max_projects',

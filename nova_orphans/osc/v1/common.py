@@ -60,10 +60,10 @@ class _HelpFormatter(cliff_argparse.SmartHelpFormatter):
                          for line in text.splitlines())
 
 
-def _usage_error(parser, stderr, message):
+def _usage_error(parser, message):
     """argparse's usage error, as every fault's one line, exit code 127."""
     parser.exit(exit_codes.INVALID_INPUT, output.error_line(
-        exception.InvalidInput(reason=message), stderr) + '\n')
+        exception.InvalidInput(reason=message), sys.stderr) + '\n')
 
 
 class PrometheusFormatter(cliff_base.ListFormatter):
@@ -94,8 +94,7 @@ class OrphanLister(command.Lister):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.formatter_class = _HelpFormatter
-        parser.error = functools.partial(_usage_error, parser,
-                                         self.app.stderr)
+        parser.error = functools.partial(_usage_error, parser)
         for option in self.COMMAND.options:
             parser.add_argument(*option.flags, **option.argparse_kwargs(
                 opts.metavar_osc))
