@@ -475,8 +475,7 @@ class CloudTestCase(test_clean.RepairTestCase):
         rc, rows = self.restore()
         self.assertEqual(1, rc)
         self.assertEqual(2, len(rows))
-        self.assertTrue(all(r['outcome'].startswith('failed: ')
-                            for r in rows), rows)
+        self.assertEqual(['failed: error 1'] * 2, [r['outcome'] for r in rows])
 
 
 class DryRunTestCase(test_clean.RepairTestCase):
