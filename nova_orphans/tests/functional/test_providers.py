@@ -333,9 +333,10 @@ class ProvidersTestCase(_ProvidersBase):
         rc, rows = self.run_json('providers', 'clean',
                                  '--journal', self.journal)
         self.assertEqual(3, rc, self.stderr)
-        for row in rows:
-            self.assertTrue(row['outcome'].startswith(
-                'skipped: now live_compute_node: '), row['outcome'])
+        self.assertEqual(
+            ['skipped: now live_compute_node: The tree\'s root is compute '
+             'node %s (dead1 on host dead1).' % root] * 3,
+            [r['outcome'] for r in rows])
         self.assertEqual([], self.proxy.requests('DELETE'))
         self.assertEqual(4, len(self.providers_state()[0]))
 
