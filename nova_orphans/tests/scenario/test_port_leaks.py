@@ -87,6 +87,10 @@ LEAK_LOG = (
     'resource allocation you can use nova-manage placement audit.')
 
 
+# The request to neutron that kept failing, as a run says it at its end.
+RETRIED = '1 request retried after transient faults (network 503: 8).\n'
+
+
 class _NoJitter:
     """nova's ``@retries`` sleeps ``uniform(0, 2 * retry)`` s: not here."""
 
@@ -402,11 +406,13 @@ class PortLeakTest(PortLeakTestBase):
         self.network_front.down = True
         self.assertUnverifiable(
             vm1, rows, self.conf_file,
-            'Network request GET %s failed: 503 "{"error": "down"}"' % query)
+            'Network request GET %s failed: 503 "{"error": "down"}"' % query,
+            retried=RETRIED)
 
-    def assertUnverifiable(self, vm1, rows, conf_file, error):
+    def assertUnverifiable(self, vm1, rows, conf_file, error, retried=''):
         """``list`` calls vm1's bandwidth unverifiable and the run
-        incomplete (2), saying why; ``clean`` changes nothing (2).
+        incomplete (2), saying why (and ``retried``, the retries line);
+        ``clean`` changes nothing (2).
         """
         before = self.placement_state()
         why = ('neutron could not be asked for the ports bound to 1 '
@@ -415,7 +421,7 @@ class PortLeakTest(PortLeakTestBase):
                'is unverifiable' % error)
         rc, out = self.run_manage('allocations', 'list', '--all',
                                   '--format', 'json', conf_file=conf_file)
-        self.assertEqual((2, 'WARNING: %s.\n' % why),
+        self.assertEqual((2, 'WARNING: %s.\n%s' % (why, retried)),
                          (rc, self.manage_stderr), out)
         listed = json.loads(out)
         self.assertRows(rows + self.server_rows(vm1, [
@@ -431,7 +437,7 @@ class PortLeakTest(PortLeakTestBase):
         rc, out = self.run_manage('allocations', 'clean', '--journal',
                                   journal, '--format', 'json',
                                   conf_file=conf_file)
-        self.assertEqual((2, [], 'WARNING: %s.\n' % why),
+        self.assertEqual((2, [], 'WARNING: %s.\n%s' % (why, retried)),
                          (rc, json.loads(out), self.manage_stderr))
         self.assertFalse(os.path.exists(journal))
         self.assertEqual(before, self.placement_state())
@@ -456,9 +462,9 @@ class PortLeakTest(PortLeakTestBase):
                '&fields=device_id&fields=binding%%3Aprofile failed: 503 '
                '"{"error": "down"}"): what they hold on their nodes\' child '
                'providers is unverifiable' % vm1['id'])
-        # Before the rows (the only line on stderr), as
-        # nova-orphans-manage says it.
-        said = 'WARNING: %s.\n' % why
+        # Before the rows, as nova-orphans-manage says it; then the
+        # retries (neutron's 503 is retried, and kept failing).
+        said = 'WARNING: %s.\n%s' % (why, RETRIED)
         rc, out, err = self.openstack('allocation', 'orphan', 'list',
                                       '--all', '-f', 'json')
         self.assertEqual((2, said), (rc, err))
