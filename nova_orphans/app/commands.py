@@ -35,6 +35,8 @@ from nova_orphans import interrupt
 from nova_orphans import output
 from nova_orphans.repair import journal as journal_mod
 
+# Where a summary line names the command to run next (see _summary).
+NEXT = '\0'
 # The run's first words, at once, while the writes in flight finish.
 STOPPING = _('%(signal)s: stopping; the requests in flight finish, then '
              'what was done is printed.')
@@ -161,11 +163,6 @@ def run(command, values, context):
     return report
 
 
-def ended(signum):
-    """What a signal that came while the report was printed says."""
-    return interrupt.ended(signum)
-
-
 # The runs -----------------------------------------------------------------
 
 
@@ -199,14 +196,19 @@ def _filters(values):
 
 
 def _summary(command, values, listing, summarize):
+    """The lines that close a listing's table (``summarize``'s), made
+    when a table is printed; its "Next:" line names the clean to run as
+    a CommandLine, which each front end writes as its users type it.
+    """
     def summary():
         rows = output.rows_as_dicts(listing.rows)
+        # A stand-in for the command in the line that names it.
         lines = summarize(rows, [c.label for c in listing.unreadable_cells],
-                          '\0')
-        # The command printed as "Next:", as each front end writes it.
-        return [Line(line.replace('\0', '%(command)s'), CommandLine(
-            command.category, 'clean', '--dry-run', *_filters(values)))
-            if '\0' in line else line for line in lines]
+                          NEXT)
+        return [Line(line.replace('%', '%%').replace(NEXT, '%(command)s'),
+                     CommandLine(command.category, 'clean', '--dry-run',
+                                 *_filters(values)))
+                if NEXT in line else line for line in lines]
     return summary
 
 
