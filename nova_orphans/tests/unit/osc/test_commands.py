@@ -465,6 +465,15 @@ class CleanOrphanTestCase(CommandTestCase):
             'Journal %s: No such file or directory' % path,
             orphan.RestoreOrphan, '--journal', path)
 
+    def test_a_bug_is_one_line_and_255(self):
+        """Not cliff's 1, the code of a failed repair: 255, as
+        nova-orphans-manage ends on a bug.
+        """
+        with mock.patch.object(self.placement, 'handle',
+                               side_effect=RuntimeError('a bug')):
+            self.assertOneLineError('Unexpected error: a bug',
+                                    orphan.ListOrphan, code=255)
+
 
 class InterruptTestCase(CommandTestCase):
 
