@@ -95,16 +95,37 @@ CLEAN_CODES = (SUCCESS, REPAIR_FAILED, INCOMPLETE, ORPHANS_FOUND, REPAIRED,
 RESTORE_CODES = (SUCCESS, REPAIR_FAILED, ORPHANS_FOUND, REPAIRED,
                  CONFIG_ERROR, UNREACHABLE, CREDENTIALS_REFUSED,
                  INVALID_INPUT, INTERRUPTED, TERMINATED, UNEXPECTED)
-JOURNAL_CODES = (SUCCESS, REPAIR_FAILED, CONFIG_ERROR, INVALID_INPUT,
-                 INTERRUPTED, TERMINATED, UNEXPECTED)
+JOURNAL_LIST_CODES = (SUCCESS, CONFIG_ERROR, INVALID_INPUT, INTERRUPTED,
+                      TERMINATED, UNEXPECTED)
+JOURNAL_PRUNE_CODES = (SUCCESS, REPAIR_FAILED, CONFIG_ERROR, INVALID_INPUT,
+                       INTERRUPTED, TERMINATED, UNEXPECTED)
 ALL_CODES = tuple(sorted(MEANINGS))
 
-PRECEDENCE = _('When several apply, the first of 130/143, 1, 5, 2, 4, 3, '
-               '0 wins. The codes are the same for nova-orphans-manage and '
-               'the openstack commands, but for what openstack does before '
-               'it runs a command: it logs in to keystone first, so refused '
+# Which code wins when several apply, first to last.
+ORDER = (INTERRUPTED, REPAIR_FAILED, INCOMPLETE_WITH_ORPHANS, INCOMPLETE,
+         REPAIRED, ORPHANS_FOUND, SUCCESS)
+# A list's 3: nothing was repaired, nor asked to be.
+LIST_MEANINGS = {ORPHANS_FOUND: _('orphans found')}
+SAME_CODES = _('The codes are the same for nova-orphans-manage and the '
+               'openstack commands, but for what openstack does before it '
+               'runs a command: it logs in to keystone first, so refused '
                'credentials and keystone out of reach end an openstack '
                'command with openstack\'s own 1.')
+
+
+def precedence(codes=ALL_CODES):
+    """The sentence saying which of ``codes`` wins, or '' when no two
+    of them can apply at once.
+    """
+    order = [c for c in ORDER if c in codes]
+    if len(order) < 3:
+        return ''
+    names = ['130/143' if c == INTERRUPTED else str(c) for c in order]
+    return _('When several apply, the first of %(codes)s wins.') % {
+        'codes': ', '.join(names)}
+
+
+PRECEDENCE = precedence() + ' ' + SAME_CODES
 
 
 def of_listing(orphans_found, incomplete):
@@ -128,12 +149,14 @@ def of_error(error):
     return getattr(error, 'exit_code', UNEXPECTED)
 
 
-def help_text(codes, restoring=False, bullets=False):
+def help_text(codes, restoring=False, bullets=False, listing=False):
     """The "Return codes:" block of an action's --help, either front
-    end's; ``bullets``: as a list that reads as reStructuredText too (the
-    openstack commands' help is also their reference page).
+    end's: ``codes`` and which of them wins; ``bullets``: as a list that
+    reads as reStructuredText too (the openstack commands' help is also
+    their reference page).
     """
-    meanings = {**MEANINGS, **(RESTORE_MEANINGS if restoring else {})}
+    meanings = {**MEANINGS, **(RESTORE_MEANINGS if restoring else {}),
+                **(LIST_MEANINGS if listing else {})}
     lines = [_('Return codes:')]
     if bullets:
         lines.append('')
@@ -146,8 +169,9 @@ def help_text(codes, restoring=False, bullets=False):
     if bullets:
         lines.append('')
     lines.append(textwrap.fill(
-        PRECEDENCE + ' ' + _('All of them: doc/source/cli/exit-codes.rst '
-                             '(nova-orphans docs, "Exit codes").'),
+        ' '.join(filter(None, [precedence(codes), SAME_CODES, _(
+            'All of them: doc/source/cli/exit-codes.rst (nova-orphans docs, '
+            '"Exit codes").')])),
         width=76, initial_indent=indent, subsequent_indent=indent,
         break_on_hyphens=False))
     return '\n'.join(lines)

@@ -73,6 +73,14 @@ def nothing_changed(signum):
         'signal': signal_name(signum)}
 
 
+def ended(signum):
+    """The line of a signal that came once the run's report was made:
+    what was printed is all of it, and the exit code says the signal.
+    """
+    return _('Interrupted by %(signal)s as the run ended; its report above '
+             'is complete.') % {'signal': signal_name(signum)}
+
+
 def exit_now(signum):
     """``Stop``'s ``exit_now`` for a command that is its process (either
     console script), stopped before any write: one line and out at once,

@@ -51,6 +51,7 @@ from nova_orphans.engine import projects
 from nova_orphans.engine import reasons
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import outcomes
 
 PREFIX = 'nova_orphans_'
 # Orphans, what could not be checked, and what nova is still working on
@@ -67,15 +68,13 @@ OUTCOMES = (REPAIRED, FAILED, SKIPPED)
 # and of consumers whose project is not known.
 OTHER_PROJECTS = 'other'
 UNKNOWN_PROJECT = 'unknown'
-# The outcome of a row a signal stopped (repair.actions.interrupted()).
-_INTERRUPTED = 'skipped: interrupted'
 
 
 def outcome_kind(outcome):
-    """repaired, failed or skipped: an outcome of repair.actions."""
-    if outcome == 'done':
+    """repaired, failed or skipped: an outcomes.Outcome as counted."""
+    if outcome.kind == outcomes.DONE:
         return REPAIRED
-    if outcome.startswith('failed'):
+    if outcome.kind == outcomes.FAILED:
         return FAILED
     return SKIPPED
 
@@ -221,14 +220,14 @@ def project_resources(findings, max_projects):
     return _sorted(amounts)
 
 
-def repair(command, rows, outcomes, duration, unreadable_cells=0,
+def repair(command, rows, rows_outcomes, duration, unreadable_cells=0,
            metrics_file=None, now=None, incomplete=False, retries=None):
     """The metrics of one ``clean`` or ``restore`` run (``command``), as
     exposition text; also written to ``metrics_file`` when given.
 
     ``rows`` (anything with ``reason`` and ``action``: findings,
-    provider findings, journal entries) and ``outcomes`` (their
-    repair.actions outcomes) are the run's, in the same order.
+    provider findings, journal entries) and ``rows_outcomes`` (their
+    outcomes.Outcome) are the run's, in the same order.
     ``unreadable_cells`` counts the cells a clean could not read;
     ``incomplete``: it could not read something else (see
     results.Listing.unread and unreadable_services).
@@ -241,9 +240,11 @@ def repair(command, rows, outcomes, duration, unreadable_cells=0,
     if command not in REPAIR_COMMANDS:
         raise ValueError(command)
     now = round(time.time() if now is None else now, 3)
-    kinds = [outcome_kind(o) for o in outcomes]
+    kinds = [outcome_kind(o) for o in rows_outcomes]
     succeeded = (FAILED not in kinds and not unreadable_cells and
-                 not incomplete and _INTERRUPTED not in outcomes)
+                 not incomplete and
+                 not outcomes.count(rows_outcomes,
+                                    cause=outcomes.INTERRUPTED))
     counts = collections.Counter(
         (row.action, kind, row.reason) for row, kind in zip(rows, kinds))
     # Every outcome of each reason and action the run met, zeros too:

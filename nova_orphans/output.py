@@ -26,7 +26,9 @@ import collections
 import json
 import os
 import re
+import shutil
 import sys
+import textwrap
 
 from cliff.formatters import commaseparated
 from cliff.formatters import table as cliff_table
@@ -36,7 +38,9 @@ from cliff import utils as cliff_utils
 from nova_orphans.engine import model
 from nova_orphans.engine import projects
 from nova_orphans.engine import reasons
+from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import outcomes as outcomes_mod
 
 TABLE_COLUMNS = ('consumer', 'consumer_type', 'resource_provider_name',
                  'host', 'reason', 'action', 'resources')
@@ -63,6 +67,9 @@ DROP_ORDER = ('consumer_type', 'host', 'resources', 'action',
               'modified', 'entries', 'started')
 
 TABLE = 'table'
+VALUE = 'value'
+# An empty field in value format.
+EMPTY_VALUE = '-'
 # Formats of plain fields, for scripts that split lines.
 PLAIN_FORMATS = ('value', 'csv')
 # Every list format both front ends offer; "prometheus" is list's own.
@@ -73,7 +80,6 @@ FORMATS = ('table', 'json', 'value', 'csv', 'yaml')
 STANDARD_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB')
 # A failure text longer than this is shown as its error number.
 SHORT_FAILURE = 80
-FAILED = 'failed: '
 _UUID = re.compile(r'[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?'
                    r'[0-9a-f]{12}', re.I)
 _ADDRESS = re.compile(r' at 0x[0-9a-f]+', re.I)
@@ -128,15 +134,20 @@ def columns(dicts, fmt, long=False):
 
 
 def cell(key, value, fmt):
-    """One field as ``fmt`` prints it."""
+    """One field as ``fmt`` prints it: in value format, an empty field
+    is ``-``, so that splitting a line on blanks finds every field in
+    its place.
+    """
     if key == 'resources' and isinstance(value, dict):
         if fmt == TABLE:
             return format_resources(value)
-        if fmt in PLAIN_FORMATS:
-            return plain_resources(value)
-        return value
+        if fmt not in PLAIN_FORMATS:
+            return value
+        value = plain_resources(value)
     if value is None and (fmt == TABLE or fmt in PLAIN_FORMATS):
-        return ''
+        value = ''
+    if fmt == VALUE and value == '':
+        return EMPTY_VALUE
     return value
 
 
@@ -148,7 +159,7 @@ def rows_as_dicts(findings, outcomes=None):
     rows = [f.to_dict() for f in findings]
     if outcomes is not None:
         for row, outcome in zip(rows, outcomes):
-            row['outcome'] = outcome
+            row['outcome'] = str(outcome)
     return rows
 
 
@@ -267,27 +278,32 @@ def width_options(max_width=None, fit_width=None):
 
 
 def render_table(rows, stream, verbose=False, max_width=None,
-                 fit_width=None):
+                 fit_width=None, keys=None, selected=None):
     """Rows as cliff draws a table, fitted as ``openstack`` fits its own,
     but for what it never does: split a value (a uuid, a name) over
     lines. Returns the headers of the columns left out (fit_columns).
 
-    Rows of both kinds (a restore of a provider clean) make a table
-    each, the allocations' first.
+    ``keys``: the columns of other records than findings (journals,
+    projects); findings have theirs (``columns``). Rows of both kinds
+    of findings (a restore of a provider clean) make a table each, the
+    allocations' first. ``selected`` (-c): only these columns.
     """
     options = width_options(max_width, fit_width)
     width = _table_width(options)
     dropped = []
-    for kind in ([r for r in rows if 'consumer' in r],
-                 [r for r in rows if 'consumer' not in r]):
-        if not kind:
+    kinds = [rows] if keys is not None else [
+        [r for r in rows if 'consumer' in r],
+        [r for r in rows if 'consumer' not in r]]
+    for kind in kinds:
+        if not kind and keys is None:
             continue
-        keys = columns(kind, TABLE, long=verbose)
-        data = cells(kind, keys, TABLE)
-        if not verbose:
-            keys, data, left_out = fit_columns(keys, data, width)
+        shown = select(keys or columns(
+            kind, TABLE, long=verbose or bool(selected)), selected)
+        data = cells(kind, shown, TABLE)
+        if not (verbose or selected):
+            shown, data, left_out = fit_columns(shown, data, width)
             dropped += [h for h in left_out if h not in dropped]
-        headers = [header(k) for k in keys]
+        headers = [header(k) for k in shown]
         formatter = cliff_table.TableFormatter()
         if width is None or table_width(headers, data) <= width:
             formatter.emit_list(headers, data, stream, options)
@@ -298,6 +314,22 @@ def render_table(rows, stream, verbose=False, max_width=None,
         for row in data:
             formatter.emit_one(headers, row, stream, options)
     return dropped
+
+
+def select(keys, selected):
+    """The ``keys`` that -c (``selected``) names, in their order; every
+    key without -c. -c takes keys (``resource_provider``), and a
+    table's headers too (``Provider UUID``), as openstack's -c does.
+    """
+    if not selected:
+        return list(keys)
+    wanted = set(selected)
+    shown = [k for k in keys if k in wanted or header(k) in wanted]
+    if not shown:
+        raise exception.InvalidInput(reason=_(
+            'no column named %(selected)s; the columns are %(keys)s') % {
+            'selected': ', '.join(selected), 'keys': ', '.join(keys)})
+    return shown
 
 
 def _text_width(value):
@@ -358,18 +390,25 @@ def _table_width(options):
 
 
 def render(rows, fmt, stream, verbose=False, max_width=None,
-           fit_width=None):
+           fit_width=None, keys=None, selected=None):
     """Rows (dicts) in any of FORMATS; json streams an iterable.
 
-    Returns the headers of the columns a table left out for its width.
+    ``keys``: the columns of other records than findings (see
+    render_table); ``selected``: -c. Returns the headers of the columns
+    a table left out for its width.
     """
-    if fmt == 'json':
+    if fmt == TABLE:
+        return render_table(list(rows), stream, verbose, max_width,
+                            fit_width, keys, selected)
+    if fmt == 'json' and not selected:
         render_json(rows, stream)
-    elif fmt == TABLE:
-        return render_table(rows, stream, verbose, max_width, fit_width)
+        return []
+    rows = list(rows)
+    shown = select(keys or columns(rows, fmt), selected)
+    if fmt == 'json':
+        render_json([{k: r.get(k) for k in shown} for r in rows], stream)
     else:
-        keys = columns(rows, fmt)
-        _formatter(fmt).emit_list(keys, cells(rows, keys, fmt), stream,
+        _formatter(fmt).emit_list(shown, cells(rows, shown, fmt), stream,
                                   argparse.Namespace(quote_mode='nonnumeric'))
     return []
 
@@ -487,12 +526,19 @@ def retries_line(retries):
 
 def outcome_summary(outcomes):
     """One line counting the outcomes of a clean or restore, by kind."""
-    counts = collections.Counter(
-        o if not o.startswith(FAILED) else FAILED.rstrip(': ')
-        for o in outcomes)
+    counts = collections.Counter(counted(o) for o in outcomes)
     return _('Outcomes: %s.') % ', '.join(
         '%d %s' % (n, o) for o, n in sorted(
             counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def counted(outcome):
+    """How a summary counts an outcome: failures as one kind, each
+    other outcome by its text.
+    """
+    if outcome.kind == outcomes_mod.FAILED:
+        return outcome.kind
+    return str(outcome)
 
 
 def group_failures(outcomes):
@@ -508,10 +554,10 @@ def group_failures(outcomes):
     causes = collections.OrderedDict()
     keys = []
     for outcome in outcomes:
-        if not outcome.startswith(FAILED):
+        if outcome.kind != outcomes_mod.FAILED:
             keys.append(None)
             continue
-        text = outcome[len(FAILED):]
+        text = outcome.detail
         key = _ADDRESS.sub('', _UUID.sub('{uuid}', text))
         keys.append(key)
         if key not in causes:
@@ -521,7 +567,7 @@ def group_failures(outcomes):
     for number, cause in enumerate(numbered, 1):
         cause[0] = number
     short = [o if k is None or not causes[k][0] else
-             FAILED + _('error %d') % causes[k][0]
+             o.with_detail(_('error %d') % causes[k][0])
              for o, k in zip(outcomes, keys)]
     return short, [tuple(c) for c in numbered]
 
@@ -562,41 +608,11 @@ def repairs_line(outcomes):
     """What was done to a provider clean's trees' orphaned allocations
     first.
     """
-    counts = collections.Counter(
-        'failed' if o.startswith(FAILED) else o for o in outcomes)
+    counts = collections.Counter(counted(o) for o in outcomes)
     return _('Orphaned allocations on these trees, repaired first: '
              '%(outcomes)s.') % {'outcomes': ', '.join(
                  '%d %s' % (n, o) for o, n in sorted(
                      counts.items(), key=lambda item: (-item[1], item[0])))}
-
-
-def render_records(rows, keys, fmt, stream, max_width=None,
-                   fit_width=None, verbose=False):
-    """Rows (dicts) of other records than findings (journals): every
-    format, the keys in order, headers as ``header``. A table fits the
-    terminal as render_table's: returns the headers it left out.
-    """
-    if fmt == 'json':
-        render_json(rows, stream)
-        return []
-    data = cells(rows, keys, fmt)
-    if fmt == TABLE:
-        options = width_options(max_width, fit_width)
-        width = _table_width(options)
-        dropped = []
-        if not verbose:
-            keys, data, dropped = fit_columns(keys, data, width)
-        headers = [header(k) for k in keys]
-        formatter = cliff_table.TableFormatter()
-        if width is None or table_width(headers, data) <= width:
-            formatter.emit_list(headers, data, stream, options)
-        else:
-            for row in data:
-                formatter.emit_one(headers, row, stream, options)
-        return dropped
-    _formatter(fmt).emit_list(keys, data, stream,
-                              argparse.Namespace(quote_mode='nonnumeric'))
-    return []
 
 
 def _formatter(fmt):
@@ -608,3 +624,53 @@ def _formatter(fmt):
         from cliff.formatters import yaml_format
         formatter = yaml_format.YAMLFormatter
     return formatter()
+
+
+def line_width(stream, max_width=None):
+    """The columns a line of prose may take on ``stream``, or None: the
+    table's --max-width when given (below 1: none), else a terminal's.
+    """
+    if max_width is not None:
+        return max_width if max_width > 0 else None
+    if getattr(stream, 'isatty', lambda: False)():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def wrap(line, width, command=False):
+    """``line`` in lines of at most ``width``; one that names a
+    ``command`` is continued with backslashes, so that it still pastes
+    as one.
+    """
+    if width is None or len(line) <= width:
+        return line
+    if not command:
+        return '\n'.join(textwrap.wrap(line, width, break_long_words=False,
+                                       break_on_hyphens=False))
+    return ' \\\n'.join(textwrap.wrap(
+        line, max(width - 2, 20), break_long_words=False,
+        break_on_hyphens=False, subsequent_indent='    '))
+
+
+def closing_lines(report, table, command_line, dropped=(), width=None):
+    """(stdout, stderr): the lines that follow a report's rows, as both
+    front ends print them. On stdout, under a table only: the columns
+    it left out, its summary (the "Outcomes:" and "Next:" lines); on
+    stderr, in every format, the report's notes. ``command_line(cmd)``
+    writes a report.CommandLine as the front end's users type it.
+    """
+    out = []
+    if table:
+        if dropped:
+            out.append(wrap(dropped_note(dropped), width))
+        out += [wrap(line.render(command_line), width,
+                     line.command is not None) for line in report.summary]
+    return out, [line.render(command_line) for line in report.notes]
+
+
+def error_line(error, stream):
+    """The one line of a run a known fault (or a bug) stopped, fitted to
+    ``stream`` when it is a terminal: ``ERROR: `` and what happened.
+    """
+    return wrap(_('ERROR: %(error)s') % {'error': error},
+                line_width(stream))

@@ -143,6 +143,8 @@ class Audit:
             nova, allocations = self._read_both(providers)
         else:
             nova = self.nova.read()
+            if host is not None:
+                self.nova.prove_host(nova, providers, host)
             scope = select_scope(providers, nova, resource_provider, host)
             targets = providers if scope is None else scope
             if self.progress:

@@ -23,7 +23,9 @@ import glob
 import os
 
 from nova_orphans import exception
+from nova_orphans import exit_codes
 from nova_orphans.i18n import _
+from nova_orphans import outcomes
 from nova_orphans.repair import journal
 
 PATTERN = 'journal-*.jsonl'
@@ -76,7 +78,8 @@ class Pruned:
         self.outcome = outcome
 
     def to_dict(self):
-        return {key: getattr(self, key) for key in self.KEYS}
+        return {'journal': self.journal, 'modified': self.modified,
+                'outcome': str(self.outcome)}
 
 
 def cloud_label(cloud):
@@ -160,15 +163,24 @@ def prune(directory, older_than_days, dry_run=False, now=None):
         stamp = datetime.datetime.fromtimestamp(
             modified, datetime.timezone.utc).isoformat()
         if dry_run:
-            rows.append(Pruned(path, stamp, 'skipped: dry run'))
+            rows.append(Pruned(path, stamp, outcomes.dry_run()))
             continue
         try:
             os.unlink(path)
         except OSError as e:
-            rows.append(Pruned(path, stamp, 'failed: %s' % e.strerror))
+            rows.append(Pruned(path, stamp, outcomes.failed(e.strerror)))
         else:
-            rows.append(Pruned(path, stamp, 'done'))
+            rows.append(Pruned(path, stamp, outcomes.done()))
     return rows
+
+
+def prune_exit_code(rows):
+    """prune's code: 1 when a journal could not be removed, else 0 (a
+    dry run's journals are not orphans left behind).
+    """
+    if outcomes.count([r.outcome for r in rows], outcomes.FAILED):
+        return exit_codes.REPAIR_FAILED
+    return exit_codes.SUCCESS
 
 
 def mark_restored(path, result, warn=None):
@@ -177,7 +189,7 @@ def mark_restored(path, result, warn=None):
     ``warn`` and left as it is: the restore itself is done.
     """
     done = result.done
-    failed = sum(1 for o in result.outcomes if o.startswith('failed'))
+    failed = result.failed
     if not done and not failed:
         return
     mark = journal.Journal(path, command='restore')

@@ -12,6 +12,7 @@
 """What a run found or did, and the exit code that says so."""
 
 from nova_orphans import exit_codes
+from nova_orphans import outcomes
 from nova_orphans.repair import actions
 
 
@@ -108,50 +109,30 @@ class Repair:
 
     @property
     def done(self):
-        return self.outcomes.count(actions.DONE)
+        return outcomes.count(self.outcomes, outcomes.DONE)
+
+    @property
+    def failed(self):
+        return outcomes.count(self.outcomes, outcomes.FAILED)
 
     @property
     def not_attempted(self):
-        return self.outcomes.count(actions.interrupted())
+        return outcomes.count(self.outcomes, cause=outcomes.INTERRUPTED)
 
     @property
     def exit_code(self):
         """130/143 if a signal came once writing had begun, whatever was
         left undone: the operator asked the run to stop, and a script
-        must not read it as finished.
+        must not read it as finished. Else the rows' (outcomes.exit_code:
+        4 only when no orphan found is left; one skipped for
+        --max-count, --dry-run or any other reason leaves 3), made 5 or
+        2 by what could not be read.
         """
         if self.signum is not None:
             return exit_codes.of_signal(self.signum)
-        code = (self._restore_code() if self.restoring
-                else self._clean_code())
+        code = outcomes.exit_code(self.outcomes)
         if code == exit_codes.REPAIR_FAILED or not self.incomplete:
             return code
         if code in (exit_codes.ORPHANS_FOUND, exit_codes.REPAIRED):
             return exit_codes.INCOMPLETE_WITH_ORPHANS
         return exit_codes.INCOMPLETE
-
-    def _failed(self):
-        return any(o.startswith(actions.failed('')) for o in self.outcomes)
-
-    def _clean_code(self):
-        """4 only when no orphan found is left (actions.resolved); one
-        skipped for --max-count, --dry-run or any other reason leaves 3.
-        """
-        if self._failed():
-            return exit_codes.REPAIR_FAILED
-        if not self.outcomes:
-            return exit_codes.SUCCESS
-        if all(actions.resolved(o) for o in self.outcomes):
-            return (exit_codes.REPAIRED if actions.DONE in self.outcomes
-                    else exit_codes.SUCCESS)
-        return exit_codes.ORPHANS_FOUND
-
-    def _restore_code(self):
-        """Entries already undone, or never applied, need nothing."""
-        if self._failed():
-            return exit_codes.REPAIR_FAILED
-        if actions.DONE in self.outcomes:
-            return exit_codes.REPAIRED
-        if actions.dry_run() in self.outcomes:
-            return exit_codes.ORPHANS_FOUND
-        return exit_codes.SUCCESS

@@ -12,9 +12,10 @@
 """nova-orphans-manage: the operator's command on a nova controller.
 
 Laid out like nova-manage: ``nova-orphans-manage [--config-file F]...
-CATEGORY ACTION [options]``, reading nova.conf; the categories are
-``allocations`` and ``providers``. Return codes: nova_orphans.exit_codes,
-the table both front ends share, shown by ``--help`` and the docs.
+CATEGORY ACTION [options]``, reading nova.conf. The categories, their
+actions, options and exit codes are nova_orphans.app.commands', which
+the openstack commands share: this module parses them with oslo.config
+and prints the report each action returns.
 
 ``main(argv)`` may be called many times in one process (nova's
 functional harness, other tooling): it builds its own ConfigOpts each
@@ -26,11 +27,11 @@ import argparse
 import contextlib
 import gc
 import importlib.metadata
-import inspect
 import io
 import logging as std_logging
 import os
 import re
+import shlex
 import signal
 import sys
 import textwrap
@@ -39,15 +40,18 @@ from oslo_config import cfg
 from oslo_log import handlers as log_handlers
 from oslo_log import log as logging
 
-from nova_orphans.cmd import allocations
-from nova_orphans.cmd import journals
-from nova_orphans.cmd import providers
+from nova_orphans.app import allocations as app_allocations
+from nova_orphans.app import commands
+from nova_orphans.app import options as opts
+from nova_orphans.app import sources as sources_mod
 from nova_orphans import conf as orphans_conf
 from nova_orphans import db_utils
 from nova_orphans import exception
 from nova_orphans import exit_codes
 from nova_orphans.i18n import _
 from nova_orphans import interrupt
+from nova_orphans import output
+from nova_orphans import progress as progress_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -77,27 +81,25 @@ JOURNAL_HELP = _(
     'oslo.log\'s --use-journal (given before the category), which sends '
     'log records to journald.')
 
-ACTION_CODES = {
-    ('allocations', 'list'): exit_codes.LIST_CODES,
-    ('allocations', 'clean'): exit_codes.CLEAN_CODES,
-    ('allocations', 'restore'): exit_codes.RESTORE_CODES,
-    ('providers', 'list'): exit_codes.LIST_CODES,
-    ('providers', 'clean'): exit_codes.CLEAN_CODES,
-    ('providers', 'restore'): exit_codes.RESTORE_CODES,
-    ('journals', 'list'): exit_codes.JOURNAL_CODES,
-    ('journals', 'prune'): exit_codes.JOURNAL_CODES,
-}
-
 # Where oslo.config looks for nova.conf without --config-file (its
 # _get_config_dirs for the project "nova"), for the error that none
 # was found.
 CONFIG_DIRS = ('~/.nova', '~', '/etc/nova', '/etc')
 
-CATEGORIES = {
-    'allocations': allocations.AllocationCommands,
-    'providers': providers.ProviderCommands,
-    'journals': journals.JournalCommands,
-}
+# cliff's output options, which every openstack listing has.
+OUTPUT_OPTIONS = [
+    opts.Option(['-c', '--column'], action='append', dest='columns',
+                metavar='COLUMN',
+                help=_('A column to show, repeatable: a JSON key, or a '
+                       'table\'s header (default: all of them).')),
+    opts.Option(['--max-width'], metavar='N', type=int,
+                help=_('Fit the table to N columns (less than 1: do not '
+                       'fit); takes precedence over CLIFF_MAX_TERM_WIDTH.')),
+    opts.Option(['--fit-width'], action='store_true',
+                help=_('Fit the table to the terminal\'s width (the default '
+                       'when stdout is a terminal); CLIFF_FIT_WIDTH=1 does '
+                       'the same.')),
+]
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -115,33 +117,33 @@ class _HelpFormatter(argparse.HelpFormatter):
         return '\n\n'.join(blocks)
 
 
-def _epilog(category, action):
-    blocks = [exit_codes.help_text(ACTION_CODES[(category, action)],
-                                   restoring=action == 'restore')]
-    if action in ('clean', 'restore'):
-        blocks.append(JOURNAL_HELP)
-    return '\n\n'.join(blocks)
-
-
 def _add_command_parsers(subparsers):
-    for category, cls in CATEGORIES.items():
-        every = sorted({code for (c, _a), codes in ACTION_CODES.items()
-                        if c == category for code in codes})
+    for category, text in commands.CATEGORIES.items():
+        every = commands.of_category(category)
         parser = subparsers.add_parser(
-            category, help=cls.__doc__,
-            description=inspect.cleandoc(cls.__doc__),
-            epilog=exit_codes.help_text(every), formatter_class=_HelpFormatter)
+            category, help=text, description=text,
+            epilog=exit_codes.help_text(sorted(
+                {code for c in every for code in c.codes})),
+            formatter_class=_HelpFormatter)
         actions = parser.add_subparsers(dest='action', metavar='ACTION')
-        actions.required = True
-        for name, method in cls.actions():
+        for command in every:
+            epilog = command.epilog()
+            if any(o.dest == 'journal' for o in command.options):
+                epilog += '\n\n' + JOURNAL_HELP
             action = actions.add_parser(
-                name, help=method.__doc__.splitlines()[0],
-                description=inspect.cleandoc(method.__doc__),
-                epilog=_epilog(category, name),
-                formatter_class=_HelpFormatter)
-            for args, kwargs in method.args:
-                action.add_argument(*args, **kwargs)
-            action.set_defaults(action_fn=name)
+                command.action, help=command.help,
+                description=command.help + '\n\n' + command.description,
+                epilog=epilog, formatter_class=_HelpFormatter)
+            formats = output.FORMATS + command.formats
+            action.add_argument(
+                '-f', '--format', choices=formats, default=output.TABLE,
+                help=_('Output format: %(choices)s (default: table). value '
+                       'and csv print plain fields, resources as '
+                       'VCPU=1,MEMORY_MB=512, an empty field in value as '
+                       '"-".') % {'choices': ', '.join(formats)})
+            for option in command.options + OUTPUT_OPTIONS:
+                action.add_argument(*option.flags, **option.argparse_kwargs(
+                    opts.metavar_upper))
 
 
 def _version():
@@ -168,33 +170,49 @@ def _parse(conf, argv):
                  version=version, description=DESCRIPTION,
                  epilog=LOGGING_HELP)
     except SystemExit as e:
-        if e.code:
-            lines = err.getvalue().strip().splitlines()
-            print(lines[-1] if lines else _('Invalid arguments'),
-                  file=sys.stderr)
-            hint = _misplaced(conf, argv)
-            if hint:
-                print(hint, file=sys.stderr)
-            return exit_codes.INVALID_INPUT
-        return exit_codes.SUCCESS
-    except (cfg.ConfigFilesNotFoundError, cfg.ConfigFileParseError,
-            cfg.ConfigFileValueError, cfg.Error) as e:
-        print(_('Invalid configuration: %(error)s') % {
-            'error': db_utils.safe_error(e)}, file=sys.stderr)
-        return exit_codes.CONFIG_ERROR
+        if not e.code:
+            return exit_codes.SUCCESS
+        lines = err.getvalue().strip().splitlines()
+        message = lines[-1].split(': error: ', 1)[-1] if lines else ''
+        _error(exception.InvalidInput(reason=_missing(argv) or message or _(
+            'invalid arguments')))
+        hint = _misplaced(conf, argv)
+        if hint:
+            print(hint, file=sys.stderr)
+        return exit_codes.INVALID_INPUT
+    except cfg.Error as e:
+        return _error(exception.ConfigError(reason=db_utils.safe_error(e)))
     except OSError as e:
         # oslo.config finds a file it then cannot read (a directory, no
         # permission) and lets the OSError through.
-        print(_('Invalid configuration: cannot read %(file)s: %(error)s') %
-              {'file': e.filename, 'error': e.strerror}, file=sys.stderr)
-        return exit_codes.CONFIG_ERROR
+        return _error(exception.ConfigError(
+            reason=_('cannot read %(file)s: %(error)s') % {
+                'file': e.filename, 'error': e.strerror}))
     if not conf.config_file and not conf.config_dir:
-        print(_('Configuration error: no configuration file was found: '
-                'looked for nova.conf and nova-orphans-manage.conf in '
-                '%(dirs)s; give one with --config-file PATH (before the '
-                'category).') % {'dirs': ', '.join(CONFIG_DIRS)},
-              file=sys.stderr)
-        return exit_codes.CONFIG_ERROR
+        return _error(exception.ConfigError(reason=_(
+            'no configuration file was found: looked for nova.conf and '
+            'nova-orphans-manage.conf in %(dirs)s; give one with '
+            '--config-file PATH (before the category).') % {
+            'dirs': ', '.join(CONFIG_DIRS)}))
+    if conf.category.action is None:
+        return _error(exception.InvalidInput(reason=_missing(argv)))
+    return None
+
+
+def _missing(argv):
+    """What to say of a command line without a category or action:
+    the choices, rather than argparse's "arguments are required".
+    """
+    first = _first_category(argv)
+    if first == len(argv):
+        if any(w in ('-h', '--help', '--version') for w in argv):
+            return None
+        return _('give a category: %(choices)s') % {
+            'choices': ', '.join(commands.CATEGORIES)}
+    actions = [c.action for c in commands.of_category(argv[first])]
+    if not any(w in actions for w in argv[first + 1:]):
+        return _('give an action of %(category)s: %(choices)s') % {
+            'category': argv[first], 'choices': ', '.join(actions)}
     return None
 
 
@@ -218,8 +236,15 @@ def _misplaced(conf, argv):
 
 def _first_category(argv):
     """Where the category is in ``argv`` (its length if nowhere)."""
-    return next((i for i, word in enumerate(argv) if word in CATEGORIES),
-                len(argv))
+    return next((i for i, word in enumerate(argv)
+                 if word in commands.CATEGORIES), len(argv))
+
+
+def _error(error):
+    """One line for a fault (output.error_line); its exit code."""
+    print(output.error_line(db_utils.safe_error(error), sys.stderr),
+          file=sys.stderr)
+    return exit_codes.of_error(error)
 
 
 def _setup_logging(conf):
@@ -256,12 +281,122 @@ def _take_late_signals():
     and the exit code says it too (130/143), never a traceback.
     """
     def ended(signum, frame):
-        interrupt.say(_('Interrupted by %(signal)s as the run ended; its '
-                        'report above is complete.') % {
-            'signal': interrupt.signal_name(signum)})
+        interrupt.say(interrupt.ended(signum))
         os._exit(exit_codes.of_signal(signum))
     for signum in interrupt.SIGNALS:
         signal.signal(signum, ended)
+
+
+class Action:
+    """One action's run: its options, the report, its rendering."""
+
+    def __init__(self, conf, console=False):
+        self.conf = conf
+        self.console = console
+        parsed = conf.category
+        self.command = commands.find(parsed.name, parsed.action)
+        self.values = {o.dest: getattr(parsed, o.dest, None)
+                       for o in self.command.options + OUTPUT_OPTIONS}
+        self.format = self.values['format'] = parsed.format
+        self.context = None
+
+    def sources(self, values):
+        """nova.conf's sources, the options given overriding it."""
+        for option in self.command.options:
+            if option.config and values.get(option.dest) is not None:
+                self.conf.set_override(option.config, values[option.dest],
+                                       group='nova_orphans')
+        return sources_mod.DatabaseSources(self.conf)
+
+    def run(self):
+        """The action's exit code, once its report is printed.
+
+        SIGINT and SIGTERM end it with 130 or 143, never a traceback
+        (see nova_orphans.interrupt): while it only reads, in one line;
+        once it writes, after its report.
+        """
+        stop = interrupt.Stop(
+            exit_now=interrupt.exit_now if self.console else None)
+        progress = progress_mod.for_run(
+            self.values.get('progress'), self.format == output.TABLE,
+            sys.stderr)
+        config = self.conf.nova_orphans
+        self.context = commands.Context(
+            self.sources, stop, lambda line: print(line, file=sys.stderr),
+            progress=progress, notice=commands.STOPPING,
+            config={o.config: getattr(config, o.config)
+                    for o in self.command.options if o.config},
+            state_path=config.state_path)
+        paused = (app_allocations.collector_paused()
+                  if self.command.action == 'list'
+                  else contextlib.nullcontext())
+        try:
+            with stop.handled(), paused:
+                self.render(commands.run(self.command, self.values,
+                                         self.context))
+                if self.console:
+                    # As main froze the imports: turning the collector
+                    # back on would walk all of it right before it goes.
+                    gc.freeze()
+            code = self.report.exit_code
+            if stop.signum is not None and code != exit_codes.of_signal(
+                    stop.signum):
+                print(interrupt.ended(stop.signum), file=sys.stderr)
+                code = exit_codes.of_signal(stop.signum)
+            return code
+        except interrupt.Interrupted as e:
+            if progress:
+                progress.abandon()
+            print(interrupt.nothing_changed(e.signum), file=sys.stderr)
+            return exit_codes.of_signal(e.signum)
+
+    def render(self, report):
+        self.report = report
+        values = self.values
+        table = self.format == output.TABLE
+        dropped = ()
+        if self.format == 'prometheus':
+            sys.stdout.write(report.metrics)
+        else:
+            rows = (report.iter_dicts() if self.format == 'json'
+                    else report.dicts())
+            if rows or not table:
+                dropped = output.render(
+                    rows, self.format, sys.stdout, verbose=values['long'],
+                    max_width=values['max_width'],
+                    fit_width=values['fit_width'], keys=report.keys,
+                    selected=values['columns'])
+        out, err = output.closing_lines(
+            report, table, self.command_line, dropped,
+            output.line_width(sys.stdout, values['max_width']))
+        for line in out:
+            print(line)
+        for line in err:
+            print(line, file=sys.stderr)
+
+    def command_line(self, command):
+        """The nova-orphans-manage command line of a report.CommandLine,
+        with the configuration this run read, ready to paste.
+        """
+        words = ['nova-orphans-manage']
+        files = list(self.conf.config_file or ())
+        if files != list(self.conf.default_config_files or ()):
+            for path in files:
+                words += ['--config-file', path]
+        # oslo.config keeps every --config-dir given, as a list.
+        dirs = self.conf.config_dir or ()
+        if isinstance(dirs, str):
+            dirs = [dirs]
+        if list(dirs) != list(self.conf.default_config_dirs or ()):
+            for path in dirs:
+                words += ['--config-dir', path]
+        words += [command.category, command.action] + command.argv
+        return ' '.join(shlex.quote(w) for w in words)
+
+    def close(self):
+        """Let go of the database connections the run kept."""
+        if self.context is not None:
+            self.context.close()
 
 
 def main(argv=None):
@@ -274,42 +409,32 @@ def main(argv=None):
         # of a small run's time). Never done for in-process callers.
         gc.freeze()
     conf = cfg.ConfigOpts()
+    action = None
     try:
         rc = _parse(conf, argv)
-    except Exception as e:
-        # A bug (the known faults have their codes): one line, 255.
-        print(_('Unexpected error: %(error)s') % {
-            'error': db_utils.safe_error(e)}, file=sys.stderr)
-        return exit_codes.UNEXPECTED
-    if rc is not None:
-        return rc
-    if console:
-        _setup_logging(conf)
-    category = conf.category
-    commands = CATEGORIES[category.name](conf, console=console)
-    try:
-        code = getattr(commands, category.action_fn.replace('-', '_'))()
+        if rc is not None:
+            return rc
+        if console:
+            _setup_logging(conf)
+        action = Action(conf, console=console)
+        code = action.run()
         if console:
             _take_late_signals()
         return code
-    except exception.InvalidInput as e:
-        print(db_utils.safe_error(e), file=sys.stderr)
-        return e.exit_code
     except exception.NovaOrphansException as e:
         # A known fault: its own code and one line (a placement database
         # that cannot be read is 2: nothing could be checked, which is
         # neither "nothing found" nor a crash).
-        print(_('ERROR: %(error)s') % {'error': db_utils.safe_error(e)},
-              file=sys.stderr)
         LOG.debug('Command failed', exc_info=True)
-        return exit_codes.of_error(e)
+        return _error(e)
     except Exception as e:
-        print(_('Unexpected error: %(error)s') % {
-            'error': db_utils.safe_error(e)}, file=sys.stderr)
         LOG.error('Unexpected error', exc_info=True)
-        return exit_codes.UNEXPECTED
+        return _error(exception.NovaOrphansException(
+            _('Unexpected error: %(error)s') % {
+                'error': db_utils.safe_error(e)}))
     finally:
-        commands.close()
+        if action is not None:
+            action.close()
 
 
 if __name__ == '__main__':

@@ -84,3 +84,20 @@ FULLY_RESERVED = 'fully_reserved'
 PROVIDER_HEALTHY_REASONS = (LIVE_COMPUTE_NODE, FULLY_RESERVED, UNMANAGED,
                             UNVERIFIABLE)
 PROVIDER_REASONS = PROVIDER_ORPHAN_REASONS + PROVIDER_HEALTHY_REASONS
+
+# What a restore's row did: the clean's action undone. A restore's rows
+# name these, never the clean's action, so that they cannot be read as a
+# second clean.
+RESTORE_CONSUMER = 'restore_consumer'
+RESTORE_ALLOCATION = 'restore_allocation'
+RESTORE_MIGRATION = 'restore_migration'
+REMOVE_HEALED = 'remove_healed'
+RESTORE_PROVIDER = 'restore_provider'
+RESTORE_ACTIONS = {
+    DELETE_CONSUMER: RESTORE_CONSUMER,
+    REMOVE_PROVIDER: RESTORE_ALLOCATION,
+    TRIM_PROVIDER: RESTORE_ALLOCATION,
+    RETURN_TO_INSTANCE: RESTORE_MIGRATION,
+    HEAL: REMOVE_HEALED,
+    DELETE_PROVIDER: RESTORE_PROVIDER,
+}

@@ -76,6 +76,12 @@ class NovaReader:
         reader that cannot read request specs leaves them unread.
         """
 
+    def prove_host(self, nova, providers, host):
+        """Add the compute nodes of ``host`` that nova deleted, where
+        nova shows no deleted ones (provider_proof): ``--host`` of a
+        retired host finds its trees, as nova's databases find them.
+        """
+
     def prove_deleted_nodes(self, nova, providers, allocations, consumers):
         """Add the compute nodes that these consumers' allocations prove
         deleted, where nova shows no deleted ones (provider_proof).

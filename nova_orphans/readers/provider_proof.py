@@ -89,6 +89,22 @@ class ProvingReader(base.NovaReader):
             prove(nova, [marked[uuid] for uuid in sorted(marked)])
         return nova
 
+    def prove_host(self, nova, providers, host):
+        """Prove deleted the roots named as ``host``'s nodes are named
+        by the servers and migrations listed (node_hosts), where no
+        hypervisor has their uuid: a retired host's trees.
+        """
+        if self.every_root or nova.unreadable_cells:
+            return
+        names = {node for node, named in node_hosts(nova).items()
+                 if named == host}
+        roots = sorted(p.uuid for p in providers.values()
+                       if p.name in names and p.uuid == p.root_uuid and
+                       p.uuid not in nova.compute_nodes)
+        proven = [self._marks(uuid) for uuid in roots]
+        prove(nova, [{'uuid': uuid, 'name': providers[uuid].name,
+                      'traits': marks} for uuid, marks in proven if marks])
+
     def prove_deleted_nodes(self, nova, providers, allocations, consumers):
         """Prove deleted the roots, no live hypervisor's, that hold
         allocations of ``consumers`` (those no live server owns).
@@ -149,6 +165,7 @@ def prove(nova, trait_providers):
     unlisted = sorted({s.host for s in nova.services
                        if s.binary == 'nova-compute' and not s.deleted and
                        s.host not in listed_hosts})
+    hosts = node_hosts(nova)
     for rp in trait_providers:
         uuid = rp['uuid']
         if rp.get('parent_provider_uuid') or uuid in nova.compute_nodes:
@@ -167,6 +184,27 @@ def prove(nova, trait_providers):
                 'hosts': ', '.join(unlisted)}
             continue
         nova.compute_nodes[uuid] = model.ComputeNode(
-            uuid=uuid, host=None, hypervisor_hostname=rp['name'],
+            uuid=uuid, host=hosts.get(rp['name']),
+            hypervisor_hostname=rp['name'],
             cell=compute_api.API_CELL.uuid, deleted=True,
             proven_by_trait=marks)
+
+
+def node_hosts(nova):
+    """{node name: its host} as the servers (deleted ones too) and
+    migrations the compute API listed name them, where one host only
+    names the node: the host of a node nova deleted, which no
+    hypervisor names any more, as nova's databases keep it.
+    """
+    pairs = set()
+    for inst in nova.instances.values():
+        pairs.add((inst.node, inst.host))
+    for mig in nova.migrations.values():
+        pairs.add((mig.source_node, mig.source_compute))
+        pairs.add((mig.dest_node, mig.dest_compute))
+    hosts = {}
+    for node, host in pairs:
+        if node and host:
+            hosts.setdefault(node, set()).add(host)
+    return {node: found.pop() for node, found in hosts.items()
+            if len(found) == 1}

@@ -45,6 +45,7 @@ from nova_orphans.engine import reasons
 from nova_orphans.engine import rules as rules_mod
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import outcomes as outcomes_mod
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import placement_db
 from nova_orphans.repair import capacity
@@ -54,7 +55,7 @@ from nova_orphans.repair import streams as streams_mod
 
 LOG = logging.getLogger(__name__)
 
-DONE = 'done'
+DONE = outcomes_mod.done()
 # Consumers re-verified against nova together, in one set of queries.
 BATCH = 100
 WRITE_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER,
@@ -69,12 +70,14 @@ BATCHED_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER,
 BATCH_MIN = 8
 
 
-def skipped(why):
-    return 'skipped: %s' % why
+skipped = outcomes_mod.skipped
+failed = outcomes_mod.failed
+dry_run = outcomes_mod.dry_run
+interrupted = outcomes_mod.interrupted
 
 
 def gone():
-    return skipped(_('the allocation is gone'))
+    return skipped(_('the allocation is gone'), 'gone', resolved=True)
 
 
 def other_writers_note(count):
@@ -93,7 +96,8 @@ def other_writer():
     consumer read again no longer needs it: another writer (another run
     of this tool, an operator, nova) did the repair or made it moot.
     """
-    return skipped(_('changed by another writer'))
+    return skipped(_('changed by another writer'), 'other_writer',
+                   resolved=True)
 
 
 # What a consumer read again may now be that needs no repair any more:
@@ -105,36 +109,12 @@ _SETTLED = frozenset(reasons.HEALTHY_REASONS) - {reasons.UNVERIFIABLE,
 
 def no_longer(action, now):
     """Read again right before its write, the row no longer needs
-    ``action``: it is ``now`` another reason, or another action.
+    ``action``: it is ``now`` another reason, or another action. Its
+    orphan is resolved if ``now`` is a reason that needs no repair.
     """
     return skipped(_('no longer %(action)s: now %(reason)s') % {
-        'action': action, 'reason': now})
-
-
-def resolved(outcome):
-    """Whether no orphan is left of a row after ``outcome``: repaired
-    here, removed or made moot by another writer, or now a live
-    owner's. A row skipped for anything else (--max-count, --dry-run,
-    nested resources, now another orphan) leaves its orphan.
-    """
-    if outcome in (DONE, gone(), other_writer()):
-        return True
-    return (outcome.startswith(no_longer('\0', '\0').split('\0')[0]) and
-            outcome.rsplit(' ', 1)[-1] in _SETTLED)
-
-
-def failed(why):
-    return 'failed: %s' % why
-
-
-def dry_run():
-    """The outcome of every row of a --dry-run."""
-    return skipped(_('dry run'))
-
-
-def interrupted():
-    """The outcome of a row a signal stopped before its write was sent."""
-    return skipped(_('interrupted'))
+        'action': action, 'reason': now}, 'no_longer',
+        resolved=now in _SETTLED)
 
 
 class _Retry(Exception):

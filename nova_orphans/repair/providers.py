@@ -44,6 +44,7 @@ from nova_orphans.engine import provider_rules
 from nova_orphans.engine import reasons
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import outcomes as outcomes_mod
 from nova_orphans.readers import placement_api
 from nova_orphans.repair import actions
 
@@ -157,7 +158,7 @@ class ProviderCleaner:
         self.repair_outcomes = repair_outcomes
         failed_repairs = {f.root_provider for f, o in zip(repaired,
                                                           repair_outcomes)
-                          if o.startswith('failed')}
+                          if o.kind == outcomes_mod.FAILED}
         verdicts = self._judge_again(roots) if roots else {}
         providers = self.repairer.audit.placement.providers
         whole = provider_rules.tree_roots(providers) if roots else {}
@@ -323,7 +324,7 @@ def restore_provider(client, entry, dry_run=False, not_back=None):
     someone else's provider), and one that is not put back is added.
     """
     outcome = _restore_provider(client, entry, dry_run, not_back or set())
-    if not_back is not None and outcome.startswith(actions.failed('')):
+    if not_back is not None and outcome.kind == outcomes_mod.FAILED:
         not_back.add(entry['provider']['uuid'])
     return outcome
 
@@ -331,7 +332,8 @@ def restore_provider(client, entry, dry_run=False, not_back=None):
 def _restore_provider(client, entry, dry_run, not_back):
     if entry.get('applied') is False:
         return actions.skipped(_('never applied (%(reason)s)') %
-                               {'reason': entry.get('reason')})
+                               {'reason': entry.get('reason')},
+                               resolved=True)
     record = entry['provider']
     parent = record.get('parent_provider_uuid')
     if parent in not_back:
@@ -341,7 +343,7 @@ def _restore_provider(client, entry, dry_run, not_back):
         current = read_record(client, record['uuid'])
         if current is not None:
             if _same(current, record):
-                return actions.skipped(_('already as before'))
+                return actions.skipped(_('already as before'), resolved=True)
             return actions.failed(_(
                 'refused: provider %(uuid)s exists again') %
                 {'uuid': record['uuid']})

@@ -33,8 +33,10 @@ import urllib.parse
 
 from nova_orphans.engine import classify
 from nova_orphans.engine import model
+from nova_orphans.engine import reasons
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import outcomes as outcomes_mod
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import placement_db as placement_db_mod
 from nova_orphans.repair import actions
@@ -216,12 +218,19 @@ def restore(client, entries, dry_run=False, concurrency=8, progress=None,
     for entry, outcome in zip(entries, outcomes):
         finding = (model.ProviderFinding if 'provider' in entry
                    else model.Finding)
-        results.extend((finding.from_dict(row), outcome)
+        results.extend((_restored(finding.from_dict(row)), outcome)
                        for row in entry.get('findings', ()))
     if progress:
         progress.finish()
     results.sort(key=shown_order)
     return results
+
+
+def _restored(finding):
+    """The journaled row, its action now what the restore did."""
+    finding.action = reasons.RESTORE_ACTIONS.get(finding.action,
+                                                 finding.action)
+    return finding
 
 
 def shown_order(result):
@@ -368,7 +377,7 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
         except exception.NovaOrphansException as e:
             outcomes[i] = actions.failed(str(e))
             continue
-        if isinstance(verdict, str):
+        if isinstance(verdict, outcomes_mod.Outcome):
             outcomes[i] = verdict
         elif dry_run:
             outcomes[i] = _simulate(state, verdict)
@@ -419,7 +428,7 @@ def _restore_entry(client, state, entry, dry_run, stop=None):
                          state.origins)
     except exception.NovaOrphansException as e:
         return actions.failed(str(e))
-    if isinstance(verdict, str):
+    if isinstance(verdict, outcomes_mod.Outcome):
         return verdict
     if dry_run:
         return _simulate(state, verdict)
@@ -455,21 +464,22 @@ def _judge(entry, current, origins=None):
     """
     if entry.get('applied') is False:
         return actions.skipped(_('never applied (%(reason)s)') %
-                               {'reason': entry.get('reason')})
+                               {'reason': entry.get('reason')},
+                               resolved=True)
     consumers = entry['consumers']
     for c in consumers:
         if isinstance(current[c], Exception):
             raise current[c]
     if all(documents.same_allocations(current[c], spec['before'])
            for c, spec in consumers.items()):
-        return actions.skipped(_('already as before'))
+        return actions.skipped(_('already as before'), resolved=True)
     changed = [c for c, spec in consumers.items()
                if current[c]['allocations'] != spec['after']]
     if changed and origins and all(
             c in origins and documents.same_allocations(current[c],
                                                         origins[c])
             for c in consumers):
-        return actions.skipped(_('already as before'))
+        return actions.skipped(_('already as before'), resolved=True)
     if changed:
         return actions.failed(
             _('refused: consumer %(consumers)s changed since the '

@@ -19,6 +19,7 @@ import argparse
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
+from nova_orphans.app import commands
 from nova_orphans.cmd import manage
 from nova_orphans import exit_codes
 
@@ -29,14 +30,13 @@ class ManageHelp(SphinxDirective):
         parser = argparse.ArgumentParser(prog='nova-orphans-manage')
         manage._add_command_parsers(parser.add_subparsers())
         result = []
-        for category, cls in manage.CATEGORIES.items():
-            for name, _method in cls.actions():
-                action = _subparser(parser, category, name)
-                section = nodes.section(
-                    ids=['%s-%s' % (category, name)])
-                section += nodes.title(text='%s %s' % (category, name))
-                section += nodes.literal_block(text=action.format_help())
-                result.append(section)
+        for command in commands.COMMANDS:
+            category, name = command.category, command.action
+            action = _subparser(parser, category, name)
+            section = nodes.section(ids=['%s-%s' % (category, name)])
+            section += nodes.title(text='%s %s' % (category, name))
+            section += nodes.literal_block(text=action.format_help())
+            result.append(section)
         return result
 
 

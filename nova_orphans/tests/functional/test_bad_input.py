@@ -94,7 +94,7 @@ class BadInputTestCase(base.FunctionalTestCase):
         missing = os.path.join(self.tmp, 'missing.conf')
         self.assertRefused(
             ('allocations', 'list'),
-            'Invalid configuration: Failed to find some config files: %s'
+            'ERROR: Configuration error: Failed to find some config files: %s'
             % missing, rc=CONFIG_ERROR, conf_file=missing)
 
     def test_unparsable_config(self):
@@ -103,7 +103,7 @@ class BadInputTestCase(base.FunctionalTestCase):
             f.write('[placement\nendpoint = http://127.0.0.1:1\n')
         self.assertRefused(
             ('allocations', 'clean'),
-            'Invalid configuration: Failed to parse %s: at %s:1, Invalid '
+            'ERROR: Configuration error: Failed to parse %s: at %s:1, Invalid '
             'section (must end with ]): \'[placement\'' % (path, path),
             rc=CONFIG_ERROR, conf_file=path)
 
@@ -111,7 +111,7 @@ class BadInputTestCase(base.FunctionalTestCase):
         """A directory given as the config file: no traceback."""
         self.assertRefused(
             ('allocations', 'clean'),
-            'Invalid configuration: cannot read %s: Is a directory'
+            'ERROR: Configuration error: cannot read %s: Is a directory'
             % self.tmp, rc=CONFIG_ERROR, conf_file=self.tmp)
 
     def test_config_without_permission(self):
@@ -120,7 +120,7 @@ class BadInputTestCase(base.FunctionalTestCase):
         path = self.conf('private.conf')
         os.chmod(path, 0)
         self.assertRefused(('allocations', 'clean'),
-                           'Invalid configuration: Failed to open some '
+                           'ERROR: Configuration error: Failed to open some '
                            'config files: %s' % path, conf_file=path)
 
     def test_foreign_project_name(self):
@@ -143,7 +143,7 @@ class BadInputTestCase(base.FunctionalTestCase):
                                        '--config-file', self.conf_file)
         self.assertEqual((INVALID_INPUT, ''), (code, out))
         self.assertEqual([
-            'nova-orphans-manage: error: unrecognized arguments: '
+            'ERROR: Invalid input: unrecognized arguments: '
             '--config-file %s' % self.conf_file,
             '--config-file must come before the category, as in: '
             'nova-orphans-manage --config-file ... allocations ACTION'],
@@ -161,7 +161,8 @@ class BadInputTestCase(base.FunctionalTestCase):
             capture_output=True, text=True, stdin=subprocess.DEVNULL)
         self.assertEqual((CONFIG_ERROR, ''), (done.returncode, done.stdout))
         self.assertEqual(
-            'Configuration error: no configuration file was found: looked '
+            'ERROR: Configuration error: no configuration file was found: '
+            'looked '
             'for nova.conf and nova-orphans-manage.conf in ~/.nova, ~, '
             '/etc/nova, /etc; give one with --config-file PATH (before the '
             'category).\n', done.stderr)

@@ -810,9 +810,10 @@ class BatchTestCase(RepairTestCase):
         self.proxy.inject('POST', '/allocations', status=500)
         rc, rows = self.clean()
         self.assertEqual(1, rc)
-        self.assertTrue(all(r['outcome'].startswith(
-            'failed: Placement request POST /allocations failed: 500')
-            for r in rows), rows)
+        self.assertEqual(
+            ['failed: Placement request POST /allocations failed: 500 '
+             'injected by the test proxy'] * self.COUNT,
+            [r['outcome'] for r in rows])
         self.assertEqual(self.initial, self.placement.dump_state())
         self.assertEqual([('POST', '/allocations')], self.writes())
         self.assertEqual(self.COUNT, len(self.entries()))

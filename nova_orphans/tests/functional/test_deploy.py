@@ -237,6 +237,7 @@ class DeployTestCase(base.FunctionalTestCase):
             rc, out, err = self.manage('allocations', *argv,
                                        '--metrics-file', path)
             self.assertEqual(
-                (127, '', 'Metrics file %s: directory %s does not exist\n'
+                (127, '', 'ERROR: Metrics file %s: directory %s does not '
+                 'exist\n'
                  % (path, os.path.dirname(path))), (rc, out, err), argv)
         self.assertEqual(before, self.placement.dump_state())

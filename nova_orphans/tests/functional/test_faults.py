@@ -50,7 +50,7 @@ _REFUSED = (r'Placement (at http://127\.0\.0\.1:\d+/ answered 503 Service '
             r'not placement\'s version document: .*|request GET / failed: '
             r'Unable to establish connection to http://127\.0\.0\.1:\d+/: '
             r'.*; check that placement runs there, .*)$')
-REFUSED = {MANAGE: '^ERROR: ' + _REFUSED, OPENSTACK: '^' + _REFUSED}
+REFUSED = {MANAGE: '^ERROR: ' + _REFUSED, OPENSTACK: '^ERROR: ' + _REFUSED}
 
 
 def retries_total(path, command):

@@ -129,6 +129,6 @@ class JournalsTestCase(base.FunctionalTestCase):
                          sorted(os.listdir(self.dir)))
         code, _out, err = self.manage('journals', 'prune', '--journal-dir',
                                       self.dir, '--older-than', '0')
-        self.assertEqual((127, 'Invalid input: the retention must be at '
-                               'least 1 day (--older-than, [nova_orphans] '
+        self.assertEqual((127, 'ERROR: Invalid input: the retention must be '
+                               'at least 1 day (--older-than, [nova_orphans] '
                                'journal_retention_days)\n'), (code, err))

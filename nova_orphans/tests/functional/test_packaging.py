@@ -102,9 +102,8 @@ class OpenStackClientPluginTestCase(base.base.BaseTestCase):
         proc = self.openstack('allocation', 'orphan', 'restore')
         self.assertEqual(127, proc.returncode, proc.stderr)
         self.assertEqual('', proc.stdout)
-        self.assertEqual('openstack allocation orphan restore: error: the '
-                         'following arguments are required: --journal\n',
-                         proc.stderr)
+        self.assertEqual('ERROR: Invalid input: the following arguments '
+                         'are required: --journal\n', proc.stderr)
 
     def test_invalid_input_exits_127(self):
         proc = self.openstack('allocation', 'orphan', 'list',

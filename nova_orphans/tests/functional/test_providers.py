@@ -333,9 +333,10 @@ class ProvidersTestCase(_ProvidersBase):
         rc, rows = self.run_json('providers', 'clean',
                                  '--journal', self.journal)
         self.assertEqual(3, rc, self.stderr)
-        for row in rows:
-            self.assertTrue(row['outcome'].startswith(
-                'skipped: now live_compute_node: '), row['outcome'])
+        self.assertEqual(
+            ['skipped: now live_compute_node: The tree\'s root is compute '
+             'node %s (dead1 on host dead1).' % root] * 3,
+            [r['outcome'] for r in rows])
         self.assertEqual([], self.proxy.requests('DELETE'))
         self.assertEqual(4, len(self.providers_state()[0]))
 
@@ -355,7 +356,7 @@ class ProvidersTestCase(_ProvidersBase):
         self.assertIn(second, self.providers_state()[0])
         rc, _out, err = self.manage('providers', 'clean', '--max-count', '0')
         self.assertEqual(
-            (127, 'Invalid input: --max-count must be at least 1\n'),
+            (127, 'ERROR: Invalid input: --max-count must be at least 1\n'),
             (rc, err))
 
     def test_restore_refuses_same_uuid_back(self):
@@ -388,13 +389,13 @@ class ProvidersTestCase(_ProvidersBase):
         rc, out, err = self.manage('providers', 'list',
                                    '--resource-provider', 'nope')
         self.assertEqual((127, ''), (rc, out))
-        self.assertEqual('Invalid input: Resource provider nope is not a '
-                         'valid UUID\n', err)
+        self.assertEqual('ERROR: Invalid input: Resource provider nope is '
+                         'not a valid UUID\n', err)
         rc, out, err = self.manage(
             'providers', 'list', '--resource-provider', STRANGER)
         self.assertEqual(127, rc)
-        self.assertEqual('Invalid input: resource provider %s does not '
-                         'exist\n' % STRANGER, err)
+        self.assertEqual('ERROR: Invalid input: resource provider %s does '
+                         'not exist\n' % STRANGER, err)
 
 
 class OtherCellDownTestCase(_ProvidersBase):

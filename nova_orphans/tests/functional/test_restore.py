@@ -161,18 +161,19 @@ class RestoreTestCase(test_clean.RepairTestCase):
         refused = 'failed: refused: consumer %s changed since the repair'
         self.assertRows([
             self.done(self.row(vm, self.host1, 'evacuated_source',
-                               'remove_provider', host='host1'),
+                               'restore_allocation', host='host1'),
                       refused % vm),
-            self.done(self.row(vm, bw, 'evacuated_source', 'remove_provider',
-                               host='host1', name='host1:eth0',
-                               root=self.host1, resources=BW),
+            self.done(self.row(vm, bw, 'evacuated_source',
+                               'restore_allocation', host='host1',
+                               name='host1:eth0', root=self.host1,
+                               resources=BW),
                       refused % vm),
             self.done(self.row(stranger, self.host2, 'unknown_consumer',
-                               'delete_consumer', host='host2',
+                               'restore_consumer', host='host2',
                                consumer_type='unknown', instance=None),
                       refused % stranger),
             self.done(self.row(gone, self.host1, 'deleted_instance',
-                               'delete_consumer', host='host1')),
+                               'restore_consumer', host='host1')),
         ], rows)
         self.assertEqual(dict(changed, **{gone: before[gone]}),
                          self.placement.dump_state())
@@ -412,7 +413,8 @@ class KilledRunTestCase(test_clean.RepairTestCase):
                                    self.journal)
         self.assertEqual((127, ''), (rc, out))
         self.assertEqual(
-            ['Journal %s: line 4 is cut short, yet the run that wrote it '
+            ['ERROR: Journal %s: line 4 is cut short, yet the run that wrote '
+             'it '
              'went on after it: the journal is damaged' % self.journal],
             err.splitlines())
         self.assertEqual(after, self.placement.dump_state())
@@ -462,9 +464,9 @@ class CloudTestCase(test_clean.RepairTestCase):
                                    self.journal, conf_file=self.direct_conf)
         self.assertEqual((127, ''), (rc, out))
         self.assertEqual(
-            ['Journal %s: written against placement at %s, and none of the '
-             '1 resource providers it changed exist in placement at %s: '
-             'refusing to restore it into another cloud' % (
+            ['ERROR: Journal %s: written against placement at %s, and none '
+             'of the 1 resource providers it changed exist in placement at '
+             '%s: refusing to restore it into another cloud' % (
                  self.journal, self.proxy.endpoint,
                  self.placement.endpoint)], err.splitlines())
         self.assertEqual(after, self.placement.dump_state())
@@ -473,8 +475,7 @@ class CloudTestCase(test_clean.RepairTestCase):
         rc, rows = self.restore()
         self.assertEqual(1, rc)
         self.assertEqual(2, len(rows))
-        self.assertTrue(all(r['outcome'].startswith('failed: ')
-                            for r in rows), rows)
+        self.assertEqual(['failed: error 1'] * 2, [r['outcome'] for r in rows])
 
 
 class DryRunTestCase(test_clean.RepairTestCase):

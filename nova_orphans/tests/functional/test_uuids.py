@@ -68,5 +68,5 @@ class ResourceProviderSpellingTestCase(base.FunctionalTestCase):
         rc, out, err = self.manage('allocations', 'list',
                                    '--resource-provider', missing.upper())
         self.assertEqual((127, ''), (rc, out))
-        self.assertEqual('Invalid input: resource provider %s does not '
-                         'exist\n' % missing, err)
+        self.assertEqual('ERROR: Invalid input: resource provider %s does '
+                         'not exist\n' % missing, err)

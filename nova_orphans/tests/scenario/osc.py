@@ -35,6 +35,8 @@ from wsgi_intercept import interceptor
 
 from nova.tests import fixtures as nova_fixtures
 
+from nova_orphans.engine import reasons
+from nova_orphans import outcomes as outcomes_mod
 from nova_orphans.repair import actions
 from nova_orphans.tests import network_front
 from nova_orphans.tests.scenario.base import uuids
@@ -192,24 +194,33 @@ class OpenStackClientMixin:
         return rows
 
 
+# The texts of the outcomes that leave no orphan of their row.
+RESOLVED = {str(o) for o in [outcomes_mod.done(), actions.gone(),
+                             actions.other_writer()] + [
+    actions.no_longer(action, now) for action in reasons.ACTIONS
+    for now in reasons.REASONS + reasons.ACTIONS] if o.resolved}
+
+
 def expected_code(argv, rows, err):
     """The exit code (nova_orphans.exit_codes) that the rows of
     ``openstack ARGV`` call for: the same table as nova-orphans-manage's.
     """
     outcomes = [r['outcome'] for r in rows if 'outcome' in r]
-    if any(o.startswith('failed') for o in outcomes):
+    # "failed: <why>": the kind, as the JSON output documents it.
+    if any(o.partition(':')[0] == 'failed' for o in outcomes):
         return 1
     if 'restore' in argv:
         return (4 if 'done' in outcomes else
                 3 if 'skipped: dry run' in outcomes else 0)
     if 'clean' in argv:
-        code = (3 if not all(map(actions.resolved, outcomes)) else
+        code = (3 if not all(o in RESOLVED for o in outcomes) else
                 4 if 'done' in outcomes else 0)
     elif 'orphan' in argv and 'list' in argv:
         code = 3 if any(r['action'] != 'none' for r in rows) else 0
     else:
         return 0
-    if 'Incomplete: ' in err:
+    # What was not read is said before the rows (a cell, neutron, Zun).
+    if 'WARNING: ' in err:
         return 5 if code in (3, 4) else 2
     return code
 

@@ -365,10 +365,10 @@ class ConsoleDiagnosticsTestCase(_Base):
     def test_openstack(self):
         for path, error, line in COMPUTE_CASES:
             self.assertOneLine(
-                error.exit_code, line, self.openstack(
+                error.exit_code, 'ERROR: ' + line, self.openstack(
                     self.server.url('/placement'), self.server.url(path)))
 
     def test_openstack_placement(self):
         path, error, line = PLACEMENT_CASES[0]
-        self.assertOneLine(error.exit_code, line, self.openstack(
+        self.assertOneLine(error.exit_code, 'ERROR: ' + line, self.openstack(
             self.server.url(path), self.server.url('/compute/v2.1')))

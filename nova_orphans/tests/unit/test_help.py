@@ -123,7 +123,7 @@ class OpenStackHelpTestCase(base.BaseTestCase):
             self.assertIn('usage: openstack allocation orphan %s' % action,
                           done.stdout)
             self.assertIsNone(RST.search(done.stdout), done.stdout)
-        self.assertIn('the repair action "clean" would take', ' '.join(
+        self.assertIn('the action "clean" would take', ' '.join(
             _run('openstack', 'allocation', 'orphan', 'list',
                  '--help').stdout.split()))
 
@@ -150,34 +150,31 @@ class JournalDirectoryHelpTestCase(base.BaseTestCase):
     in its order.
     """
 
-    RULE = ('$XDG_STATE_HOME/nova-orphans if XDG_STATE_HOME is set, else '
-            '%s/var/lib/nova-orphans if this user can write there or create '
-            'it, else %s~/.local/state/nova-orphans')
+    RULE = ('[nova_orphans] state_path if set (nova-orphans-manage), else '
+            '$XDG_STATE_HOME/nova-orphans if XDG_STATE_HOME is set, else '
+            '/var/lib/nova-orphans if this user can write there or create '
+            'it, else ~/.local/state/nova-orphans')
 
     def test_every_default_states_the_rule(self):
-        for argv, option, state_path in (
+        for argv, option in (
                 (('nova-orphans-manage', 'allocations', 'clean'),
-                 '--journal', True),
+                 '--journal'),
                 (('nova-orphans-manage', 'providers', 'clean'),
-                 '--journal', True),
+                 '--journal'),
                 (('nova-orphans-manage', 'journals', 'list'),
-                 '--journal-dir', True),
+                 '--journal-dir'),
                 (('nova-orphans-manage', 'journals', 'prune'),
-                 '--journal-dir', True),
+                 '--journal-dir'),
                 (('openstack', 'allocation', 'orphan', 'clean'),
-                 '--journal', False),
+                 '--journal'),
                 (('openstack', 'resource', 'provider', 'orphan', 'clean'),
-                 '--journal', False),
+                 '--journal'),
                 (('openstack', 'allocation', 'orphan', 'journal', 'list'),
-                 '--journal-dir', False)):
+                 '--journal-dir')):
             done = _run(*(argv + ('--help',)))
             self.assertEqual(0, done.returncode, done.stderr)
             # Joined as wrapped: argparse breaks lines after hyphens.
             text = re.sub(r'(\w)- (\w)', r'\1-\2',
                           ' '.join(done.stdout.split()))
-            words = ('in ', 'in ') if option == '--journal' else ('', '')
-            self.assertIn(self.RULE % words, text, argv)
-            self.assertEqual(
-                state_path,
-                '[nova_orphans] state_path if set, else %s$XDG_STATE_HOME'
-                % words[0] in text, argv)
+            # One rule in both front ends' help: it is declared once.
+            self.assertIn(self.RULE, text, argv)

@@ -14,13 +14,14 @@ filters it, and the undo hint of ``openstack``.
 """
 
 import os
+import types
 
 import fixtures
 from oslotest import base
 
 from nova_orphans.app import journals
-from nova_orphans.app import results
-from nova_orphans.osc.v1 import common
+from nova_orphans.app import report
+from nova_orphans.osc.v1 import orphan
 from nova_orphans.repair import journal
 
 OSC = {'name': 'prod', 'auth_url': 'https://keystone.example:5000/v3',
@@ -80,13 +81,15 @@ class ListTestCase(base.BaseTestCase):
 class UndoHintTestCase(base.BaseTestCase):
 
     def test_names_the_cloud(self):
-        command = common.Repairing.restore_command
-        result = results.Repair([], [], journal_path='/j/journal-1.jsonl',
-                                cloud=OSC)
+        def command(cloud, argv):
+            cmd = orphan.CleanOrphan(None, None)
+            cmd.context = types.SimpleNamespace(
+                sources=lambda: types.SimpleNamespace(cloud=lambda: cloud))
+            return cmd.command_line(report.CommandLine(
+                'allocations', 'restore', '--journal', argv))
         self.assertEqual('openstack --os-cloud prod allocation orphan '
                          'restore --journal /j/journal-1.jsonl',
-                         command(None, result))
-        result = results.Repair([], [], journal_path='/my j/journal.jsonl',
-                                cloud=dict(OSC, name=None))
+                         command(OSC, '/j/journal-1.jsonl'))
         self.assertEqual("openstack allocation orphan restore --journal "
-                         "'/my j/journal.jsonl'", command(None, result))
+                         "'/my j/journal.jsonl'",
+                         command(dict(OSC, name=None), '/my j/journal.jsonl'))

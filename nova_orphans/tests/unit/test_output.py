@@ -16,8 +16,8 @@ import fixtures
 from oslotest import base
 
 from nova_orphans.app import results
-from nova_orphans.cmd import common
 from nova_orphans.engine import model
+from nova_orphans import outcomes
 from nova_orphans import output
 
 VM = '11111111-1111-1111-1111-111111111111'
@@ -168,7 +168,7 @@ class FormatsTestCase(base.BaseTestCase):
         rows = [row(cell=None), row(VM2, resources={'CUSTOM_X': 1,
                                                     'VCPU': 1})]
         self.assertEqual(
-            '%s instance %s %s compute-1 %s compute-1  deleted_instance '
+            '%s instance %s %s compute-1 %s compute-1 - deleted_instance '
             'delete_consumer VCPU=2,MEMORY_MB=2048,DISK_GB=20 p u Deleted.\n'
             '%s instance %s %s compute-1 %s compute-1 cell1 deleted_instance '
             'delete_consumer VCPU=1,CUSTOM_X=1 p u Deleted.\n' % (
@@ -243,9 +243,10 @@ class SummaryTestCase(base.BaseTestCase):
         texts = {}
         for fmt in ('value', 'csv', 'table', 'json'):
             out = io.StringIO()
-            output.render_records(dicts, keys, fmt, out, max_width=0)
+            output.render(dicts, fmt, out, max_width=0, keys=keys)
             texts[fmt] = out.getvalue()
-        self.assertEqual('p 1 2 VCPU=5,MEMORY_MB=2048\n 1 1 DISK_GB=1\n',
+        # An empty field is "-": every field stays in its place.
+        self.assertEqual('p 1 2 VCPU=5,MEMORY_MB=2048\n- 1 1 DISK_GB=1\n',
                          texts['value'])
         self.assertEqual(
             '"project_id","consumers","allocations","resources"\n'
@@ -289,11 +290,11 @@ class SummaryTestCase(base.BaseTestCase):
         listing = results.Listing([orphan], snap)
         self.assertEqual(
             [2, 5, 5, 1],
-            [results.Repair([orphan], outcomes, listing).exit_code
-             for outcomes in ([], ['done'], ['skipped: dry run'],
-                              ['failed: 500'])])
+            [results.Repair([orphan], rows, listing).exit_code
+             for rows in ([], [outcomes.done()], [outcomes.dry_run()],
+                          [outcomes.failed('500')])])
         nova.unread = []
-        self.assertEqual(4, results.Repair([orphan], ['done'],
+        self.assertEqual(4, results.Repair([orphan], [outcomes.done()],
                                            listing).exit_code)
 
     def test_instances_to_heal(self):
@@ -307,8 +308,10 @@ class SummaryTestCase(base.BaseTestCase):
         self.assertEqual(
             'Outcomes: 2 done, 2 failed, 1 skipped: interrupted.',
             output.outcome_summary([
-                'done', 'failed: error 1', 'skipped: interrupted',
-                'failed: changed concurrently; run restore again', 'done']))
+                outcomes.done(), outcomes.failed('error 1'),
+                outcomes.interrupted(),
+                outcomes.failed('changed concurrently; run restore again'),
+                outcomes.done()]))
 
 
 class FailuresTestCase(base.BaseTestCase):
@@ -322,23 +325,26 @@ class FailuresTestCase(base.BaseTestCase):
                 "NewConnectionError('<HTTPConnection object at 0x%s>: "
                 "Failed to establish a new connection: [Errno 111] "
                 "Connection refused')")
-        outcomes = ['failed: ' + down % (VM, VM, '7f0a1b2c'),
-                    'done',
-                    'failed: ' + down % (VM2, VM2, '7f0a1d3e'),
-                    'failed: changed concurrently; run restore again',
-                    'failed: 500 ' + 'x' * 100]
-        shown, causes = output.group_failures(outcomes)
+        rows = [outcomes.failed(down % (VM, VM, '7f0a1b2c')),
+                outcomes.done(),
+                outcomes.failed(down % (VM2, VM2, '7f0a1d3e')),
+                outcomes.failed('changed concurrently; run restore again'),
+                outcomes.failed('500 ' + 'x' * 100)]
+        shown, causes = output.group_failures(rows)
         self.assertEqual([
             'failed: error 1', 'done', 'failed: error 1',
             'failed: changed concurrently; run restore again',
-            'failed: error 2'], shown)
+            'failed: error 2'], [str(o) for o in shown])
+        self.assertEqual([outcomes.FAILED, outcomes.DONE] + [
+            outcomes.FAILED] * 3, [o.kind for o in shown])
         self.assertEqual([
             'Error 1 (2 row(s)): ' + down % (VM, VM, '7f0a1b2c'),
             'Error 2 (1 row(s)): 500 ' + 'x' * 100],
             output.failure_lines(causes))
 
     def test_nothing_failed(self):
-        self.assertEqual((['done'], []), output.group_failures(['done']))
+        self.assertEqual(([outcomes.done()], []),
+                         output.group_failures([outcomes.done()]))
 
 
 class LineWidthTestCase(base.BaseTestCase):
@@ -348,16 +354,16 @@ class LineWidthTestCase(base.BaseTestCase):
         line = ('6 orphaned allocation(s) of 5 consumer(s) on 4 resource '
                 'provider(s) hold VCPU=34, MEMORY_MB=743424, DISK_GB=1642, '
                 'NET_BW_EGR_KILOBIT_PER_SEC=1000.')
-        wrapped = common._wrap(line, 100).splitlines()
+        wrapped = output.wrap(line, 100).splitlines()
         self.assertEqual(2, len(wrapped))
         self.assertLessEqual(max(map(len, wrapped)), 100)
         self.assertEqual(line, ' '.join(wrapped))
         command = ('Next: nova-orphans-manage --config-file /etc/nova/'
                    'nova.conf --config-dir /etc/nova/nova.conf.d allocations '
                    'clean --dry-run --host compute-1.example.org')
-        wrapped = common._wrap(command, 60).splitlines()
+        wrapped = output.wrap(command, 60, command=True).splitlines()
         self.assertLessEqual(max(map(len, wrapped)), 60)
         self.assertTrue(all(w.endswith(' \\') for w in wrapped[:-1]))
         self.assertEqual(command.split(), [
             w for w in ' '.join(wrapped).split() if w != '\\'])
-        self.assertEqual(command, common._wrap(command, None))
+        self.assertEqual(command, output.wrap(command, None, command=True))

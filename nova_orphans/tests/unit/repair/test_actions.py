@@ -22,6 +22,7 @@ from nova_orphans.engine import index
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
 from nova_orphans import interrupt
+from nova_orphans import outcomes
 from nova_orphans.repair import actions
 from nova_orphans.tests.unit import cloud as cloud_mod
 
@@ -139,7 +140,7 @@ class StopTestCase(base.BaseTestCase):
                       action=reasons.DELETE_CONSUMER) for c in consumers])
         self.assertEqual([consumers[:actions.BATCH]], batches)
         self.assertEqual([actions.DONE] * actions.BATCH +
-                         ['skipped: interrupted'] * 150, outcomes)
+                         [actions.interrupted()] * 150, outcomes)
 
     def test_no_write_after_the_stop(self):
         """A verified change is neither journaled nor sent once stopped;
@@ -153,14 +154,13 @@ class StopTestCase(base.BaseTestCase):
                              journal=journal, stop=stop)
         prepared = actions._Prepared(
             'c1', ['f1', 'f2'], {}, ['f1'], {'c1': {}},
-            [actions.DONE, 'skipped: the allocation is gone'])
+            [actions.DONE, actions.gone()])
         self.assertEqual(
-            {'c1': ['skipped: interrupted',
-                    'skipped: the allocation is gone']},
+            {'c1': [actions.interrupted(), actions.gone()]},
             r._write_batch(None, [prepared]))
         with mock.patch.object(r, '_prepare', return_value=prepared):
             self.assertEqual(
-                ['skipped: interrupted', 'skipped: the allocation is gone'],
+                [actions.interrupted(), actions.gone()],
                 r._attempt('c1', ['f1', 'f2'], {}, None))
         self.assertEqual([], journal.mock_calls)
         self.assertEqual([], client.mock_calls)
@@ -232,6 +232,7 @@ class OverCapacityTestCase(base.BaseTestCase):
             uuid='rp-1', name='host1', root_uuid='rp-1')}
         repairer = actions.Repairer(client, mock.Mock(spec=[]), audit)
         outcome, = repairer._failed('c1', ['finding'], e)
+        self.assertEqual(outcomes.FAILED, outcome.kind)
         self.assertEqual(
             'failed: resource provider host1 (rp-1) is over capacity for '
             'MEMORY_MB, and this placement refuses any allocation write that '
@@ -239,11 +240,12 @@ class OverCapacityTestCase(base.BaseTestCase):
             '(placement before 14.0.0, bug 2104040): give it room for its '
             'usage (raise its MEMORY_MB allocation_ratio or lower its '
             'reserved, in nova.conf where nova reports them) and run clean '
-            'again, or upgrade placement to 14.0.0 or later', outcome)
+            'again, or upgrade placement to 14.0.0 or later', str(outcome))
         # Any other failure keeps its own words.
         other = placement_client.exception.PlacementError(
             method='PUT', url='/allocations/c1', reason='500 boom')
         other.status_code = 500
         self.assertEqual(
-            ['failed: Placement request PUT /allocations/c1 failed: 500 '
-             'boom'], repairer._failed('c1', ['finding'], other))
+            [outcomes.failed('Placement request PUT /allocations/c1 failed: '
+                             '500 boom')],
+            repairer._failed('c1', ['finding'], other))

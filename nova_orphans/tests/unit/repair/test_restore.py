@@ -16,6 +16,7 @@ from oslotest import base
 
 from nova_orphans.engine import model
 from nova_orphans import exception
+from nova_orphans.repair import actions
 from nova_orphans.repair import journal
 from nova_orphans.repair import restore
 
@@ -274,16 +275,18 @@ class RestoreAgainTestCase(base.BaseTestCase):
         # Both entries undone: vm is back on dst, which is neither the
         # newer entry's before nor its after.
         current = {'mig': doc(src=1), 'vm': doc(dst=1)}
-        self.assertEqual('skipped: already as before',
+        already = actions.skipped('already as before', resolved=True)
+        self.assertEqual(already,
                          restore._judge(self.newer, current, self.origins))
-        self.assertEqual('skipped: already as before',
+        self.assertEqual(already,
                          restore._judge(self.older, current, self.origins))
 
     def test_changed_by_someone_else_is_still_refused(self):
         current = {'mig': doc(src=1), 'vm': doc(other=1)}
-        self.assertEqual('failed: refused: consumer mig, vm changed since the '
-                         'repair',
-                         restore._judge(self.newer, current, self.origins))
+        self.assertEqual(
+            actions.failed('refused: consumer mig, vm changed since the '
+                           'repair'),
+            restore._judge(self.newer, current, self.origins))
 
     def test_a_refused_entry_has_no_origin(self):
         refused = dict(self.older, applied=False)

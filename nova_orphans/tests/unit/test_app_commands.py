@@ -1,0 +1,113 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The commands both front ends are made from, their options and the
+outcomes of their rows.
+"""
+
+import argparse
+
+from oslotest import base
+
+from nova_orphans.app import commands
+from nova_orphans.app import options
+from nova_orphans import exception
+from nova_orphans import exit_codes
+from nova_orphans import outcomes
+
+
+class OptionTestCase(base.BaseTestCase):
+
+    def test_defaults_come_from_the_configuration(self):
+        given = {'grace_period': None, 'foreign_projects': ['p2']}
+        opts = [options.GRACE_PERIOD, options.FOREIGN_PROJECT]
+        # nova-orphans-manage: nova.conf's values; a list is added to.
+        self.assertEqual(
+            {'grace_period': 60, 'foreign_projects': ['p1', 'p2']},
+            options.resolve(opts, given, {'grace_period': 60,
+                                          'foreign_projects': ['p1']}))
+        # openstack: the options' own defaults.
+        self.assertEqual(
+            {'grace_period': 300, 'foreign_projects': ['p2']},
+            options.resolve(opts, given))
+        self.assertEqual({'grace_period': 10, 'foreign_projects': []},
+                         options.resolve(opts, {'grace_period': 10}))
+
+    def test_bounds_refused_naming_the_option(self):
+        for option, value, message in (
+                (options.GRACE_PERIOD, -1,
+                 '--grace-period must not be negative'),
+                (options.MAX_COUNT, 0, '--max-count must be at least 1')):
+            e = self.assertRaises(exception.InvalidInput, options.resolve,
+                                  [option], {option.dest: value})
+            self.assertEqual('Invalid input: ' + message, str(e))
+
+    def test_one_declaration_two_spellings(self):
+        for style, metavar in ((options.metavar_upper, 'PROJECT_ID'),
+                               (options.metavar_osc, '<project-id>')):
+            parser = argparse.ArgumentParser()
+            parser.add_argument(*options.PROJECT.flags,
+                                **options.PROJECT.argparse_kwargs(style))
+            self.assertIn('--project %s' % metavar, parser.format_usage())
+            self.assertEqual('p', parser.parse_args(
+                ['--project', 'p']).project)
+
+    def test_but_rewords_one_option(self):
+        trees = options.MAX_COUNT.but(help='Trees.')
+        self.assertEqual(('Trees.', options.MAX_COUNT.flags, 1),
+                         (trees.help, trees.flags, trees.minimum))
+
+
+class CommandTestCase(base.BaseTestCase):
+
+    def test_every_command_once_in_both_front_ends_words(self):
+        self.assertEqual(8, len(commands.COMMANDS))
+        self.assertEqual(len(commands.COMMANDS),
+                         len({c.osc for c in commands.COMMANDS}))
+
+    def test_help_lists_only_the_codes_an_action_returns(self):
+        listing = commands.find('allocations', 'list').epilog()
+        codes = [line.split()[0] for line in listing.splitlines()[1:]
+                 if line.startswith('  ') and line.split()[0].isdigit()]
+        self.assertEqual([str(c) for c in exit_codes.LIST_CODES], codes)
+        self.assertIn('the first of 130/143, 5, 2, 3, 0 wins', ' '.join(
+            listing.split()))
+        self.assertIn('3    orphans found', listing)
+        journals = commands.find('journals', 'list').epilog()
+        self.assertNotIn('\n  1 ', journals)
+        self.assertNotIn('When several apply', journals)
+
+
+class OutcomeTestCase(base.BaseTestCase):
+
+    def test_kinds_and_codes(self):
+        self.assertEqual('done', str(outcomes.done()))
+        self.assertEqual('skipped: dry run', str(outcomes.dry_run()))
+        self.assertEqual(outcomes.INTERRUPTED, outcomes.interrupted().cause)
+        for rows, code in (
+                ([], exit_codes.SUCCESS),
+                ([outcomes.done()], exit_codes.REPAIRED),
+                ([outcomes.done(), outcomes.dry_run()],
+                 exit_codes.ORPHANS_FOUND),
+                ([outcomes.skipped('moot', resolved=True)],
+                 exit_codes.SUCCESS),
+                ([outcomes.done(), outcomes.failed('boom')],
+                 exit_codes.REPAIR_FAILED)):
+            self.assertEqual(code, outcomes.exit_code(rows), rows)
+
+    def test_a_translation_changes_no_kind(self):
+        # What code asks does not depend on the text a person reads.
+        translated = outcomes.Outcome(outcomes.SKIPPED, 'unterbrochen',
+                                      outcomes.INTERRUPTED)
+        self.assertEqual(1, outcomes.count([translated],
+                                           cause=outcomes.INTERRUPTED))
+        self.assertEqual('numbered', outcomes.failed('x').with_detail(
+            'numbered').detail)
