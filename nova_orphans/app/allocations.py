@@ -16,7 +16,6 @@ either category goes through ``repair``, and both categories' journals
 through ``restore``.
 """
 
-import contextlib
 import time
 
 from nova_orphans.app import audit as audit_mod
@@ -161,15 +160,6 @@ class Metrics:
 
 def _counts(retries):
     return dict(retries.counts) if retries is not None else {}
-
-
-@contextlib.contextmanager
-def collector_paused():
-    """No cyclic collection while a run's snapshot is built and shown
-    (see audit.gc_paused): front ends hold it around their output.
-    """
-    with audit_mod.gc_paused():
-        yield
 
 
 def audit(sources, scope, shown, progress=None, resource_provider=None,

@@ -17,8 +17,6 @@ database); the order of reads, the scope of ``--resource-provider`` and
 ``--host`` and the classification are the same for both.
 """
 
-import contextlib
-import gc
 import itertools
 import threading
 import uuid as uuidlib
@@ -32,6 +30,7 @@ from nova_orphans.engine import reasons
 from nova_orphans.engine import rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import memory
 
 
 def validate_uuid(value, what):
@@ -86,24 +85,6 @@ def select_scope(providers, nova, resource_provider=None, host=None):
     return scope
 
 
-@contextlib.contextmanager
-def gc_paused():
-    """No cyclic garbage collection while the snapshot is built.
-
-    A run creates a few hundred thousand long-lived records and no
-    garbage cycles worth finding; with the collector on, every
-    generation-2 pass walks all of them again, which took a quarter to
-    a half of a large run's time. Restored (if it was on) after.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 class Audit:
     """One read of the cloud and its findings."""
 
@@ -128,7 +109,7 @@ class Audit:
         """
         resource_provider = validate_uuid(resource_provider,
                                           _('Resource provider'))
-        with gc_paused():
+        with memory.paused():
             return self._run(resource_provider, host, shown)
 
     def _run(self, resource_provider, host, shown):

@@ -25,7 +25,6 @@ logging unless run as the console script.
 
 import argparse
 import contextlib
-import gc
 import importlib.metadata
 import io
 import logging as std_logging
@@ -40,7 +39,6 @@ from oslo_config import cfg
 from oslo_log import handlers as log_handlers
 from oslo_log import log as logging
 
-from nova_orphans.app import allocations as app_allocations
 from nova_orphans.app import commands
 from nova_orphans.app import options as opts
 from nova_orphans.app import sources as sources_mod
@@ -50,6 +48,7 @@ from nova_orphans import exception
 from nova_orphans import exit_codes
 from nova_orphans.i18n import _
 from nova_orphans import interrupt
+from nova_orphans import memory
 from nova_orphans import output
 from nova_orphans import progress as progress_mod
 
@@ -327,7 +326,7 @@ class Action:
             config={o.config: getattr(config, o.config)
                     for o in self.command.options if o.config},
             state_path=config.state_path)
-        paused = (app_allocations.collector_paused()
+        paused = (memory.paused()
                   if self.command.action == 'list'
                   else contextlib.nullcontext())
         try:
@@ -335,9 +334,8 @@ class Action:
                 self.render(commands.run(self.command, self.values,
                                          self.context))
                 if self.console:
-                    # As main froze the imports: turning the collector
-                    # back on would walk all of it right before it goes.
-                    gc.freeze()
+                    # As main froze the imports.
+                    memory.freeze()
             code = self.report.exit_code
             if stop.signum is not None and code != exit_codes.of_signal(
                     stop.signum):
@@ -403,11 +401,9 @@ def main(argv=None):
     console = argv is None
     if console:
         argv = sys.argv[1:]
-        # The process is this command's alone, and what it has imported
-        # lives until it exits: the collector need not walk all that
-        # again, as the interpreter's shutdown otherwise does (a fifth
-        # of a small run's time). Never done for in-process callers.
-        gc.freeze()
+        # The process is this command's alone: what it has imported
+        # lives until it exits.
+        memory.freeze()
     conf = cfg.ConfigOpts()
     action = None
     try:

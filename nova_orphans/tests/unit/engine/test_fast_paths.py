@@ -30,6 +30,7 @@ from nova_orphans.engine import index
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons as r
 from nova_orphans.engine import rules
+from nova_orphans import memory
 from nova_orphans import output
 from nova_orphans.readers import base as readers_base
 from nova_orphans.readers import placement_db
@@ -778,14 +779,14 @@ class GCPausedTestCase(base.BaseTestCase):
     def test_restores_the_collector(self):
         self.addCleanup(gc.enable)
         gc.enable()
-        with audit_mod.gc_paused():
+        with memory.paused():
             self.assertFalse(gc.isenabled())
-            with audit_mod.gc_paused():
+            with memory.paused():
                 self.assertFalse(gc.isenabled())
             self.assertFalse(gc.isenabled())
         self.assertTrue(gc.isenabled())
         gc.disable()
-        with audit_mod.gc_paused():
+        with memory.paused():
             pass
         self.assertFalse(gc.isenabled())
 
@@ -794,7 +795,7 @@ class GCPausedTestCase(base.BaseTestCase):
         gc.enable()
 
         def fail():
-            with audit_mod.gc_paused():
+            with memory.paused():
                 raise ValueError()
         self.assertRaises(ValueError, fail)
         self.assertTrue(gc.isenabled())
