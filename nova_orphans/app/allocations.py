@@ -16,6 +16,7 @@ either category goes through ``repair``, and both categories' journals
 through ``restore``.
 """
 
+import collections
 import time
 
 from nova_orphans.app import audit as audit_mod
@@ -251,8 +252,7 @@ def clean(sources, scope, options, stop, progress=None, audited=None,
     orphans = listing.orphans
 
     def work(repairer, journal_):
-        rows, outcomes = repairer.clean(orphans)
-        return rows, outcomes, []
+        return Done(*repairer.clean(orphans))
 
     result = repair(sources, listing, orphans, work, options, stop,
                     progress, max_count=options.max_count,
@@ -262,14 +262,22 @@ def clean(sources, scope, options, stop, progress=None, audited=None,
     return result
 
 
+class Done(collections.namedtuple(
+        'Done', ('rows', 'outcomes', 'allocation_outcomes'),
+        defaults=((),))):
+    """What a clean's writes did: its rows and their outcomes, and for
+    a providers clean the outcomes of the allocation repairs it made
+    first.
+    """
+
+
 def repair(sources, listing, orphans, work, options, stop, progress=None,
-           **repairer_options):
+           max_count=None, heal=False):
     """One clean run of either category, around ``work``.
 
-    ``work(repairer, journal)`` does the writes and returns (rows,
-    outcomes, the outcomes of the allocation repairs it made first).
-    The journal is opened only when there is something to write, and
-    closed whatever happens.
+    ``work(repairer, journal)`` does the writes and returns what they
+    did (Done). The journal is opened only when there is something to
+    write, and closed whatever happens.
     """
     journal_ = None
     if orphans and not options.dry_run:
@@ -278,22 +286,23 @@ def repair(sources, listing, orphans, work, options, stop, progress=None,
             placement=sources.placement.endpoint, cloud=sources.cloud())
     repairer = actions.Repairer(
         sources.placement, sources.nova(), listing.snapshot,
-        journal=journal_, dry_run=options.dry_run,
-        concurrency=sources.concurrency, progress=progress,
-        rules=sources.rules, placement_db=sources.placement_db, stop=stop,
-        zun_reader=sources.zun(), **repairer_options)
+        journal=journal_, options=actions.RepairOptions(
+            dry_run=options.dry_run, max_count=max_count, heal=heal,
+            concurrency=sources.concurrency, rules=sources.rules,
+            progress=progress, stop=stop),
+        placement_db=sources.placement_db, zun_reader=sources.zun())
     stop.start_writing(options.notice)
     try:
-        rows, outcomes, first = work(repairer, journal_)
+        done = work(repairer, journal_)
     finally:
         if journal_ is not None:
             journal_.close()
     return results.Repair(
-        rows, outcomes, listing,
+        done.rows, done.outcomes, listing,
         journal_path=(journal_.path if journal_ is not None and
                       journal_.entries else None),
         signum=stop.signum, conflicts=repairer.conflicts,
-        allocation_outcomes=first,
+        allocation_outcomes=done.allocation_outcomes,
         cloud=journal_.header.get('cloud') if journal_ is not None else None)
 
 

@@ -91,7 +91,7 @@ def clean(sources, scope, options, stop, progress=None, audited=None):
             dry_run=options.dry_run, max_count=options.max_count,
             stop=repairer.stop)
         rows, outcomes = cleaner.clean(orphans, listing.allocations)
-        return rows, outcomes, cleaner.repair_outcomes
+        return allocations.Done(rows, outcomes, cleaner.repair_outcomes)
 
     return allocations.repair(sources, listing, orphans, delete_trees,
                               options, stop, progress)

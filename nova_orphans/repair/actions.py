@@ -34,7 +34,9 @@ rows, and the write carries the generations read there.
 
 import collections
 import concurrent.futures
+import dataclasses
 import threading
+import typing
 
 from oslo_log import log as logging
 
@@ -132,31 +134,52 @@ class _Changed(_Retry):
     """
 
 
+@dataclasses.dataclass(frozen=True)
+class RepairOptions:
+    """How a run repairs: what the operator asked (``dry_run``,
+    ``max_count`` consumers at most, ``heal``) and how the run goes:
+    ``concurrency`` writes at once, the ``rules`` it classified with,
+    its ``progress`` and its ``stop`` (nova_orphans.interrupt: set by a
+    signal, asked before each batch and each write, so only the writes
+    in flight finish).
+    """
+
+    dry_run: bool = False
+    max_count: typing.Optional[int] = None
+    heal: bool = False
+    concurrency: int = 8
+    rules: tuple = rules_mod.DEFAULT_RULES
+    progress: typing.Any = None
+    stop: typing.Any = None
+
+
 class Repairer:
+    """Repairs one audit's orphans through placement ``client``.
+
+    ``nova_reader`` reads nova's rows again before each write;
+    ``placement_db``, in fast mode, a PlacementDBReader for the
+    batches' documents; ``zun_reader`` a zun_db.ZunDBReader when the zun
+    site rule is on (read again with nova's rows, see _read_fresh).
+    """
 
     def __init__(self, client, nova_reader, audit_snapshot, journal=None,
-                 dry_run=False, max_count=None, heal=False, concurrency=8,
-                 progress=None, rules=rules_mod.DEFAULT_RULES,
-                 placement_db=None, stop=None, zun_reader=None):
+                 options=RepairOptions(), placement_db=None,
+                 zun_reader=None):
         self.client = client
         self.reader = placement_api.PlacementAPIReader(client)
-        # Fast mode: a PlacementDBReader for the batches' documents.
         self.placement_db = placement_db
         self.nova = nova_reader
         self.audit = audit_snapshot
         self.journal = journal
-        self.dry_run = dry_run
-        self.max_count = max_count
-        self.heal = heal
-        self.concurrency = concurrency
-        self.progress = progress
-        self.rules = rules
-        # A zun_db.ZunDBReader when the zun site rule is on: read again
-        # with nova's rows (see _read_fresh).
+        self.options = options
+        self.dry_run = options.dry_run
+        self.max_count = options.max_count
+        self.heal = options.heal
+        self.concurrency = options.concurrency
+        self.progress = options.progress
+        self.rules = options.rules
         self.zun = zun_reader
-        # Set by a signal (see nova_orphans.interrupt): asked before each
-        # batch and each write, so only the writes in flight finish.
-        self.stop = stop
+        self.stop = options.stop
         # See _reclassify.
         self._cloud = None
         self._cloud_lock = threading.Lock()

@@ -127,7 +127,8 @@ class StopTestCase(base.BaseTestCase):
         audit.nova.migrations = {}
         stop = interrupt.Stop()
         r = actions.Repairer(mock.Mock(), mock.Mock(spec=[]), audit,
-                             concurrency=1, stop=stop)
+                             options=actions.RepairOptions(concurrency=1,
+                                                           stop=stop))
         batches = []
 
         def repair_batch(pool, batch, planned):
@@ -151,7 +152,8 @@ class StopTestCase(base.BaseTestCase):
         journal = mock.Mock()
         client = mock.Mock()
         r = actions.Repairer(client, mock.Mock(spec=[]), mock.Mock(),
-                             journal=journal, stop=stop)
+                             journal=journal,
+                             options=actions.RepairOptions(stop=stop))
         prepared = actions._Prepared(
             'c1', ['f1', 'f2'], {}, ['f1'], {'c1': {}},
             [actions.DONE, actions.gone()])
