@@ -292,27 +292,27 @@ class ComputeAPIReader(base.NovaReader):
 
     # Re-verification before a write ---------------------------------------
 
-    def read_consumers(self, base, consumers):
+    def read_consumers(self, audited, consumers):
         """Fresh servers and migrations for a few consumers.
 
-        Cells, compute nodes and services come from ``base`` (the
+        Cells, compute nodes and services come from ``audited`` (the
         audit's snapshot). Each consumer's server, or the server of the
         migration it was, is read again with all its migrations;
         consumers that are neither are looked for among all migrations.
         """
         snapshot = model.NovaSnapshot(
-            cells=dict(base.cells), compute_nodes=base.compute_nodes,
-            services=base.services, foreign=self.foreign)
-        self._read_fresh(snapshot, base, consumers)
+            cells=dict(audited.cells), compute_nodes=audited.compute_nodes,
+            services=audited.services, foreign=self.foreign)
+        self._read_fresh(snapshot, audited, consumers)
         live = [uuid for uuid, inst in snapshot.instances.items()
                 if not (inst.deleted or inst.archived)]
         self.read_claims(snapshot, live)
         return self.read_activity(snapshot, live)
 
-    def _read_fresh(self, snapshot, base, consumers):
+    def _read_fresh(self, snapshot, audited, consumers):
         todo = set()
         for consumer in consumers:
-            mig = base.migrations.get(consumer)
+            mig = audited.migrations.get(consumer)
             todo.add(mig.instance_uuid if mig else consumer)
         fetched, relisted = set(), False
         while True:

@@ -405,10 +405,10 @@ class NovaDBReader(base.NovaReader):
         self._merge_results(snapshot, conns, results)
         return snapshot
 
-    def read_consumers(self, base, consumers):
+    def read_consumers(self, audited, consumers):
         """Fresh nova rows for a few consumers, to re-verify before a write.
 
-        Cells, compute nodes and services come from ``base`` (the audit's
+        Cells, compute nodes and services come from ``audited`` (the audit's
         snapshot); instances, migrations (including every migration of
         the instances involved), mappings and build requests are read
         again now, and the activity and claims of every live instance
@@ -417,8 +417,8 @@ class NovaDBReader(base.NovaReader):
         consumers = set(consumers)
         mappings, builds = self._api_rows(consumers)
         snapshot = model.NovaSnapshot(
-            cells=dict(base.cells), compute_nodes=base.compute_nodes,
-            services=base.services, mappings=mappings,
+            cells=dict(audited.cells), compute_nodes=audited.compute_nodes,
+            services=audited.services, mappings=mappings,
             build_requests=builds,
             recent_since=base.recent_since(self.grace_period),
             foreign=self.foreign)
