@@ -43,12 +43,12 @@ import tracemalloc
 
 import sqlalchemy as sa
 
+from nova_orphans.app import audit
 from nova_orphans import db_utils
 from nova_orphans.engine import classify
 from nova_orphans.engine import index
 from nova_orphans.readers import nova_db
 from nova_orphans.readers import placement_db
-from nova_orphans.readers import snapshot
 
 REPEAT = 3
 
@@ -134,7 +134,7 @@ def _placement(reader):
         lambda: placement_db._build(columns, classes, reader._ids)))
 
 
-def _classify(audit, snap, shown):
+def _classify(run, snap, shown):
     first = None if shown is None else (
         lambda verdict: verdict.is_orphan or shown(verdict))
     cloud = index.CloudIndex(snap.placement.providers,
@@ -147,24 +147,24 @@ def _classify(audit, snap, shown):
             instance(alloc.consumer)
 
     _report('classify: %d allocations' % len(allocations), _best(look_up),
-            _best(lambda: classify.classify(snap, audit.rules, shown=first,
+            _best(lambda: classify.classify(snap, run.rules, shown=first,
                                             cloud=cloud)))
 
 
-_classify_run = snapshot.Audit._classify
+_classify_run = audit.Audit._classify
 
 
-def _measured(audit, snap, shown):
+def _measured(run, snap, shown):
     """Audit._classify, once the steps are measured."""
-    _cells(audit.nova)
-    _placement(audit.placement)
-    _classify(audit, snap, shown)
-    return _classify_run(audit, snap, shown)
+    _cells(run.nova)
+    _placement(run.placement)
+    _classify(run, snap, shown)
+    return _classify_run(run, snap, shown)
 
 
 def main():
     from nova_orphans.cmd import manage
-    snapshot.Audit._classify = _measured
+    audit.Audit._classify = _measured
     sys.argv[0] = 'nova-orphans-manage'
     return manage.main()
 

@@ -189,12 +189,12 @@ class OverCapacityBase(port_leaks.PortLeakTestBase):
         vm3 = self.vm3['id']
         outcomes = self.restore(journal, rc=1)
         self.assertOverCapacity(
-            outcomes.pop((vm3, self.host1, 'delete_consumer')), 'restore')
+            outcomes.pop((vm3, self.host1, 'restore_consumer')), 'restore')
         self.assertNotIn(vm3, self.placement_state())
         self.reserve_memory('host1', 0)
         outcomes = self.restore(journal)
         self.assertEqual('done', outcomes[(vm3, self.host1,
-                                           'delete_consumer')])
+                                           'restore_consumer')])
         self.assertEqual(before, self.placement_state())
 
 

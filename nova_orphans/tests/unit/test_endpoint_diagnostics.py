@@ -294,6 +294,8 @@ class ClientDiagnosticsTestCase(_Base):
                          'HTML page ("502 Bad Gateway")', str(e))
 
 
+# No retries: these are the lines of the fault the first try meets (the
+# retries in front of them are test_retry's and test_faults').
 NOVA_CONF = '''[api_database]
 connection = sqlite:///{tmp}/no-such-dir/nova_api.sqlite
 [database]
@@ -302,6 +304,8 @@ connection = sqlite:///{tmp}/no-such-dir/nova.sqlite
 auth_type = admin_token
 endpoint = {endpoint}
 token = admin
+connect_retries = 0
+status_code_retries = 0
 '''
 
 CLOUDS_YAML = '''clouds:
@@ -311,6 +315,8 @@ CLOUDS_YAML = '''clouds:
       endpoint: {placement}
       token: admin
     compute_endpoint_override: {compute}
+    connect_retries: 0
+    status_code_retries: 0
 '''
 
 
