@@ -36,6 +36,7 @@ the installed wheel) run the console script itself.
 
 import array
 import atexit
+import gc
 import importlib.metadata
 import json
 import os
@@ -49,6 +50,7 @@ import tempfile
 import threading
 import traceback
 
+from nova_orphans import tests
 from nova_orphans.tests import programs
 from nova_orphans.tests import warm_launcher
 
@@ -158,6 +160,7 @@ def _serve(path, name):
         importlib.import_module(module)
     # As the console script's own process has it.
     sys.path[0] = os.path.dirname(sys.executable)
+    gc.set_threshold(*tests.DEFAULT_GC_THRESHOLD)
     if threading.active_count() != 1:
         raise RuntimeError('threads started while importing %s: %s'
                            % (name, threading.enumerate()))
