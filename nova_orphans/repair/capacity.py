@@ -53,9 +53,17 @@ def refused(error):
     return (found.group('rp'), found.group('rc')) if found else None
 
 
-def _provider(uuid, name_of):
+def _outcome(error, name_of, text):
+    """``text`` filled in with the provider (its name and uuid) and the
+    class placement refused, or None when ``error`` is another.
+    """
+    found = refused(error)
+    if found is None:
+        return None
+    uuid, rc = found
     name = name_of(uuid) if name_of is not None else None
-    return '%s (%s)' % (name, uuid) if name and name != uuid else uuid
+    provider = '%s (%s)' % (name, uuid) if name and name != uuid else uuid
+    return text % {'provider': provider, 'rc': rc}
 
 
 def repair_refused(error, name_of=None):
@@ -63,31 +71,23 @@ def repair_refused(error, name_of=None):
     None for any other error. ``name_of(uuid)``: a provider's name, or
     None.
     """
-    found = refused(error)
-    if found is None:
-        return None
-    uuid, rc = found
-    return _(
+    return _outcome(error, name_of, _(
         'resource provider %(provider)s is over capacity for %(rc)s, and '
         'this placement refuses any allocation write that keeps an '
         'allocation there, even one that adds nothing (placement before '
         '14.0.0, bug 2104040): give it room for its usage (raise its '
         '%(rc)s allocation_ratio or lower its reserved, in nova.conf where '
         'nova reports them) and run clean again, or upgrade placement to '
-        '14.0.0 or later') % {'provider': _provider(uuid, name_of), 'rc': rc}
+        '14.0.0 or later'))
 
 
 def restore_refused(error, name_of=None):
     """The outcome text of a restore placement refused for capacity, or
     None for any other error.
     """
-    found = refused(error)
-    if found is None:
-        return None
-    uuid, rc = found
-    return _(
+    return _outcome(error, name_of, _(
         'resource provider %(provider)s is over capacity for %(rc)s, and '
         'placement refuses to put back an allocation that adds to its '
         'usage: give it room (raise its %(rc)s allocation_ratio or lower '
         'its reserved, in nova.conf where nova reports them) and run '
-        'restore again') % {'provider': _provider(uuid, name_of), 'rc': rc}
+        'restore again'))

@@ -324,6 +324,52 @@ class MissingAllocationsTest(cycle.CycleTestCase):
             self.assertEqual(before, self.placement_state())
 
 
+class MissingPortPartTest(port_leaks.PortLeakTestBase):
+    """A live server whose allocation lacks its port's bandwidth.
+
+    Made as nova's own test of ``nova-manage placement heal_allocations
+    --heal-port-allocations`` makes it (test_nova_manage.
+    TestNovaManagePlacementHealPortAllocations, "a server that is
+    missing allocation for its port"): a server booted with a port that
+    asked for nothing, whose bound port then gets a minimum-bandwidth
+    resource request in neutron. It holds its node's part only. Not a
+    finding (the reasons reference: the port's part is nova's and
+    neutron's to write, on a child provider the flavor does not name),
+    and ``--heal`` never writes a consumer that holds something: both
+    front ends leave it byte for byte.
+    """
+
+    def test_heal_leaves_it(self):
+        port = self.neutron.port_1
+        vm1 = self.boot('vm1', 'host1', networks=[{'port': port['id']}])
+        # nova's _add_resource_request_to_a_bound_port.
+        self.neutron._ports[port['id']]['resource_request'] = {
+            'resources': dict(BW_A),
+            'required': ['CUSTOM_PHYSNET2', 'CUSTOM_VNIC_TYPE_NORMAL']}
+        self._run_periodics()
+        host1 = self.rp_uuids['host1']
+        self.assertEqual({host1: FLAVOR}, self.get_allocations(vm1['id']))
+        self.age_nova()
+        expected = [self.row(vm1['id'], host1, 'host1', 'active_instance',
+                             'none', FLAVOR)]
+        for rows, cell in ((self.list_allocations('--all'), 'cell1'),
+                           (self.osc_list('--all'), None)):
+            self.assertRows([dict(r, cell=cell) for r in expected], rows)
+        before = self.placement_state()
+        for front_end in ('manage', 'openstack'):
+            journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                                   'journal.jsonl')
+            argv = ('clean', '--heal', '--journal', journal)
+            if front_end == 'manage':
+                rc, out = self.run_manage('allocations', *argv)
+                err = self.manage_stderr
+            else:
+                rc, out, err = self.openstack('allocation', 'orphan', *argv)
+            self.assertEqual(0, rc, front_end + out + err)
+            self.assertFalse(os.path.exists(journal), front_end)
+            self.assertEqual(before, self.placement_state(), front_end)
+
+
 class RenamedHostTest(test_orphan_providers.ProviderCycleTestCase):
     """A compute host renamed: a new service, a new node, a new uuid.
 
