@@ -261,6 +261,19 @@ def _unstripped(real):
     return build
 
 
+def clean_heal(test, front_end):
+    """(journal path, (rc, stdout, stderr)) of ``clean --heal`` by
+    ``front_end`` ('manage' or 'openstack').
+    """
+    journal = os.path.join(test.useFixture(fixtures.TempDir()).path,
+                           'journal.jsonl')
+    argv = ('clean', '--heal', '--journal', journal)
+    if front_end == 'manage':
+        rc, out = test.run_manage('allocations', *argv)
+        return journal, (rc, out, test.manage_stderr)
+    return journal, test.openstack('allocation', 'orphan', *argv)
+
+
 class MissingAllocationsTest(cycle.CycleTestCase):
     """A server created with the internal rebuild hint holds nothing.
 
@@ -307,14 +320,7 @@ class MissingAllocationsTest(cycle.CycleTestCase):
             'consumer_type': 'unknown'}})
         # Healed from its flavor by either front end, and undone exactly.
         for front_end in ('manage', 'openstack'):
-            journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                                   'journal.jsonl')
-            argv = ('clean', '--heal', '--journal', journal)
-            if front_end == 'manage':
-                rc, out = self.run_manage('allocations', *argv)
-                err = self.manage_stderr
-            else:
-                rc, out, err = self.openstack('allocation', 'orphan', *argv)
+            journal, (rc, out, err) = clean_heal(self, front_end)
             self.assertEqual(4, rc, out + err)
             self.assertEqual(healed, self.placement_state())
             self.assertEqual([], self.list_allocations())
@@ -357,14 +363,7 @@ class MissingPortPartTest(port_leaks.PortLeakTestBase):
             self.assertRows([dict(r, cell=cell) for r in expected], rows)
         before = self.placement_state()
         for front_end in ('manage', 'openstack'):
-            journal = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                                   'journal.jsonl')
-            argv = ('clean', '--heal', '--journal', journal)
-            if front_end == 'manage':
-                rc, out = self.run_manage('allocations', *argv)
-                err = self.manage_stderr
-            else:
-                rc, out, err = self.openstack('allocation', 'orphan', *argv)
+            journal, (rc, out, err) = clean_heal(self, front_end)
             self.assertEqual(0, rc, front_end + out + err)
             self.assertFalse(os.path.exists(journal), front_end)
             self.assertEqual(before, self.placement_state(), front_end)
