@@ -89,7 +89,7 @@ def clean(sources, scope, options, stop, progress=None, audited=None):
         cleaner = providers_repair.ProviderCleaner(
             sources.placement, repairer, journal=journal_,
             dry_run=options.dry_run, max_count=options.max_count,
-            stop=repairer.stop)
+            stop=repairer.options.stop)
         rows, outcomes = cleaner.clean(orphans, listing.allocations)
         return allocations.Done(rows, outcomes, cleaner.repair_outcomes)
 

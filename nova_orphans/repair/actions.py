@@ -172,14 +172,7 @@ class Repairer:
         self.audit = audit_snapshot
         self.journal = journal
         self.options = options
-        self.dry_run = options.dry_run
-        self.max_count = options.max_count
-        self.heal = options.heal
-        self.concurrency = options.concurrency
-        self.progress = options.progress
-        self.rules = options.rules
         self.zun = zun_reader
-        self.stop = options.stop
         # See _reclassify.
         self._cloud = None
         self._cloud_lock = threading.Lock()
@@ -193,24 +186,25 @@ class Repairer:
         The result has one outcome string per finding, in order; findings
         with action ``none`` are never touched and get no row.
         """
+        options, progress = self.options, self.options.progress
         rows = [f for f in findings if f.is_orphan]
         outcomes = [None] * len(rows)
         plan = collections.OrderedDict()
         for i, finding in enumerate(rows):
-            if finding.action == reasons.HEAL and not self.heal:
+            if finding.action == reasons.HEAL and not options.heal:
                 outcomes[i] = skipped(_('healing needs --heal'))
-            elif self.dry_run:
+            elif options.dry_run:
                 outcomes[i] = dry_run()
             else:
                 plan.setdefault(finding.consumer, []).append(i)
         consumers = list(plan)
-        if self.max_count is not None:
-            for consumer in consumers[self.max_count:]:
+        if options.max_count is not None:
+            for consumer in consumers[options.max_count:]:
                 for i in plan[consumer]:
                     outcomes[i] = skipped(_('--max-count reached'))
-            consumers = consumers[:self.max_count]
-        if self.progress:
-            self.progress.stage(_('consumers repaired'), len(consumers))
+            consumers = consumers[:options.max_count]
+        if progress:
+            progress.stage(_('consumers repaired'), len(consumers))
 
         # Half of the requests placement may have in flight are streams
         # of batches, each with one write in flight at a time: while a
@@ -219,8 +213,8 @@ class Repairer:
         # left a worker idle a tenth of the time). Each stream has an
         # equal share of the requests for its one-by-one reads and
         # writes, so no more than placement_concurrency are ever sent.
-        streams = self._streams(consumers, max(1, self.concurrency // 2))
-        threads = max(1, self.concurrency // max(1, len(streams)))
+        streams = self._streams(consumers, max(1, options.concurrency // 2))
+        threads = max(1, options.concurrency // max(1, len(streams)))
 
         def repair(stream):
             results = {}
@@ -231,8 +225,8 @@ class Repairer:
                 planned = {c: [rows[i] for i in plan[c]] for c in batch}
                 with concurrent.futures.ThreadPoolExecutor(threads) as pool:
                     results.update(self._repair_batch(pool, batch, planned))
-                if self.progress:
-                    self.progress(len(batch))
+                if progress:
+                    progress(len(batch))
             return results
 
         with concurrent.futures.ThreadPoolExecutor(
@@ -243,8 +237,8 @@ class Repairer:
                         outcomes[i] = outcome
         # The batches a signal stopped before they were read.
         outcomes = [interrupted() if o is None else o for o in outcomes]
-        if self.progress:
-            self.progress.finish()
+        if progress:
+            progress.finish()
         if self.conflicts:
             # Once per run: a second clean running beside this one makes
             # every write of it meet a conflict.
@@ -256,7 +250,8 @@ class Repairer:
         return rows, outcomes
 
     def _stopped(self):
-        return self.stop is not None and self.stop.is_set()
+        stop = self.options.stop
+        return stop is not None and stop.is_set()
 
     def _streams(self, consumers, count):
         """Split the consumers into up to ``count`` lists, in order, that
@@ -548,7 +543,8 @@ class Repairer:
                 self._cloud = index_mod.CloudIndex(
                     self.audit.placement.providers,
                     self.audit.nova.compute_nodes)
-        return classify.classify(snapshot, self.rules, cloud=self._cloud)
+        return classify.classify(snapshot, self.options.rules,
+                                 cloud=self._cloud)
 
     def _provider_name(self, uuid):
         provider = self.audit.placement.providers.get(uuid)

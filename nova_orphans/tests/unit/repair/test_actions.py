@@ -29,13 +29,15 @@ from nova_orphans.tests.unit import cloud as cloud_mod
 
 class StreamsTestCase(base.BaseTestCase):
 
-    def _repairer(self, allocations, migrations=None):
+    def _repairer(self, allocations, migrations=None,
+                  options=actions.RepairOptions()):
         audit = mock.Mock()
         audit.placement.allocations = [
             model.Allocation(consumer=c, provider=rp, resources={'VCPU': 1})
             for c, rp in allocations]
         audit.nova.migrations = migrations or {}
-        return actions.Repairer(mock.Mock(), mock.Mock(spec=[]), audit)
+        return actions.Repairer(mock.Mock(), mock.Mock(spec=[]), audit,
+                                options=options)
 
     def test_streams_never_share_a_provider(self):
         # a1, a2 on A; b1 on B; m moves between B and C: B and C together.
@@ -54,8 +56,9 @@ class StreamsTestCase(base.BaseTestCase):
     def _streamed(self, concurrency, providers=10):
         """(pool size, consumers) of each batch clean() repairs."""
         consumers = ['c%d' % n for n in range(providers)]
-        r = self._repairer([(c, 'rp-' + c) for c in consumers])
-        r.concurrency = concurrency
+        r = self._repairer([(c, 'rp-' + c) for c in consumers],
+                           options=actions.RepairOptions(
+                               concurrency=concurrency))
         batches = []
 
         def repair_batch(pool, batch, planned):
