@@ -134,24 +134,6 @@ class _FlakyControlPlane(front_ends.FrontEndsTestCase):
                           "WHERE host = '%s'" % host)
         return root, child
 
-    def providers_state(self):
-        """Every provider's record but its generation, and every
-        allocation but consumer generations.
-        """
-        state = {}
-        for rp in self.placement._ok('GET', '/resource_providers').json()[
-                'resource_providers']:
-            url = '/resource_providers/%s' % rp['uuid']
-            state[rp['uuid']] = {
-                'name': rp['name'], 'parent': rp['parent_provider_uuid'],
-                'inventories': self.placement._ok(
-                    'GET', url + '/inventories').json()['inventories'],
-                'traits': sorted(self.placement._ok(
-                    'GET', url + '/traits').json()['traits']),
-                'aggregates': sorted(self.placement._ok(
-                    'GET', url + '/aggregates').json()['aggregates'])}
-        return state, self.placement.dump_state(generations=False)
-
     # Running the front ends ---------------------------------------------
 
     def argv(self, front_end, category, action, *argv, proxied=True):
@@ -298,7 +280,7 @@ class _FlakyControlPlane(front_ends.FrontEndsTestCase):
         """
         root, child = self.dead_tree()
         self.add_node('live1')
-        before = self.providers_state()
+        before = self.placement.providers_state()
         self.proxy.random_faults(seed, rate=rate)
         self.compute_proxy.random_faults(seed + 1, rate=rate)
         rc, rows, err, _retried = self.run_json(
@@ -306,7 +288,7 @@ class _FlakyControlPlane(front_ends.FrontEndsTestCase):
         self.assertEqual(exit_codes.REPAIRED, rc, err)
         self.assertEqual([(root, 'done'), (child, 'done')],
                          [(r['uuid'], r['outcome']) for r in rows])
-        providers, allocations = self.providers_state()
+        providers, allocations = self.placement.providers_state()
         self.assertEqual({}, allocations)
         self.assertEqual(sorted(set(before[0]) - {root, child}),
                          sorted(providers))
@@ -319,7 +301,7 @@ class _FlakyControlPlane(front_ends.FrontEndsTestCase):
         rc, rows, err, _retried = self.run_json(
             front_end, 'allocations', 'restore', '--journal', self.journal)
         self.assertEqual(exit_codes.REPAIRED, rc, err)
-        self.assertEqual(before, self.providers_state())
+        self.assertEqual(before, self.placement.providers_state())
         created = [r.body['uuid'] for r in self.proxy.requests(
             'POST', '/resource_providers') if r.forwarded == 200]
         self.assertEqual([root, child], created)
@@ -333,7 +315,7 @@ class _FlakyControlPlane(front_ends.FrontEndsTestCase):
         """
         orphans = self.orphans(count=3)
         root, child = self.dead_tree()
-        initial = self.providers_state()
+        initial = self.placement.providers_state()
         lost = self.proxy.random_faults(0, rates={faults.LOST: 1.0})
         rc, rows, err, retried = self.run_json(
             front_end, 'providers', 'clean', '--journal', self.journal)
@@ -366,7 +348,7 @@ class _FlakyControlPlane(front_ends.FrontEndsTestCase):
         rc, rows, err, retried = self.run_json(
             front_end, 'allocations', 'restore', '--journal', self.journal)
         self.assertEqual(exit_codes.REPAIRED, rc, err)
-        self.assertEqual(initial, self.providers_state())
+        self.assertEqual(initial, self.placement.providers_state())
         self.assertEqual(dict.fromkeys(orphans + [STRANGER], 2),
                          self.applied_writes())
         created = [r.body['uuid'] for r in self.proxy.requests(

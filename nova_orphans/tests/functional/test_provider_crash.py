@@ -42,7 +42,7 @@ class ProviderCrashTestCase(test_providers.ProvidersTestCase):
                                     'cell_timeout': '20'},
                    'placement': {'timeout': '30'}})
         self.root, self.agent, self.pf = self.dead_tree()
-        self.before = self.providers_state()
+        self.before = self.placement.providers_state()
         self.killed = os.path.join(self.tmp, 'killed.jsonl')
         self.rerun = os.path.join(self.tmp, 'rerun.jsonl')
 
@@ -68,7 +68,7 @@ class ProviderCrashTestCase(test_providers.ProvidersTestCase):
         self.proxy.wait_idle()
 
     def recover(self, child_deleted):
-        providers, _allocs = self.providers_state()
+        providers, _allocs = self.placement.providers_state()
         self.assertEqual(not child_deleted, self.pf in providers)
         self.assertIn(self.root, providers)
         rc, out, err = processes.run(*self.argv(
@@ -79,12 +79,13 @@ class ProviderCrashTestCase(test_providers.ProvidersTestCase):
             [(self.root, 'done'), (self.agent, 'done'),
              (self.pf, 'done')] if not child_deleted else
             [(self.root, 'done'), (self.agent, 'done')], done)
-        self.assertEqual([self.live], list(self.providers_state()[0]))
+        self.assertEqual([self.live],
+                         list(self.placement.providers_state()[0]))
         for journal in (self.rerun, self.killed):
             rc, out, err = processes.run(*self.argv(
                 'allocations', 'restore', '--journal', journal))
             self.assertEqual(4, rc, err)
-        self.assertEqual(self.before, self.providers_state())
+        self.assertEqual(self.before, self.placement.providers_state())
 
     def test_killed_before_delete_sent(self):
         self.kill_at_child_delete('before', forward=False)

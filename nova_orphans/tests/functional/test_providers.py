@@ -71,27 +71,6 @@ class _ProvidersBase(base.FunctionalTestCase):
                           "WHERE uuid = '%s'" % root)
         return root, agent, pf
 
-    def providers_state(self):
-        """Every provider's record but its generation, and every
-        allocation but consumer generations.
-        """
-        state = {}
-        for rp in self.placement._ok('GET', '/resource_providers').json()[
-                'resource_providers']:
-            base_url = '/resource_providers/%s' % rp['uuid']
-            state[rp['uuid']] = {
-                'name': rp['name'],
-                'parent': rp['parent_provider_uuid'],
-                'root': rp['root_provider_uuid'],
-                'inventories': self.placement._ok(
-                    'GET', base_url + '/inventories').json()['inventories'],
-                'traits': sorted(self.placement._ok(
-                    'GET', base_url + '/traits').json()['traits']),
-                'aggregates': sorted(self.placement._ok(
-                    'GET', base_url + '/aggregates').json()['aggregates']),
-            }
-        return state, self.placement.dump_state(generations=False)
-
     # Running the tool ---------------------------------------------------
 
     def run_json(self, category, action, *argv):
@@ -208,24 +187,24 @@ class ProvidersTestCase(_ProvidersBase):
         rc, rows = self.run_json('providers', 'clean',
                                  '--journal', self.journal)
         self.assertEqual((2, []), (rc, rows))
-        self.assertEqual(4, len(self.providers_state()[0]))
+        self.assertEqual(4, len(self.placement.providers_state()[0]))
 
     def test_clean_and_restore(self):
         root, agent, pf = self.dead_tree()
         other = self.boot('live1', self.live)
-        before = self.providers_state()
+        before = self.placement.providers_state()
         rc, rows = self.run_json('providers', 'clean', '--dry-run')
         self.assertEqual(3, rc, self.stderr)
         self.assertEqual(['skipped: dry run'] * 3,
                          [r['outcome'] for r in rows])
-        self.assertEqual(before, self.providers_state())
+        self.assertEqual(before, self.placement.providers_state())
 
         rc, rows = self.run_json('providers', 'clean',
                                  '--journal', self.journal)
         self.assertEqual(4, rc, self.stderr)
         self.assertEqual([(root, 'done'), (agent, 'done'), (pf, 'done')],
                          [(r['uuid'], r['outcome']) for r in rows])
-        providers, allocations = self.providers_state()
+        providers, allocations = self.placement.providers_state()
         self.assertEqual({self.live: before[0][self.live]}, providers)
         self.assertEqual({other: before[1][other]}, allocations)
         # Bottom-up: each DELETE after its children's.
@@ -251,7 +230,7 @@ class ProvidersTestCase(_ProvidersBase):
                           (STRANGER, 'done'), (STRANGER, 'done')],
                          [(r.get('uuid') or r.get('consumer'), r['outcome'])
                           for r in rows])
-        self.assertEqual(before, self.providers_state())
+        self.assertEqual(before, self.placement.providers_state())
         # Again: everything is as before already.
         rc, rows = self.run_json('allocations', 'restore',
                                  '--journal', self.journal)
@@ -278,14 +257,14 @@ class ProvidersTestCase(_ProvidersBase):
                                 source_node='dead1', dest_compute='live1',
                                 dest_node='live1', status='migrating')
         self.allocate(inst, {self.live: base.FLAVOR, root: base.FLAVOR})
-        before = self.providers_state()
+        before = self.placement.providers_state()
         rc, rows = self.run_json('providers', 'clean',
                                  '--journal', self.journal)
         self.assertEqual(3, rc, self.stderr)
         for row in rows:
             self.assertEqual('skipped: allocations that are not orphans '
                              'remain (consumers %s)' % inst, row['outcome'])
-        providers, allocations = self.providers_state()
+        providers, allocations = self.placement.providers_state()
         self.assertEqual(before[0], providers)
         # Only the orphan went.
         self.assertNotIn(STRANGER, allocations)
@@ -310,7 +289,7 @@ class ProvidersTestCase(_ProvidersBase):
                     '(consumers %s)' % intruder),
              (agent, 'done'), (pf, 'done')],
             [(r['uuid'], r['outcome']) for r in rows])
-        self.assertIn(root, self.providers_state()[0])
+        self.assertIn(root, self.placement.providers_state()[0])
         contents = journal_mod.load(self.journal)
         refused = [e for e in contents.entries
                    if e.get('applied') is False]
@@ -338,7 +317,7 @@ class ProvidersTestCase(_ProvidersBase):
              'node %s (dead1 on host dead1).' % root] * 3,
             [r['outcome'] for r in rows])
         self.assertEqual([], self.proxy.requests('DELETE'))
-        self.assertEqual(4, len(self.providers_state()[0]))
+        self.assertEqual(4, len(self.placement.providers_state()[0]))
 
     def test_max_count_counts_trees(self):
         first = self.dead_tree('dead1')[0]
@@ -353,7 +332,7 @@ class ProvidersTestCase(_ProvidersBase):
             {first: 'done', second: 'skipped: --max-count reached'},
             {r['uuid']: r['outcome'] for r in rows
              if r['uuid'] == r['root_provider']})
-        self.assertIn(second, self.providers_state()[0])
+        self.assertIn(second, self.placement.providers_state()[0])
         rc, _out, err = self.manage('providers', 'clean', '--max-count', '0')
         self.assertEqual(
             (127, 'ERROR: Invalid input: --max-count must be at least 1\n'),
@@ -380,7 +359,7 @@ class ProvidersTestCase(_ProvidersBase):
              for r in rows])
         self.assertIn('Error 1 (2 row(s)): refused: provider(s) %s, %s not '
                       'put back\n' % tuple(sorted([root, pf])), self.stderr)
-        providers, allocations = self.providers_state()
+        providers, allocations = self.placement.providers_state()
         self.assertEqual('dead1-again', providers[root]['name'])
         self.assertEqual({self.live, root}, set(providers))
         self.assertEqual({}, allocations)
@@ -409,7 +388,7 @@ class OtherCellDownTestCase(_ProvidersBase):
         root, agent, pf = self.dead_tree()
         host2 = self.add_node('host2', cell='cell2')
         self.nova.break_cell('cell2')
-        before = self.providers_state()
+        before = self.placement.providers_state()
         rc, rows = self.run_json('providers', 'list', '--all')
         self.assertEqual(5, rc, self.stderr)
         self.assertIn('WARNING: cell cell2 could not be read', self.stderr)
@@ -446,7 +425,7 @@ class OtherCellDownTestCase(_ProvidersBase):
             [(u, 'skipped: allocations that are not orphans remain '
                  '(consumers %s)' % STRANGER) for u in (root, agent, pf)],
             [(r['uuid'], r['outcome']) for r in rows])
-        self.assertEqual(before, self.providers_state())
+        self.assertEqual(before, self.placement.providers_state())
         self.assertEqual([], self.proxy.requests('DELETE'))
 
 
