@@ -18,6 +18,7 @@ import subprocess
 import uuid as uuidlib
 
 from nova_orphans import metrics
+from nova_orphans.repair import journal
 from nova_orphans.tests import deploy
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional import processes
@@ -59,9 +60,11 @@ class DeployTestCase(base.FunctionalTestCase):
         self.metrics = os.path.join(self.tmp, 'nova_orphans.prom')
         self.clean_metrics = os.path.join(self.tmp, 'nova_orphans_clean.prom')
         self.env = processes.environment()
+        self.lock = os.path.join(self.tmp, 'lock')
         self.env.update(NOVA_ORPHANS_CONFIG=self.conf_file,
                         NOVA_ORPHANS_METRICS=self.metrics,
-                        NOVA_ORPHANS_CLEAN_METRICS=self.clean_metrics)
+                        NOVA_ORPHANS_CLEAN_METRICS=self.clean_metrics,
+                        NOVA_ORPHANS_LOCK=self.lock)
         # The console script, wherever this test's is.
         self.env['PATH'] = os.pathsep.join([
             os.path.dirname(processes.console_script()),
@@ -190,7 +193,8 @@ class DeployTestCase(base.FunctionalTestCase):
     def test_crontab_clean(self):
         _env, jobs = deploy.crontab('nova-orphans')
         [command] = [c for _s, _u, c in jobs if 'clean' in c]
-        rc, out, err = self.run_command(['sh', '-c', command])
+        rc, out, err = self.run_command(['sh', '-c', command.replace(
+            journal.SYSTEM_STATE_PATH + '/lock', self.lock)])
         self.assertEqual((4, ''), (rc, out), err)
         rows, samples = self.clean_samples()
         self.assertEqual({('deleted_instance', 'repaired'): 1.0,
