@@ -59,8 +59,8 @@ def run(test, argv, **kwargs):
     proc = subprocess.run(argv, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True,
                           stdin=subprocess.DEVNULL, timeout=600, **kwargs)
-    test.assertEqual(0, proc.returncode, '%s:\n%s' % (' '.join(argv),
-                                                       proc.stdout))
+    test.assertEqual(0, proc.returncode,
+                     '%s:\n%s' % (' '.join(argv), proc.stdout))
     return proc.stdout
 
 
@@ -131,8 +131,11 @@ class AnsibleTestCase(base.BaseTestCase):
                            f)
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(('OS_', 'ANSIBLE_'))}
+        # Nothing written outside the scratch directory (~/.ansible).
         env.update(ANSIBLE_ROLES_PATH=os.path.join(deploy.ANSIBLE, 'roles'),
+                   ANSIBLE_HOME=os.path.join(self.scratch.path, 'home'),
                    ANSIBLE_LOCAL_TEMP=os.path.join(self.scratch.path, 'tmp'),
+                   ANSIBLE_REMOTE_TEMP=os.path.join(self.scratch.path, 'tmp'),
                    ANSIBLE_NOCOLOR='1')
         out = run(self, [
             tool(self, 'ansible-playbook'), '-i', 'localhost,', '-c', 'local',
@@ -253,12 +256,16 @@ class AnsibleTestCase(base.BaseTestCase):
                 *[os.path.join(units, name) for name in UNITS]))
 
     def test_ansible_lint(self):
-        out = run(self, [tool(self, 'ansible-lint'), '--nocolor'],
-                  cwd=deploy.ANSIBLE, env=dict(
-                      os.environ, ANSIBLE_ROLES_PATH=os.path.join(
-                          deploy.ANSIBLE, 'roles'),
-                      PATH=os.pathsep.join([os.environ[TOOLS],
-                                            os.environ['PATH']])))
+        lint = tool(self, 'ansible-lint')
+        # Its caches (ansible-compat's, ~/.ansible) in a directory of
+        # the test's.
+        home = self.useFixture(fixtures.TempDir()).path
+        out = run(self, [lint, '--nocolor'], cwd=deploy.ANSIBLE, env=dict(
+            os.environ, HOME=home, XDG_CACHE_HOME=home,
+            ANSIBLE_HOME=os.path.join(home, '.ansible'),
+            ANSIBLE_ROLES_PATH=os.path.join(deploy.ANSIBLE, 'roles'),
+            PATH=os.pathsep.join([os.path.dirname(lint),
+                                  os.environ['PATH']])))
         # The production profile, deploy/ansible/.ansible-lint's.
         self.assertIn('Passed: 0 failure(s), 0 warning(s)', out)
         self.assertIn("'production'", out)

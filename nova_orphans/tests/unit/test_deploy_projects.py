@@ -21,7 +21,6 @@ import subprocess
 import sys
 
 from oslotest import base
-import yaml
 
 from nova_orphans.repair import journal
 from nova_orphans.tests import deploy
