@@ -9,11 +9,15 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The shipped deployment files (etc/), read as systemd and cron do."""
+"""The shipped deployment files (etc/), read as systemd and cron do, and
+the deployment projects' (deploy/), read as Kubernetes and Helm do.
+"""
 
 import os
 import re
 import shlex
+
+import yaml
 
 from nova_orphans.tests import programs
 
@@ -21,6 +25,12 @@ ETC = os.path.join(programs.REPO, 'etc')
 SYSTEMD = os.path.join(ETC, 'systemd')
 CRON = os.path.join(ETC, 'cron')
 PROMETHEUS = os.path.join(ETC, 'prometheus')
+DEPLOY = os.path.join(programs.REPO, 'deploy')
+KUBERNETES = os.path.join(DEPLOY, 'kubernetes')
+CONTAINER = os.path.join(DEPLOY, 'container')
+ANSIBLE = os.path.join(DEPLOY, 'ansible')
+HELM_VALUES = os.path.join(KUBERNETES, 'openstack-helm-values.yaml')
+TOOLS = os.path.join(programs.REPO, 'tools', 'deploy')
 # Where etc/cron/nova-orphans expects etc/cron/nova-orphans-metrics.
 METRICS_SCRIPT = '/usr/local/bin/nova-orphans-metrics'
 
@@ -86,3 +96,29 @@ def crontab(name):
             fields = line.split(None, 6)
             jobs.append((' '.join(fields[:5]), fields[5], fields[6]))
     return env, jobs
+
+
+def manifests(name='nova-orphans.yaml'):
+    """The objects of a file of deploy/kubernetes, in order."""
+    with open(os.path.join(KUBERNETES, name)) as f:
+        return [m for m in yaml.safe_load_all(f) if m]
+
+
+def openstack_helm_objects():
+    """{key: object} of the values file's extraObjects, as the nova
+    chart renders them: ``tpl`` of each, which changes nothing in text
+    without a template (the tests check there is none).
+    """
+    with open(HELM_VALUES) as f:
+        return yaml.safe_load(f)['extraObjects']
+
+
+def pod_command(container):
+    """A container's command and arguments as words; a ``sh -c``
+    script's own words (its continuation lines joined), then the
+    arguments.
+    """
+    command = list(container['command'])
+    if command[:2] == ['/bin/sh', '-c']:
+        command = command[2].replace('\\\n', ' ').split()
+    return command + list(container.get('args', ()))

@@ -13,14 +13,18 @@
 run against placement and nova's schema, every cell read and one not.
 """
 
+import fcntl
 import os
 import subprocess
+import time
 import uuid as uuidlib
 
 from nova_orphans import metrics
+from nova_orphans.repair import journal
 from nova_orphans.tests import deploy
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional import processes
+from nova_orphans.tests import programs
 
 
 # Allocations (and consumers) by reason, every cell read; with cell2 not
@@ -59,9 +63,11 @@ class DeployTestCase(base.FunctionalTestCase):
         self.metrics = os.path.join(self.tmp, 'nova_orphans.prom')
         self.clean_metrics = os.path.join(self.tmp, 'nova_orphans_clean.prom')
         self.env = processes.environment()
+        self.lock = os.path.join(self.tmp, 'lock')
         self.env.update(NOVA_ORPHANS_CONFIG=self.conf_file,
                         NOVA_ORPHANS_METRICS=self.metrics,
-                        NOVA_ORPHANS_CLEAN_METRICS=self.clean_metrics)
+                        NOVA_ORPHANS_CLEAN_METRICS=self.clean_metrics,
+                        NOVA_ORPHANS_LOCK=self.lock)
         # The console script, wherever this test's is.
         self.env['PATH'] = os.pathsep.join([
             os.path.dirname(processes.console_script()),
@@ -190,13 +196,82 @@ class DeployTestCase(base.FunctionalTestCase):
     def test_crontab_clean(self):
         _env, jobs = deploy.crontab('nova-orphans')
         [command] = [c for _s, _u, c in jobs if 'clean' in c]
-        rc, out, err = self.run_command(['sh', '-c', command])
+        rc, out, err = self.run_command(['sh', '-c', command.replace(
+            journal.SYSTEM_STATE_PATH + '/lock', self.lock)])
         self.assertEqual((4, ''), (rc, out), err)
         rows, samples = self.clean_samples()
         self.assertEqual({('deleted_instance', 'repaired'): 1.0,
                           ('unknown_consumer', 'repaired'): 1.0}, rows)
         self.assertLess(0.0, samples[
             ('nova_orphans_clean_last_success_timestamp_seconds', ())])
+
+    def test_services_wait_for_the_lock(self):
+        """The scan does not start while the lock is held (a clean), and
+        runs once it is released.
+        """
+        argv = deploy.exec_start(deploy.unit('nova-orphans-metrics.service'),
+                                 self.env)
+        held = os.open(self.lock, os.O_CREAT | os.O_RDWR, 0o600)
+        self.addCleanup(os.close, held)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.kill)
+        time.sleep(1)
+        # flock(1) starts the command once it holds the lock: no child.
+        self.assertEqual((None, []), (proc.poll(),
+                                      programs.children(proc.pid)))
+        self.assertFalse(os.path.exists(self.metrics))
+        fcntl.flock(held, fcntl.LOCK_UN)
+        _out, err = proc.communicate(timeout=120)
+        self.assertEqual(3, proc.returncode, err)
+        self.assertScan(0, **ALL_READ)
+
+    def test_kubernetes_jobs(self):
+        """The CronJobs' and the restore Job's commands as their
+        containers run them, the volume and nova.conf this test's: the
+        scan, the clean (4 is success), and the restore of its journal.
+        """
+        volume = os.path.join(self.tmp, 'volume')
+        os.mkdir(volume)
+
+        def here(text):
+            return text.replace(journal.SYSTEM_STATE_PATH, volume).replace(
+                '/etc/nova/nova.conf', self.conf_file)
+
+        def run(manifest, *args):
+            [container] = manifest['spec']['template']['spec']['containers']
+            env = dict(self.env, PATH=os.pathsep.join(
+                [deploy.CRON, self.env['PATH']]))
+            env.update((e['name'], here(e['value']))
+                       for e in container['env'])
+            argv = [here(w) for w in container['command'] +
+                    list(args or container.get('args', ()))]
+            proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=120)
+            return proc.returncode, proc.stderr
+
+        jobs = {m['metadata']['name']: m['spec']['jobTemplate']
+                for m in deploy.manifests() if m['kind'] == 'CronJob'}
+        self.assertEqual((0, ''), run(jobs['nova-orphans-metrics']))
+        self.metrics = os.path.join(volume, 'nova_orphans.prom')
+        self.assertScan(0, **ALL_READ)
+        before = self.placement.dump_state()
+        rc, err = run(jobs['nova-orphans-clean'])
+        self.assertEqual(0, rc, err)
+        self.clean_metrics = os.path.join(volume, 'nova_orphans_clean.prom')
+        rows, _samples = self.clean_samples()
+        self.assertEqual({('deleted_instance', 'repaired'): 1.0,
+                          ('unknown_consumer', 'repaired'): 1.0}, rows)
+        [journal_file] = os.listdir(self.state_path)
+        [restore] = deploy.manifests('nova-orphans-restore.yaml')
+        args = restore['spec']['template']['spec']['containers'][0]['args']
+        self.assertEqual(journal.SYSTEM_STATE_PATH + '/JOURNAL', args[-1])
+        rc, err = run(restore, *args[:-1] + [
+            os.path.join(self.state_path, journal_file)])
+        self.assertEqual(0, rc, err)
+        self.assertEqual(before, self.placement.dump_state())
 
     def test_format_prometheus_of_restore(self):
         rc, out, err = self.manage('allocations', 'clean', '--journal',

@@ -76,7 +76,8 @@ class MonitoringTestCase(base.FunctionalTestCase):
         self.boot('host1', self.host1)
         self.boot('host2', self.host2, cell='cell2')
         self.env = processes.environment()
-        self.env.update(NOVA_ORPHANS_CONFIG=self.conf_file)
+        self.env.update(NOVA_ORPHANS_CONFIG=self.conf_file,
+                        NOVA_ORPHANS_LOCK=os.path.join(self.tmp, 'lock'))
         self.env['PATH'] = os.pathsep.join([
             os.path.dirname(processes.console_script()),
             self.env.get('PATH', '')])

@@ -210,11 +210,14 @@ class WheelTestCase(base.FunctionalTestCase):
         keys = deploy.unit('nova-orphans-metrics.service', 'venv.conf',
                            directory=os.path.join(share, 'systemd'))
         env['NOVA_ORPHANS_METRICS'] = os.path.join(self.tmp, 'unit.prom')
+        env['NOVA_ORPHANS_LOCK'] = os.path.join(self.tmp, 'lock')
         argv = deploy.exec_start(keys, env)
-        self.assertEqual('/opt/nova-orphans/bin/nova-orphans-manage',
-                         argv[0])
+        self.assertEqual(['flock', env['NOVA_ORPHANS_LOCK'],
+                          '/opt/nova-orphans/bin/nova-orphans-manage'],
+                         argv[:3])
         unit = subprocess.run(
-            [os.path.join(self.bin, 'nova-orphans-manage')] + argv[1:],
+            argv[:2] + [os.path.join(self.bin, 'nova-orphans-manage')] +
+            argv[3:],
             capture_output=True, text=True, env=env, cwd=self.tmp,
             stdin=subprocess.DEVNULL, timeout=120)
         self.assertEqual((3, ''), (unit.returncode, unit.stderr))

@@ -31,6 +31,8 @@ UNITS = ('nova-orphans-metrics.service', 'nova-orphans-metrics.timer',
 SERVICES = ('nova-orphans-metrics.service', 'nova-orphans-clean.service')
 # The virtualenv the shipped drop-ins name.
 VENV_BIN = '/opt/nova-orphans/bin'
+# Each service's command, under the lock the two share (flock(1)).
+LOCKED = 'ExecStart=flock ${NOVA_ORPHANS_LOCK} '
 
 
 class RulesTestCase(base.BaseTestCase):
@@ -62,10 +64,10 @@ class SystemdTestCase(base.BaseTestCase):
             with open(os.path.join(deploy.SYSTEMD, name)) as f:
                 text = f.read()
             self.assertEqual(name.endswith('.service'),
-                             '\nExecStart=nova-orphans-manage ' in text)
+                             '\n%snova-orphans-manage ' % LOCKED in text)
             with open(os.path.join(tmp, name), 'w') as f:
-                f.write(text.replace('\nExecStart=nova-orphans-manage ',
-                                     '\nExecStart=%s ' % script))
+                f.write(text.replace('\n%snova-orphans-manage ' % LOCKED,
+                                     '\n%s%s ' % (LOCKED, script)))
         self.assertEqual('', programs.run(
             self, 'systemd-analyze', 'verify', '--man=no',
             *[os.path.join(tmp, name) for name in UNITS]))
@@ -76,7 +78,7 @@ class SystemdTestCase(base.BaseTestCase):
             path = os.path.join(name + '.d', 'venv.conf')
             with open(os.path.join(deploy.SYSTEMD, path)) as f:
                 text = f.read()
-            self.assertIn('\nExecStart=%s/nova-orphans-manage ' % VENV_BIN,
+            self.assertIn('\n%s%s/nova-orphans-manage ' % (LOCKED, VENV_BIN),
                           text)
             with open(os.path.join(tmp, path), 'w') as f:
                 f.write(text.replace(VENV_BIN + '/nova-orphans-manage',
@@ -100,21 +102,25 @@ class SystemdTestCase(base.BaseTestCase):
             keys = deploy.unit(name)
             venv = deploy.unit(name, 'venv.conf')
             [command] = keys['ExecStart']
-            self.assertTrue(command.startswith('nova-orphans-manage '))
+            lock = LOCKED[len('ExecStart='):]
+            self.assertTrue(command.startswith(lock + 'nova-orphans-manage '))
             self.assertEqual(
-                dict(keys, ExecStart=[VENV_BIN + '/' + command]), venv)
+                dict(keys, ExecStart=[
+                    lock + VENV_BIN + '/' + command[len(lock):]]), venv)
 
     def test_users_and_state_directory(self):
-        for name in ('nova-orphans-metrics.service',
-                     'nova-orphans-clean.service'):
+        for name in SERVICES:
             keys = deploy.unit(name)
             self.assertEqual((['nova'], ['nova']),
                              (keys['User'], keys['Group']), name)
+            # The journals' default directory, made for user nova, 0700,
+            # and the lock the two services share in it.
+            self.assertEqual([journal.SYSTEM_STATE_PATH],
+                             ['/var/lib/' + d for d in keys['StateDirectory']])
+            self.assertEqual(['0700'], keys['StateDirectoryMode'])
+            self.assertEqual(journal.SYSTEM_STATE_PATH + '/lock',
+                             deploy.environment(keys)['NOVA_ORPHANS_LOCK'])
         keys = deploy.unit('nova-orphans-clean.service')
-        # The journals' default directory, made for user nova, 0700.
-        self.assertEqual([journal.SYSTEM_STATE_PATH],
-                         ['/var/lib/' + d for d in keys['StateDirectory']])
-        self.assertEqual(['0700'], keys['StateDirectoryMode'])
         self.assertEqual({0, 3, 4}, deploy.success_codes(keys))
         self.assertEqual({0, 2, 3, 5}, deploy.success_codes(
             deploy.unit('nova-orphans-metrics.service')))
@@ -133,9 +139,15 @@ class CronTestCase(base.BaseTestCase):
         env, jobs = deploy.crontab('nova-orphans')
         self.assertEqual(['NOVA_ORPHANS_CLEAN_METRICS', 'NOVA_ORPHANS_CONFIG',
                           'NOVA_ORPHANS_METRICS', 'PATH'], sorted(env))
+        # The scan skipped while the clean holds the lock (it would
+        # queue up behind a long one); the clean waits for a scan.
+        lock = 'flock %s/lock ' % journal.SYSTEM_STATE_PATH
         self.assertEqual(
-            [('*/15 * * * *', 'nova', deploy.METRICS_SCRIPT),
+            [('*/15 * * * *', 'nova',
+              'flock -n %s/lock %s' % (journal.SYSTEM_STATE_PATH,
+                                       deploy.METRICS_SCRIPT)),
              ('30 3 * * *', 'nova')],
             [jobs[0], jobs[1][:2]])
+        self.assertTrue(jobs[1][2].startswith(lock + 'nova-orphans-manage '))
         # cron ends a command at an unescaped %.
         self.assertNotIn('%', jobs[1][2])
