@@ -24,10 +24,10 @@ seconds; a provider nova deletes during a run is gone, not an error.
 import collections
 import json
 import os
-import time
 import urllib.parse
 import uuid as uuidlib
 
+from nova_orphans.conf import service as service_conf
 from nova_orphans import exit_codes
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
@@ -412,10 +412,9 @@ class ServiceDownTestCase(_FlakyControlPlane):
         # list and clean read placement the same way: each action once,
         # from one front end each.
         for front_end, action in ((MANAGE, 'clean'), (OPENSTACK, 'list')):
-            started = time.monotonic()
+            seen = len(self.proxy.requests())
             rc, out, err = self.run_one(self.argv(
                 front_end, 'allocations', action))
-            took = time.monotonic() - started
             self.assertEqual(exit_codes.UNREACHABLE, rc, err)
             self.assertEqual('', out)
             # Today's line, of the fault the last try met: haproxy's page
@@ -423,8 +422,13 @@ class ServiceDownTestCase(_FlakyControlPlane):
             # reset.
             line, = err.splitlines()
             self.assertRegex(line, REFUSED[front_end])
-            # The retries of one request (at most 9 s), and the run.
-            self.assertLess(took, 20)
+            # The retries of one request, and no other request: the run
+            # gave up on placement's version document after its
+            # connection and status retries.
+            sent = self.proxy.requests()[seen:]
+            self.assertEqual({('GET', '/')},
+                             {(r.method, r.path) for r in sent})
+            self.assertLessEqual(len(sent), 1 + 2 * service_conf.RETRIES)
         self.assertEqual(before, self.placement.dump_state())
         self.assertEqual([], [r for r in self.proxy.requests()
                               if r.method in faults.WRITES])
@@ -443,18 +447,22 @@ class ServiceDownTestCase(_FlakyControlPlane):
                      self.openstack_argv('allocation', 'orphan', 'clean',
                                          '--deadline', '2',
                                          cloud='proxied')):
-            self.proxy.inject('GET', '/resource_providers', delay=10)
-            started = time.monotonic()
+            rule = self.proxy.inject('GET', '/resource_providers',
+                                     delay=50, until_gone=True)
             rc, out, err = self.run_one(argv)
-            took = time.monotonic() - started
             self.assertEqual((exit_codes.UNREACHABLE, ''), (rc, out), err)
             line, = err.splitlines()
             self.assertRegex(line, '^(ERROR: )?Placement request GET '
                              '/resource_providers failed: .*timed out')
-            # The deadline, not the 10 s answer nor the 60 s timeout (and
-            # openstack's own start, a few seconds on a busy machine).
-            self.assertLess(took, 8, (argv[0], took))
+            # The run hung up on the request before its answer, which
+            # would have come after 50 s, within the tool's own 60 s
+            # timeout; and it did not send it again: the deadline ended
+            # the run.
             self.proxy.wait_idle()
+            self.assertEqual(1, rule.fired)
+            self.assertEqual(['client gone'], [
+                r.result for r in self.proxy.requests(
+                    'GET', '/resource_providers')][-1:])
         self.assertEqual(before, self.placement.dump_state())
 
     def test_provider_deleted_during_the_run(self):

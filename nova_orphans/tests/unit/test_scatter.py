@@ -11,8 +11,9 @@
 #    under the License.
 
 import threading
-import time
+import types
 
+import fixtures
 from oslotest import base
 
 from nova_orphans.readers import scatter
@@ -43,16 +44,30 @@ class GatherTestCase(base.BaseTestCase):
             release.wait(30)
             late.append(key)
             return 'late'
-        begun = time.monotonic()
-        results = scatter.gather(
-            {'ok': ('cell-ok', lambda: 'read'),
-             'hung1': ('cell-hung1', lambda: hung('hung1')),
-             'hung2': ('cell-hung2', lambda: hung('hung2'))}, 0.5)
-        took = time.monotonic() - begun
+
+        # A clock that moves only while gather waits for a thread that
+        # is still running: the time it waits, whatever the machine's
+        # load.
+        clock = types.SimpleNamespace(now=1000.0)
+        join = threading.Thread.join
+
+        def waiting(thread, timeout=None):
+            if thread.name.startswith('cell-hung'):
+                clock.now += timeout
+            else:
+                join(thread, 10)
+        with fixtures.MonkeyPatch(
+                'nova_orphans.readers.scatter.time',
+                types.SimpleNamespace(monotonic=lambda: clock.now)), \
+                fixtures.MonkeyPatch('threading.Thread.join', waiting):
+            results = scatter.gather(
+                {'ok': ('cell-ok', lambda: 'read'),
+                 'hung1': ('cell-hung1', lambda: hung('hung1')),
+                 'hung2': ('cell-hung2', lambda: hung('hung2'))}, 0.5)
         self.assertEqual({'ok': 'read', 'hung1': scatter.TIMED_OUT,
                           'hung2': scatter.TIMED_OUT}, results)
         # Both hung cells together: one timeout, not one each.
-        self.assertLess(took, 0.9)
+        self.assertEqual(1000.5, clock.now)
         release.set()
         for thread in threading.enumerate():
             if thread.name.startswith('cell-hung'):
