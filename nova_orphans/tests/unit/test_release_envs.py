@@ -102,3 +102,36 @@ class ReleaseEnvironmentsTestCase(base.BaseTestCase):
              'nova-orphans': '1.0.0'}, pins))
         self.assertEqual(['osc-lib 2.8.0 (pinned: 2.7.0)'], BUILD.unpinned(
             {'cliff': '4.11.0', 'osc-lib': '2.8.0'}, pins))
+
+
+class TestConstraintsTestCase(base.BaseTestCase):
+    """tox and tools/venv.sh install within the newest release's upper
+    constraints, which do not fight the services the tests pin.
+    """
+
+    def test_tox_and_the_venv_use_the_newest_release(self):
+        newest = max(BUILD.ENVIRONMENTS)[0]
+        default = 'tools/release-envs/constraints/%s.txt' % newest
+        with open(os.path.join(ROOT, 'tox.ini')) as f:
+            tox = f.read()
+        defaults = set(re.findall(
+            r'-c\{env:TOX_CONSTRAINTS_FILE:\{toxinidir\}/([^}]+)\}', tox))
+        self.assertEqual({default}, defaults)
+        with open(os.path.join(ROOT, 'tools', 'venv.sh')) as f:
+            self.assertIn(
+                'CONSTRAINTS=${TOX_CONSTRAINTS_FILE:-%s}' % default, f.read())
+
+    def test_pinned_test_requirements_within_the_constraints(self):
+        pins = BUILD.pinned(max(BUILD.ENVIRONMENTS)[0])
+        pinned = {}
+        for name in ('test-requirements.txt', 'functional-requirements.txt'):
+            with open(os.path.join(ROOT, name)) as f:
+                for line in f:
+                    m = re.match(r'^([A-Za-z0-9_.-]+)==(\S+)', line)
+                    if m:
+                        pinned[BUILD.normalized(m.group(1))] = m.group(2)
+        self.assertEqual({'nova', 'openstack-placement', 'keystone'},
+                         set(pinned))
+        self.assertEqual(
+            {}, {project: pins[project] for project in pinned
+                 if project in pins and pin(pins, project) != pinned[project]})
