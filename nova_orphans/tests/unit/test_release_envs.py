@@ -27,6 +27,7 @@ LIBRARIES = ('python-openstackclient', 'openstacksdk', 'keystoneauth1',
 
 
 BUILD = programs.tool('tools', 'release-envs', 'build.py')
+CONSTRAINTS = programs.tool('tools', 'constraints.py')
 
 
 def page_rows():
@@ -106,32 +107,41 @@ class ReleaseEnvironmentsTestCase(base.BaseTestCase):
 
 class TestConstraintsTestCase(base.BaseTestCase):
     """tox and tools/venv.sh install within the newest release's upper
-    constraints, which do not fight the services the tests pin.
+    constraints, with the pins below the services' floors raised.
     """
 
     def test_tox_and_the_venv_use_the_newest_release(self):
         newest = max(BUILD.ENVIRONMENTS)[0]
         default = 'tools/release-envs/constraints/%s.txt' % newest
-        with open(os.path.join(ROOT, 'tox.ini')) as f:
-            tox = f.read()
-        defaults = set(re.findall(
-            r'-c\{env:TOX_CONSTRAINTS_FILE:\{toxinidir\}/([^}]+)\}', tox))
-        self.assertEqual({default}, defaults)
+        config = configparser.ConfigParser(interpolation=None)
+        config.read(os.path.join(ROOT, 'tox.ini'))
+        self.assertEqual(
+            '{env:TOX_CONSTRAINTS_FILE:{toxinidir}/%s}' % default,
+            config['testenv']['constraints'])
         with open(os.path.join(ROOT, 'tools', 'venv.sh')) as f:
             self.assertIn(
                 'CONSTRAINTS=${TOX_CONSTRAINTS_FILE:-%s}' % default, f.read())
 
-    def test_pinned_test_requirements_within_the_constraints(self):
+    def test_services_are_not_pinned(self):
         pins = BUILD.pinned(max(BUILD.ENVIRONMENTS)[0])
-        pinned = {}
-        for name in ('test-requirements.txt', 'functional-requirements.txt'):
-            with open(os.path.join(ROOT, name)) as f:
-                for line in f:
-                    m = re.match(r'^([A-Za-z0-9_.-]+)==(\S+)', line)
-                    if m:
-                        pinned[BUILD.normalized(m.group(1))] = m.group(2)
-        self.assertEqual({'nova', 'openstack-placement', 'keystone'},
-                         set(pinned))
+        for service in ('nova', 'openstack-placement', 'keystone'):
+            self.assertNotIn(service, pins)
+
+    def test_pins_below_a_floor_raised_to_it(self):
+        floors = CONSTRAINTS.floors([
+            'keystoneauth1>=5.16.0 # Apache-2.0\n',
+            'hacking>=6.1.0,<9\n', 'SQLAlchemy<2.1\n', 'foo<9,>=2.10\n',
+            '# nova>=99\n', 'nova==34.0.0\n'])
+        self.assertEqual({'keystoneauth1': '5.16.0', 'hacking': '6.1.0',
+                          'foo': '2.10'}, floors)
+        lines, moved = CONSTRAINTS.raised(
+            ['keystoneauth1===5.15.0\n', 'hacking===6.1.0\n',
+             "foo===2.9;python_version=='3.9'\n",
+             "foo===2.11;python_version>='3.10'\n", 'bar===1.0\n'],
+            floors)
         self.assertEqual(
-            {}, {project: pins[project] for project in pinned
-                 if project in pins and pin(pins, project) != pinned[project]})
+            ['keystoneauth1===5.16.0\n', 'hacking===6.1.0\n',
+             "foo===2.10;python_version=='3.9'\n",
+             "foo===2.11;python_version>='3.10'\n", 'bar===1.0\n'], lines)
+        self.assertEqual([('keystoneauth1', '5.15.0', '5.16.0'),
+                          ('foo', '2.9', '2.10')], moved)
