@@ -527,9 +527,9 @@ def retries_line(retries):
 def outcome_summary(outcomes):
     """One line counting the outcomes of a clean or restore, by kind."""
     counts = collections.Counter(counted(o) for o in outcomes)
-    return _('Outcomes: %s.') % ', '.join(
+    return _('Outcomes: %(counts)s.') % {'counts': ', '.join(
         '%d %s' % (n, o) for o, n in sorted(
-            counts.items(), key=lambda item: (-item[1], item[0])))
+            counts.items(), key=lambda item: (-item[1], item[0])))}
 
 
 def counted(outcome):
@@ -567,7 +567,8 @@ def group_failures(outcomes):
     for number, cause in enumerate(numbered, 1):
         cause[0] = number
     short = [o if k is None or not causes[k][0] else
-             o.with_detail(_('error %d') % causes[k][0])
+             o.with_detail(_('error %(number)d') % {
+                 'number': causes[k][0]})
              for o, k in zip(outcomes, keys)]
     return short, [tuple(c) for c in numbered]
 

@@ -408,7 +408,7 @@ COMMANDS = [
         'allocations', 'restore', 'allocation orphan restore',
         _('Put back what a "clean" run changed, newest change first.'),
         _('Journals of "allocations clean" and "providers clean" alike. '
-          '%s') % _RESTORE_HELP,
+          '%(restore)s') % {'restore': _RESTORE_HELP},
         exit_codes.RESTORE_CODES,
         [opts.RESTORE_JOURNAL, opts.RESTORE_DRY_RUN, opts.METRICS_FILE] +
         _RUN, _restore, formats=('prometheus',), restoring=True,
@@ -444,7 +444,8 @@ COMMANDS = [
         _('Re-create what a "providers clean" run deleted, parents first, '
           'then the allocations that were on the trees.'),
         _('The same journal replay as "allocations restore", which undoes '
-          'the journal of either category. %s') % _RESTORE_HELP,
+          'the journal of either category. %(restore)s') % {
+            'restore': _RESTORE_HELP},
         exit_codes.RESTORE_CODES,
         [opts.RESTORE_JOURNAL.but(help=_(
             'The journal written by "providers clean".')),

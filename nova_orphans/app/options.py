@@ -163,8 +163,8 @@ HOST = Option(
 REASON = Option(
     ['--reason'], metavar='REASON', action='append', dest='reasons',
     choices=reasons.REASONS,
-    help=_('Only findings with this reason; repeatable. Choices: %s.') %
-    ', '.join(reasons.REASONS))
+    help=_('Only findings with this reason; repeatable. Choices: '
+           '%(reasons)s.') % {'reasons': ', '.join(reasons.REASONS)})
 GRACE_PERIOD = Option(
     ['--grace-period'], metavar='SECONDS', type=int, config='grace_period',
     minimum=0,
@@ -211,7 +211,8 @@ DRY_RUN = Option(
 JOURNAL = Option(
     ['--journal'], metavar='PATH',
     help=_('Journal file to append to (default: a new file in the journal '
-           'directory: %s; mode 0600).') % JOURNAL_DIRECTORY_RULE)
+           'directory: %(directory)s; mode 0600).') % {
+        'directory': JOURNAL_DIRECTORY_RULE})
 MAX_COUNT = Option(
     ['--max-count'], metavar='N', type=int, minimum=1,
     help=_('Change at most N consumers.'))
@@ -276,7 +277,7 @@ def progress(what):
 JOURNAL_DIR = Option(
     ['--journal-dir'], metavar='DIR',
     help=_('The journal directory (default: where "clean" puts journals: '
-           '%s).') % JOURNAL_DIRECTORY_RULE)
+           '%(directory)s).') % {'directory': JOURNAL_DIRECTORY_RULE})
 CLOUD = Option(
     ['--cloud'], metavar='CLOUD',
     help=_('Only the runs against this cloud: its name in clouds.yaml or '

@@ -61,7 +61,7 @@ def fault(error, adapter=None):
     """
     if isinstance(error, (ks_exc.Unauthorized, ks_exc.Forbidden)):
         return exception.CredentialsRefused(
-            service=_('Keystone at %s') % _auth_url(adapter),
+            service=_('Keystone at %(url)s') % {'url': _auth_url(adapter)},
             reason=_('%(error)s: check the user, its password, domains '
                      'and project') % {'error': _one_line(error)})
     if isinstance(error, (ks_exc.EndpointNotFound, ks_exc.EmptyCatalog)):

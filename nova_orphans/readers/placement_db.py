@@ -407,7 +407,7 @@ class PlacementDBReader(base.PlacementReader):
         if self.api_reader is None:
             raise exception.ConfigError(
                 reason=_('the placement API is needed to read consumer '
-                         '%s') % consumer_uuid)
+                         '%(consumer)s') % {'consumer': consumer_uuid})
         return self.api_reader.consumer(consumer_uuid)
 
     def consumers(self, consumer_uuids):
@@ -605,8 +605,8 @@ def _class_name(classes, rc_id):
         return classes[rc_id]
     except KeyError:
         raise exception.NovaOrphansException(
-            _('resource class id %d is not in the placement database\'s '
-              'resource_classes table') % rc_id)
+            _('resource class id %(id)d is not in the placement '
+              'database\'s resource_classes table') % {'id': rc_id})
 
 
 def consumer_documents(reader, consumer_uuids, typed=True):

@@ -71,8 +71,8 @@ ENVIRONMENTS = (
 )
 PIP = 'pip==24.3.1'
 # Debian bullseye's Python 3.9 and what it needs beyond Debian 12's
-# libraries (shared/FACTS.md, "Operators' environments").
-BULLSEYE = 'deb http://deb.debian.org/debian bullseye main\n'
+# libraries, from the Debian mirror the machine's apt already uses.
+APT = '/etc/apt'
 BULLSEYE_PACKAGES = (
     'python3.9', 'python3.9-minimal', 'libpython3.9-minimal',
     'libpython3.9-stdlib', 'python3.9-venv', 'libssl1.1', 'libffi7',
@@ -84,6 +84,63 @@ libraries=$root/usr/lib/x86_64-linux-gnu
 LD_LIBRARY_PATH=$libraries${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \\
     exec -a "$0" "$root/usr/bin/python3.9" "$@"
 '''
+
+
+# Suites of Debian's own archive (a mirror of it carries bullseye too).
+_DEBIAN_SUITES = ('buster', 'bullseye', 'bookworm', 'trixie', 'forky',
+                  'sid', 'oldoldstable', 'oldstable', 'stable', 'testing',
+                  'unstable')
+
+
+def _sources(etc):
+    """(uri, suite) of each enabled ``deb`` source of apt under ``etc``:
+    deb822 ``.sources`` files and one-line ``.list`` files in
+    ``sources.list.d``, and ``sources.list``.
+    """
+    parts = os.path.join(etc, 'sources.list.d')
+    names = sorted(os.listdir(parts)) if os.path.isdir(parts) else []
+    for name in names:
+        path = os.path.join(parts, name)
+        if name.endswith('.sources'):
+            with open(path) as f:
+                text = f.read()
+            for stanza in re.split(r'\n\s*\n', text):
+                fields = {}
+                for line in stanza.splitlines():
+                    match = re.match(r'^([A-Za-z-]+):\s*(.*)$', line)
+                    if match:
+                        fields[match.group(1).lower()] = match.group(2)
+                if ('deb' not in fields.get('types', '').split()
+                        or fields.get('enabled', 'yes').lower() == 'no'):
+                    continue
+                for uri in fields.get('uris', '').split()[:1]:
+                    for suite in fields.get('suites', '').split():
+                        yield uri, suite
+    lists = [os.path.join(parts, n) for n in names if n.endswith('.list')]
+    for path in lists + [os.path.join(etc, 'sources.list')]:
+        if not os.path.isfile(path):
+            continue
+        with open(path) as f:
+            for line in f:
+                words = re.sub(r'\[[^]]*\]', ' ', line.split('#')[0]).split()
+                if len(words) >= 3 and words[0] == 'deb':
+                    yield words[1], words[2]
+
+
+def debian_mirror(etc=APT):
+    """The URI of the Debian archive mirror apt uses here (not its
+    security archive, not another vendor's repository).
+    """
+    for uri, suite in _sources(etc):
+        base, _sep, pocket = suite.partition('-')
+        if (base in _DEBIAN_SUITES and pocket != 'security'
+                and re.match(r'^(https?|ftp|file):', uri)):
+            return uri.rstrip('/')
+    raise RuntimeError(
+        'Python 3.9 comes from Debian bullseye\'s packages, fetched from '
+        'the Debian mirror apt uses, and apt names none: no "deb" source '
+        'of a Debian suite in %(etc)s/sources.list.d/*.sources, *.list or '
+        '%(etc)s/sources.list' % {'etc': etc})
 
 
 def name(release, python):
@@ -114,11 +171,12 @@ def bullseye_python(cache):
     if not shutil.which('apt-get') or not shutil.which('dpkg'):
         raise RuntimeError('Python 3.9 comes from Debian bullseye\'s '
                            'packages: apt-get and dpkg are needed')
+    mirror = debian_mirror()
     work = tempfile.mkdtemp(prefix='bullseye-', dir=cache)
     try:
         sources = os.path.join(work, 'sources.list')
         with open(sources, 'w') as f:
-            f.write(BULLSEYE)
+            f.write('deb %s bullseye main\n' % mirror)
         for sub in ('lists/partial', 'cache/archives/partial', 'debs'):
             os.makedirs(os.path.join(work, sub))
         apt = ['apt-get', '-q', '-o', 'Dir::Etc::sourcelist=' + sources,

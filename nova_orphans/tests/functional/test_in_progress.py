@@ -9,7 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""What nova is still working on is never repaired (issue #14).
+"""What nova is still working on is never repaired.
 
 The state is what nova's confirm leaves between its database write and
 its placement write: the migration ``confirmed``, the instance ACTIVE on

@@ -34,7 +34,7 @@ from nova_orphans.tests.functional import test_keystone
 from nova_orphans.tests import warm
 
 try:
-    # The one exit-code table both front ends share (issue 27).
+    # The one exit-code table both front ends share.
     from nova_orphans import exit_codes
     ORPHANS_FOUND = exit_codes.ORPHANS_FOUND
     REPAIRED = exit_codes.REPAIRED

@@ -341,7 +341,7 @@ SCENARIOS['provider_ironic_node_removed'] = S(
                ('ironic1-node2', 'deleted_compute_node', 'delete_provider')],
     audit_leaves_providers=['ironic1-node2'])
 
-# Port bandwidth nova leaks inside a live server (issue 19).
+# Port bandwidth nova leaks inside a live server.
 _BR_EX = 'vm1@host1:Open vSwitch agent:br-ex'
 _BR_PHYS3 = 'vm1@host1:Open vSwitch agent:br-phys3'
 _LEAKED = [('vm1@host1', 'active_instance', 'none'),
@@ -485,7 +485,7 @@ SCENARIOS['provider_lookalikes'] = S(
                ('host4', 'deleted_compute_node', 'delete_provider')],
     audit_leaves_providers=['host4'])
 
-# Port bandwidth that looks leaked and is not (issue 19).
+# Port bandwidth that looks leaked and is not.
 _VM1_HOST2 = ['vm1@host2', 'vm1@host2:Open vSwitch agent:br-ex',
               'vm1@host2:Open vSwitch agent:br-phys3']
 _PORTS_LIVE = [('vm1@host1', 'active_instance', 'none'),

@@ -9,7 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""``clean`` from cron on a busy cloud (issue 14).
+"""``clean`` from cron on a busy cloud.
 
 From the end of setUp ``clean`` runs in a loop in a thread of its own,
 as cron would run it, ``nova-orphans-manage allocations clean`` and

@@ -47,7 +47,7 @@ from nova_orphans.tests.scenario import cycle
 from nova_orphans.tests.scenario import osc
 from nova_orphans.tests.scenario import test_providers
 
-#: Keys of a ``providers list`` JSON row (issue #17's contract).
+#: Keys of a ``providers list`` JSON row: a contract with other tooling.
 PROVIDER_KEYS = frozenset((
     'uuid', 'name', 'root_provider', 'parent_provider', 'host', 'cell',
     'compute_node', 'reason', 'action', 'allocations', 'orphan_allocations',

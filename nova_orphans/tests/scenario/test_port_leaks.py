@@ -9,7 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Port allocations nova leaks inside a live server (issue 19).
+"""Port allocations nova leaks inside a live server.
 
 nova 34 leaves part of a live server's allocation behind in two places
 and says so in its log:

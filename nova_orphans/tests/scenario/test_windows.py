@@ -9,7 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""``clean`` run while nova is inside a confirm or a revert (issue 14).
+"""``clean`` run while nova is inside a confirm or a revert.
 
 nova records a move as ended before it has finished with the move's
 allocations:
@@ -49,7 +49,7 @@ MANAGER = 'nova.compute.manager.ComputeManager'
 
 
 def disable_guard(test):
-    """What a run of the tool without issue 14's fix does.
+    """What a run of the tool without its guard for nova's windows does.
 
     No state check (``rules.unsettled`` never answers) and no grace
     period. For tests only: the tool has no switch for it.

@@ -373,7 +373,7 @@ GRACE = datetime.timedelta(seconds=300)
 
 
 class UnsettledTestCase(ClassifyTestCase):
-    """nova between its database write and its placement write (#14).
+    """nova between its database write and its placement write.
 
     The run's clock is NOW, its grace period GRACE: changes at or after
     NOW - GRACE are recent.
