@@ -48,6 +48,24 @@ def safe_error(error, *urls):
     return strutils.mask_password(text)
 
 
+def location(url):
+    """Where a database is, and nothing else: {'host': host[:port] or
+    None, 'name': the database (a sqlite file's path)}; None for no or
+    an unparsable URL. For a journal's run header: never its user or
+    password.
+    """
+    try:
+        parsed = sa_url.make_url(url)
+    except Exception:  # noqa: an unparsable URL names nothing
+        return None
+    host = parsed.host
+    if host and parsed.port:
+        host = '%s:%d' % (host, parsed.port)
+    if not (host or parsed.database):
+        return None
+    return {'host': host or None, 'name': parsed.database}
+
+
 def _password(url):
     try:
         return sa_url.make_url(url).password
