@@ -339,6 +339,7 @@ class _Reader:
         # The run lines go to (any version), and the version 3 run
         # whose chain is open (no end record yet).
         self.run = Run()
+        self.runs.append(self.run)
         self.open = None
         # The sum of the last whole line (None: of an earlier release,
         # or none), and whether it was of this version.
