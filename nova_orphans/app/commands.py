@@ -277,7 +277,7 @@ def _restore(command, values, context):
     report = _repaired(result, _('restore(s)'),
                        _('The journal holds no change to restore.'), metrics)
     # After the rows: what was restored, then why it may not be all.
-    report.notes += result.unproven
+    report.notes += report_mod.lines(result.unproven)
     if result.signum is not None and result.not_attempted:
         report.notes.append(Line(
             _('To restore the rest: %(command)s'),

@@ -98,6 +98,8 @@ class Run:
         self.entries = []
         self.end = None
         self.first_line = self.last_line = line
+        # Whether its last line is cut short.
+        self.cut = False
         self.lines = 1
         self.sum = self.header.get('sum')
 
@@ -392,6 +394,7 @@ class _Reader:
         glued = following is not None and following.number == item.number
         if self.open is not None:
             self.open.last_line = item.number
+            self.open.cut = True
             self.unended.append(self.open)
             self.open = None
         elif not glued and (self.last_v3 or not self.whole and
@@ -538,12 +541,13 @@ def proof_lines(path, contents):
             lines.append(_(
                 'WARNING: journal %(path)s: %(run)s has no end record: the '
                 'run was killed (SIGKILL, the OOM killer, a power cut), or '
-                'this file was cut short after line %(last)d (a partial '
-                'copy, a full disk). Its %(count)d entries that verify are '
-                'those read above; any it wrote after them are not in this '
-                'file.') % {
+                'this file was cut short %(where)s (a partial copy, a full '
+                'disk). Its %(count)d entry(ies) that verify are those read '
+                'above; any it wrote after them are not in this file.') % {
                 'path': path, 'run': unended.describe(),
-                'last': unended.last_line, 'count': len(unended.entries)})
+                'where': (_('at line %d') if unended.cut else
+                          _('after line %d')) % unended.last_line,
+                'count': len(unended.entries)})
         else:
             lines.append(_(
                 'WARNING: journal %(path)s, line %(line)d: cut short, and '

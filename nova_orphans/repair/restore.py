@@ -87,8 +87,10 @@ def identity(placement, cloud, legacy=False):
         kinds['region'] = cloud['region']
     database = cloud.get('api_database')
     if isinstance(database, dict) and database.get('name'):
-        kinds['api_database'] = '%s/%s' % (database.get('host') or '',
-                                           database['name'])
+        kinds['api_database'] = ('%s/%s' % (database['host'],
+                                            database['name'])
+                                 if database.get('host')
+                                 else database['name'])
     return kinds
 
 
