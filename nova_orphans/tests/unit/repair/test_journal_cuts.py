@@ -32,6 +32,7 @@ from oslotest import base
 from nova_orphans import exception
 from nova_orphans.repair import journal
 from nova_orphans.repair import journal_verify
+from nova_orphans.repair import restore
 
 PAGE = 4096
 ENDPOINT = 'http://placement.example:8778'
@@ -313,6 +314,10 @@ class CutTestCase(base.BaseTestCase):
         e = self.assertRaises(exception.JournalError, other.record,
                               entry('b', pad=0))
         self.assertEqual(refused, str(e))
+        # Nor is it restored while a run writes it.
+        e = self.assertRaises(exception.JournalError, restore.load,
+                              self.path, ENDPOINT)
+        self.assertEqual(refused, str(e))
         j.close()
         journal.check_path(self.path)
         other.record(entry('b', pad=0))
@@ -392,6 +397,7 @@ _CHILD = """
 import sys
 from nova_orphans.repair import journal
 from nova_orphans.repair import journal_verify
+from nova_orphans.repair import restore
 j = journal.Journal(sys.argv[1], placement=sys.argv[2])
 j.record_many([{'action': 'delete_consumer',
                 'findings': [{'details': 'x' * 16384}],

@@ -21,12 +21,15 @@ and a restore): four runs, a "not applied" line, a restore's mark.
 import json
 import os
 import re
+from unittest import mock
 
 import fixtures
 from oslotest import base
 
+from nova_orphans.app import allocations
 from nova_orphans.app import results
 from nova_orphans import exception
+from nova_orphans import interrupt
 from nova_orphans import outcomes
 from nova_orphans.repair import journal
 from nova_orphans.repair import journal_verify
@@ -342,3 +345,26 @@ class ExitCodeTestCase(base.BaseTestCase):
             self.assertEqual(code, result.exit_code)
             result.unproven = []
             self.assertNotEqual(11, result.exit_code)
+
+
+class EndRecordTestCase(base.BaseTestCase):
+    """A clean's journal ends with how the run ended: on an error too
+    (the journal is closed whatever happens).
+    """
+
+    def test_error(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, 'j')
+        sources = mock.Mock(concurrency=2, placement_db=None)
+        sources.placement.endpoint = PLACEMENT
+        sources.cloud.return_value = CLOUD
+
+        def work(repairer, journal_):
+            journal_.record(_v2_entries()[0])
+            raise RuntimeError('boom')
+        self.assertRaises(
+            RuntimeError, allocations.repair, sources, mock.Mock(),
+            [mock.Mock()], work, allocations.RepairOptions(journal=path),
+            interrupt.Stop())
+        run, = journal.load(path).runs
+        self.assertEqual(('error', CLOUD, PLACEMENT),
+                         (run.ended, run.cloud, run.placement))
