@@ -154,10 +154,13 @@ class Metrics:
             retries=_counts(retries))
 
     def repair(self, command, result, retries=None):
+        # A restore from a journal that cannot prove it is whole is no
+        # success either.
         self.text = metrics_mod.repair(
             command, result.rows, result.outcomes, self._duration(),
             unreadable_cells=len(result.unreadable_cells),
-            metrics_file=self.path, incomplete=result.incomplete,
+            metrics_file=self.path,
+            incomplete=result.incomplete or bool(result.unproven),
             retries=_counts(retries))
 
 

@@ -346,6 +346,16 @@ class ExitCodeTestCase(base.BaseTestCase):
             result.unproven = []
             self.assertNotEqual(11, result.exit_code)
 
+    def test_no_success_in_the_metrics(self):
+        result = results.Repair([], [], restoring=True, unproven=['x'])
+        for unproven, last in ((['x'], '0.0'), ([], '1.7e+09')):
+            result.unproven = unproven
+            metrics = allocations.Metrics()
+            with mock.patch('time.time', return_value=1700000000):
+                metrics.repair('restore', result)
+            self.assertIn('\nnova_orphans_restore_last_success_timestamp_'
+                          'seconds %s\n' % last, metrics.text)
+
 
 class EndRecordTestCase(base.BaseTestCase):
     """A clean's journal ends with how the run ended: on an error too
