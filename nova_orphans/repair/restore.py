@@ -11,6 +11,10 @@
 #    under the License.
 """Undo repairs from a journal, newest first, exactly as they were.
 
+Nothing is written before the whole journal is verified (see
+journal_verify) and known to be of the cloud reached now (see
+check_cloud).
+
 An entry is put back only when every consumer it touched still holds
 exactly what the repair left; a consumer that changed since (nova moved
 the instance, someone else wrote) is refused and reported, never
