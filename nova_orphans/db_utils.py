@@ -48,6 +48,30 @@ def safe_error(error, *urls):
     return strutils.mask_password(text)
 
 
+# The servers' own ports, as a URL without one reaches them.
+_PORTS = {'mysql': 3306, 'mariadb': 3306, 'postgresql': 5432}
+
+
+def location(url):
+    """Where a database is, and nothing else: {'host': host[:port] or
+    None, 'name': the database (a sqlite file's path)}, the same
+    however the URL writes its server's default port; None for no or an
+    unparsable URL. For a journal's run header: never its user or
+    password.
+    """
+    try:
+        parsed = sa_url.make_url(url)
+    except Exception:  # noqa: an unparsable URL names nothing
+        return None
+    host = parsed.host.lower() if parsed.host else None
+    backend = parsed.get_backend_name()
+    if host and parsed.port and parsed.port != _PORTS.get(backend):
+        host = '%s:%d' % (host, parsed.port)
+    if not (host or parsed.database):
+        return None
+    return {'host': host or None, 'name': parsed.database}
+
+
 def _password(url):
     try:
         return sa_url.make_url(url).password

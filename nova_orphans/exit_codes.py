@@ -37,6 +37,7 @@ CONFIG_ERROR = 7
 UNREACHABLE = 8
 CREDENTIALS_REFUSED = 9
 NOVA_UNREADABLE = 10
+JOURNAL_UNPROVEN = 11
 INVALID_INPUT = 127
 INTERRUPTED = 130
 TERMINATED = 143
@@ -68,8 +69,14 @@ MEANINGS = {
                            'needed); nothing was changed'),
     NOVA_UNREADABLE: _('nova could not be read: its API database, or its '
                        'compute API; nothing was changed'),
+    JOURNAL_UNPROVEN: _('the journal a restore read cannot prove it is '
+                        'whole (a run in it has no end record: it was '
+                        'killed, or the file was cut short); the entries '
+                        'that verify were restored, and a line says what '
+                        'to check'),
     INVALID_INPUT: _('invalid input on the command line (an option, a '
-                     'uuid, a host, a journal); nothing was changed'),
+                     'uuid, a host, a journal that is empty, damaged, '
+                     'altered or of another cloud); nothing was changed'),
     INTERRUPTED: _('interrupted by SIGINT; what was done is printed first'),
     TERMINATED: _('terminated by SIGTERM; what was done is printed first'),
     UNEXPECTED: _('unexpected error: a bug in nova-orphans'),
@@ -82,6 +89,11 @@ RESTORE_MEANINGS = {
                      'restored)'),
     ORPHANS_FOUND: _('entries would be restored (--dry-run)'),
     REPAIRED: _('everything restored'),
+    JOURNAL_UNPROVEN: _('the journal cannot prove it is whole (a run in it '
+                        'has no end record: it was killed, or the file was '
+                        'cut short); the entries that verify were restored '
+                        '(with --dry-run, judged), and a line says what to '
+                        'check'),
 }
 
 # The codes every action can end with, whatever it does.
@@ -94,7 +106,8 @@ CLEAN_CODES = (SUCCESS, REPAIR_FAILED, INCOMPLETE, ORPHANS_FOUND, REPAIRED,
                INCOMPLETE_WITH_ORPHANS) + _FAULTS
 RESTORE_CODES = (SUCCESS, REPAIR_FAILED, ORPHANS_FOUND, REPAIRED,
                  CONFIG_ERROR, UNREACHABLE, CREDENTIALS_REFUSED,
-                 INVALID_INPUT, INTERRUPTED, TERMINATED, UNEXPECTED)
+                 JOURNAL_UNPROVEN, INVALID_INPUT, INTERRUPTED, TERMINATED,
+                 UNEXPECTED)
 JOURNAL_LIST_CODES = (SUCCESS, CONFIG_ERROR, INVALID_INPUT, INTERRUPTED,
                       TERMINATED, UNEXPECTED)
 JOURNAL_PRUNE_CODES = (SUCCESS, REPAIR_FAILED, CONFIG_ERROR, INVALID_INPUT,
@@ -103,7 +116,7 @@ ALL_CODES = tuple(sorted(MEANINGS))
 
 # Which code wins when several apply, first to last.
 ORDER = (INTERRUPTED, REPAIR_FAILED, INCOMPLETE_WITH_ORPHANS, INCOMPLETE,
-         REPAIRED, ORPHANS_FOUND, SUCCESS)
+         JOURNAL_UNPROVEN, REPAIRED, ORPHANS_FOUND, SUCCESS)
 # A list's 3: nothing was repaired, nor asked to be.
 LIST_MEANINGS = {ORPHANS_FOUND: _('orphans found')}
 SAME_CODES = _('The codes are the same for nova-orphans-manage and the '

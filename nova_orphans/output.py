@@ -63,8 +63,9 @@ DROP_ORDER = ('consumer_type', 'host', 'resources', 'action',
               'allocations', 'orphan_allocations', 'resource_provider_name',
               'name',
               # journals list and prune
-              'run', 'placement', 'not_applied', 'command', 'restored',
-              'modified', 'entries', 'started')
+              'restored_by', 'restored_into', 'run', 'placement',
+              'not_applied', 'command', 'restored', 'ended', 'modified',
+              'entries', 'started')
 
 TABLE = 'table'
 VALUE = 'value'

@@ -326,8 +326,9 @@ def sandbox(args):
         if ks:
             section = ks.password_section()
             ks.set_endpoints(catalog(placement=rp_api.endpoint))
-        nova.write_nova_conf(conf, section, extra={
-            'nova_orphans': {'state_path': os.path.join(nova.dir, 'state')}})
+        # No state_path: both front ends then find the journals of the
+        # shell's XDG_STATE_HOME (keep_hint), by the same default rule.
+        nova.write_nova_conf(conf, section)
         made = seed(rp_api, nova)
         nodes = made.pop('nodes')
         print('Sandbox cloud: placement at %s, nova databases in %s'
@@ -351,7 +352,8 @@ def sandbox(args):
         print('(exit code %d: %s)' % (rc, {0: 'nothing found',
                                            3: 'orphans found'}.get(rc, '?')))
         if args.keep:
-            print(keep_hint(conf, shown=bool(ks)), flush=True)
+            print(keep_hint(conf, os.path.join(nova.dir, 'state'),
+                            shown=bool(ks)), flush=True)
             with compute_api(nova, rp_api, ks) as clouds:
                 print(osc_hint(clouds), flush=True)
                 print('\nStop it with Ctrl-C, or: kill -TERM %d' %
@@ -501,7 +503,8 @@ def osc_hint(clouds):
     if not os.path.isabs(openstack):
         lines.extend(['', 'Install python-openstackclient to use it.'])
         return '\n'.join(lines)
-    lines.extend(['', 'Try, in another shell (after the "." line above):',
+    lines.extend(['', 'Try, in another shell (after the lines above that '
+                  'start with "." and "export"):',
                   '  export OS_CLIENT_CONFIG_FILE=%s' % shlex.quote(clouds)])
     for argv in HINTS:
         lines.append('  openstack --os-cloud sandbox %s' % ' '.join(
@@ -518,9 +521,11 @@ def _shown(path):
                 for line in f.read().rstrip('\n').splitlines()]
 
 
-def keep_hint(conf, shown=False):
+def keep_hint(conf, state, shown=False):
     """Commands to paste into another shell, whatever its directory;
-    ``shown``: nova.conf itself first.
+    ``shown``: nova.conf itself first. XDG_STATE_HOME is ``state``, in
+    the sandbox's directory: the journal directory of both front ends
+    in that shell, removed with the sandbox.
     """
     manage = _console_script('nova-orphans-manage')
     activate = os.path.join(os.path.dirname(manage), 'activate')
@@ -533,11 +538,13 @@ def keep_hint(conf, shown=False):
     if os.path.exists(activate):
         lines.append('  . %s' % shlex.quote(activate))
         manage = 'nova-orphans-manage'
+    lines.append('  export XDG_STATE_HOME=%s' % shlex.quote(state))
     for argv in HINTS:
         lines.append('  %s --config-file %s %s' % (
             manage, shlex.quote(conf), ' '.join(argv)))
     lines.append('("clean" prints its journal\'s path for "restore", which '
-                 'also undoes a "providers clean".)')
+                 'also undoes a "providers clean"; both front ends keep '
+                 'their journals in $XDG_STATE_HOME/nova-orphans.)')
     return '\n'.join(lines)
 
 

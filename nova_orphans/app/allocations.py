@@ -27,9 +27,11 @@ from nova_orphans.engine import classify
 from nova_orphans.engine import projects as projects_mod
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import interrupt
 from nova_orphans import metrics as metrics_mod
 from nova_orphans.repair import actions
 from nova_orphans.repair import journal
+from nova_orphans.repair import journal_verify
 from nova_orphans.repair import restore as restore_mod
 
 
@@ -152,10 +154,13 @@ class Metrics:
             retries=_counts(retries))
 
     def repair(self, command, result, retries=None):
+        # A restore from a journal that cannot prove it is whole is no
+        # success either.
         self.text = metrics_mod.repair(
             command, result.rows, result.outcomes, self._duration(),
             unreadable_cells=len(result.unreadable_cells),
-            metrics_file=self.path, incomplete=result.incomplete,
+            metrics_file=self.path,
+            incomplete=result.incomplete or bool(result.unproven),
             retries=_counts(retries))
 
 
@@ -292,40 +297,63 @@ def repair(sources, listing, orphans, work, options, stop, progress=None,
             progress=progress, stop=stop),
         placement_db=sources.placement_db, zun_reader=sources.zun())
     stop.start_writing(options.notice)
+    ended = journal.ERROR
     try:
         done = work(repairer, journal_)
+        ended = journal.COMPLETED
     finally:
+        unended = None
         if journal_ is not None:
-            journal_.close()
+            # Its end record says how it ended (see journal_verify).
+            unended = journal_.close(
+                ended if stop.signum is None
+                else interrupt.signal_name(stop.signum))
     return results.Repair(
         done.rows, done.outcomes, listing,
         journal_path=(journal_.path if journal_ is not None and
                       journal_.entries else None),
         signum=stop.signum, conflicts=repairer.conflicts,
         allocation_outcomes=done.allocation_outcomes,
-        cloud=journal_.header.get('cloud') if journal_ is not None else None)
+        cloud=journal_.header.get('cloud') if journal_ is not None else None,
+        unended=unended)
 
 
 def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
-            notice=None, metrics=None):
+            notice=None, metrics=None, journal_clouds=()):
     """Put back what a clean of either category changed, newest first.
 
-    ``warn(line)`` is told of each journal line that was cut short;
-    ``metrics`` (a Metrics) are made of the run's rows and outcomes.
+    The whole journal is verified first, and refused if it is damaged,
+    altered or of another cloud (``journal_clouds``: the placement
+    endpoints --journal-cloud names as the journal's, reached now at
+    another address). ``warn(line)`` is told of each journal line of an
+    earlier release that was cut short, and that such lines cannot be
+    verified; the result says whether the journal could prove it is
+    whole (``unproven``). ``metrics`` (a Metrics) are made of the run's
+    rows and outcomes.
     """
     if metrics is not None:
         metrics.check()
-    entries = restore_mod.load(sources.placement, path, warn=warn,
-                               cloud=sources.cloud())
+    client = sources.placement
+    cloud = sources.cloud()
+    contents = restore_mod.load(path, client.endpoint, cloud,
+                                journal_clouds)
+    if warn is not None:
+        for line in contents.warnings + list(filter(None, [
+                journal_verify.unverified_line(path, contents)])):
+            warn(line)
     stop.start_writing(notice)
     done = restore_mod.restore(
-        sources.placement, entries, dry_run=dry_run,
+        client, contents.entries, dry_run=dry_run,
         concurrency=sources.concurrency, progress=progress, stop=stop,
         placement_db=sources.placement_db)
     result = results.Repair([f for f, _o in done], [o for _f, o in done],
-                            signum=stop.signum, restoring=True)
+                            signum=stop.signum, restoring=True,
+                            unproven=journal_verify.proof_lines(path,
+                                                                contents))
     if not dry_run:
-        journals.mark_restored(path, result, warn=warn)
+        journals.mark_restored(path, result, placement=client.endpoint,
+                               cloud=cloud, journal_clouds=journal_clouds,
+                               warn=warn)
     if metrics is not None:
         metrics.repair('restore', result, sources.retries)
     return result

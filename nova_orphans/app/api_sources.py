@@ -21,6 +21,9 @@ from nova_orphans.readers import placement_api
 from nova_orphans.readers import provider_proof
 from nova_orphans.readers import zun_api
 
+# How a journal's run header names the front end that wrote it.
+FRONT_END = 'openstack'
+
 
 class APISources(sources.Sources):
     """osc's clients: the compute, placement and network APIs, and
@@ -73,10 +76,11 @@ class APISources(sources.Sources):
         return self.clients.placement
 
     def cloud(self):
-        """osc's cloud: its clouds.yaml name, auth URL, region and
-        project (see osc/plugin.py's cloud_identity).
+        """osc's cloud: its clouds.yaml name, keystone's auth URL, the
+        region and project (see osc/plugin.py's cloud_identity).
         """
-        return dict(getattr(self.clients, 'cloud', None) or {})
+        return dict(getattr(self.clients, 'cloud', None) or {},
+                    front_end=FRONT_END)
 
     def placement_reader(self):
         return placement_api.PlacementAPIReader(self.placement,

@@ -272,9 +272,12 @@ def _restore(command, values, context):
     result = allocations.restore(
         context.sources(), values['journal'], context.stop,
         dry_run=values.get('dry_run'), progress=context.progress,
-        warn=context.say, notice=context.notice, metrics=metrics)
+        warn=context.say, notice=context.notice, metrics=metrics,
+        journal_clouds=values.get('journal_clouds') or ())
     report = _repaired(result, _('restore(s)'),
                        _('The journal holds no change to restore.'), metrics)
+    # After the rows: what was restored, then why it may not be all.
+    report.notes += report_mod.lines(result.unproven)
     if result.signum is not None and result.not_attempted:
         report.notes.append(Line(
             _('To restore the rest: %(command)s'),
@@ -305,6 +308,11 @@ def _repaired(result, what, nothing, metrics=None):
     notes += output.failure_lines(causes)
     if result.journal_path is not None:
         notes.append(_('Journal: %(path)s') % {'path': result.journal_path})
+        if result.unended:
+            notes.append(_(
+                'WARNING: its end record could not be written (%(error)s): '
+                'its entries are all there, but "restore" will say it '
+                'cannot prove it is whole.') % {'error': result.unended})
         # restore is an "allocations" action whichever category ran.
         notes.append(Line(_('To undo: %(command)s'), CommandLine(
             'allocations', 'restore', '--journal', result.journal_path)))
@@ -326,12 +334,23 @@ def _journal_dir(values, context):
 
 def _list_journals(command, values, context):
     directory = _journal_dir(values, context)
-    rows = [r.to_dict() for r in journals.list_runs(
-        directory, warn=context.say, cloud=values.get('cloud'))]
+    cloud = values.get('cloud')
+    every = journals.list_runs(directory, warn=context.say)
+    rows = [r.to_dict() for r in every
+            if not cloud or journals.of_cloud(r, cloud)]
+    if rows:
+        nothing = []
+    elif every:
+        nothing = [_('No run against cloud %(cloud)s in %(dir)s; its '
+                     '%(count)d run(s) are against: %(clouds)s.') % {
+            'cloud': cloud, 'dir': directory, 'count': len(every),
+            'clouds': ', '.join(sorted({r.cloud or r.placement or '-'
+                                        for r in every}))}]
+    else:
+        nothing = [_('No journal in %(dir)s.') % {'dir': directory}]
     return report_mod.Report(
         exit_codes.SUCCESS, rows=rows, keys=journals.JournalRun.KEYS,
-        findings=False, summary=[] if rows else [
-            _('No journal in %(dir)s.') % {'dir': directory}])
+        findings=False, summary=nothing)
 
 
 def _prune_journals(command, values, context):
@@ -370,7 +389,13 @@ _RESTORE_HELP = _(
     'allocations that were on it, and refused if a provider with its uuid '
     'or name exists again. A consumer that changed since the repair is '
     'refused and reported, never overwritten; the others are still '
-    'restored.')
+    'restored.\n\nThe whole journal is verified before the first write, '
+    'dry runs too: a line altered, missing, added, moved or glued to '
+    'another, an empty file, or a journal of another cloud than the one '
+    'reached now (see --journal-cloud) is refused, and nothing is '
+    'written. A journal whose run has no end record (it was killed, or '
+    'the file was cut short) is restored as far as it verifies, and ends '
+    '11.')
 
 COMMANDS = [
     Command(
@@ -410,9 +435,9 @@ COMMANDS = [
         _('Journals of "allocations clean" and "providers clean" alike. '
           '%(restore)s') % {'restore': _RESTORE_HELP},
         exit_codes.RESTORE_CODES,
-        [opts.RESTORE_JOURNAL, opts.RESTORE_DRY_RUN, opts.METRICS_FILE] +
-        _RUN, _restore, formats=('prometheus',), restoring=True,
-        progress=_RESTORED),
+        [opts.RESTORE_JOURNAL, opts.RESTORE_DRY_RUN, opts.JOURNAL_CLOUD,
+         opts.METRICS_FILE] + _RUN, _restore, formats=('prometheus',),
+        restoring=True, progress=_RESTORED),
     Command(
         'providers', 'list', 'resource provider orphan list',
         _('List resource provider trees of compute nodes nova deleted.'),
@@ -449,7 +474,7 @@ COMMANDS = [
         exit_codes.RESTORE_CODES,
         [opts.RESTORE_JOURNAL.but(help=_(
             'The journal written by "providers clean".')),
-         opts.RESTORE_DRY_RUN] + _RUN,
+         opts.RESTORE_DRY_RUN, opts.JOURNAL_CLOUD] + _RUN,
         _restore, restoring=True, progress=_RESTORED),
     Command(
         'journals', 'list', 'allocation orphan journal list',
@@ -457,9 +482,11 @@ COMMANDS = [
         _('One row per clean run: its journal, run id, the cloud it ran '
           'against (openstack: the cloud\'s name; nova-orphans-manage: its '
           'configuration files) and the placement it wrote to, host, when '
-          'it started, its entries, how many placement refused (never '
+          'it started, how it ended ("no end record": killed, or the file '
+          'cut short), its entries, how many placement refused (never '
           'applied), and when a restore of the journal last ended after '
-          'it. Changes nothing.'),
+          'it, into which placement and by which front end. Reads only the '
+          'journal directory: no cloud, no credentials. Changes nothing.'),
         exit_codes.JOURNAL_LIST_CODES, [opts.JOURNAL_DIR, opts.CLOUD],
         _list_journals, requests=False),
     Command(

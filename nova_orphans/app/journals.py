@@ -39,11 +39,18 @@ class JournalRun:
     cloud's name in clouds.yaml (else its auth URL); for
     ``nova-orphans-manage``, the configuration files it read; empty for
     a journal written before runs recorded it. ``placement`` is the
-    placement endpoint the run wrote to.
+    placement endpoint the run wrote to. ``ended``: how the run ended
+    (``completed``, ``error``, ``SIGINT``, ``SIGTERM``; "no end record"
+    if it was killed or the file was cut short; empty before journals
+    recorded it). ``restored``, ``restored_into`` and ``restored_by``:
+    when the last restore of the journal after the run ended, the
+    placement it restored into and its front end (empty before
+    restores recorded them).
     """
 
     KEYS = ('journal', 'run', 'command', 'cloud', 'placement', 'host',
-            'started', 'entries', 'not_applied', 'restored')
+            'started', 'ended', 'entries', 'not_applied', 'restored',
+            'restored_into', 'restored_by')
 
     def __init__(self, path, run, restores):
         header = run.header
@@ -55,13 +62,17 @@ class JournalRun:
         self.placement = run.placement
         self.host = header.get('host')
         self.started = header.get('time') or run.entries[0].get('time')
+        self.ended = run.ended
         self.entries = len(run.entries)
         self.not_applied = sum(1 for e in run.entries
                                if e.get('applied') is False)
         # The last restore of the journal after this run, if any.
-        later = [r.get('time') for r in restores
+        later = [r for r in restores
                  if (r.get('time') or '') >= (self.started or '')]
-        self.restored = later[-1] if later else None
+        last = later[-1] if later else {}
+        self.restored = last.get('time')
+        self.restored_into = last.get('placement')
+        self.restored_by = (last.get('cloud') or {}).get('front_end')
 
     def to_dict(self):
         return {key: getattr(self, key) for key in self.KEYS}
@@ -84,12 +95,12 @@ class Pruned:
 
 def cloud_label(cloud):
     """A run's cloud in one word (see JournalRun), or None."""
-    if cloud.get('name') or cloud.get('auth_url'):
-        return cloud.get('name') or cloud.get('auth_url')
     files = cloud.get('config_files') or []
     if cloud.get('config_dir'):
         files = files + [cloud['config_dir']]
-    return ','.join(files) or None
+    if files:
+        return ','.join(files)
+    return cloud.get('name') or cloud.get('auth_url') or None
 
 
 def _same_url(a, b):
@@ -183,21 +194,29 @@ def prune_exit_code(rows):
     return exit_codes.SUCCESS
 
 
-def mark_restored(path, result, warn=None):
-    """Say in the journal that a restore of it ended (see
-    Journal.restored); a journal that cannot be written to is told to
-    ``warn`` and left as it is: the restore itself is done.
+def mark_restored(path, result, placement=None, cloud=None,
+                  journal_clouds=(), warn=None):
+    """Say in the journal that a restore of it ended, into which cloud
+    (``placement`` and ``cloud``, in its run header, as a clean's) and
+    by which front end (see Journal.restored); a journal that cannot be
+    written to is told to ``warn`` and left as it is: the restore itself
+    is done.
     """
     done = result.done
     failed = result.failed
     if not done and not failed:
         return
-    mark = journal.Journal(path, command='restore')
+    mark = journal.Journal(path, command='restore', placement=placement,
+                           cloud=cloud)
     try:
-        mark.restored(done, failed)
+        mark.restored(done, failed, journal_clouds)
     except exception.JournalError as e:
         if warn is not None:
             warn(_('WARNING: %(error)s; "journals list" will not show it '
                    'restored.') % {'error': e})
     finally:
-        mark.close()
+        error = mark.close()
+    if error and warn is not None:
+        warn(_('WARNING: journal %(path)s: the restore\'s end record could '
+               'not be written (%(error)s).') % {'path': path,
+                                                 'error': error})

@@ -226,6 +226,15 @@ RESTORE_JOURNAL = JOURNAL.but(
     required=True, help=_('The journal written by "clean".'))
 RESTORE_DRY_RUN = DRY_RUN.but(
     help=_('Show what would be restored; change nothing.'))
+JOURNAL_CLOUD = Option(
+    ['--journal-cloud'], metavar='PLACEMENT_URL', action='append',
+    dest='journal_clouds',
+    help=_('Restore a journal whose runs recorded another cloud than the '
+           'one reached now: this names the journal\'s cloud, by the '
+           'placement endpoint its runs recorded, as the same cloud reached '
+           'at another address (an internal and a public endpoint, a new '
+           'name); repeatable. Without it, such a journal is refused, and '
+           'the refusal names the value.'))
 
 # The run ------------------------------------------------------------------
 

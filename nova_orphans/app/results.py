@@ -72,12 +72,15 @@ class Repair:
     ``allocation_outcomes``: the outcomes of the allocation repairs a
     provider clean made first; ``cloud``: what names the cloud the run
     reached, as its journal records it (Sources.cloud), for the command
-    that undoes it.
+    that undoes it; ``unended``: why a clean's journal has no end record
+    (it could not be written), or None; ``unproven``: a restore's lines
+    saying its journal cannot prove it is whole (no end record), [] when
+    it can.
     """
 
     def __init__(self, rows, outcomes, listing=None, journal_path=None,
                  signum=None, conflicts=0, allocation_outcomes=(),
-                 restoring=False, cloud=None):
+                 restoring=False, cloud=None, unended=None, unproven=()):
         self.rows = rows
         self.outcomes = outcomes
         self.listing = listing
@@ -87,6 +90,8 @@ class Repair:
         self.allocation_outcomes = list(allocation_outcomes)
         self.restoring = restoring
         self.cloud = cloud or {}
+        self.unended = unended
+        self.unproven = list(unproven)
 
     @property
     def unreadable_cells(self):
@@ -123,7 +128,9 @@ class Repair:
     def exit_code(self):
         """130/143 if a signal came once writing had begun, whatever was
         left undone: the operator asked the run to stop, and a script
-        must not read it as finished. Else the rows' (outcomes.exit_code:
+        must not read it as finished. 11 for a restore whose journal
+        cannot prove it is whole, unless an entry failed (1). Else the
+        rows' (outcomes.exit_code:
         4 only when no orphan found is left; one skipped for
         --max-count, --dry-run or any other reason leaves 3), made 5 or
         2 by what could not be read.
@@ -131,6 +138,10 @@ class Repair:
         if self.signum is not None:
             return exit_codes.of_signal(self.signum)
         code = outcomes.exit_code(self.outcomes)
+        if self.unproven and code != exit_codes.REPAIR_FAILED:
+            # Never 0, 3 or 4 from a journal that cannot prove it holds
+            # every change its runs made.
+            return exit_codes.JOURNAL_UNPROVEN
         if code == exit_codes.REPAIR_FAILED or not self.incomplete:
             return code
         if code in (exit_codes.ORPHANS_FOUND, exit_codes.REPAIRED):

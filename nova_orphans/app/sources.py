@@ -31,6 +31,7 @@ import os
 import time
 
 from nova_orphans.conf import placement as placement_conf
+from nova_orphans import db_utils
 from nova_orphans.engine import rules as rules_mod
 from nova_orphans.engine import site_rules
 from nova_orphans.readers import nova_db
@@ -42,6 +43,8 @@ from nova_orphans.repair import journal
 # Requests in flight at once through the APIs, as [nova_orphans]
 # placement_concurrency's default.
 API_CONCURRENCY = 8
+# How a journal's run header names the front end that wrote it.
+FRONT_END = 'nova-orphans-manage'
 
 
 class Sources:
@@ -87,7 +90,8 @@ class Sources:
 
     def cloud(self):
         """What names the cloud, for a journal's run header (see
-        repair/journal.py's Run.cloud); {} when nothing does.
+        journal_verify.Run.cloud, restore.identity): the addresses a
+        restore compares, never a secret; {} when nothing does.
         """
         return {}
 
@@ -153,11 +157,29 @@ class DatabaseSources(Sources):
         return self._rules
 
     def cloud(self):
-        """The configuration files read: nova.conf names its cloud."""
-        cloud = {'config_files': [os.path.abspath(path) for path in
+        """The configuration files read, which name the cloud where
+        journals are listed, and the addresses they give: keystone's
+        auth URL and the region of ``[placement]`` (when it goes through
+        keystone), and the API database's host and name (never its
+        user or password).
+        """
+        cloud = {'front_end': FRONT_END,
+                 'config_files': [os.path.abspath(path) for path in
                                   self.conf.config_file or ()]}
         if self.conf.config_dir:
             cloud['config_dir'] = os.path.abspath(self.conf.config_dir)
+        # keystoneauth registers the auth plugin's options (auth_url)
+        # when the client is made.
+        self.placement
+        group = self.conf[placement_conf.GROUP]
+        for key, option in (('auth_url', 'auth_url'),
+                            ('region', 'region_name')):
+            value = getattr(group, option, None)
+            if value:
+                cloud[key] = value
+        database = db_utils.location(self.conf.api_database.connection)
+        if database:
+            cloud['api_database'] = database
         return cloud
 
     def _api_reader(self):

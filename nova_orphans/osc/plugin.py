@@ -149,9 +149,11 @@ def cataloged(instance, service_adapter):
 def cloud_identity(instance):
     """What names the cloud reached, for a journal's run header: the
     cloud's name in clouds.yaml (None when the command line or OS_*
-    variables alone give it), its auth URL, region and project. The
-    name alone may differ from one workstation to the next; the rest
-    tells clouds apart wherever the journal is read.
+    variables alone give it), keystone's auth URL (None for a plugin
+    without keystone: ``admin_token``'s endpoint is the service's own),
+    region and project. The name alone may differ from one workstation
+    to the next; the rest tells clouds apart wherever the journal is
+    read.
     """
     region = instance.sdk_connection.config
     auth = region.config.get('auth') or {}
@@ -164,7 +166,7 @@ def cloud_identity(instance):
         # openstacksdk's names for "no cloud named".
         name = None
     return {'name': name or None,
-            'auth_url': auth.get('auth_url') or auth.get('endpoint'),
+            'auth_url': auth.get('auth_url'),
             'region': region.get_region_name() or None,
             'project': auth.get('project_name') or auth.get('project_id')}
 

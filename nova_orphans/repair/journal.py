@@ -22,20 +22,27 @@ refuses a request outright (a generation conflict, any 4xx), one line
 lists the entries it carried as never applied; after a 5xx, a timeout
 or a dropped connection nobody knows, and ``restore`` compares instead.
 
-Each run's writes begin, on a line of their own, with a run header
-naming the placement endpoint it changed, so that ``restore`` can
-recognise a journal from another cloud. A run killed inside a
-``write(2)`` leaves its last line cut short (the kernel stops copying
-at a page boundary); the next run to open the journal starts on a fresh
-line and first records that cut. A cut line describes nothing that was
-sent: a change only follows its whole, fsync'd batch of entries.
+Each run's lines begin with a run header naming the cloud it changed
+(its placement endpoint, keystone, API database: see app/sources.py),
+so that ``restore`` can refuse a journal from another cloud, and end
+with an end record; every line carries a checksum chained to the one
+before it (see journal_verify.py, which reads them back). One run
+writes to a journal at a time: it holds an exclusive ``flock`` while
+the file is open, so no other run's lines come between its own.
+
+A run killed inside a ``write(2)`` leaves its last line cut short (the
+kernel stops copying at a page boundary); the next run to open the
+journal starts on a fresh line and records that cut in a chained mark.
+A cut line describes nothing that was sent: a change only follows its
+whole, fsync'd batch of entries. A write that fails (a full file
+system) is taken back: the file is truncated to where it was, so what
+is left of the batch that was never sent is not left behind.
 """
 
-import collections
 import datetime
-import json
+import errno
+import fcntl
 import os
-import re
 import socket
 import threading
 import uuid
@@ -44,22 +51,21 @@ from oslo_log import log as logging
 
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans.repair import journal_verify
 
 LOG = logging.getLogger(__name__)
 
-# Written by this release: run headers, cut marks, one "not applied"
-# line per refused request, and a "restored" mark per restore. Version 1
-# journals (no header, one "not applied" line per entry) are still read.
-VERSION = 2
-READABLE = (1, 2)
-# How far back a reopening run looks for the start of the last line.
+# Written by this release, and read (see journal_verify): version 3
+# lines carry checksums; versions 1 and 2 are an earlier release's.
+VERSION = journal_verify.VERSION
+READABLE = journal_verify.READABLE
+Run = journal_verify.Run
+Contents = journal_verify.Contents
+load = journal_verify.load
+COMPLETED = journal_verify.COMPLETED
+ERROR = journal_verify.ERROR
+# How far back a reopening run looks for the start of a line.
 _TAIL_LIMIT = 16 * 1024 * 1024
-# Where a whole entry may start inside a line (json.dumps with
-# sort_keys): an entry a run of an older release glued onto a cut line.
-_GLUED = re.compile(rb'\{"action": ')
-# The end of a number cut short, as json reports it.
-_NUMBER = re.compile(r'-?[0-9]*\.?[0-9]*([eE][-+]?[0-9]*)?')
-_NUMBER_TAIL = re.compile(r'\.|[eE][-+]?')
 
 
 # Where journals go by default when this user may write there (the
@@ -121,33 +127,73 @@ def check_path(path):
         reason = _('directory %(dir)s does not exist') % {'dir': parent}
     elif not os.access(path if os.path.exists(path) else parent, os.W_OK):
         reason = _('not writable')
+    elif os.path.exists(path) and in_use(path):
+        reason = IN_USE
     else:
         return
     raise exception.JournalError(path=path, reason=reason)
 
 
+IN_USE = _('another run is writing to it now (a "clean" or "restore" with '
+           'the same journal); try again once it has ended')
+
+
+def in_use(path):
+    """Whether a run holds the journal's lock (see Journal): asked
+    before a run begins, so that it is refused before anything is read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return not _lock(fd, fcntl.LOCK_SH)
+    finally:
+        os.close(fd)
+
+
+def _lock(fd, how):
+    """Take the journal's lock without waiting: False if another run
+    holds it. A file system without flock (some network ones) is
+    written without: the lock only keeps two of our own runs apart.
+    """
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        LOG.debug('No flock on %s: %s', fd, e)
+    return True
+
+
 class Journal:
     """Append-only; safe to share between repair threads.
 
-    ``placement`` is the endpoint the run writes to, recorded in the run
-    header (see :func:`nova_orphans.repair.restore.check_cloud`), and
-    ``cloud`` what names the cloud the run reached (see
-    :meth:`nova_orphans.app.sources.Sources.cloud`), so that a journal
-    says which cloud it belongs to where several clouds' journals meet
-    (a workstation's journal directory).
+    ``placement`` is the endpoint the run writes to and ``cloud`` what
+    names the cloud it reached (see Sources.cloud), both recorded in the
+    run header, so that ``restore`` refuses the journal in another cloud
+    (see restore.check_cloud) and ``journals list`` says which cloud a
+    run belongs to where several clouds' journals meet.
     """
 
     def __init__(self, path, placement=None, command='clean', cloud=None):
         self.path = path
         self._lock = threading.Lock()
         self._fd = None
-        # Written before the run's first line; kept until it is on disk.
-        self._prefix = b''
         self.header = {'run': str(uuid.uuid4()), 'command': command,
                        'placement': placement,
                        'host': socket.gethostname(), 'pid': os.getpid()}
         if cloud:
             self.header['cloud'] = dict(cloud)
+        # Written before the run's first entry, kept until it is on
+        # disk: a fresh line, the header, a cut mark.
+        self._newline = b''
+        self._pending = []
+        # The chain: the sum of the run's last line on disk, and how
+        # many lines it has written.
+        self._sum = None
+        self._lines = 0
+        self._broken = None
         self.entries = 0
 
     def _open(self):
@@ -162,18 +208,26 @@ class Journal:
         except OSError as e:
             raise exception.JournalError(path=self.path, reason=e.strerror)
         try:
+            if not _lock(fd, fcntl.LOCK_EX):
+                raise exception.JournalError(path=self.path, reason=IN_USE)
             if created:
                 # The new name must survive a crash as well as its lines.
                 _fsync_directory(os.path.dirname(os.path.abspath(
                     self.path)))
-                prefix = b''
+                newline, cut, follows = b'', None, None
             else:
-                prefix = _reopen_prefix(fd)
+                newline, cut, follows = _tail(fd)
         except OSError as e:
             os.close(fd)
             raise exception.JournalError(path=self.path, reason=e.strerror)
+        except exception.JournalError:
+            os.close(fd)
+            raise
         self._fd = fd
-        self._prefix = prefix + _line(self.header)
+        self._newline = newline
+        self._pending = [dict(self.header, follows=follows)]
+        if cut is not None:
+            self._pending.append({'cut': cut})
 
     def record(self, entry):
         """Write one entry durably; the change may only follow after.
@@ -189,18 +243,22 @@ class Journal:
         ``restore`` undoes them one by one as before. Returns their ids.
         """
         ids = [str(uuid.uuid4()) for _entry in entries]
-        self._write(*[dict(entry, id=entry_id)
-                      for entry, entry_id in zip(entries, ids)])
-        with self._lock:
-            self.entries += len(ids)
+        self._write([dict(entry, id=entry_id)
+                     for entry, entry_id in zip(entries, ids)],
+                    entries=len(ids))
         return ids
 
-    def restored(self, done, failed):
+    def restored(self, done, failed, journal_clouds=()):
         """A restore of this journal ended, with ``done`` changes undone
         and ``failed`` refused or failed: so that ``journals list`` can
-        tell a journal restored from one that never was.
+        tell a journal restored from one that never was, and where (the
+        restore's header names its cloud; ``journal_clouds``: the
+        --journal-cloud it was given).
         """
-        self._write({'restored': {'done': done, 'failed': failed}})
+        mark = {'done': done, 'failed': failed}
+        if journal_clouds:
+            mark['journal_cloud'] = list(journal_clouds)
+        self._write([{'restored': mark}])
 
     def not_applied(self, entry_id, reason):
         """Placement refused the write of entry ``entry_id``."""
@@ -212,40 +270,83 @@ class Journal:
         One line per request, however many consumers it carried: two
         runs meeting on the same consumers must not fill the journal.
         """
-        self._write({'not_applied': list(entry_ids), 'reason': reason})
+        self._write([{'not_applied': list(entry_ids), 'reason': reason}])
 
-    def _write(self, *entries):
-        data = b''.join(_line(entry) for entry in entries)
+    def _write(self, lines, entries=0):
         with self._lock:
+            if self._broken is not None:
+                raise exception.JournalError(path=self.path,
+                                             reason=self._broken)
             if self._fd is None:
                 self._open()
-            data = self._prefix + data
-            try:
-                while data:
-                    # A regular file takes it all at once; loop all the
-                    # same.
-                    data = data[os.write(self._fd, data):]
-                os.fsync(self._fd)
-            except OSError as e:
-                # Part of it may be on disk (a full file system): the
-                # next write starts as a run of its own would, on a
-                # fresh line after a cut mark.
-                os.close(self._fd)
-                self._fd = None
-                raise exception.JournalError(path=self.path,
-                                             reason=e.strerror)
-            self._prefix = b''
+            self._append(self._pending + lines)
+            self._pending = []
+            self._newline = b''
+            self.entries += entries
 
-    def close(self):
+    def _append(self, lines):
+        """Write ``lines``, chained, in one write(2) and one fsync; on
+        failure, take back whatever part of them reached the file.
+        """
+        data, last = [self._newline], self._sum
+        for line in lines:
+            encoded, last = journal_verify.seal(dict(line, time=_now()),
+                                                last)
+            data.append(encoded)
+        data = b''.join(data)
+        size = None
+        try:
+            size = os.fstat(self._fd).st_size
+            while data:
+                # A regular file takes it all at once; loop all the
+                # same.
+                data = data[os.write(self._fd, data):]
+            os.fsync(self._fd)
+        except OSError as e:
+            self._take_back(size, e)
+            raise exception.JournalError(path=self.path, reason=e.strerror)
+        self._sum = last
+        self._lines += len(lines)
+
+    def _take_back(self, size, error):
+        """A write failed: truncate the file to ``size``, where it was
+        (this run holds its lock: nobody else wrote since). If even that
+        fails, the run writes nothing more to it: what is left may be a
+        cut line in the middle of its run.
+        """
+        try:
+            if size is None:
+                raise error
+            os.ftruncate(self._fd, size)
+            os.fsync(self._fd)
+        except OSError as e:
+            os.close(self._fd)
+            self._fd = None
+            self._broken = _('an earlier write failed (%(error)s) and could '
+                             'not be taken back') % {'error': e.strerror}
+
+    def close(self, how=COMPLETED):
+        """Write the run's end record (``how`` it ended: COMPLETED,
+        ERROR, or a signal's name) and let go of the file.
+
+        Returns None, or why the end record could not be written: the
+        run's entries are all there, but ``restore`` will say the
+        journal cannot prove it (see journal_verify).
+        """
         with self._lock:
-            if self._fd is not None:
+            if self._fd is None:
+                return self._broken
+            try:
+                if self._lines:
+                    self._append([{'end': {'lines': self._lines,
+                                           'entries': self.entries,
+                                           'how': how}}])
+            except exception.JournalError as e:
+                return e.kwargs.get('reason')
+            finally:
                 os.close(self._fd)
                 self._fd = None
-
-
-def _line(entry):
-    return (json.dumps(dict(entry, version=VERSION, time=_now()),
-                       sort_keys=True) + '\n').encode('utf-8')
+        return None
 
 
 def _fsync_directory(path):
@@ -256,266 +357,61 @@ def _fsync_directory(path):
         os.close(fd)
 
 
-def _reopen_prefix(fd):
-    """What a run appending to an existing journal writes first.
-
-    A fresh line, always; and if the last line is cut short (an earlier
-    run was killed inside its write), a mark saying so, with the offset
-    where the cut line ends.
+def _tail(fd):
+    """What a run appending to an existing journal writes first, and
+    chains after: (a newline if the file does not end with one, the
+    offset where its last line ends if that line is cut short, else
+    None, the sum of its last whole line, None if it has none or is of
+    an earlier release).
     """
     size = os.fstat(fd).st_size
     if not size:
-        return b''
-    end = size
-    if os.pread(fd, 1, size - 1) == b'\n':
-        end -= 1
-    start = end
-    while start > max(0, end - _TAIL_LIMIT):
-        chunk = os.pread(fd, min(65536, start), max(0, start - 65536))
-        cut = chunk.rfind(b'\n')
-        if cut >= 0:
-            start -= len(chunk) - cut - 1
-            break
-        start -= len(chunk)
-    last = os.pread(fd, end - start, start)
-    prefix = b'' if end < size else b'\n'
-    try:
-        _parse(last)
-    except ValueError:
-        if last.strip():
-            prefix += _line({'cut': end})
-    return prefix
+        return b'', None, None
+    newline = b'' if os.pread(fd, 1, size - 1) == b'\n' else b'\n'
+    end = size - (not newline)
+    cut = None
+    first = True
+    for start, line in _lines_backwards(fd, end):
+        if not line.strip():
+            continue
+        try:
+            last = journal_verify.parse(line)
+        except ValueError:
+            # The last line cut short; any other line that does not
+            # parse (cut short too) is passed over, as restore does.
+            if first:
+                cut = start + len(line)
+            first = False
+            continue
+        return newline, cut, last.get('sum') if last.get(
+            'version') == VERSION else None
+    return newline, cut, None
 
 
-# What load() returns. ``runs``: [Run], oldest first; ``warnings``: one
-# line per line of the file that was cut short; ``restores``: the marks
-# restores left (see Journal.restored), oldest first.
-Contents = collections.namedtuple('Contents', 'entries warnings runs '
-                                  'restores')
-
-
-class Run:
-    """The entries one run wrote, and its header (None before version 2
-    or after a cut without one).
-    """
-
-    def __init__(self, header=None):
-        self.header = header or {}
-        self.entries = []
-
-    @property
-    def placement(self):
-        return self.header.get('placement')
-
-    @property
-    def cloud(self):
-        """What names the run's cloud ({} before it was recorded): for
-        ``openstack``, ``name`` (clouds.yaml's), ``auth_url``, ``region``
-        and ``project``; for ``nova-orphans-manage``, ``config_files``.
-        """
-        cloud = self.header.get('cloud')
-        return cloud if isinstance(cloud, dict) else {}
+def _lines_backwards(fd, end):
+    """(start, bytes) of each line ending at ``end``, then before it."""
+    while end >= 0:
+        start = end
+        while start > max(0, end - _TAIL_LIMIT):
+            chunk = os.pread(fd, min(65536, start), max(0, start - 65536))
+            cut = chunk.rfind(b'\n')
+            if cut >= 0:
+                start -= len(chunk) - cut - 1
+                break
+            start -= len(chunk)
+        yield start, os.pread(fd, end - start, start)
+        end = start - 1
 
 
 def read(path):
     """All entries of a journal, oldest first; refuses a damaged file.
 
-    See :func:`load`; its warnings are logged here.
+    See :func:`journal_verify.load`; its warnings are logged here.
     """
     contents = load(path)
     for warning in contents.warnings:
         LOG.warning('%s', warning)
     return contents.entries
-
-
-def load(path):
-    """A journal's entries, runs and warnings; refuses a damaged file.
-
-    An entry placement refused has ``applied`` False (and ``reason``).
-    A line cut short is tolerated, and reported, only where a killed run
-    leaves one: as the last line of the file, or followed by a new run
-    (its header or cut mark, or another such line), or with an entry of
-    a run of an older release glued onto it. Anywhere else a line that
-    is not a journal entry is damage, and the journal is refused.
-    """
-    try:
-        with open(path, 'rb') as f:
-            data = f.read()
-    except OSError as e:
-        raise exception.JournalError(path=path, reason=e.strerror)
-    raw = data.split(b'\n')
-    if raw[-1] == b'':
-        raw.pop()
-    lines = []
-    for number, line in enumerate(raw, 1):
-        if not line.strip():
-            continue
-        try:
-            lines.append((number, _parse(line), None))
-            continue
-        except ValueError as e:
-            error = e
-        glued = _unglue(line)
-        if glued is not None:
-            start, entry = glued
-            try:
-                # Whole, and only its newline missing.
-                lines.append((number, _parse(line[:start]), None))
-            except ValueError as e:
-                lines.append((number, None if _cut_short(line[:start])
-                              else False, e))
-            lines.append((number, entry, None))
-        else:
-            # None: cut short, where a killed run may have left it;
-            # False: damaged wherever it is.
-            lines.append((number, None if _cut_short(line) else False,
-                          error))
-    # A line is cut short where a run stopped: what follows it begins
-    # another run, or is another such line.
-    cut = [False] * len(lines)
-    follows_a_run = True
-    for i in range(len(lines) - 1, -1, -1):
-        number, entry, error = lines[i]
-        if entry is False:
-            follows_a_run = False
-        elif entry is None:
-            cut[i] = follows_a_run or (
-                i + 1 < len(lines) and lines[i + 1][0] == number)
-            follows_a_run = cut[i]
-        else:
-            follows_a_run = ('run' in entry or 'cut' in entry or
-                             (i > 0 and lines[i - 1][0] == number))
-    warnings, runs, restores = [], [Run()], []
-    entries, by_id = [], {}
-    for i, (number, entry, error) in enumerate(lines):
-        if not entry:
-            if entry is False:
-                raise exception.JournalError(path=path, reason=_(
-                    'line %(line)d is not a nova-orphans journal entry '
-                    '(%(error)s)') % {'line': number, 'error': error})
-            if not cut[i]:
-                raise exception.JournalError(path=path, reason=_(
-                    'line %(line)d is cut short, yet the run that wrote '
-                    'it went on after it: the journal is damaged') %
-                    {'line': number})
-            if i + 1 < len(lines) and lines[i + 1][0] == number:
-                warnings.append(_(
-                    'WARNING: journal %(path)s, line %(line)d: starts with '
-                    'an entry cut short when the run writing it was killed '
-                    '(skipped: a change is only sent once its whole entry '
-                    'is on disk); the entry glued after it is read.') %
-                    {'path': path, 'line': number})
-            else:
-                warnings.append(_(
-                    'WARNING: journal %(path)s, line %(line)d: cut short '
-                    'when the run writing it was killed; skipped (a change '
-                    'is only sent once its whole entry is on disk).') %
-                    {'path': path, 'line': number})
-            runs.append(Run())
-            continue
-        if 'run' in entry:
-            runs.append(Run(entry))
-            continue
-        if 'cut' in entry:
-            continue
-        if 'restored' in entry:
-            restores.append(entry)
-            continue
-        if 'not_applied' in entry:
-            refused = entry['not_applied']
-            for entry_id in ([refused] if isinstance(refused, str)
-                             else refused):
-                target = by_id.get(entry_id)
-                if target is None:
-                    raise exception.JournalError(
-                        path=path, reason=_(
-                            'line %(line)d: refers to no earlier entry') %
-                        {'line': number})
-                target['applied'] = False
-                target['reason'] = entry.get('reason')
-            continue
-        if entry.get('id'):
-            by_id[entry['id']] = entry
-        entries.append(entry)
-        runs[-1].entries.append(entry)
-    return Contents(entries, warnings, [r for r in runs if r.entries],
-                    restores)
-
-
-def _parse(line):
-    """One line of a journal, as a dict; ValueError (why) if it is not
-    one.
-    """
-    try:
-        entry = json.loads(line.decode('utf-8'))
-    except UnicodeDecodeError:
-        raise ValueError(_('not UTF-8'))
-    if not isinstance(entry, dict):
-        raise ValueError(_('not a JSON object'))
-    version = entry.get('version')
-    if version not in READABLE:
-        raise ValueError(_('version %(version)s; this release reads '
-                           'versions %(readable)s') % {
-            'version': version,
-            'readable': ', '.join(str(v) for v in READABLE)})
-    if 'not_applied' in entry:
-        refused = entry['not_applied']
-        if not (isinstance(refused, str) or isinstance(refused, list) and
-                all(isinstance(r, str) for r in refused)):
-            raise ValueError(_('a malformed "not applied" mark'))
-    elif 'run' in entry or 'cut' in entry or 'restored' in entry:
-        if version < 2:
-            raise ValueError(_('a run header in a version 1 line'))
-    elif 'provider' in entry:
-        # A resource provider deleted by "providers clean": its record.
-        if not isinstance(entry['provider'], dict) or not isinstance(
-                entry['provider'].get('uuid'), str):
-            raise ValueError(_('a malformed provider record'))
-    elif not isinstance(entry.get('consumers'), dict):
-        raise ValueError(_('no consumers'))
-    return entry
-
-
-def _cut_short(line):
-    """Whether the line is the start of a JSON object, cut short.
-
-    Only such a line can be what a killed ``write(2)`` left (after a
-    power loss, maybe followed by zeros); anything else is damage.
-    """
-    doc = line.rstrip(b'\0')
-    if not doc.startswith(b'{'):
-        return False
-    try:
-        doc = doc.decode('utf-8')
-        json.loads(doc)
-    except UnicodeDecodeError:
-        return False
-    except json.JSONDecodeError as e:
-        rest = doc[e.pos:]
-        return (e.pos == len(doc) or
-                e.msg.startswith('Unterminated string') or
-                bool(_NUMBER_TAIL.fullmatch(rest)) or
-                e.msg == 'Expecting value' and (
-                    bool(_NUMBER.fullmatch(rest)) or
-                    any(w.startswith(rest) for w in ('true', 'false',
-                                                     'null'))))
-    return False
-
-
-def _unglue(line):
-    """The whole entry at the end of a line that starts cut short.
-
-    Earlier releases appended a new run's first entry to the cut last
-    line of a killed one. Returns (where it starts, the entry), or None.
-    """
-    for match in _GLUED.finditer(line, 1):
-        try:
-            entry = _parse(line[match.start():])
-        except ValueError:
-            continue
-        if 'consumers' in entry or 'provider' in entry:
-            return match.start(), entry
-    return None
 
 
 def _now():

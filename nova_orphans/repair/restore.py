@@ -11,6 +11,10 @@
 #    under the License.
 """Undo repairs from a journal, newest first, exactly as they were.
 
+Nothing is written before the whole journal is verified (see
+journal_verify) and known to be of the cloud reached now (see
+check_cloud).
+
 An entry is put back only when every consumer it touched still holds
 exactly what the repair left; a consumer that changed since (nova moved
 the instance, someone else wrote) is refused and reported, never
@@ -47,67 +51,116 @@ from nova_orphans.repair import providers as providers_mod
 from nova_orphans.repair import streams as streams_mod
 
 
-def load(client, path, warn=None, cloud=None):
-    """The entries to restore from the journal at ``path``.
-
-    Refuses, before anything is written, a damaged journal and one from
-    another cloud (see :func:`check_cloud`; ``cloud`` is what names the
-    cloud reached now, as a run's header records it); then hands
-    ``warn`` one line per line of the journal that was cut short.
+def load(path, placement, cloud=None, journal_clouds=()):
+    """The journal at ``path``, every line verified (journal_verify),
+    refused, before anything is written, if it is damaged or altered, or
+    of another cloud than the one reached now (see check_cloud:
+    ``placement`` is its endpoint and ``cloud`` what names it, as a
+    run's header records them).
     """
+    if journal.in_use(path):
+        raise exception.JournalError(path=path, reason=journal.IN_USE)
     contents = journal.load(path)
-    check_cloud(client, path, contents.runs, cloud)
-    for warning in contents.warnings:
-        if warn is not None:
-            warn(warning)
-    return contents.entries
+    check_cloud(path, contents.runs, placement, cloud, journal_clouds)
+    return contents
 
 
-def check_cloud(client, path, runs, cloud=None):
+# What each kind of address is called in a line naming a cloud.
+_KINDS = (('placement', _('placement %s')), ('keystone', _('keystone %s')),
+          ('region', _('region %s')), ('api_database', _('API database %s')))
+
+
+def identity(placement, cloud, legacy=False):
+    """The addresses a run recorded of its cloud: {kind: value}, for
+    the kinds it knows of placement's endpoint, keystone's auth URL, the
+    region, and (nova-orphans-manage) the API database's host and name.
+
+    Runs of earlier releases (``legacy``) recorded as their ``auth_url``
+    the token endpoint of an ``admin_token`` cloud, which is placement:
+    no keystone.
+    """
+    cloud = cloud or {}
+    kinds = {}
+    if placement:
+        kinds['placement'] = _endpoint(placement)
+    auth_url = cloud.get('auth_url')
+    if auth_url and not (legacy and _endpoint(auth_url) == kinds.get(
+            'placement')):
+        kinds['keystone'] = _endpoint(auth_url)
+    if cloud.get('region'):
+        kinds['region'] = cloud['region']
+    database = cloud.get('api_database')
+    if isinstance(database, dict) and database.get('name'):
+        kinds['api_database'] = ('%s/%s' % (database['host'],
+                                            database['name'])
+                                 if database.get('host')
+                                 else database['name'])
+    return kinds
+
+
+def describe(placement, cloud, legacy=False):
+    """A cloud as a line names it: its addresses, and its clouds.yaml
+    name or configuration files.
+    """
+    kinds = identity(placement, cloud, legacy)
+    shown = {'placement': placement, 'keystone': (cloud or {}).get(
+        'auth_url')}
+    words = [text % shown.get(kind, kinds[kind])
+             for kind, text in _KINDS if kind in kinds]
+    cloud = cloud or {}
+    if cloud.get('name'):
+        words.append(_('cloud %s') % cloud['name'])
+    elif cloud.get('config_files'):
+        words.append(_('configuration %s') % ','.join(cloud['config_files']))
+    return ', '.join(words) or _('nothing recorded')
+
+
+def check_cloud(path, runs, placement, cloud=None, journal_clouds=()):
     """Refuse a journal written against another cloud.
 
-    Each run records the placement endpoint it wrote to. The same cloud
-    can be reached by another URL (an internal and a public endpoint, a
-    proxy), so a different endpoint alone proves nothing: a run is
-    refused only when, in addition, none of the resource providers its
-    entries touched exist in the placement reached now, or when it and
-    this run both went through keystone (``openstack``: the cloud's auth
-    URL, in ``cloud`` and the run's header) and not through the same
-    one. Two clouds can have providers of the same uuids (made from
-    one template or seed): their keystones still differ. Journals
-    written before runs had headers are not checked.
+    Each run's header records the addresses of its cloud (see
+    identity); a run is of another cloud when any address that both it
+    and this run know differs: the placement endpoint (which both front
+    ends know), keystone's auth URL and the region (when both went
+    through keystone), the API database (two runs of
+    nova-orphans-manage). Resource providers of the same uuids prove
+    nothing: two clouds made from one template, or a staging cloud
+    loaded from production's dump, have them. A cloud reached at
+    another address (an internal and a public endpoint, a new name) is
+    restored into only when the operator names the journal's cloud by
+    the placement endpoint its runs recorded (``journal_clouds``,
+    --journal-cloud). Journals written before runs had headers record
+    nothing to compare.
     """
-    here = _endpoint(client.endpoint)
-    others = [run for run in runs
-              if run.placement and _endpoint(run.placement) != here]
+    here = identity(placement, cloud)
+    named = {_endpoint(c) for c in journal_clouds}
+    recorded = [run for run in runs if run.header]
+    unused = named - {_endpoint(r.placement) for r in recorded}
+    if unused:
+        raise exception.JournalError(path=path, reason=_(
+            '--journal-cloud %(named)s names no run of it (its runs wrote '
+            'to placement at %(theirs)s): nothing was restored') % {
+            'named': ', '.join(c for c in journal_clouds
+                               if _endpoint(c) in unused),
+            'theirs': ', '.join(sorted({r.placement or '-'
+                                        for r in recorded}))})
+    others = []
+    for run in recorded:
+        theirs = identity(run.placement, run.cloud, not run.verified)
+        if (any(k in here and v != here[k] for k, v in theirs.items()) and
+                _endpoint(run.placement) not in named):
+            others.append(run)
     if not others:
         return
-    auth_url = (cloud or {}).get('auth_url')
-    for run in others:
-        theirs = run.cloud.get('auth_url')
-        if auth_url and theirs and _endpoint(theirs) != _endpoint(auth_url):
-            reason = _(
-                'written against placement at %(theirs)s through keystone '
-                'at %(their_auth)s (cloud %(name)s), and this run reaches '
-                'placement at %(here)s through keystone at %(auth)s: '
-                'refusing to restore it into another cloud') % {
-                'theirs': run.placement, 'their_auth': theirs,
-                'name': run.cloud.get('name') or '-',
-                'here': client.endpoint, 'auth': auth_url}
-            raise exception.JournalError(path=path, reason=reason)
-    existing = {rp['uuid'] for rp in client.get(
-        '/resource_providers')['resource_providers']}
-    for run in others:
-        providers = _providers(run.entries)
-        if providers and not providers & existing:
-            reason = _(
-                'written against placement at %(theirs)s, and none of the '
-                '%(count)d resource providers it changed exist in '
-                'placement at %(here)s: refusing to restore it into '
-                'another cloud') % {'theirs': run.placement,
-                                    'count': len(providers),
-                                    'here': client.endpoint}
-            raise exception.JournalError(path=path, reason=reason)
+    run = others[0]
+    option = ' '.join('--journal-cloud %s' % p for p in sorted(
+        {r.placement for r in others}))
+    raise exception.JournalError(path=path, reason=_(
+        'written against another cloud (%(theirs)s) than the one this run '
+        'reaches (%(here)s): nothing was restored. If it is the same cloud, '
+        'now reached at another address, restore with %(option)s') % {
+        'theirs': describe(run.placement, run.cloud, not run.verified),
+        'here': describe(placement, cloud), 'option': option})
 
 
 def _endpoint(url):

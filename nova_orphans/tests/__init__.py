@@ -10,7 +10,11 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
+import atexit
 import gc
+import os
+import shutil
+import tempfile
 
 # A test process builds nova's and placement's objects by the million (the
 # scenario harness's services, ORM rows and API requests), and the
@@ -22,3 +26,14 @@ import gc
 # start keep their defaults, and so does a warm run's zygote (warm.py).
 DEFAULT_GC_THRESHOLD = gc.get_threshold()
 gc.set_threshold(50000, 50, 50)
+
+
+# Where the tool puts journals without --journal (repair/journal.py's
+# default_directory): never the machine's own /var/lib/nova-orphans or
+# ~/.local/state, whatever a test forgets. Each test process, and every
+# process it starts with its environment, writes into a directory of its
+# own that goes when the process ends; the base classes of the
+# functional and scenario tests give each test its own (StateHome).
+_STATE_HOME = tempfile.mkdtemp(prefix='nova-orphans-state-')
+atexit.register(shutil.rmtree, _STATE_HOME, ignore_errors=True)
+os.environ['XDG_STATE_HOME'] = _STATE_HOME

@@ -253,7 +253,9 @@ class OrphanLister(command.Lister):
 def command_class(name, category, action, module):
     """The openstack command of app.commands' ``category action``."""
     cmd = commands.find(category, action)
+    # A journal command reads local files only: osc logs in to no cloud
+    # for it, and needs no credentials.
     return type(name, (OrphanLister,), {
-        'COMMAND': cmd, '__module__': module,
+        'COMMAND': cmd, '__module__': module, 'auth_required': cmd.requests,
         '__doc__': cmd.help + '\n\n' + cmd.describe(),
         '_description': cmd.help + '\n\n' + cmd.describe()})

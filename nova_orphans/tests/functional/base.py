@@ -30,6 +30,7 @@ from nova_orphans.cmd import manage
 from nova_orphans.tests.functional.fixtures import mariadb
 from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests.functional.fixtures import placement
+from nova_orphans.tests import state
 
 PROJECT = nova_db.PROJECT
 USER = nova_db.USER
@@ -71,6 +72,7 @@ class FunctionalTestCase(base.BaseTestCase):
         self.nova = self.useFixture(nova_db.NovaDatabases(
             cells=self.CELLS, templated=self.TEMPLATED, mariadb=maria))
         self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(state.StateHome())
         self.state_path = os.path.join(self.tmp, 'state')
         self.conf_file = self.nova.write_nova_conf(
             os.path.join(self.tmp, 'nova.conf'), self.placement.endpoint,

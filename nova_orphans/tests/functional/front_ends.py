@@ -38,6 +38,7 @@ from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests.functional.fixtures import placement
 from nova_orphans.tests.functional import processes
 from nova_orphans.tests import programs
+from nova_orphans.tests import state
 from nova_orphans.tests import warm as warm_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -131,6 +132,7 @@ class FrontEndsTestCase(base.FunctionalTestCase):
         self.placement = cloud.placement
         self.nova = cloud.nova
         self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(state.StateHome())
         self.state_path = os.path.join(self.tmp, 'state')
         self.conf_file = self.nova_conf(self.placement.endpoint)
         self.clouds_yaml = os.path.join(self.tmp, 'clouds.yaml')

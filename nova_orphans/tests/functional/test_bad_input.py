@@ -25,7 +25,6 @@ import uuid as uuidlib
 
 import fixtures
 
-from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional import processes
@@ -255,27 +254,61 @@ class BadInputTestCase(base.FunctionalTestCase):
                            'Journal %s: is a directory' % self.tmp)
 
     def test_truncated_journal(self):
-        """The last entry cut short: the others are restored, and the
-        cut line is reported by its number, never silently dropped.
+        """The file cut short inside its last line (its run's end
+        record): the entry that verifies is restored, and the journal
+        is never called whole: 11, and what to check.
         """
         code, out, err = self.run_manage('allocations', 'clean',
                                          '--journal', self.journal)
         self.assertEqual(4, code, err)
-        with open(self.journal) as f:
-            line = f.read()
-        with open(self.journal, 'a') as f:
-            f.write(line[:len(line) // 2])
-        cut = line.count('\n') + line[:len(line) // 2].count('\n') + 1
-        self.assertEqual(1, len(journal_mod.read(self.journal)))
+        with open(self.journal, 'rb') as f:
+            data = f.read()
+        with open(self.journal, 'wb') as f:
+            f.write(data[:data.rindex(b'{"end"') + 20])
         code, out, err = self.run_manage('allocations', 'restore',
                                          '--format', 'json', '--journal',
                                          self.journal)
-        self.assertEqual(4, code, err)
+        self.assertEqual(11, code, err)
         self.assertEqual(['done'], [r['outcome'] for r in json.loads(out)])
         self.assertEqual(self.before, self.placement.dump_state())
-        # The cut line is reported.
-        self.assertEqual(1, len(err.splitlines()), err)
-        self.assertIn('line %d: cut short' % cut, err)
+        run, end = err.splitlines()
+        self.assertRegex(run, (
+            r'^WARNING: journal %s: run \S+ \(clean on \S+, pid \d+, '
+            r'started \S+; lines 1 to 3\) has no end record: the run was '
+            r'killed \(SIGKILL, the OOM killer, a power cut\), or this file '
+            r'was cut short at line 3 \(a partial copy, a full disk\)\. Its '
+            r'1 entry\(ies\) that verify are those read above; any it wrote '
+            r'after them are not in this file\.$') % self.journal)
+        self.assertTrue(end.startswith('The journal cannot prove it is '
+                                       'whole.'), end)
+
+    def test_empty_journal(self):
+        open(self.journal, 'w').close()
+        self.assertRefused(('allocations', 'restore', '--journal',
+                            self.journal),
+                           'ERROR: Journal %s: is empty: it '
+                           'is not a journal' % self.journal)
+
+    def test_altered_journal_is_refused_before_any_write(self):
+        """One number of the entry changed (valid JSON, as bit rot or a
+        hand edit leaves it): refused, the dry run too, nothing written.
+        """
+        code, out, err = self.run_manage('allocations', 'clean',
+                                         '--journal', self.journal)
+        self.assertEqual(4, code, err)
+        self.assertNotEqual(self.before, self.placement.dump_state())
+        self.before = self.placement.dump_state()
+        with open(self.journal) as f:
+            data = f.read()
+        with open(self.journal, 'w') as f:
+            f.write(data.replace('"VCPU": 1}', '"VCPU": 2}', 1))
+        for dry_run in ((), ('--dry-run',)):
+            self.assertRefused(('allocations', 'restore', '--journal',
+                                self.journal) + dry_run,
+                               'ERROR: Journal %s: line 2 '
+                               'does not verify: the line was altered, or a '
+                               'line of its run before it was removed, added '
+                               'or moved' % self.journal)
 
     def test_journal_from_another_cloud(self):
         """A journal written against another placement is refused whole,
@@ -306,7 +339,8 @@ class BadInputTestCase(base.FunctionalTestCase):
             '--journal', self.journal, conf_file=there)
         self.assertEqual(4, code, err)
         self.assertRefused(('allocations', 'restore', '--journal',
-                            self.journal), 'another cloud')
+                            self.journal), 'written against another cloud '
+                           '(placement %s' % other.endpoint)
 
     # Errors -------------------------------------------------------------
 

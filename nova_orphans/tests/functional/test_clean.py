@@ -81,7 +81,7 @@ class RepairTestCase(base.FunctionalTestCase):
                                    *argv, conf_file=conf_file)
         self.stderr = err
         self.assertNotIn('Traceback', err)
-        self.assertIn(rc, (0, 1, 2, 3, 4, 5), err)
+        self.assertIn(rc, (0, 1, 2, 3, 4, 5, 11), err)
         return rc, json.loads(out)
 
     def clean(self, *argv, conf_file=None):

@@ -26,6 +26,7 @@ import threading
 import time
 
 import nova_orphans
+from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional import front_ends
@@ -171,10 +172,13 @@ class InterruptTestCase(test_clean.RepairTestCase):
             sorted((r['consumer'], r['outcome']) for r in rows))
         self.assertEqual({c: v for c, v in self.initial.items()
                           if c not in written}, self.placement.dump_state())
-        # Only the sent writes were journaled.
+        # Only the sent writes were journaled; the run's end record
+        # says the signal ended it.
         self.assertEqual(sorted(written),
                          sorted(c for e in self.entries()
                                 for c in e['consumers']))
+        self.assertEqual(['SIGINT'], [r.ended for r in journal_mod.load(
+            self.journal).runs])
         cmd = ('nova-orphans-manage --config-file %s allocations restore '
                '--journal %s' % (self.conf_file, self.journal))
         self.assertEqual([

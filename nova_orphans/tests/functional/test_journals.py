@@ -48,12 +48,16 @@ class JournalsTestCase(base.FunctionalTestCase):
         return code, out, err
 
     def openstack(self, *argv):
+        """``openstack allocation orphan journal ARGV`` with no cloud:
+        no clouds.yaml, no OS_* variable, no credentials.
+        """
         done = warm.run(
             [os.path.join(os.path.dirname(processes.console_script()),
-                          'openstack'), '--os-auth-type', 'admin_token',
-             '--os-endpoint', 'http://127.0.0.1:9', '--os-token', 'admin',
-             'allocation', 'orphan', 'journal'] + list(argv),
-            capture_output=True, text=True, env=processes.environment(),
+                          'openstack'), 'allocation', 'orphan',
+             'journal'] + list(argv),
+            capture_output=True, text=True, env=dict(
+                processes.environment(),
+                OS_CLIENT_CONFIG_FILE=os.path.join(self.tmp, 'none.yaml')),
             stdin=subprocess.DEVNULL, timeout=120)
         self.assertNotIn('Traceback', done.stderr)
         return done.returncode, done.stdout, done.stderr
@@ -82,14 +86,17 @@ class JournalsTestCase(base.FunctionalTestCase):
         for front_end in (self.manage_journals, self.openstack):
             rows = self.listed(front_end)
             self.assertEqual(
-                [(first, 'clean', 1, 0, True),
-                 (second, 'clean', 1, 0, False)],
-                [(r['journal'], r['command'], r['entries'],
-                  r['not_applied'], r['restored'] is not None)
+                [(first, 'clean', 'completed', 1, 0, True,
+                  self.placement.endpoint, 'nova-orphans-manage'),
+                 (second, 'clean', 'completed', 1, 0, False, None, None)],
+                [(r['journal'], r['command'], r['ended'], r['entries'],
+                  r['not_applied'], r['restored'] is not None,
+                  r['restored_into'], r['restored_by'])
                  for r in rows])
             self.assertEqual(['journal', 'run', 'command', 'cloud',
-                              'placement', 'host', 'started',
-                              'entries', 'not_applied', 'restored'],
+                              'placement', 'host', 'started', 'ended',
+                              'entries', 'not_applied', 'restored',
+                              'restored_into', 'restored_by'],
                              list(rows[0]))
         # A restore of a restored journal still reads its entries.
         code, out, err = self.manage('allocations', 'restore', '--journal',
@@ -100,6 +107,35 @@ class JournalsTestCase(base.FunctionalTestCase):
 
     def manage_journals(self, *argv):
         return self.manage('journals', *argv)
+
+    def test_both_front_ends_find_the_same_journals_by_default(self):
+        """No state_path, no --journal-dir: both front ends' journal
+        directory (here $XDG_STATE_HOME/nova-orphans, as the base class
+        sets it), and openstack lists it without a cloud or credentials.
+        A --cloud that matches nothing says so.
+        """
+        conf = self.nova.write_nova_conf(
+            os.path.join(self.tmp, 'default.conf'), self.placement.endpoint)
+        code, _out, err = processes.run('--config-file', conf, 'allocations',
+                                        'clean')
+        self.assertEqual(4, code, err)
+        directory = os.path.join(os.environ['XDG_STATE_HOME'],
+                                 'nova-orphans')
+        path, = [os.path.join(directory, name)
+                 for name in os.listdir(directory)]
+        for front_end in (lambda *a: processes.run(
+                '--config-file', conf, 'journals', *a),
+                self.openstack):
+            code, out, err = front_end('list', '-f', 'json')
+            self.assertEqual((0, ''), (code, err))
+            self.assertEqual([(path, conf, self.placement.endpoint)],
+                             [(r['journal'], r['cloud'], r['placement'])
+                              for r in json.loads(out)])
+            code, out, err = front_end('list', '--cloud', 'elsewhere')
+            self.assertEqual(
+                (0, 'No run against cloud elsewhere in %s; its 1 run(s) '
+                    'are against: %s.\n' % (directory, conf), ''),
+                (code, out, err))
 
     def test_prune_by_age(self):
         code, old, _err = self.clean('journal-old.jsonl')

@@ -19,7 +19,7 @@ is sent (dropped: never sent), on its way (forwarded after the kill),
 or after placement applied it. The operator's recovery: ``providers
 clean`` again finishes the job; restoring the rerun's journal, then the
 killed run's, puts placement back exactly as it was (generations
-aside).
+aside), the killed run's ending 11: its journal has no end record.
 """
 
 import json
@@ -81,10 +81,13 @@ class ProviderCrashTestCase(test_providers.ProvidersTestCase):
             [(self.root, 'done'), (self.agent, 'done')], done)
         self.assertEqual([self.live],
                          list(self.placement.providers_state()[0]))
-        for journal in (self.rerun, self.killed):
+        # The killed run's journal has no end record: restored all the
+        # same, and never called whole (11).
+        for journal, code in ((self.rerun, 4), (self.killed, 11)):
             rc, out, err = processes.run(*self.argv(
                 'allocations', 'restore', '--journal', journal))
-            self.assertEqual(4, rc, err)
+            self.assertEqual(code, rc, err)
+        self.assertIn('has no end record: the run was killed', err)
         self.assertEqual(self.before, self.placement.providers_state())
 
     def test_killed_before_delete_sent(self):

@@ -23,6 +23,7 @@ it did when nova first wrote it.
 import copy
 import json
 import os
+import re
 
 import fixtures
 
@@ -275,18 +276,19 @@ class RestoreTestCase(test_clean.RepairTestCase):
         self.assertEqual(before, self.placement.dump_state())
 
     def test_last_line_cut_short_is_ignored(self):
-        """The tool died while writing an entry: that change was never
-        sent (it only follows a whole line), the rest can be undone.
+        """A later run died inside its first write: that change was
+        never sent (it only follows a whole line), the rest is undone,
+        and the journal is not called whole (11).
         """
         gone = self.gone('host1', self.host1)
         before = self.placement.dump_state()
         self.assertEqual(4, self.clean()[0])
         with open(self.journal) as f:
-            whole = f.read()
+            header = f.readline()
         with open(self.journal, 'a') as f:
-            f.write(whole[:len(whole) // 2])
+            f.write(header[:len(header) // 2])
         rc, rows = self.restore()
-        self.assertEqual((4, [(gone, self.host1, 'done')]),
+        self.assertEqual((11, [(gone, self.host1, 'done')]),
                          (rc, self.outcomes(rows)))
         self.assertEqual(before, self.placement.dump_state())
 
@@ -338,8 +340,8 @@ class KilledRunTestCase(test_clean.RepairTestCase):
         with open(self.journal, 'rb') as f:
             data = f.read()
         lines = data.split(b'\n')
-        # Header, 8 entries, then the second batch's 8.
-        self.assertEqual(18, len(lines))
+        # Header, 8 entries, then the second batch's 8, the end record.
+        self.assertEqual(19, len(lines))
         batch2 = len(b'\n'.join(lines[:9])) + 1
         offset = -(-batch2 // PAGE) * PAGE
         self.assertLess(offset, len(data))
@@ -353,14 +355,28 @@ class KilledRunTestCase(test_clean.RepairTestCase):
             self.placement.dump_state())
         return data[:offset].count(b'\n') + 1
 
-    def restore_both(self, expected_warning):
+    def restore_both(self, *expected):
+        """Restore the journal of both runs: 11 (the killed run has no
+        end record), placement exactly as before both; stderr's lines
+        match ``expected`` (patterns).
+        """
         rc, out, err = self.manage('allocations', 'restore', '--format',
                                    'json', '--journal', self.journal)
-        self.assertEqual(4, rc, err)
-        self.assertEqual([expected_warning], err.splitlines())
+        self.assertEqual(11, rc, err)
+        lines = err.splitlines()
+        self.assertEqual(len(expected), len(lines), err)
+        for pattern, line in zip(expected, lines):
+            self.assertRegex(line, pattern)
         outcomes = sorted(r['outcome'] for r in json.loads(out))
         self.assertEqual(self.initial, self.placement.dump_state())
         return outcomes
+
+    def unended(self, cut):
+        """The lines saying the killed run has no end record."""
+        return ((r'^WARNING: journal %s: run \S+ \(clean .* lines 1 to %d\) '
+                 r'has no end record: .* cut short at line %d ' %
+                 (re.escape(self.journal), cut, cut)),
+                r'^The journal cannot prove it is whole\.')
 
     def test_killed_then_rerun_on_the_same_journal(self):
         cut = self.killed_run()
@@ -369,33 +385,33 @@ class KilledRunTestCase(test_clean.RepairTestCase):
         self.assertEqual(['done'] * 12, [r['outcome'] for r in rows])
         self.assertEqual({}, self.placement.dump_state())
         whole = cut - 10
-        outcomes = self.restore_both(
-            'WARNING: journal %s, line %d: cut short when the run writing '
-            'it was killed; skipped (a change is only sent once its whole '
-            'entry is on disk).' % (self.journal, cut))
+        outcomes = self.restore_both(*self.unended(cut))
         # The second run's 12 and the first batch's 8 are undone; the
         # killed batch's whole entries were never sent.
         self.assertEqual(['done'] * 20 +
                          ['skipped: already as before'] * whole, outcomes)
 
     def test_glued_by_an_earlier_release(self):
-        """What the previous release wrote: the re-run's first entry
-        glued onto the cut line (no header, no fresh line).
+        """What an earlier release wrote: the re-run's entries, of its
+        journal version 1, the first glued onto the cut line (no header,
+        no fresh line). They are read, and said unverified.
         """
         cut = self.killed_run()
         other = os.path.join(self.tmp, 'rerun.jsonl')
         rc, rows = self._run('clean', ('--journal', other), None)
         self.assertEqual(4, rc)
         with open(other, 'rb') as f:
-            header, rest = f.read().split(b'\n', 1)
-        self.assertIn(b'"run"', header)
+            lines = [json.loads(line) for line in f]
+        old = [dict({k: v for k, v in line.items() if k != 'sum'},
+                    version=1) for line in lines
+               if 'consumers' in line]
         with open(self.journal, 'ab') as f:
-            f.write(rest)
+            f.write(b''.join(json.dumps(line, sort_keys=True).encode() +
+                             b'\n' for line in old))
         outcomes = self.restore_both(
-            'WARNING: journal %s, line %d: starts with an entry cut short '
-            'when the run writing it was killed (skipped: a change is only '
-            'sent once its whole entry is on disk); the entry glued after '
-            'it is read.' % (self.journal, cut))
+            r'^WARNING: journal .*: 12 line\(s\) were written by an earlier '
+            r'release \(journal version 1 or 2\), without checksums',
+            *self.unended(cut))
         self.assertEqual(['done'] * 20 +
                          ['skipped: already as before'] * (cut - 10),
                          outcomes)
@@ -422,9 +438,9 @@ class KilledRunTestCase(test_clean.RepairTestCase):
 
 
 class CloudTestCase(test_clean.RepairTestCase):
-    """A journal names the placement it changed; restore refuses one from
-    another cloud, and takes one from the same cloud reached by another
-    URL.
+    """A journal names the cloud it changed; restore refuses it where
+    an address both runs know differs, whatever providers they share,
+    and takes it where --journal-cloud names the journal's cloud.
     """
 
     def setUp(self):
@@ -432,50 +448,69 @@ class CloudTestCase(test_clean.RepairTestCase):
         # Straight to placement, not through the proxy clean went by.
         self.direct_conf = os.path.join(self.tmp, 'nova.conf')
 
-    def test_header_names_the_endpoint(self):
+    def test_header_names_the_cloud(self):
         self.gone('host1', self.host1)
         self.assertEqual(4, self.clean()[0])
         run, = journal_mod.load(self.journal).runs
-        self.assertEqual(self.proxy.endpoint, run.placement)
+        self.assertEqual(
+            (self.proxy.endpoint, {
+                'front_end': 'nova-orphans-manage',
+                'config_files': [self.conf_file],
+                'api_database': {'host': None, 'name': os.path.join(
+                    self.nova.dir, 'nova_api.sqlite')}}),
+            (run.placement, run.cloud))
 
-    def test_same_cloud_by_another_url(self):
+    def test_same_cloud_at_another_address(self):
+        """Refused, though every provider of the journal exists here,
+        and nothing written; restored exactly once named.
+        """
         gone = self.gone('host1', self.host1)
         before = self.placement.dump_state()
         self.assertEqual(4, self.clean()[0])
-        rc, out, err = self.manage('allocations', 'restore', '--format',
-                                   'json', '--journal', self.journal,
-                                   conf_file=self.direct_conf)
-        self.assertEqual((4, ''), (rc, err))
-        self.assertEqual([(gone, 'done')], [(r['consumer'], r['outcome'])
-                                            for r in json.loads(out)])
-        self.assertEqual(before, self.placement.dump_state())
-
-    def test_another_cloud_is_refused_before_any_write(self):
-        """None of the journal's providers exist where its endpoint is
-        not the one it was written against: another cloud.
-        """
-        self.gone('host1', self.host1)
-        self.gone('host1', self.host1)
-        self.assertEqual(4, self.clean()[0])
-        self.assertEqual(
-            204, self.placement.delete_provider(self.host1).status_code)
         after = self.placement.dump_state()
         rc, out, err = self.manage('allocations', 'restore', '--journal',
                                    self.journal, conf_file=self.direct_conf)
         self.assertEqual((127, ''), (rc, out))
         self.assertEqual(
-            ['ERROR: Journal %s: written against placement at %s, and none '
-             'of the 1 resource providers it changed exist in placement at '
-             '%s: refusing to restore it into another cloud' % (
-                 self.journal, self.proxy.endpoint,
-                 self.placement.endpoint)], err.splitlines())
+            ['ERROR: Journal %s: written against another '
+             'cloud (placement %s, API database %s, configuration %s) than '
+             'the one this run reaches (placement %s, API database %s, '
+             'configuration %s): nothing was restored. If it is the same '
+             'cloud, now reached at another address, restore with '
+             '--journal-cloud %s' % (
+                 self.journal, self.proxy.endpoint, self.api_db,
+                 self.conf_file, self.placement.endpoint, self.api_db,
+                 self.direct_conf, self.proxy.endpoint)],
+            err.splitlines())
         self.assertEqual(after, self.placement.dump_state())
-        # Through the URL it was written against, it is this cloud: each
-        # entry is tried, and fails on the missing provider.
-        rc, rows = self.restore()
-        self.assertEqual(1, rc)
-        self.assertEqual(2, len(rows))
-        self.assertEqual(['failed: error 1'] * 2, [r['outcome'] for r in rows])
+        rc, out, err = self.manage(
+            'allocations', 'restore', '--journal', self.journal,
+            '--journal-cloud', 'http://elsewhere:8778',
+            conf_file=self.direct_conf)
+        self.assertEqual((127, 'ERROR: Journal %s: '
+                               '--journal-cloud http://elsewhere:8778 names '
+                               'no run of it' % self.journal),
+                         (rc, err[:len(err.split(' (its')[0])]))
+        self.assertEqual(after, self.placement.dump_state())
+        rc, out, err = self.manage(
+            'allocations', 'restore', '--format', 'json', '--journal',
+            self.journal, '--journal-cloud', self.proxy.endpoint,
+            conf_file=self.direct_conf)
+        self.assertEqual((4, ''), (rc, err))
+        self.assertEqual([(gone, 'done')], [(r['consumer'], r['outcome'])
+                                            for r in json.loads(out)])
+        self.assertEqual(before, self.placement.dump_state())
+        # The restore's mark names where it restored, and the option.
+        mark, = journal_mod.load(self.journal).restores
+        self.assertEqual(
+            (1, self.placement.endpoint, 'nova-orphans-manage',
+             [self.proxy.endpoint]),
+            (mark['done'], mark['placement'], mark['cloud']['front_end'],
+             mark['journal_cloud']))
+
+    @property
+    def api_db(self):
+        return os.path.join(self.nova.dir, 'nova_api.sqlite')
 
 
 class DryRunTestCase(test_clean.RepairTestCase):

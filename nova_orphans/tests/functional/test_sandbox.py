@@ -38,6 +38,7 @@ from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests.functional import processes
 from nova_orphans.tests.functional import test_keystone
 from nova_orphans.tests import programs
+from nova_orphans.tests import state
 from nova_orphans.tests import warm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -98,7 +99,9 @@ class KeepTestCase(base.BaseTestCase):
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.caches = []
         self.share(nova_db.schema_templates())
-        self.env = dict(processes.environment(), TMPDIR=self.tmp)
+        self.env = dict(processes.environment(), TMPDIR=self.tmp,
+                        XDG_STATE_HOME=self.useFixture(
+                            state.StateHome()).path)
 
     def share(self, cache):
         """The sandbox finds the machine's ``cache`` in its temp dir."""

@@ -43,6 +43,8 @@ from nova.tests.fixtures import notifications as nova_notifications
 from nova.tests.functional import integrated_helpers
 from nova import utils as nova_utils
 
+from nova_orphans.tests import state
+
 
 @functools.lru_cache(maxsize=None)
 def nova_api_paste_ini():
@@ -175,6 +177,8 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
             level=logging.INFO))
         self._patient_notifier()
         idle_workers = self.useFixture(WakingIdleWorkers())
+        # Journals of clean without --journal, either front end.
+        self.useFixture(state.StateHome())
         super().setUp()
         # nova.test's setUp has set its poll.
         idle_workers.wait_long()

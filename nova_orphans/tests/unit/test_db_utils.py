@@ -57,6 +57,20 @@ class SecretsTestCase(base.BaseTestCase):
         self.assertNotIn('s3cr3t', text)
         self.assertIn('nova:***@db.example', text)
 
+    def test_location_is_where_and_nothing_else(self):
+        """What a journal's run header records of the API database."""
+        for url, expected in (
+                (SECRET_URL, {'host': 'db.example', 'name': 'nova'}),
+                ('mysql+pymysql://nova:s3cr3t@DB.example:3306/nova_api'
+                 '?charset=utf8', {'host': 'db.example',
+                                   'name': 'nova_api'}),
+                ('mysql+pymysql://nova:s3cr3t@db:3307/nova_api',
+                 {'host': 'db:3307', 'name': 'nova_api'}),
+                ('sqlite:////var/lib/nova/api.sqlite',
+                 {'host': None, 'name': '/var/lib/nova/api.sqlite'}),
+                (None, None), ('', None), ('not a url', None)):
+            self.assertEqual(expected, db_utils.location(url), url)
+
     def test_sqlite_opened_read_only(self):
         url = db_utils._read_only_url('sqlite:////tmp/cell.db')
         self.assertEqual('sqlite:///file:/tmp/cell.db?mode=ro&uri=true',

@@ -36,7 +36,7 @@ def _run(*argv):
 
 LIST = [0, 2, 3, 5, 6, 7, 8, 9, 10, 127, 130, 143, 255]
 CLEAN = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 127, 130, 143, 255]
-RESTORE = [0, 1, 3, 4, 7, 8, 9, 127, 130, 143, 255]
+RESTORE = [0, 1, 3, 4, 7, 8, 9, 11, 127, 130, 143, 255]
 
 
 def _return_codes(text):
@@ -75,7 +75,9 @@ class ManageHelpTestCase(base.BaseTestCase):
                 ('restore', RESTORE)):
             self.assertEqual(codes, _return_codes(
                 self.help('allocations', action)), action)
-        self.assertEqual(CLEAN, _return_codes(self.help('allocations')))
+        # The category's: every code one of its actions returns.
+        self.assertEqual(sorted(set(CLEAN + RESTORE)),
+                         _return_codes(self.help('allocations')))
 
     def test_providers_actions_return_codes_as_allocations(self):
         for action, codes in (
@@ -97,6 +99,15 @@ class ManageHelpTestCase(base.BaseTestCase):
                       'undone)\n', out)
         self.assertIn('  3    entries would be restored (--dry-run)\n', out)
         self.assertIn('  4    everything restored\n', out)
+        text = ' '.join(out.split())
+        self.assertIn('11 the journal cannot prove it is whole (a run in it '
+                      'has no end record: it was killed, or the file was '
+                      'cut short); the entries that verify were restored '
+                      '(with --dry-run, judged), and a line says what to '
+                      'check', text)
+        self.assertIn('When several apply, the first of 130/143, 1, 11, 4, '
+                      '3, 0 wins.', text)
+        self.assertIn('--journal-cloud PLACEMENT_URL', text)
 
     def test_repair_journal_explained_where_it_is_an_option(self):
         for action in ('clean', 'restore'):
@@ -142,6 +153,12 @@ class OpenStackHelpTestCase(base.BaseTestCase):
             self.assertEqual(codes, [int(m.group(1)) for m in re.finditer(
                 r'^\* (\d+): ', block, re.M)], argv)
             self.assertIn('doc/source/cli/exit-codes.rst', block)
+            if argv[-1] == 'restore':
+                self.assertIn('--journal-cloud <placement-url>',
+                              done.stdout)
+                self.assertIn('When several apply, the first of 130/143, '
+                              '1, 11, 4, 3, 0 wins.',
+                              ' '.join(block.split()))
 
 
 class JournalDirectoryHelpTestCase(base.BaseTestCase):

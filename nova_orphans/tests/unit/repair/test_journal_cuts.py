@@ -31,6 +31,8 @@ from oslotest import base
 
 from nova_orphans import exception
 from nova_orphans.repair import journal
+from nova_orphans.repair import journal_verify
+from nova_orphans.repair import restore
 
 PAGE = 4096
 ENDPOINT = 'http://placement.example:8778'
@@ -83,58 +85,79 @@ class CutTestCase(base.BaseTestCase):
         with open(self.path, 'rb') as f:
             return f.read().split(b'\n')
 
-    def test_run_starts_with_a_header_naming_placement(self):
+    def test_run_starts_with_a_header_and_ends_with_an_end_record(self):
         self.run_(['a', 'b'], pad=0)
-        first = json.loads(self.lines()[0])
+        lines = [json.loads(line) for line in self.lines()[:-1]]
+        first, end = lines[0], lines[-1]
         self.assertEqual(
             {'command': 'clean', 'placement': ENDPOINT,
-             'pid': os.getpid(), 'version': 2},
+             'pid': os.getpid(), 'version': 3, 'follows': None},
             {k: first[k] for k in ('command', 'placement', 'pid',
-                                   'version')})
+                                   'version', 'follows')})
         self.assertIn('run', first)
+        self.assertEqual({'lines': 3, 'entries': 2, 'how': 'completed'},
+                         end['end'])
+        # Each line's sum chained after the one before it.
+        previous = None
+        for line in lines:
+            self.assertEqual(journal_verify.digest(previous, line),
+                             line['sum'])
+            previous = line['sum']
         contents = journal.load(self.path)
-        self.assertEqual([], contents.warnings)
+        self.assertEqual(([], [], 0), (contents.warnings, contents.unended,
+                                       contents.unverified))
         self.assertEqual(['a', 'b'], consumers(contents.entries))
         run, = contents.runs
-        self.assertEqual((ENDPOINT, ['a', 'b']),
-                         (run.placement, consumers(run.entries)))
+        self.assertEqual((ENDPOINT, ['a', 'b'], 'completed'),
+                         (run.placement, consumers(run.entries), run.ended))
+        # The next run follows the last line.
+        self.run_(['c'], pad=0)
+        self.assertEqual(end['sum'],
+                         json.loads(self.lines()[len(lines)])['follows'])
+
+    def assertUnended(self, contents, *expected):
+        """The runs (their first entries' consumers) and cut lines
+        (numbers) that leave the journal unproven, in order.
+        """
+        self.assertEqual(list(expected), [
+            (consumers(u.entries)[:1] or [None])[0]
+            if isinstance(u, journal_verify.Run) else u
+            for u in contents.unended])
 
     def test_killed_batch_then_same_path_rerun(self):
-        """The defect: a re-run appended onto the cut line, and the whole
-        journal was refused. Now the re-run starts a fresh line and
-        records the cut; both runs' entries are read, the cut line is
-        reported once, with its number.
+        """The re-run starts a fresh line and records the cut in its own
+        chain; both runs' entries are read; the killed run, which has
+        no end record, leaves the journal unproven.
         """
         self.run_(['a'], pad=0)
         self.run_(['b%02d' % n for n in range(20)])
         cut_line = self.kill_at(2 * PAGE)
-        # The whole entries before the cut, and a warning, once.
+        # The whole entries before the cut; the killed run is named.
         contents = journal.load(self.path)
-        self.assertEqual(['a'] + ['b%02d' % n for n in range(cut_line - 4)],
+        self.assertEqual(['a'] + ['b%02d' % n for n in range(cut_line - 5)],
                          consumers(contents.entries))
-        self.assertEqual(
-            ['WARNING: journal %s, line %d: cut short when the run writing '
-             'it was killed; skipped (a change is only sent once its whole '
-             'entry is on disk).' % (self.path, cut_line)],
-            contents.warnings)
-        # The same-path re-run.
+        self.assertEqual([], contents.warnings)
+        self.assertUnended(contents, 'b00')
+        self.assertEqual((4, cut_line), (contents.unended[0].first_line,
+                                         contents.unended[0].last_line))
+        # The same-path re-run: its header, then its cut mark.
         self.run_(['c0', 'c1'], pad=0)
         lines = self.lines()
         self.assertEqual(b'', lines[-1])
-        mark = json.loads(lines[cut_line])
+        self.assertIn('run', json.loads(lines[cut_line]))
+        mark = json.loads(lines[cut_line + 1])
         self.assertEqual(2 * PAGE, mark['cut'])
-        self.assertIn('run', json.loads(lines[cut_line + 1]))
         contents = journal.load(self.path)
         self.assertEqual(
-            ['a'] + ['b%02d' % n for n in range(cut_line - 4)] +
+            ['a'] + ['b%02d' % n for n in range(cut_line - 5)] +
             ['c0', 'c1'], consumers(contents.entries))
-        self.assertEqual(1, len(contents.warnings))
-        self.assertIn('line %d: cut short' % cut_line, contents.warnings[0])
-        self.assertEqual(3, len(contents.runs))
+        self.assertUnended(contents, 'b00')
+        self.assertEqual(['completed', 'no end record', 'completed'],
+                         [r.ended for r in contents.runs])
         # A third run: nothing more to report, nothing doubled.
         self.run_(['d'], pad=0)
         contents = journal.load(self.path)
-        self.assertEqual(1, len(contents.warnings))
+        self.assertUnended(contents, 'b00')
         self.assertEqual(['c0', 'c1', 'd'],
                          consumers(contents.entries)[-3:])
         self.assertEqual(b'', self.lines()[-1])
@@ -147,22 +170,25 @@ class CutTestCase(base.BaseTestCase):
         self.run_(['big'], pad=3 * PAGE)
         self.assertEqual(2, self.kill_at(PAGE))
         contents = journal.load(self.path)
-        self.assertEqual(([], []), (contents.entries, contents.runs))
-        self.assertEqual(1, len(contents.warnings))
-        self.assertIn('line 2: cut short', contents.warnings[0])
+        self.assertEqual(([], [], []), (contents.entries, contents.runs,
+                                        contents.warnings))
+        # Its header alone: a run without an end record.
+        self.assertUnended(contents, None)
         self.run_(['next'], pad=0)
         contents = journal.load(self.path)
         self.assertEqual(['next'], consumers(contents.entries))
-        self.assertEqual(1, len(contents.warnings))
+        self.assertUnended(contents, None)
 
-    def test_only_line_cut_in_a_version_1_journal(self):
+    def test_only_line_cut(self):
+        """Nothing whole: nothing to tell of it but that it is cut."""
         line = json.dumps(dict(entry('big', pad=2 * PAGE), id='x',
                                version=1, time='t'), sort_keys=True)
         with open(self.path, 'w') as f:
             f.write(line[:PAGE])
         contents = journal.load(self.path)
-        self.assertEqual(([], []), (contents.entries, contents.runs))
-        self.assertIn('line 1: cut short', contents.warnings[0])
+        self.assertEqual(([], [], []), (contents.entries, contents.runs,
+                                        contents.warnings))
+        self.assertUnended(contents, 1)
 
     def test_rerun_killed_inside_its_first_write_too(self):
         """The re-run died too, inside the line recording the cut: both
@@ -181,29 +207,32 @@ class CutTestCase(base.BaseTestCase):
         second = first + 1
         self.run_(['d'], pad=0)
         contents = journal.load(self.path)
-        self.assertEqual(['a'] + ['b%02d' % n for n in range(first - 4)] +
+        self.assertEqual(['a'] + ['b%02d' % n for n in range(first - 5)] +
                          ['d'], consumers(contents.entries))
-        self.assertEqual(2, len(contents.warnings))
-        self.assertIn('line %d: cut short' % first, contents.warnings[0])
-        self.assertIn('line %d: cut short' % second, contents.warnings[1])
+        self.assertEqual([], contents.warnings)
+        # The killed run, and the re-run killed inside its header.
+        self.assertUnended(contents, 'b00', second)
 
     def test_glued_by_an_earlier_release(self):
-        """A journal the previous release left: its re-run's first entry
+        """A journal an earlier release left: its re-run's first entry
         glued onto the cut line. The cut part is reported, the glued
-        entry and the rest of that run read.
+        entry and the rest of that run read, none of it verified.
         """
-        self.run_(['a'], pad=0)
-        self.run_(['b%02d' % n for n in range(20)])
-        cut_line = self.kill_at(2 * PAGE)
+        lines = [{'run': 'r1', 'placement': ENDPOINT, 'version': 2}] + [
+            dict(entry('b%02d' % n, 300), id='id-b%d' % n, version=2)
+            for n in range(20)]
+        data = ''.join(json.dumps(e, sort_keys=True) + '\n' for e in lines)
         old = [dict(entry(c, pad=0), id='id-' + c, version=1, time='t')
                for c in ('c0', 'c1')]
-        with open(self.path, 'a') as f:
+        with open(self.path, 'w') as f:
+            f.write(data[:2 * PAGE])
             f.write(''.join(json.dumps(e, sort_keys=True) + '\n'
                             for e in old))
             f.write(json.dumps({'not_applied': 'id-c1', 'reason': 'x',
                                 'version': 1, 'time': 't'}) + '\n')
+        cut_line = data[:2 * PAGE].count('\n') + 1
         contents = journal.load(self.path)
-        self.assertEqual(['a'] + ['b%02d' % n for n in range(cut_line - 4)] +
+        self.assertEqual(['b%02d' % n for n in range(cut_line - 2)] +
                          ['c0', 'c1'], consumers(contents.entries))
         self.assertEqual([None, False], [e.get('applied')
                                          for e in contents.entries[-2:]])
@@ -213,14 +242,17 @@ class CutTestCase(base.BaseTestCase):
              'only sent once its whole entry is on disk); the entry glued '
              'after it is read.' % (self.path, cut_line)],
             contents.warnings)
+        self.assertEqual(([], cut_line + 2),
+                         (contents.unended, contents.unverified))
 
     def test_write_failing_halfway_then_the_next_batch(self):
         """A full file system: part of a batch reached the file, the
-        batch failed (its change is never sent), and the run goes on
-        with the next one on a fresh line.
+        batch failed (its change is never sent) and is taken back, and
+        the run goes on with the next one.
         """
         j = journal.Journal(self.path, placement=ENDPOINT)
         j.record(entry('a', pad=0))
+        size = os.path.getsize(self.path)
         real = os.write
 
         def full(fd, data):
@@ -233,18 +265,65 @@ class CutTestCase(base.BaseTestCase):
             e = self.assertRaises(exception.JournalError, j.record_many,
                                   [entry('b%02d' % n) for n in range(20)])
         self.assertIn('No space left on device', str(e))
+        self.assertEqual(size, os.path.getsize(self.path))
         j.record(entry('c', pad=0))
-        j.close()
+        self.assertIsNone(j.close())
         contents = journal.load(self.path)
-        # The batch's lines that reached the file whole are read (their
-        # change was never sent: restore finds them as before).
-        with open(self.path, 'rb') as f:
-            written = f.read()
-        cut = written[:written.index(b'"cut"')].count(b'\n')
-        self.assertEqual(['a'] + ['b%02d' % n for n in range(cut - 3)] +
-                         ['c'], consumers(contents.entries))
-        self.assertEqual(1, len(contents.warnings))
-        self.assertIn('line %d: cut short' % cut, contents.warnings[0])
+        self.assertEqual((['a', 'c'], [], []),
+                         (consumers(contents.entries), contents.warnings,
+                          contents.unended))
+
+    def test_write_that_cannot_be_taken_back(self):
+        """The file cannot even be truncated: the run writes nothing
+        more to it, and says so; restore then says the journal cannot
+        prove it is whole.
+        """
+        j = journal.Journal(self.path, placement=ENDPOINT)
+        j.record(entry('a', pad=0))
+
+        def fail(*args):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        with fixtures.MonkeyPatch('nova_orphans.repair.journal.os.write',
+                                  fail), \
+                fixtures.MonkeyPatch(
+                    'nova_orphans.repair.journal.os.ftruncate', fail):
+            self.assertRaises(exception.JournalError, j.record,
+                              entry('b', pad=0))
+        e = self.assertRaises(exception.JournalError, j.record,
+                              entry('c', pad=0))
+        self.assertIn('an earlier write failed (Input/output error) and '
+                      'could not be taken back', str(e))
+        self.assertIn('could not be taken back', j.close())
+        contents = journal.load(self.path)
+        self.assertEqual(['a'], consumers(contents.entries))
+        self.assertUnended(contents, 'a')
+
+    def test_one_run_at_a_time(self):
+        """A second run on a journal another run is writing is refused,
+        before it reads anything and at its first write.
+        """
+        j = journal.Journal(self.path, placement=ENDPOINT)
+        j.record(entry('a', pad=0))
+        refused = ('Journal %s: another run is writing to it now (a "clean" '
+                   'or "restore" with the same journal); try again once it '
+                   'has ended' % self.path)
+        e = self.assertRaises(exception.JournalError, journal.check_path,
+                              self.path)
+        self.assertEqual(refused, str(e))
+        other = journal.Journal(self.path, placement=ENDPOINT)
+        e = self.assertRaises(exception.JournalError, other.record,
+                              entry('b', pad=0))
+        self.assertEqual(refused, str(e))
+        # Nor is it restored while a run writes it.
+        e = self.assertRaises(exception.JournalError, restore.load,
+                              self.path, ENDPOINT)
+        self.assertEqual(refused, str(e))
+        j.close()
+        journal.check_path(self.path)
+        other.record(entry('b', pad=0))
+        other.close()
+        self.assertEqual(['a', 'b'],
+                         consumers(journal.load(self.path).entries))
 
     def test_whole_line_missing_only_its_newline(self):
         self.run_(['a', 'b'], pad=0)
@@ -266,8 +345,8 @@ class CutTestCase(base.BaseTestCase):
         self.run_(['c'], pad=0)
         contents = journal.load(self.path)
         self.assertEqual('c', consumers(contents.entries)[-1])
-        self.assertEqual(1, len(contents.warnings))
-        self.assertIn('line %d: cut short' % cut_line, contents.warnings[0])
+        self.assertUnended(contents, 'b00')
+        self.assertEqual(cut_line, contents.unended[0].last_line)
 
     def test_directory_is_fsynced_when_the_journal_is_created(self):
         synced = []
@@ -278,18 +357,19 @@ class CutTestCase(base.BaseTestCase):
             real(fd)
         self.useFixture(fixtures.MonkeyPatch(
             'nova_orphans.repair.journal.os.fsync', fsync))
+        # The directory, the batch, the end record.
         self.run_(['a'])
-        self.assertEqual([True, False], synced)
-        self.run_(['b'])
         self.assertEqual([True, False, False], synced)
+        self.run_(['b'])
+        self.assertEqual([True, False, False, False, False], synced)
 
     def test_one_not_applied_line_per_refused_request(self):
         j = journal.Journal(self.path)
         ids = j.record_many([entry('c%03d' % n) for n in range(100)])
         j.not_applied_many(ids, 'consumer generation conflict')
         j.close()
-        # Header, 100 entries, one mark.
-        self.assertEqual(102, len(self.lines()) - 1)
+        # Header, 100 entries, one mark, the end record.
+        self.assertEqual(103, len(self.lines()) - 1)
         contents = journal.load(self.path)
         self.assertEqual({(False, 'consumer generation conflict')},
                          {(e['applied'], e['reason'])
@@ -307,13 +387,17 @@ class CutTestCase(base.BaseTestCase):
                          [(e.get('applied'), e.get('reason'))
                           for e in contents.entries])
         run, = contents.runs
-        self.assertIsNone(run.placement)
+        self.assertEqual((None, None, 3, []),
+                         (run.placement, run.ended, contents.unverified,
+                          contents.unended))
 
 
 # Writes one batch of 1,000 entries of 16 KiB in one write(2).
 _CHILD = """
 import sys
 from nova_orphans.repair import journal
+from nova_orphans.repair import journal_verify
+from nova_orphans.repair import restore
 j = journal.Journal(sys.argv[1], placement=sys.argv[2])
 j.record_many([{'action': 'delete_consumer',
                 'findings': [{'details': 'x' * 16384}],
@@ -369,13 +453,14 @@ class RealKillTestCase(base.BaseTestCase):
         self.assertEqual(
             ['k%04d' % n for n in range(whole)] + ['rerun'],
             consumers(contents.entries))
-        self.assertEqual(
-            ['WARNING: journal %s, line %d: cut short when the run writing '
-             'it was killed; skipped (a change is only sent once its whole '
-             'entry is on disk).' % (path, cut)], contents.warnings)
+        self.assertEqual([], contents.warnings)
+        killed, = contents.unended
+        self.assertEqual((1, cut, whole), (killed.first_line,
+                                           killed.last_line,
+                                           len(killed.entries)))
         with open(path, 'rb') as f:
             lines = f.read().split(b'\n')
-        self.assertEqual(len(data), json.loads(lines[cut])['cut'])
+        self.assertEqual(len(data), json.loads(lines[cut + 1])['cut'])
 
 
 class DamageTestCase(base.BaseTestCase):
@@ -399,6 +484,13 @@ class DamageTestCase(base.BaseTestCase):
         return (json.dumps(dict(entry(consumer), version=2),
                            sort_keys=True) + '\n').encode()
 
+    def test_empty_file(self):
+        for data in (b'', b'\n\n', b'  \n'):
+            self.write(data)
+            self.assertRefused('is empty: it is not a journal (a run '
+                               'writes its journal only once it changes '
+                               'something)')
+
     def test_cut_line_in_the_middle_of_a_run(self):
         cut = self.whole('b')[:100] + b'\n'
         self.write(self.whole('a'), cut, self.whole('c'))
@@ -417,10 +509,13 @@ class DamageTestCase(base.BaseTestCase):
                  'value: line 1 column 1 (char 0))'),
                 ((b'{"hello": "world"}\n',),
                  'line 1 is not a nova-orphans journal entry (version '
-                 'None; this release reads versions 1, 2)'),
+                 'None; this release reads versions 1, 2, 3)'),
+                ((self.whole('a'), b'{"version": 4, "consumers": {}}\n'),
+                 'line 2 is not a nova-orphans journal entry (version 4; '
+                 'this release reads versions 1, 2, 3)'),
                 ((self.whole('a'), b'{"version": 3, "consumers": {}}\n'),
-                 'line 2 is not a nova-orphans journal entry (version 3; '
-                 'this release reads versions 1, 2)'),
+                 'line 2 is not a nova-orphans journal entry (no '
+                 'checksum)'),
                 ((b'{"version": 2, "run": "x"}\n', b'[1, 2]\n'),
                  'line 2 is not a nova-orphans journal entry (not a JSON '
                  'object)'),

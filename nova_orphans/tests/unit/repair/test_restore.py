@@ -28,8 +28,12 @@ def entry(*consumers, providers=('rp1',)):
         'after': {}} for c in consumers}}
 
 
-def run(placement, *entries):
-    r = journal.Run({'placement': placement} if placement else None)
+def run(placement, *entries, cloud=None, version=3):
+    header = {'placement': placement, 'version': version} if placement \
+        else None
+    if header and cloud:
+        header['cloud'] = cloud
+    r = journal.Run(header)
     r.entries = list(entries)
     return r
 
@@ -47,67 +51,131 @@ class EndpointTestCase(base.BaseTestCase):
                             restore._endpoint('http://p'))
 
 
+# What each front end records of a cloud (see Sources.cloud).
+OSC_A = {'front_end': 'openstack', 'name': 'a', 'auth_url':
+         'http://ks-a:5000/v3', 'region': 'RegionOne', 'project': 'admin'}
+MANAGE_A = {'front_end': 'nova-orphans-manage',
+            'config_files': ['/etc/nova/nova.conf'],
+            'auth_url': 'http://ks-a:5000/v3', 'region': 'RegionOne',
+            'api_database': {'host': 'db-a', 'name': 'nova_api'}}
+# nova-orphans-manage with an admin_token [placement]: no keystone.
+MANAGE_TOKEN = {'front_end': 'nova-orphans-manage',
+                'config_files': ['/etc/nova/nova.conf'],
+                'api_database': {'host': 'db-a', 'name': 'nova_api'}}
+
+
 class CheckCloudTestCase(base.BaseTestCase):
+    """Every pair of writer and restorer front ends: a run is of
+    another cloud when an address both know differs.
+    """
 
-    def setUp(self):
-        super().setUp()
-        self.client = mock.Mock(endpoint='http://internal:8778')
-        self.client.get.return_value = {'resource_providers': [
-            {'uuid': 'rp1'}, {'uuid': 'rp2'}]}
+    def check(self, written, here, journal_clouds=()):
+        restore.check_cloud('j', [written], *here,
+                            journal_clouds=journal_clouds)
 
-    def test_same_endpoint_reads_nothing(self):
-        restore.check_cloud(self.client, 'j', [
-            run('http://internal:8778/', entry('c', providers=['x']))])
-        self.client.get.assert_not_called()
+    def refused(self, written, here, journal_clouds=()):
+        return str(self.assertRaises(
+            exception.JournalError, self.check, written, here,
+            journal_clouds))
 
-    def test_old_journal_without_header_is_not_checked(self):
-        restore.check_cloud(self.client, 'j', [run(None, entry('c'))])
-        self.client.get.assert_not_called()
+    def test_the_same_cloud_by_either_front_end(self):
+        for cloud in (OSC_A, MANAGE_A, MANAGE_TOKEN):
+            written = run('http://placement-a:8778/', entry('c'),
+                          cloud=cloud)
+            for here in (OSC_A, MANAGE_A, MANAGE_TOKEN,
+                         # Another workstation's name for it.
+                         dict(OSC_A, name='prod', project='other'),
+                         # keystone's URL spelled otherwise.
+                         dict(OSC_A, auth_url='HTTP://KS-A:5000/v3/')):
+                self.check(written, ('HTTP://Placement-A:8778', here))
 
-    def test_other_url_of_the_same_cloud(self):
-        # One provider of the run still exists here: the same cloud.
-        restore.check_cloud(self.client, 'j', [
-            run('https://public/placement',
-                entry('c', providers=['gone', 'rp2']))])
-        self.client.get.assert_called_once_with('/resource_providers')
+    def test_another_placement_whoever_wrote_and_restores(self):
+        for theirs in (OSC_A, MANAGE_A, MANAGE_TOKEN):
+            written = run('http://placement-b:8778', entry('c'),
+                          cloud=theirs)
+            for ours in (OSC_A, MANAGE_A, MANAGE_TOKEN):
+                message = self.refused(written,
+                                       ('http://placement-a:8778', ours))
+                self.assertTrue(message.startswith(
+                    'Journal j: written against another cloud (placement '
+                    'http://placement-b:8778'), message)
+                self.assertIn(') than the one this run reaches (placement '
+                              'http://placement-a:8778', message)
+                self.assertTrue(message.endswith(
+                    '): nothing was restored. If it is the same cloud, now '
+                    'reached at another address, restore with '
+                    '--journal-cloud http://placement-b:8778'), message)
+                # Named, it is restored.
+                self.check(written, ('http://placement-a:8778', ours),
+                           ['http://placement-b:8778/'])
 
-    def test_another_cloud(self):
-        e = self.assertRaises(
-            exception.JournalError, restore.check_cloud, self.client, 'j', [
-                run('http://internal:8778', entry('a')),
-                run('http://other:8778', entry('b', providers=['x', 'y']))])
+    def test_whole_message(self):
+        written = run('http://placement-b:8778', entry('c'),
+                      cloud=MANAGE_A)
         self.assertEqual(
-            'Journal j: written against placement at http://other:8778, '
-            'and none of the 2 resource providers it changed exist in '
-            'placement at http://internal:8778: refusing to restore it '
-            'into another cloud', str(e))
+            'Journal j: written against another cloud (placement '
+            'http://placement-b:8778, keystone http://ks-a:5000/v3, region '
+            'RegionOne, API database db-a/nova_api, configuration '
+            '/etc/nova/nova.conf) than the one this run reaches (placement '
+            'http://placement-a:8778, keystone http://ks-a:5000/v3, region '
+            'RegionOne, cloud a): nothing was restored. If it is the same '
+            'cloud, now reached at another address, restore with '
+            '--journal-cloud http://placement-b:8778',
+            self.refused(written, ('http://placement-a:8778', OSC_A)))
 
-    def test_another_keystone_with_the_same_providers(self):
-        """Providers of the same uuids (clouds made from one seed), but
-        another placement and another keystone: another cloud.
+    def test_the_same_placement_address_in_another_cloud(self):
+        """Two clouds whose placement has the same address (two
+        Kubernetes clusters' service names): keystone, the region or
+        the API database, where both runs know them, tell them apart.
         """
-        other = run('http://other:8778', entry('b', providers=['rp1']))
-        other.header['cloud'] = {'name': 'lab', 'auth_url':
-                                 'http://lab:5000/v3'}
-        prod = {'name': 'prod', 'auth_url': 'http://prod:5000/v3'}
-        e = self.assertRaises(
-            exception.JournalError, restore.check_cloud, self.client, 'j',
-            [other], prod)
+        placement = 'http://placement-api.openstack.svc:8778'
+        for theirs, ours in (
+                (OSC_A, dict(OSC_A, auth_url='http://ks-b:5000/v3')),
+                (MANAGE_A, dict(OSC_A, auth_url='http://ks-b:5000/v3')),
+                (OSC_A, dict(MANAGE_A, auth_url='http://ks-b:5000/v3')),
+                (OSC_A, dict(OSC_A, region='RegionTwo')),
+                (MANAGE_A, dict(MANAGE_TOKEN, api_database={
+                    'host': 'db-b', 'name': 'nova_api'})),
+                (MANAGE_TOKEN, dict(MANAGE_A, api_database={
+                    'host': 'db-a', 'name': 'nova_api_cell0'}))):
+            self.refused(run(placement, entry('c'), cloud=theirs),
+                         (placement, ours))
+
+    def test_journal_cloud_must_name_a_run(self):
+        written = run('http://placement-a:8778', entry('c'), cloud=OSC_A)
         self.assertEqual(
-            'Journal j: written against placement at http://other:8778 '
-            'through keystone at http://lab:5000/v3 (cloud lab), and this '
-            'run reaches placement at http://internal:8778 through '
-            'keystone at http://prod:5000/v3: refusing to restore it into '
-            'another cloud', str(e))
-        self.client.get.assert_not_called()
-        # The same keystone (its name differs: another workstation's
-        # clouds.yaml), or a run that went through none (a manage run,
-        # nova.conf's endpoint): the providers decide, and rp1 exists.
-        for cloud in ({'name': 'p', 'auth_url': 'HTTP://lab:5000/v3/'},
-                      {'config_files': ['/etc/nova/nova.conf']}, None):
-            restore.check_cloud(self.client, 'j', [other], cloud)
-        other.header['cloud'] = {'config_files': ['/etc/nova/nova.conf']}
-        restore.check_cloud(self.client, 'j', [other], prod)
+            'Journal j: --journal-cloud http://elsewhere names no run of it '
+            '(its runs wrote to placement at http://placement-a:8778): '
+            'nothing was restored',
+            self.refused(written, ('http://placement-a:8778', OSC_A),
+                         ['http://elsewhere']))
+
+    def test_every_run_of_another_cloud_is_named(self):
+        runs = [run('http://placement-b:8778', entry('b'), cloud=OSC_A),
+                run('http://placement-a:8778', entry('a'), cloud=OSC_A),
+                run('http://placement-c:8778', entry('c'), cloud=OSC_A)]
+        e = self.assertRaises(
+            exception.JournalError, restore.check_cloud, 'j', runs,
+            'http://placement-a:8778', OSC_A)
+        self.assertTrue(str(e).endswith(
+            'restore with --journal-cloud http://placement-b:8778 '
+            '--journal-cloud http://placement-c:8778'), str(e))
+        restore.check_cloud('j', runs, 'http://placement-a:8778', OSC_A,
+                            ['http://placement-b:8778',
+                             'http://placement-c:8778'])
+
+    def test_earlier_releases_runs(self):
+        # Before version 3 openstack recorded admin_token's endpoint,
+        # placement's, as its auth URL: no keystone.
+        legacy = run('http://placement-a:8778', entry('c'), version=2,
+                     cloud={'name': 'a', 'auth_url':
+                            'http://placement-a:8778'})
+        self.check(legacy, ('http://placement-a:8778', OSC_A))
+        legacy.header['cloud']['auth_url'] = 'http://ks-b:5000/v3'
+        self.refused(legacy, ('http://placement-a:8778', OSC_A))
+        # Version 1: no header, nothing recorded.
+        self.check(run(None, entry('c')), ('http://placement-b:8778',
+                                           OSC_A))
 
 
 class BatchesTestCase(base.BaseTestCase):

@@ -1,0 +1,578 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The journal's format, read back and verified before anything trusts it.
+
+``restore`` writes into placement what a journal says was there; a
+journal that is not the one its runs wrote (bit rot, a hand edit, a
+partial copy, two files pasted together) would have it write the wrong
+thing. So every line of a version 3 journal carries ``sum``: the
+SHA-256 of the line's canonical JSON (sorted keys, no spaces, ``sum``
+left out) after the ``sum`` of the line before it in its run. A run's
+header starts its chain; its run id is the chain's nonce, so lines
+cannot move from one run to another. The header also records
+``follows``, the ``sum`` of the last whole line the file held when the
+run began (None: none, or one of an earlier release), so whole runs
+cannot be removed from between others, duplicated or reordered. A run
+that ends (normally, on an error, on SIGINT or SIGTERM) writes an
+``end`` record counting its lines and entries; a run without one was
+killed, or the file was cut short after it.
+
+As databases do with their write-ahead logs (PostgreSQL's CRC and link
+to the previous record, SQLite's journal nonce and page count), the
+whole file is verified before the first write: a line that does not
+verify (altered, missing, duplicated, moved, glued to the next) refuses
+it, with its number. A line cut short is tolerated only where a killed
+``write(2)`` leaves one: as the last line, or followed by the run that
+next opened the file, whose chained ``cut`` mark names the byte offset
+where the cut line ends.
+
+Versions 1 and 2 (earlier releases) have no checksums: they are read as
+those releases read them, and said to be unverified.
+"""
+
+import collections
+import hashlib
+import json
+import re
+
+from nova_orphans import exception
+from nova_orphans.i18n import _
+
+VERSION = 3
+READABLE = (1, 2, 3)
+# Where a whole entry may start inside a line (json.dumps with
+# sort_keys): an entry a run of an earlier release glued onto a cut line.
+_GLUED = re.compile(rb'\{"action": ')
+# The end of a number, or of a \u escape, cut short, as json reports it.
+_NUMBER = re.compile(r'-?[0-9]*\.?[0-9]*([eE][-+]?[0-9]*)?')
+_NUMBER_TAIL = re.compile(r'\.|[eE][-+]?')
+_ESCAPE_TAIL = re.compile(r'u[0-9a-fA-F]{0,3}')
+_SUM = re.compile(r'[0-9a-f]{64}')
+
+# How a run ended, as its end record says (see Journal.close).
+COMPLETED = 'completed'
+ERROR = 'error'
+# What journals list shows for a version 3 run without an end record.
+NO_END = 'no end record'
+
+
+def digest(previous, line):
+    """The ``sum`` of ``line`` (a dict; its own ``sum`` left out),
+    chained after ``previous`` (None for a run's header).
+    """
+    body = {k: v for k, v in line.items() if k != 'sum'}
+    data = json.dumps(body, sort_keys=True, separators=(',', ':'))
+    return hashlib.sha256(((previous or '') + '\n' + data).encode(
+        'utf-8')).hexdigest()
+
+
+def seal(line, previous):
+    """``line`` as written: version 3, its ``sum`` chained after
+    ``previous``. Returns (the bytes of the line, its sum).
+    """
+    line = dict(line, version=VERSION)
+    line['sum'] = digest(previous, line)
+    return ((json.dumps(line, sort_keys=True) + '\n').encode('utf-8'),
+            line['sum'])
+
+
+class Run:
+    """The entries one run wrote, and its header (empty before version
+    2, or after a cut line without one).
+
+    ``end``: its end record (version 3), None if it has none;
+    ``first_line`` and ``last_line``: where it is in the file.
+    """
+
+    def __init__(self, header=None, line=None):
+        self.header = header or {}
+        self.entries = []
+        self.end = None
+        self.first_line = self.last_line = line
+        # Whether its last line is cut short.
+        self.cut = False
+        self.lines = 1
+        self.sum = self.header.get('sum')
+
+    @property
+    def version(self):
+        return self.header.get('version')
+
+    @property
+    def verified(self):
+        return (self.version or 0) >= VERSION
+
+    @property
+    def placement(self):
+        return self.header.get('placement')
+
+    @property
+    def cloud(self):
+        """What names the run's cloud ({} before it was recorded): for
+        ``openstack``, ``name`` (clouds.yaml's), ``auth_url``, ``region``
+        and ``project``; for ``nova-orphans-manage``, ``config_files``
+        and, from version 3, ``auth_url``, ``region`` and
+        ``api_database``; ``front_end`` from version 3.
+        """
+        cloud = self.header.get('cloud')
+        return cloud if isinstance(cloud, dict) else {}
+
+    @property
+    def ended(self):
+        """How it ended (its end record's ``how``), NO_END for a run of
+        this version without one, None before version 3.
+        """
+        if self.end is not None:
+            return self.end.get('how')
+        return NO_END if self.verified else None
+
+    def describe(self):
+        """The run as a sentence names it."""
+        header = self.header
+        return _('run %(run)s (%(command)s on %(host)s, pid %(pid)s, '
+                 'started %(time)s; lines %(first)d to %(last)d)') % {
+            'run': header.get('run'), 'command': header.get('command'),
+            'host': header.get('host'), 'pid': header.get('pid'),
+            'time': header.get('time'), 'first': self.first_line,
+            'last': self.last_line}
+
+
+# What load() returns. ``runs``: [Run] with entries, oldest first;
+# ``warnings``: one line per line of an earlier release's run cut
+# short; ``restores``: the marks restores left, oldest first, each
+# with the cloud and front end of the restore; ``unended``: [Run] of
+# version 3 without an end record, and the numbers of cut lines no
+# run's header precedes (a run killed inside its first write, or the
+# file cut there); ``unverified``: the number of lines of an earlier
+# release, which carry no checksum.
+Contents = collections.namedtuple(
+    'Contents', 'entries warnings runs restores unended unverified')
+
+
+def load(path):
+    """A journal's entries and runs, every line verified; refuses an
+    empty, damaged or altered file (exception.JournalError, 127).
+    """
+    try:
+        with open(path, 'rb') as f:
+            data = f.read()
+    except OSError as e:
+        raise exception.JournalError(path=path, reason=e.strerror)
+    if not data.strip():
+        raise exception.JournalError(path=path, reason=_(
+            'is empty: it is not a journal (a run writes its journal only '
+            'once it changes something)'))
+    return _Reader(path).read(_items(path, data))
+
+
+# One line of the file as read: its number, where it ends (a byte
+# offset), and its dict, or None (cut short, as a killed write leaves
+# it), or False (damage, ``error`` says why).
+_Item = collections.namedtuple('_Item', 'number end entry error')
+
+
+def _items(path, data):
+    items = []
+    start = 0
+    for number, line in enumerate(data.split(b'\n'), 1):
+        end = start + len(line)
+        if line.strip():
+            items.extend(_read_line(number, end, line))
+        start = end + 1
+    return items
+
+
+def _read_line(number, end, line):
+    try:
+        return [_Item(number, end, parse(line), None)]
+    except ValueError as e:
+        error = e
+    glued = _unglue(line)
+    if glued is not None:
+        start, entry = glued
+        try:
+            # Whole, and only its newline missing.
+            first = _Item(number, end, parse(line[:start]), None)
+        except ValueError as e:
+            first = _Item(number, end,
+                          None if cut_short(line[:start]) else False, e)
+        return [first, _Item(number, end, entry, None)]
+    if isinstance(error, _Glued):
+        return [_Item(number, end, False, error)]
+    # None: cut short, where a killed run may have left it; False:
+    # damaged wherever it is.
+    return [_Item(number, end, None if cut_short(line) else False, error)]
+
+
+class _Glued(ValueError):
+    pass
+
+
+def parse(line):
+    """One line of a journal, as a dict; ValueError (why) if it is not
+    one.
+    """
+    try:
+        text = line.decode('utf-8')
+    except UnicodeDecodeError:
+        raise ValueError(_('not UTF-8'))
+    try:
+        entry = json.loads(text)
+    except json.JSONDecodeError as e:
+        if e.msg == 'Extra data' and _of_this_version(text[:e.pos]):
+            raise _Glued(_('two lines glued together: the newline '
+                           'between them is missing'))
+        raise ValueError(str(e))
+    if not isinstance(entry, dict):
+        raise ValueError(_('not a JSON object'))
+    version = entry.get('version')
+    if version not in READABLE:
+        raise ValueError(_('version %(version)s; this release reads '
+                           'versions %(readable)s') % {
+            'version': version,
+            'readable': ', '.join(str(v) for v in READABLE)})
+    if version >= 3 and not (isinstance(entry.get('sum'), str) and
+                             _SUM.fullmatch(entry['sum'])):
+        raise ValueError(_('no checksum'))
+    if 'not_applied' in entry:
+        refused = entry['not_applied']
+        if not (isinstance(refused, str) or isinstance(refused, list) and
+                all(isinstance(r, str) for r in refused)):
+            raise ValueError(_('a malformed "not applied" mark'))
+    elif 'end' in entry:
+        end = entry['end']
+        if version < 3 or not (isinstance(end, dict) and all(
+                isinstance(end.get(k), int) for k in ('lines', 'entries'))):
+            raise ValueError(_('a malformed end record'))
+    elif 'run' in entry or 'cut' in entry or 'restored' in entry:
+        if version < 2:
+            raise ValueError(_('a run header in a version 1 line'))
+    elif 'provider' in entry:
+        # A resource provider deleted by "providers clean": its record.
+        if not isinstance(entry['provider'], dict) or not isinstance(
+                entry['provider'].get('uuid'), str):
+            raise ValueError(_('a malformed provider record'))
+    elif not isinstance(entry.get('consumers'), dict):
+        raise ValueError(_('no consumers'))
+    return entry
+
+
+def _of_this_version(text):
+    try:
+        return parse(text.encode('utf-8'))['version'] == VERSION
+    except ValueError:
+        return False
+
+
+def cut_short(line):
+    """Whether the line is the start of a JSON object, cut short.
+
+    Only such a line can be what a killed ``write(2)`` left (after a
+    power loss, maybe followed by zeros); anything else is damage.
+    """
+    doc = line.rstrip(b'\0')
+    if not doc.startswith(b'{'):
+        return False
+    try:
+        doc = doc.decode('utf-8')
+        json.loads(doc)
+    except UnicodeDecodeError:
+        return False
+    except json.JSONDecodeError as e:
+        rest = doc[e.pos:]
+        return (e.pos == len(doc) or
+                e.msg.startswith('Unterminated string') or
+                e.msg.startswith('Invalid \\uXXXX escape') and
+                bool(_ESCAPE_TAIL.fullmatch(rest)) or
+                bool(_NUMBER_TAIL.fullmatch(rest)) or
+                e.msg == 'Expecting value' and (
+                    bool(_NUMBER.fullmatch(rest)) or
+                    any(w.startswith(rest) for w in ('true', 'false',
+                                                     'null'))))
+    return False
+
+
+def _unglue(line):
+    """The whole entry of an earlier release at the end of a line that
+    starts cut short.
+
+    Releases before version 3 appended a new run's first entry to the
+    cut last line of a killed one. Returns (where it starts, the
+    entry), or None.
+    """
+    for match in _GLUED.finditer(line, 1):
+        try:
+            entry = parse(line[match.start():])
+        except ValueError:
+            continue
+        if entry['version'] < 3 and ('consumers' in entry or
+                                     'provider' in entry):
+            return match.start(), entry
+    return None
+
+
+def _legacy_follows(items, i):
+    """Whether the next whole line after items[i] is of an earlier
+    release (a cut line in a journal it wrote).
+    """
+    for item in items[i + 1:]:
+        if item.entry:
+            return item.entry['version'] < VERSION
+    return False
+
+
+class _Reader:
+    """One pass over a journal's lines, in order, verifying each."""
+
+    def __init__(self, path):
+        self.path = path
+        self.warnings, self.runs, self.restores = [], [], []
+        self.entries, self.by_id = [], {}
+        self.unended, self.unverified = [], 0
+        # The run lines go to (any version), and the version 3 run
+        # whose chain is open (no end record yet).
+        self.run = Run()
+        self.runs.append(self.run)
+        self.open = None
+        # The sum of the last whole line (None: of an earlier release,
+        # or none), and whether it was of this version.
+        self.last_sum = None
+        self.last_v3 = False
+        self.whole = False
+        # The end of the last cut line since the last whole line, and
+        # the offset the open run's next line (its cut mark) must name.
+        self.cut_at = None
+        self.expect_cut = None
+
+    def refuse(self, number, reason, **kwargs):
+        kwargs['line'] = number
+        raise exception.JournalError(path=self.path, reason=reason % kwargs)
+
+    def read(self, items):
+        for i, item in enumerate(items):
+            if item.entry is False:
+                if isinstance(item.error, _Glued):
+                    self.refuse(item.number, _('line %(line)d: %(error)s'),
+                                error=item.error)
+                self.refuse(item.number, _(
+                    'line %(line)d is not a nova-orphans journal entry '
+                    '(%(error)s)'), error=item.error)
+            if item.entry is None:
+                self.cut(items, i)
+            elif item.entry['version'] >= VERSION:
+                self.verified(item)
+            else:
+                self.legacy(item)
+        if self.open is not None:
+            self.unended.append(self.open)
+        return Contents(self.entries, self.warnings,
+                        [r for r in self.runs if r.entries], self.restores,
+                        self.unended, self.unverified)
+
+    def cut(self, items, i):
+        item = items[i]
+        following = items[i + 1] if i + 1 < len(items) else None
+        # A killed run's last line: the file ends there, or the run
+        # that next opened it begins (or an earlier release's entry is
+        # glued onto it, or that run was killed too).
+        if following is not None and not (
+                following.entry is None or
+                following.number == item.number or
+                'run' in following.entry or 'cut' in following.entry):
+            self.refuse(item.number, _(
+                'line %(line)d is cut short, yet the run that wrote it '
+                'went on after it: the journal is damaged'))
+        glued = following is not None and following.number == item.number
+        if self.open is not None:
+            self.open.last_line = item.number
+            self.open.cut = True
+            self.unended.append(self.open)
+            self.open = None
+        elif not glued and (self.last_v3 or not self.whole and
+                            not _legacy_follows(items, i)):
+            # A run killed inside its first write (its header), or the
+            # file cut there: no run of this version ends before it.
+            self.unended.append(item.number)
+        elif glued:
+            self.warnings.append(_(
+                'WARNING: journal %(path)s, line %(line)d: starts with '
+                'an entry cut short when the run writing it was killed '
+                '(skipped: a change is only sent once its whole entry '
+                'is on disk); the entry glued after it is read.') %
+                {'path': self.path, 'line': item.number})
+        else:
+            self.warnings.append(_(
+                'WARNING: journal %(path)s, line %(line)d: cut short '
+                'when the run writing it was killed; skipped (a change '
+                'is only sent once its whole entry is on disk).') %
+                {'path': self.path, 'line': item.number})
+        self.cut_at = item.end
+        # What follows is another run's, header or not.
+        self.run = Run()
+        self.runs.append(self.run)
+
+    def verified(self, item):
+        entry, number = item.entry, item.number
+        self.whole = True
+        if 'run' in entry:
+            if self.open is not None:
+                # Killed between two writes; another run appended.
+                self.unended.append(self.open)
+            if entry.get('follows') != self.last_sum:
+                self.refuse(number, _(
+                    'line %(line)d: the run it begins does not follow the '
+                    'line before it: a line or a run before it was '
+                    'removed, added or moved'))
+            if entry['sum'] != digest(None, entry):
+                self.refuse(number, _(
+                    'line %(line)d does not verify: the line was altered'))
+            self.run = self.open = Run(entry, number)
+            self.runs.append(self.run)
+            self.expect_cut, self.cut_at = self.cut_at, None
+        else:
+            run = self.open
+            if run is None:
+                self.refuse(number, _(
+                    'line %(line)d belongs to no run: the header of its '
+                    'run is missing, or it comes after the run\'s end '
+                    'record'))
+            if entry['sum'] != digest(run.sum, entry):
+                self.refuse(number, _(
+                    'line %(line)d does not verify: the line was altered, '
+                    'or a line of its run before it was removed, added or '
+                    'moved'))
+            if self.expect_cut is not None and entry.get(
+                    'cut') != self.expect_cut:
+                self.refuse(number, _(
+                    'line %(line)d: the line before its run is cut short, '
+                    'and no cut mark names it: the journal is damaged'))
+            if self.expect_cut is None and 'cut' in entry:
+                self.refuse(number, _(
+                    'line %(line)d records a line cut short that is not '
+                    'there: the journal is damaged'))
+            self.expect_cut = None
+            run.sum = entry['sum']
+            run.last_line = number
+            if 'end' in entry:
+                self.end(run, entry, number)
+            else:
+                run.lines += 1
+                self.dispatch(entry, number, run)
+        self.last_sum, self.last_v3 = entry['sum'], True
+
+    def end(self, run, entry, number):
+        counted = (entry['end']['lines'], entry['end']['entries'])
+        if counted != (run.lines, len(run.entries)):
+            self.refuse(number, _(
+                'line %(line)d: the end record counts %(lines)d lines and '
+                '%(entries)d entries; its run has %(have_lines)d and '
+                '%(have_entries)d'), lines=counted[0], entries=counted[1],
+                have_lines=run.lines, have_entries=len(run.entries))
+        run.end = entry['end']
+        self.open = None
+
+    def legacy(self, item):
+        entry, number = item.entry, item.number
+        if self.open is not None:
+            if 'run' not in entry and 'cut' not in entry:
+                self.refuse(number, _(
+                    'line %(line)d: a version %(version)d line inside a '
+                    'version %(current)d run'),
+                    version=entry['version'], current=VERSION)
+            # An earlier release appended to it after it was killed.
+            self.unended.append(self.open)
+            self.open = None
+        self.whole = True
+        self.unverified += 1
+        self.last_sum, self.last_v3 = None, False
+        self.cut_at = self.expect_cut = None
+        if 'run' in entry or self.run.verified:
+            # A header, or an earlier release's line after this one's
+            # run: another run.
+            self.run = Run(entry if 'run' in entry else None, number)
+            self.runs.append(self.run)
+        if 'run' not in entry:
+            self.dispatch(entry, number, self.run)
+
+    def dispatch(self, entry, number, run):
+        """An entry, a "not applied" or "restored" mark, or a cut mark."""
+        if 'cut' in entry:
+            return
+        if 'restored' in entry:
+            mark = dict(entry['restored'], time=entry.get('time'))
+            if run.verified:
+                mark.update(placement=run.placement, cloud=run.cloud)
+            self.restores.append(mark)
+            return
+        if 'not_applied' in entry:
+            refused = entry['not_applied']
+            for entry_id in ([refused] if isinstance(refused, str)
+                             else refused):
+                target = self.by_id.get(entry_id)
+                if target is None:
+                    self.refuse(number, _(
+                        'line %(line)d: refers to no earlier entry'))
+                target['applied'] = False
+                target['reason'] = entry.get('reason')
+            return
+        if entry.get('id'):
+            self.by_id[entry['id']] = entry
+        self.entries.append(entry)
+        run.entries.append(entry)
+
+
+def proof_lines(path, contents):
+    """What restore says of a journal that cannot prove it is whole
+    (``contents.unended``), one line each, then what to check; [] for a
+    journal that can.
+    """
+    lines = []
+    for unended in contents.unended:
+        if isinstance(unended, Run):
+            lines.append(_(
+                'WARNING: journal %(path)s: %(run)s has no end record: the '
+                'run was killed (SIGKILL, the OOM killer, a power cut), or '
+                'this file was cut short %(where)s (a partial copy, a full '
+                'disk). Its %(count)d entry(ies) that verify are those read '
+                'above; any it wrote after them are not in this file.') % {
+                'path': path, 'run': unended.describe(),
+                'where': (_('at line %d') if unended.cut else
+                          _('after line %d')) % unended.last_line,
+                'count': len(unended.entries)})
+        else:
+            lines.append(_(
+                'WARNING: journal %(path)s, line %(line)d: cut short, and '
+                'no run begins before it: a run was killed inside its first '
+                'write, or this file was cut short there.') % {
+                'path': path, 'line': unended})
+    if lines:
+        lines.append(_(
+            'The journal cannot prove it is whole. Check that it is the '
+            'file the run wrote, not a copy, and how the run ended (the '
+            'host\'s logs: journalctl, dmesg for the OOM killer); if the '
+            'file was cut, restore from the whole one. If the run was '
+            'killed, run "clean" again: the changes it made are in the '
+            'entries read.'))
+    return lines
+
+
+def unverified_line(path, contents):
+    """The one line saying an earlier release's lines cannot be
+    verified, or None.
+    """
+    if not contents.unverified:
+        return None
+    return _('WARNING: journal %(path)s: %(count)d line(s) were written by '
+             'an earlier release (journal version 1 or 2), without '
+             'checksums: they cannot be verified, and are restored as that '
+             'release restores them.') % {'path': path,
+                                          'count': contents.unverified}
