@@ -545,8 +545,9 @@ def proof_lines(path, contents):
                 'disk). Its %(count)d entry(ies) that verify are those read '
                 'above; any it wrote after them are not in this file.') % {
                 'path': path, 'run': unended.describe(),
-                'where': (_('at line %d') if unended.cut else
-                          _('after line %d')) % unended.last_line,
+                'where': (_('at line %(line)d') if unended.cut else
+                          _('after line %(line)d')) % {
+                              'line': unended.last_line},
                 'count': len(unended.entries)})
         else:
             lines.append(_(

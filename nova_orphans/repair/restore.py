@@ -66,8 +66,10 @@ def load(path, placement, cloud=None, journal_clouds=()):
 
 
 # What each kind of address is called in a line naming a cloud.
-_KINDS = (('placement', _('placement %s')), ('keystone', _('keystone %s')),
-          ('region', _('region %s')), ('api_database', _('API database %s')))
+_KINDS = (('placement', _('placement %(address)s')),
+          ('keystone', _('keystone %(address)s')),
+          ('region', _('region %(address)s')),
+          ('api_database', _('API database %(address)s')))
 
 
 def identity(placement, cloud, legacy=False):
@@ -105,13 +107,14 @@ def describe(placement, cloud, legacy=False):
     kinds = identity(placement, cloud, legacy)
     shown = {'placement': placement, 'keystone': (cloud or {}).get(
         'auth_url')}
-    words = [text % shown.get(kind, kinds[kind])
+    words = [text % {'address': shown.get(kind, kinds[kind])}
              for kind, text in _KINDS if kind in kinds]
     cloud = cloud or {}
     if cloud.get('name'):
-        words.append(_('cloud %s') % cloud['name'])
+        words.append(_('cloud %(name)s') % {'name': cloud['name']})
     elif cloud.get('config_files'):
-        words.append(_('configuration %s') % ','.join(cloud['config_files']))
+        words.append(_('configuration %(files)s') % {
+            'files': ','.join(cloud['config_files'])})
     return ', '.join(words) or _('nothing recorded')
 
 
