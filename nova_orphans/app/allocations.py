@@ -151,12 +151,15 @@ class Metrics:
             metrics_file=self.path, max_projects=self.max_projects,
             retries=_counts(retries))
 
-    def repair(self, command, result, retries=None):
+    def repair(self, command, result, retries=None, dry_run=False):
+        """``dry_run``: the run changed nothing, and its metrics are a
+        dry run's, never a clean's or restore's (see metrics.repair).
+        """
         self.text = metrics_mod.repair(
             command, result.rows, result.outcomes, self._duration(),
             unreadable_cells=len(result.unreadable_cells),
             metrics_file=self.path, incomplete=result.incomplete,
-            retries=_counts(retries))
+            retries=_counts(retries), dry_run=dry_run)
 
 
 def _counts(retries):
@@ -258,7 +261,8 @@ def clean(sources, scope, options, stop, progress=None, audited=None,
                     progress, max_count=options.max_count,
                     heal=options.heal)
     if metrics is not None:
-        metrics.repair('clean', result, sources.retries)
+        metrics.repair('clean', result, sources.retries,
+                       dry_run=options.dry_run)
     return result
 
 
@@ -327,5 +331,6 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
     if not dry_run:
         journals.mark_restored(path, result, warn=warn)
     if metrics is not None:
-        metrics.repair('restore', result, sources.retries)
+        metrics.repair('restore', result, sources.retries,
+                       dry_run=dry_run)
     return result

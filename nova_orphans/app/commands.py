@@ -140,7 +140,8 @@ class Command:
         """The "Return codes:" block of its --help."""
         return exit_codes.help_text(self.codes, restoring=self.restoring,
                                     bullets=bullets, listing=(
-                                        self.action == 'list'))
+                                        self.action == 'list'),
+                                    pruning=self.action == 'prune')
 
     def describe(self):
         """Its description, paragraphs filled."""
