@@ -329,23 +329,29 @@ def _list_journals(command, values, context):
     directory = _journal_dir(values, context)
     rows = [r.to_dict() for r in journals.list_runs(
         directory, warn=context.say, cloud=values.get('cloud'))]
+    # A table names each journal by its file (output.cell): the
+    # directory is said once, under it.
     return report_mod.Report(
         exit_codes.SUCCESS, rows=rows, keys=journals.JournalRun.KEYS,
-        findings=False, summary=[] if rows else [
-            _('No journal in %(dir)s.') % {'dir': directory}])
+        findings=False, summary=[
+            _('%(runs)d run(s) in %(journals)d journal(s) in %(dir)s.') % {
+                'runs': len(rows), 'dir': directory,
+                'journals': len({r['journal'] for r in rows})}
+            if rows else _('No journal in %(dir)s.') % {'dir': directory}])
 
 
 def _prune_journals(command, values, context):
     days = values['older_than']
-    rows = journals.prune(_journal_dir(values, context), days,
-                          dry_run=values.get('dry_run'))
+    directory = _journal_dir(values, context)
+    rows = journals.prune(directory, days, dry_run=values.get('dry_run'))
+    summary = [_('No journal older than %(days)d day(s).') % {'days': days}]
+    if rows:
+        summary = [_('Journals in %(dir)s.') % {'dir': directory},
+                   output.outcome_summary([r.outcome for r in rows])]
     return report_mod.Report(
         journals.prune_exit_code(rows), rows=[r.to_dict() for r in rows],
         keys=journals.Pruned.KEYS, findings=False,
-        outcomes=[r.outcome for r in rows],
-        summary=[output.outcome_summary([r.outcome for r in rows])
-                 if rows else _('No journal older than %(days)d day(s).') %
-                 {'days': days}])
+        outcomes=[r.outcome for r in rows], summary=summary)
 
 
 # The commands -------------------------------------------------------------

@@ -154,36 +154,38 @@ class OrphanLister(command.Lister):
         return self.columns(parsed_args, self.report)
 
     def produce_output(self, parsed_args, column_names, data):
+        """A table as nova-orphans-manage draws it (output.render_table:
+        fitted to the terminal, never a value split); other formats by
+        cliff's formatter.
+        """
+        if parsed_args.formatter != output.TABLE:
+            return super().produce_output(parsed_args, column_names, data)
         # No table of no rows (cliff prints an empty line): the summary
         # says there are none, as nova-orphans-manage's.
-        if parsed_args.formatter == output.TABLE and not self.report.rows:
-            return 0
-        return super().produce_output(parsed_args, column_names, data)
+        if self.report.rows:
+            parsed_args.dropped_columns = output.render_table(
+                output.sort_rows(self.report.dicts(),
+                                 parsed_args.sort_columns,
+                                 parsed_args.sort_direction == 'desc'),
+                self.app.stdout, verbose=parsed_args.long,
+                max_width=parsed_args.max_width,
+                fit_width=parsed_args.fit_width, keys=self.report.keys,
+                selected=parsed_args.columns)
+        return 0
 
     def columns(self, parsed_args, report):
-        """(columns, rows) for cliff: the manage command's keys, its
-        short table with the same headers unless --long or -c asks for
-        more; on a terminal narrower than its rows, without the columns
-        that do not fit whole (output.fit_columns), as
-        nova-orphans-manage's.
+        """(columns, rows) for cliff's formatters but the table's: the
+        manage command's keys (or those -c names, refused as
+        nova-orphans-manage refuses them).
         """
         fmt = parsed_args.formatter
+        if fmt == output.TABLE:
+            # produce_output draws it from the report.
+            return [], []
         dicts = report.dicts()
-        keys = report.keys or output.columns(
-            dicts, fmt, long=parsed_args.long or bool(parsed_args.columns))
-        # Refused as nova-orphans-manage refuses it.
+        keys = report.keys or output.columns(dicts, fmt)
         output.select(keys, parsed_args.columns)
-        data = output.cells(dicts, keys, fmt)
-        if fmt != output.TABLE:
-            return list(keys), data
-        if not (parsed_args.long or parsed_args.columns):
-            keys, data, parsed_args.dropped_columns = output.fit_columns(
-                keys, data, output.table_fit_width(parsed_args.max_width,
-                                                   parsed_args.fit_width))
-        # -c takes the keys, as in every other format.
-        parsed_args.columns = [output.header(c) if c in keys else c
-                               for c in parsed_args.columns or ()]
-        return [output.header(k) for k in keys], data
+        return list(keys), output.cells(dicts, keys, fmt)
 
     def say(self, line):
         self.app.stderr.write(line + '\n')
