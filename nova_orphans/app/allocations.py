@@ -19,6 +19,8 @@ through ``restore``.
 import collections
 import time
 
+from oslo_log import log as logging
+
 from nova_orphans.app import audit as audit_mod
 from nova_orphans.app import journals
 from nova_orphans.app import results
@@ -31,6 +33,8 @@ from nova_orphans import metrics as metrics_mod
 from nova_orphans.repair import actions
 from nova_orphans.repair import journal
 from nova_orphans.repair import restore as restore_mod
+
+LOG = logging.getLogger(__name__)
 
 
 class Scope:
@@ -288,6 +292,9 @@ def repair(sources, listing, orphans, work, options, stop, progress=None,
         journal_ = journal.Journal(
             options.journal or journal.default_path(sources.journal_dir()),
             placement=sources.placement.endpoint, cloud=sources.cloud())
+    LOG.debug('%(count)d orphan(s) to repair%(dry)s; journal %(path)s', {
+        'count': len(orphans), 'dry': ' (dry run)' if options.dry_run
+        else '', 'path': journal_.path if journal_ is not None else 'none'})
     repairer = actions.Repairer(
         sources.placement, sources.nova(), listing.snapshot,
         journal=journal_, options=actions.RepairOptions(
@@ -319,8 +326,12 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
     """
     if metrics is not None:
         metrics.check()
+    started = time.monotonic()
     entries = restore_mod.load(sources.placement, path, warn=warn,
                                cloud=sources.cloud())
+    LOG.debug('Read the journal %(path)s: %(count)d entries to restore, in '
+              '%(seconds).3f s', {'path': path, 'count': len(entries),
+                                  'seconds': time.monotonic() - started})
     stop.start_writing(notice)
     done = restore_mod.restore(
         sources.placement, entries, dry_run=dry_run,

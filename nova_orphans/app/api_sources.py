@@ -78,6 +78,10 @@ class APISources(sources.Sources):
         """
         return dict(getattr(self.clients, 'cloud', None) or {})
 
+    def describe(self):
+        return ('the placement, compute and network APIs, and Zun\'s '
+                'container API where the catalog lists it')
+
     def placement_reader(self):
         return placement_api.PlacementAPIReader(self.placement,
                                                 sources.API_CONCURRENCY)

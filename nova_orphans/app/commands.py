@@ -21,6 +21,9 @@ how it writes a command line.
 """
 
 import textwrap
+import time
+
+from oslo_log import log as logging
 
 from nova_orphans.app import allocations
 from nova_orphans.app import journals
@@ -35,6 +38,7 @@ from nova_orphans import interrupt
 from nova_orphans import output
 from nova_orphans.repair import journal as journal_mod
 
+LOG = logging.getLogger(__name__)
 # Where a summary line names the command to run next (see _summary).
 NEXT = '\0'
 # The run's first words, at once, while the writes in flight finish.
@@ -76,10 +80,17 @@ class Context:
         self.state_path = state_path
         self.warnings = []
         self.values = {}
+        # The command being run (see run), for the log.
+        self.command = None
 
     def sources(self):
         if self._sources is None:
             self._sources = self._make_sources(self.values)
+            LOG.debug('%(command)s, on the cloud of %(cloud)s, reads '
+                      '%(sources)s', {
+                          'command': self.command and self.command.name,
+                          'cloud': _cloud_text(self._sources.cloud()),
+                          'sources': self._sources.describe()})
         return self._sources
 
     @property
@@ -156,12 +167,41 @@ def run(command, values, context):
     """
     values = context.values = opts.resolve(command.options, values,
                                            context.config)
+    context.command = command
+    started = time.monotonic()
     report = command._run(command, values, context)
     line = output.retries_line(context.retries)
     if line:
         report.notes.append(Line(line))
     report.warnings = context.warnings
+    _log_requests(context.retries)
+    LOG.debug('%(command)s: %(rows)d row(s), exit code %(code)d, in '
+              '%(seconds).3f s', {
+                  'command': command.name, 'rows': len(report.rows),
+                  'code': report.exit_code,
+                  'seconds': time.monotonic() - started})
     return report
+
+
+def _cloud_text(cloud):
+    """What names a cloud (Sources.cloud), in one line for the log."""
+    return ', '.join(
+        '%s %s' % (key, ','.join(value) if isinstance(value, list)
+                   else value)
+        for key, value in sorted(cloud.items()) if value) or 'unnamed'
+
+
+def _log_requests(retries):
+    """At debug level, the requests the run sent to each service and
+    the seconds they took, summed (several at once count each).
+    """
+    if retries is None:
+        return
+    for service in sorted(retries.sent):
+        LOG.debug('%(service)s: %(count)d request(s), %(seconds).3f s in '
+                  'all', {'service': service,
+                          'count': retries.sent[service],
+                          'seconds': retries.seconds[service]})
 
 
 # The runs -----------------------------------------------------------------

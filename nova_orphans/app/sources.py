@@ -91,6 +91,10 @@ class Sources:
         """
         return {}
 
+    def describe(self):
+        """What the run reads, in words, for the log (never a password)."""
+        return 'the cloud'
+
     def close(self):
         """Let go of the connections the run kept."""
 
@@ -159,6 +163,13 @@ class DatabaseSources(Sources):
         if self.conf.config_dir:
             cloud['config_dir'] = os.path.abspath(self.conf.config_dir)
         return cloud
+
+    def describe(self):
+        text = '%s and placement\'s API' % nova_db.NovaDBReader.describe(
+            self.conf)
+        if self.placement_db is not None:
+            text += ' (%s for the bulk reads)' % self.placement_db.label
+        return text
 
     def _api_reader(self):
         return placement_api.PlacementAPIReader(self.placement,

@@ -21,6 +21,7 @@ error, would tell a script neither what happened nor the same as
 nova-orphans-manage).
 """
 
+import contextlib
 import functools
 import logging
 import os
@@ -46,6 +47,8 @@ from nova_orphans import output
 from nova_orphans import progress as progress_mod
 
 LOG = logging.getLogger(__name__)
+# The loggers of this package, whose records a command's run makes.
+PACKAGE = __name__.split('.')[0]
 
 
 class _HelpFormatter(cliff_argparse.SmartHelpFormatter):
@@ -113,6 +116,12 @@ class OrphanLister(command.Lister):
             list(manager) + [prometheus], namespace=manager.namespace)
 
     def sources(self, values):
+        # osc names the cloud and its settings in its own --debug lines;
+        # not the file it read them from.
+        LOG.debug('Configuration: %(file)s', {'file': getattr(
+            getattr(self.app, 'cloud_config', None), 'config_filename',
+            None) or 'no clouds.yaml (the command line and OS_* variables)'})
+
         def value(option):
             got = values.get(option.dest)
             return option.config_default if got is None else got
@@ -203,6 +212,10 @@ class OrphanLister(command.Lister):
         return ' '.join(shlex.quote(w) for w in argv + cmd.argv)
 
     def run(self, parsed_args):
+        with package_logging(self.app):
+            return self._run(parsed_args)
+
+    def _run(self, parsed_args):
         self.stop = interrupt.Stop(
             exit_now=interrupt.exit_now if self.own_process() else None)
         self.context = self.report = None
@@ -250,6 +263,59 @@ class OrphanLister(command.Lister):
         self.say(output.error_line(db_utils.safe_error(error),
                                    self.app.stderr))
         return exit_codes.of_error(error)
+
+
+class PackageFormatter(logging.Formatter):
+    """This package's records in oslo.log's format (as
+    nova-orphans-manage writes them: time, process, level, logger, the
+    message); every other record as ``other`` formats it.
+    """
+
+    def __init__(self, other):
+        super().__init__()
+        # oslo.log's defaults: only this formatter reads them.
+        from oslo_config import cfg
+        from oslo_log import formatters
+        from oslo_log import log as oslo_log
+        conf = cfg.ConfigOpts()
+        oslo_log.register_options(conf)
+        self._other = other or logging.Formatter()
+        self._oslo = formatters.ContextFormatter(
+            project=PACKAGE.replace('_', '-'), config=conf,
+            datefmt=conf.log_date_format)
+
+    def format(self, record):
+        if record.name == PACKAGE or record.name.startswith(PACKAGE + '.'):
+            return self._oslo.format(record)
+        return self._other.format(record)
+
+
+@contextlib.contextmanager
+def package_logging(app):
+    """A command's log records as the ``openstack`` process shows them.
+
+    osc sets the root logger to DEBUG whatever its handlers show: this
+    package's loggers make no record below the level of every handler
+    (the lines of --debug cost a run CPU, which the default level must
+    not pay). With --debug, osc's console shows this package's records
+    in oslo.log's format, as nova-orphans-manage's --debug does.
+    Both are put back when the command ends.
+    """
+    package = logging.getLogger(PACKAGE)
+    levels = [h.level for h in logging.getLogger().handlers]
+    saved_level = package.level
+    package.setLevel(max(logging.DEBUG, min(levels or [logging.WARNING])))
+    console = getattr(getattr(app, 'log_configurator', None),
+                      'console_logger', None)
+    saved_format = getattr(console, 'formatter', None)
+    if console is not None and console.level <= logging.DEBUG:
+        console.setFormatter(PackageFormatter(saved_format))
+    try:
+        yield
+    finally:
+        package.setLevel(saved_level)
+        if console is not None:
+            console.setFormatter(saved_format)
 
 
 def command_class(name, category, action, module):
