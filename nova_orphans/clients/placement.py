@@ -26,7 +26,6 @@ import os
 import socket
 import ssl
 import threading
-import time
 import urllib.parse
 
 from keystoneauth1 import exceptions as ks_exc
@@ -465,7 +464,7 @@ class LeanGets:
             headers = self._headers[version] = dict(
                 self._target.headers,
                 **{'OpenStack-API-Version': 'placement %s' % _fmt(version)})
-        started = time.monotonic()
+        started = self._retries.now()
         try:
             conn.request('GET', self._target.base + url, headers=headers)
             resp = conn.getresponse()

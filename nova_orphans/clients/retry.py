@@ -148,15 +148,20 @@ class Retries:
             raise DeadlineReached(service=service, method=method, url=url,
                                   deadline=self.deadline_seconds)
 
+    def now(self):
+        """The run's clock, for ``timed``."""
+        return self._clock()
+
     def timed(self, service, method, url, started, answer,
               connection=None):
-        """One request sent: counted (``sent``, ``seconds``) and, at
-        debug level, logged with its method, path, status (``answer``:
-        a response, or the error it met) and time; never a header, a
-        token or the endpoint's address, only the path.
-        ``connection``: how it went, when not through keystoneauth.
+        """One request sent at ``started`` (``now()``): counted
+        (``sent``, ``seconds``) and, at debug level, logged with its
+        method, path, status (``answer``: a response, or the error it
+        met) and time; never a header, a token or the endpoint's
+        address, only the path. ``connection``: how it went, when not
+        through keystoneauth.
         """
-        took = time.monotonic() - started
+        took = self._clock() - started
         with self._lock:
             self.sent[service] += 1
             self.seconds[service] += took
@@ -298,7 +303,7 @@ class RetryingAdapter:
         while True:
             self.retries.check(self.service, method, url)
             self._timeout(kwargs)
-            started = time.monotonic()
+            started = self.retries.now()
             try:
                 resp = self._adapter.request(url, method, **kwargs)
             except ks_exc.ClientException as e:
