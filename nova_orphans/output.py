@@ -716,12 +716,15 @@ def wrap(line, width, command=False):
         break_on_hyphens=False, subsequent_indent='    '))
 
 
-def closing_lines(report, table, command_line, dropped=(), width=None):
+def closing_lines(report, table, command_line, dropped=(), width=None,
+                  err_width=None):
     """(stdout, stderr): the lines that follow a report's rows, as both
     front ends print them. On stdout, under a table only: the columns
     it left out, its summary (the "Outcomes:" and "Next:" lines); on
     stderr, in every format, the report's notes. ``command_line(cmd)``
     writes a report.CommandLine as the front end's users type it.
+    ``width`` and ``err_width``: each stream's (line_width), to which
+    its lines are wrapped, a command with backslashes.
     """
     out = []
     if table:
@@ -729,7 +732,8 @@ def closing_lines(report, table, command_line, dropped=(), width=None):
             out.append(wrap(dropped_note(dropped), width))
         out += [wrap(line.render(command_line), width,
                      line.command is not None) for line in report.summary]
-    return out, [line.render(command_line) for line in report.notes]
+    return out, [wrap(line.render(command_line), err_width,
+                      line.command is not None) for line in report.notes]
 
 
 def error_line(error, stream):

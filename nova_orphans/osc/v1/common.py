@@ -228,7 +228,8 @@ class OrphanLister(command.Lister):
                     getattr(parsed_args, 'dropped_columns', ()),
                     # cliff's --max-width is 0 when not given.
                     output.line_width(self.app.stdout,
-                                      parsed_args.max_width or None))
+                                      parsed_args.max_width or None),
+                    output.line_width(self.app.stderr))
                 for line in out:
                     self.app.stdout.write(line + '\n')
                 for line in err:

@@ -15,6 +15,7 @@ import types
 import fixtures
 from oslotest import base
 
+from nova_orphans.app import report as report_mod
 from nova_orphans.app import results
 from nova_orphans.engine import model
 from nova_orphans import outcomes
@@ -444,3 +445,32 @@ class LineWidthTestCase(base.BaseTestCase):
         self.assertEqual(command.split(), [
             w for w in ' '.join(wrapped).split() if w != '\\'])
         self.assertEqual(command, output.wrap(command, None, command=True))
+
+    def test_notes_fit_a_terminal_of_their_own(self):
+        """The notes on stderr (the journal, the command that undoes
+        the run) fit stderr's terminal; a path is never cut, the
+        command still pastes as one.
+        """
+        path = ('/srv/the-cloud/state/nova-orphans/'
+                'journal-20261128T173641.661609Z-1.jsonl')
+        report = types.SimpleNamespace(summary=[], notes=[
+            report_mod.Line('Journal: %s' % path),
+            report_mod.Line('To undo: %(command)s', report_mod.CommandLine(
+                'allocations', 'restore', '--journal', path))])
+
+        def command_line(cmd):
+            return ' '.join(['nova-orphans-manage', '--config-file',
+                             '/etc/nova/nova.conf', cmd.category,
+                             cmd.action] + cmd.argv)
+        _out, err = output.closing_lines(report, True, command_line,
+                                         err_width=80)
+        lines = '\n'.join(err).splitlines()
+        self.assertEqual(['Journal:', path], lines[:2])
+        self.assertLessEqual(max(map(len, lines)), 80)
+        self.assertEqual(command_line(report.notes[1].command).split(), [
+            w for w in ' '.join(lines[2:]).split() if w != '\\'][2:])
+        # Not a terminal: as they are.
+        _out, err = output.closing_lines(report, True, command_line)
+        self.assertEqual(['Journal: %s' % path,
+                          'To undo: ' + command_line(
+                              report.notes[1].command)], err)
