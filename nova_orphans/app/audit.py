@@ -119,10 +119,12 @@ class Audit:
     def _run(self, resource_provider, host, shown):
         started = time.monotonic()
         providers = self.placement.providers()
-        LOG.debug('Read %(count)d resource provider(s) from %(source)s in '
-                  '%(seconds).3f s', {'count': len(providers),
-                                      'source': self.placement.label,
-                                      'seconds': time.monotonic() - started})
+        if LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug('Read %(count)d resource provider(s) from %(source)s '
+                      'in %(seconds).3f s', {
+                          'count': len(providers),
+                          'source': self.placement.label,
+                          'seconds': time.monotonic() - started})
         if (resource_provider is None and host is None and
                 self.placement.reads_in_background):
             # Every provider: nothing to learn from nova first, so the
@@ -155,10 +157,11 @@ class Audit:
                                             consumers))
         started = time.monotonic()
         self.nova.resolve(nova, unowned)
-        LOG.debug('Looked up %(count)d consumer(s) no live instance owns in '
-                  '%(source)s in %(seconds).3f s', {
-                      'count': len(unowned), 'source': self.nova.label,
-                      'seconds': time.monotonic() - started})
+        if LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug('Looked up %(count)d consumer(s) no live instance '
+                      'owns in %(source)s in %(seconds).3f s', {
+                          'count': len(unowned), 'source': self.nova.label,
+                          'seconds': time.monotonic() - started})
         # A reader that shows no deleted compute node proves those their
         # allocations are on (readers/provider_proof.py).
         self.nova.prove_deleted_nodes(nova, providers, allocations, unowned)
@@ -236,18 +239,20 @@ class Audit:
     def _read_nova(self):
         started = time.monotonic()
         nova = self.nova.read()
-        LOG.debug('Read %(source)s: %(cells)d cell(s), %(unread)d not read; '
-                  '%(nodes)d compute node(s), %(services)d service(s), '
-                  '%(instances)d instance(s), %(migrations)d migration(s), '
-                  '%(builds)d build request(s) in %(seconds).3f s', {
-                      'source': self.nova.label, 'cells': len(nova.cells),
-                      'unread': len(nova.unreadable_cells),
-                      'nodes': len(nova.compute_nodes),
-                      'services': len(nova.services),
-                      'instances': len(nova.instances),
-                      'migrations': len(nova.migrations),
-                      'builds': len(nova.build_requests),
-                      'seconds': time.monotonic() - started})
+        if LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug('Read %(source)s: %(cells)d cell(s), %(unread)d not '
+                      'read; %(nodes)d compute node(s), %(services)d '
+                      'service(s), %(instances)d instance(s), '
+                      '%(migrations)d migration(s), %(builds)d build '
+                      'request(s) in %(seconds).3f s', {
+                          'source': self.nova.label, 'cells': len(nova.cells),
+                          'unread': len(nova.unreadable_cells),
+                          'nodes': len(nova.compute_nodes),
+                          'services': len(nova.services),
+                          'instances': len(nova.instances),
+                          'migrations': len(nova.migrations),
+                          'builds': len(nova.build_requests),
+                          'seconds': time.monotonic() - started})
         return nova
 
     def _read_allocations(self, targets, cancelled=None):
@@ -256,12 +261,13 @@ class Audit:
         allocations = self.placement.allocations(
             targets, progress=self.progress, **kwargs)
         if allocations is not None:
-            LOG.debug('Read %(count)d allocation(s) on %(providers)d '
-                      'provider(s) from %(source)s in %(seconds).3f s', {
-                          'count': len(allocations),
-                          'providers': len(targets),
-                          'source': self.placement.label,
-                          'seconds': time.monotonic() - started})
+            if LOG.isEnabledFor(logging.DEBUG):
+                LOG.debug('Read %(count)d allocation(s) on %(providers)d '
+                          'provider(s) from %(source)s in %(seconds).3f s', {
+                              'count': len(allocations),
+                              'providers': len(targets),
+                              'source': self.placement.label,
+                              'seconds': time.monotonic() - started})
         return allocations
 
     def _log_decisions(self, snapshot):

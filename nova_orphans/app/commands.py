@@ -86,11 +86,10 @@ class Context:
     def sources(self):
         if self._sources is None:
             self._sources = self._make_sources(self.values)
-            LOG.debug('%(command)s, on the cloud of %(cloud)s, reads '
-                      '%(sources)s', {
-                          'command': self.command and self.command.name,
-                          'cloud': _cloud_text(self._sources.cloud()),
-                          'sources': self._sources.describe()})
+            if LOG.isEnabledFor(logging.DEBUG):
+                LOG.debug('%(command)s reads %(sources)s', {
+                    'command': self.command and self.command.name,
+                    'sources': self._sources.describe()})
         return self._sources
 
     @property
@@ -181,14 +180,6 @@ def run(command, values, context):
                   'code': report.exit_code,
                   'seconds': time.monotonic() - started})
     return report
-
-
-def _cloud_text(cloud):
-    """What names a cloud (Sources.cloud), in one line for the log."""
-    return ', '.join(
-        '%s %s' % (key, ','.join(value) if isinstance(value, list)
-                   else value)
-        for key, value in sorted(cloud.items()) if value) or 'unnamed'
 
 
 def _log_requests(retries):

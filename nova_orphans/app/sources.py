@@ -92,7 +92,9 @@ class Sources:
         return {}
 
     def describe(self):
-        """What the run reads, in words, for the log (never a password)."""
+        """What the run reads and the configuration that names it, in
+        words, for the log (never a password).
+        """
         return 'the cloud'
 
     def close(self):
@@ -165,11 +167,15 @@ class DatabaseSources(Sources):
         return cloud
 
     def describe(self):
+        # oslo.config keeps every --config-dir given, as a list.
+        dirs = self.conf.config_dir or []
         text = '%s and placement\'s API' % nova_db.NovaDBReader.describe(
             self.conf)
         if self.placement_db is not None:
             text += ' (%s for the bulk reads)' % self.placement_db.label
-        return text
+        return '%s, as configured by %s' % (text, ', '.join(
+            list(self.conf.config_file or ()) +
+            ([dirs] if isinstance(dirs, str) else list(dirs))) or 'nothing')
 
     def _api_reader(self):
         return placement_api.PlacementAPIReader(self.placement,

@@ -287,11 +287,12 @@ class NovaDBReader(base.NovaReader):
                             'url': db_utils.safe_url(self.api_url)})
                     self._api_checked = True
                 result = work(conn)
-            LOG.debug('nova API database %(url)s, %(step)s: %(rows)s in '
-                      '%(seconds).3f s', {
-                          'url': db_utils.safe_url(self.api_url),
-                          'step': step, 'rows': rows(result),
-                          'seconds': time.monotonic() - started})
+            if LOG.isEnabledFor(logging.DEBUG):
+                LOG.debug('nova API database %(url)s, %(step)s: %(rows)s in '
+                          '%(seconds).3f s', {
+                              'url': db_utils.safe_url(self.api_url),
+                              'step': step, 'rows': rows(result),
+                              'seconds': time.monotonic() - started})
             return result
         except exception.UnsupportedSchema:
             raise
@@ -556,12 +557,13 @@ class NovaDBReader(base.NovaReader):
                 read = _CellRead(db, conn.uuid,
                                  self._node_ids.get(conn.uuid), schema)
                 result = work(read)
-            LOG.debug('Cell %(cell)s (%(url)s), %(step)s: %(rows)s in '
-                      '%(seconds).3f s', {
-                          'cell': conn.name or conn.uuid,
-                          'url': db_utils.safe_url(conn.url), 'step': step,
-                          'rows': read.rows(),
-                          'seconds': time.monotonic() - started})
+            if LOG.isEnabledFor(logging.DEBUG):
+                LOG.debug('Cell %(cell)s (%(url)s), %(step)s: %(rows)s in '
+                          '%(seconds).3f s', {
+                              'cell': conn.name or conn.uuid,
+                              'url': db_utils.safe_url(conn.url), 'step': step,
+                              'rows': read.rows(),
+                              'seconds': time.monotonic() - started})
             return result, None
         except exception.UnsupportedSchema as e:
             # Not an unreadable cell: the run ends (see _in_cells).

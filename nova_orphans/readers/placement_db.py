@@ -129,9 +129,11 @@ class PlacementDBReader(base.PlacementReader):
         try:
             with self._engines.connect(self.url) as conn:
                 result = work(conn)
-            LOG.debug('%(source)s, %(step)s: %(rows)s in %(seconds).3f s', {
-                'source': self.label, 'step': step, 'rows': rows(result),
-                'seconds': time.monotonic() - started})
+            if LOG.isEnabledFor(logging.DEBUG):
+                LOG.debug('%(source)s, %(step)s: %(rows)s in %(seconds).3f '
+                          's', {'source': self.label, 'step': step,
+                                'rows': rows(result),
+                                'seconds': time.monotonic() - started})
             return result
         except exception.NovaOrphansException:
             raise
@@ -296,10 +298,11 @@ class PlacementDBReader(base.PlacementReader):
             answer = second_process.run(
                 _allocation_columns,
                 (self.url, self._engines.engine_args), cancelled)
-            LOG.debug('%(source)s, every allocation, in a second process: '
-                      'read in %(seconds).3f s', {
-                          'source': self.label,
-                          'seconds': time.monotonic() - started})
+            if LOG.isEnabledFor(logging.DEBUG):
+                LOG.debug('%(source)s, every allocation, in a second process: '
+                          'read in %(seconds).3f s', {
+                              'source': self.label,
+                              'seconds': time.monotonic() - started})
         except second_process.Unavailable as e:
             LOG.warning('Reading placement\'s allocations in a second '
                         'process failed (%(why)s); reading them here.',
