@@ -95,6 +95,13 @@ RESTORE_MEANINGS = {
                         '(with --dry-run, judged), and a line says what to '
                         'check'),
 }
+# journals prune: a journal is no orphan, but --dry-run says the same as
+# every other command's: 3 when it would act, 0 when nothing is to do.
+PRUNE_MEANINGS = {
+    SUCCESS: _('nothing older than the retention, or every such journal '
+               'removed'),
+    ORPHANS_FOUND: _('journals would be removed (--dry-run)'),
+}
 
 # The codes every action can end with, whatever it does.
 _FAULTS = (UNSUPPORTED_SCHEMA, CONFIG_ERROR, UNREACHABLE,
@@ -110,8 +117,8 @@ RESTORE_CODES = (SUCCESS, REPAIR_FAILED, ORPHANS_FOUND, REPAIRED,
                  UNEXPECTED)
 JOURNAL_LIST_CODES = (SUCCESS, CONFIG_ERROR, INVALID_INPUT, INTERRUPTED,
                       TERMINATED, UNEXPECTED)
-JOURNAL_PRUNE_CODES = (SUCCESS, REPAIR_FAILED, CONFIG_ERROR, INVALID_INPUT,
-                       INTERRUPTED, TERMINATED, UNEXPECTED)
+JOURNAL_PRUNE_CODES = (SUCCESS, REPAIR_FAILED, ORPHANS_FOUND, CONFIG_ERROR,
+                       INVALID_INPUT, INTERRUPTED, TERMINATED, UNEXPECTED)
 ALL_CODES = tuple(sorted(MEANINGS))
 
 # Which code wins when several apply, first to last.
@@ -162,14 +169,16 @@ def of_error(error):
     return getattr(error, 'exit_code', UNEXPECTED)
 
 
-def help_text(codes, restoring=False, bullets=False, listing=False):
+def help_text(codes, restoring=False, bullets=False, listing=False,
+              pruning=False):
     """The "Return codes:" block of an action's --help, either front
     end's: ``codes`` and which of them wins; ``bullets``: as a list that
     reads as reStructuredText too (the openstack commands' help is also
     their reference page).
     """
     meanings = {**MEANINGS, **(RESTORE_MEANINGS if restoring else {}),
-                **(LIST_MEANINGS if listing else {})}
+                **(LIST_MEANINGS if listing else {}),
+                **(PRUNE_MEANINGS if pruning else {})}
     lines = [_('Return codes:')]
     if bullets:
         lines.append('')

@@ -26,9 +26,11 @@ now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS,
 retries=None)``
     the text of a ``list`` (every finding, whatever the filters showed);
 ``repair(command, rows, outcomes, duration, unreadable_cells=0,
-metrics_file=None, now=None, retries=None)``
+metrics_file=None, now=None, retries=None, dry_run=False)``
     the text of a ``clean`` or ``restore`` (``command``), from its rows
-    (anything with ``reason`` and ``action``) and their outcomes;
+    (anything with ``reason`` and ``action``) and their outcomes; a
+    dry run's are its own (``<command>_dry_run_*``), and leave the
+    command's last run and last success as they were;
 
 ``retries`` ({(service, reason): count}) are the run's retries after
 transient faults (clients.retry), the ``retries_total`` series;
@@ -64,6 +66,9 @@ REPAIRED = 'repaired'
 FAILED = 'failed'
 SKIPPED = 'skipped'
 OUTCOMES = (REPAIRED, FAILED, SKIPPED)
+# A dry run's rows: those it would change, and the others as counted.
+DRY_RUN = 'dry_run'
+DRY_RUN_OUTCOMES = (DRY_RUN, FAILED, SKIPPED)
 # project_resources' labels of the projects beyond max_projects, summed,
 # and of consumers whose project is not known.
 OTHER_PROJECTS = 'other'
@@ -221,7 +226,8 @@ def project_resources(findings, max_projects):
 
 
 def repair(command, rows, rows_outcomes, duration, unreadable_cells=0,
-           metrics_file=None, now=None, incomplete=False, retries=None):
+           metrics_file=None, now=None, incomplete=False, retries=None,
+           dry_run=False):
     """The metrics of one ``clean`` or ``restore`` run (``command``), as
     exposition text; also written to ``metrics_file`` when given.
 
@@ -236,28 +242,28 @@ def repair(command, rows, rows_outcomes, duration, unreadable_cells=0,
     signal stopped it; otherwise the time of the last success is read
     back from ``metrics_file`` as it was (0: none known), so that a
     failed run never hides how long ago one last succeeded.
+
+    A ``dry_run`` changed nothing, so it is no clean nor restore: it
+    has metrics of its own (dry_run_metrics), and never sets those.
     """
     if command not in REPAIR_COMMANDS:
         raise ValueError(command)
     now = round(time.time() if now is None else now, 3)
+    if dry_run:
+        return _finish(dry_run_metrics(
+            command, rows, rows_outcomes, duration, unreadable_cells,
+            metrics_file, now, retries), metrics_file)
     kinds = [outcome_kind(o) for o in rows_outcomes]
     succeeded = (FAILED not in kinds and not unreadable_cells and
                  not incomplete and
                  not outcomes.count(rows_outcomes,
                                     cause=outcomes.INTERRUPTED))
-    counts = collections.Counter(
-        (row.action, kind, row.reason) for row, kind in zip(rows, kinds))
-    # Every outcome of each reason and action the run met, zeros too:
-    # "nothing failed" is a value.
-    pairs = sorted({(action, reason) for action, _k, reason in counts})
     out = _Families()
     out.gauge(
         command + '_rows',
         'Rows of the last %s (one consumer\'s allocation on one provider, '
         'or one provider) by reason, action and outcome (repaired, failed, '
-        'skipped).' % command,
-        [((action, kind, reason), counts[(action, kind, reason)])
-         for action, reason in pairs for kind in OUTCOMES],
+        'skipped).' % command, _row_samples(rows, kinds, OUTCOMES),
         labels=['action', 'outcome', 'reason'])
     if command == 'clean':
         out.gauge('clean_unreadable_cells',
@@ -266,15 +272,73 @@ def repair(command, rows, rows_outcomes, duration, unreadable_cells=0,
     out.gauge(command + '_duration_seconds',
               'How long the last %s took.' % command, value=round(duration, 3))
     out.retries(command, retries)
-    out.gauge(command + '_last_run_timestamp_seconds',
-              'When the last %s finished (Unix time).' % command, value=now)
     last = now if succeeded else (
         last_success(metrics_file, command) if metrics_file else None)
+    _run_times(out, command, now, last)
+    return _finish(out, metrics_file)
+
+
+def _row_samples(rows, kinds, kind_names):
+    """((action, kind, reason), count) of the rows by their outcomes'
+    ``kinds``: every kind of ``kind_names`` for each reason and action
+    the run met, zeros too ("nothing failed" is a value).
+    """
+    counts = collections.Counter(
+        (row.action, kind, row.reason) for row, kind in zip(rows, kinds))
+    pairs = sorted({(action, reason) for action, _k, reason in counts})
+    return [((action, kind, reason), counts[(action, kind, reason)])
+            for action, reason in pairs for kind in kind_names]
+
+
+def _run_times(out, command, last_run, last_success):
+    """The two series the alert rules read of ``command``'s runs."""
+    out.gauge(command + '_last_run_timestamp_seconds',
+              'When the last %s finished (Unix time).' % command,
+              value=last_run or 0)
     out.gauge(command + '_last_success_timestamp_seconds',
               'When the last %s that read everything and in which nothing '
               'failed finished (Unix time; 0: none known).' % command,
-              value=last or 0)
-    return _finish(out, metrics_file)
+              value=last_success or 0)
+
+
+def dry_run_metrics(command, rows, rows_outcomes, duration,
+                    unreadable_cells, metrics_file, now, retries):
+    """The families of a ``command --dry-run``: what it would do,
+    under ``<command>_dry_run_*`` names (rows by outcome: ``dry_run``
+    for those it would change, ``failed`` and ``skipped`` as in a real
+    run), and ``command``'s own last run and last success read back
+    from ``metrics_file`` as they were (0: none known).
+
+    A scheduled dry run that shares the clean's metrics file thus
+    neither hides a failed clean nor passes for one: with no clean
+    ever run, the last success stays 0, and NovaOrphansCleanStale
+    fires (etc/prometheus).
+    """
+    kinds = [DRY_RUN if o.cause == outcomes.DRY_RUN else outcome_kind(o)
+             for o in rows_outcomes]
+    name = command + '_dry_run'
+    out = _Families()
+    out.gauge(
+        name + '_rows',
+        'Rows of the last %s --dry-run by reason, action and outcome '
+        '(dry_run: it would have been changed; failed, skipped).' % command,
+        _row_samples(rows, kinds, DRY_RUN_OUTCOMES),
+        labels=['action', 'outcome', 'reason'])
+    if command == 'clean':
+        out.gauge(name + '_unreadable_cells',
+                  'Cells whose database the last clean --dry-run could not '
+                  'read.', value=unreadable_cells)
+    out.gauge(name + '_duration_seconds',
+              'How long the last %s --dry-run took.' % command,
+              value=round(duration, 3))
+    out.retries(name, retries)
+    out.gauge(name + '_last_run_timestamp_seconds',
+              'When the last %s --dry-run finished (Unix time).' % command,
+              value=now)
+    before = read_back(metrics_file, command) if metrics_file else {}
+    _run_times(out, command, before.get('last_run'),
+               before.get('last_success'))
+    return out
 
 
 def _finish(families, metrics_file):
@@ -289,18 +353,29 @@ def last_success(path, command):
     metrics file at ``path`` holds it; None if the file is missing, not
     readable or has no such sample.
     """
+    return read_back(path, command).get('last_success')
+
+
+def read_back(path, command):
+    """{'last_run': ..., 'last_success': ...}: ``command``'s
+    ``_last_run_timestamp_seconds`` and ``_last_success_timestamp_seconds``
+    as the metrics file at ``path`` holds them, those it holds (none of
+    a file that is missing, not readable or damaged, and no zero).
+    """
     from prometheus_client import parser
-    name = '%s%s_last_success_timestamp_seconds' % (PREFIX, command)
+    names = {'%s%s_%s_timestamp_seconds' % (PREFIX, command, key): key
+             for key in ('last_run', 'last_success')}
+    found = {}
     try:
         with open(path, encoding='utf-8') as f:
             text = f.read()
         for family in parser.text_string_to_metric_families(text):
             for sample in family.samples:
-                if sample.name == name:
-                    return sample.value or None
+                if sample.name in names and sample.value:
+                    found[names[sample.name]] = sample.value
     except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    return None
+        return {}
+    return found
 
 
 def check_path(path):

@@ -55,19 +55,25 @@ PROVIDER_HEADERS = {'uuid': 'UUID', 'root_provider': 'Root',
                     'compute_node': 'Compute node', 'allocations': 'Allocs',
                     'orphan_allocations': 'Orphan allocs'}
 OUTCOME = 'outcome'
-# What a table narrower than its rows drops, first to last, until the
-# rest fits whole (see fit_columns); the columns not named here (the
-# consumer, the provider's uuid, the journal, the reason, the outcome)
-# stay.
+# What a table narrower than its rows never leaves out (see
+# fit_columns): what a row is (a consumer, a provider's uuid, a journal
+# and its run, a project), why (its reason), what became of it (its
+# outcome), and what picks a journal (when its run started, and when a
+# restore of it last ended).
+KEPT = frozenset(('consumer', 'uuid', 'journal', 'run', 'project_id',
+                  'reason', 'outcome', 'started', 'restored'))
+# What it leaves out first, in this order, until the rest fits whole;
+# then any other column but the KEPT ones, the rightmost first.
 DROP_ORDER = ('consumer_type', 'host', 'resources', 'action',
               'allocations', 'orphan_allocations', 'resource_provider_name',
               'name',
               # journals list and prune
-              'restored_by', 'restored_into', 'run', 'placement',
-              'not_applied', 'command', 'restored', 'ended', 'modified',
-              'entries', 'started')
+              'restored_by', 'restored_into', 'placement', 'not_applied',
+              'command', 'cloud', 'ended', 'modified', 'entries')
 
 TABLE = 'table'
+# The key of journals list's and prune's rows that holds a journal.
+JOURNAL = 'journal'
 VALUE = 'value'
 # An empty field in value format.
 EMPTY_VALUE = '-'
@@ -147,6 +153,10 @@ def cell(key, value, fmt):
         value = plain_resources(value)
     if value is None and (fmt == TABLE or fmt in PLAIN_FORMATS):
         value = ''
+    if key == JOURNAL and fmt == TABLE and value:
+        # Every journal a table lists is in one directory, which its
+        # summary names: a path would not fit, whole, at 80 columns.
+        value = os.path.basename(value)
     if fmt == VALUE and value == '':
         return EMPTY_VALUE
     return value
@@ -281,8 +291,15 @@ def width_options(max_width=None, fit_width=None):
 def render_table(rows, stream, verbose=False, max_width=None,
                  fit_width=None, keys=None, selected=None):
     """Rows as cliff draws a table, fitted as ``openstack`` fits its own,
-    but for what it never does: split a value (a uuid, a name) over
-    lines. Returns the headers of the columns left out (fit_columns).
+    but for what it never does: split a value (a uuid, a name, a path)
+    over lines. Returns the headers of the columns left out.
+
+    On a terminal narrower than the table, the columns fit_columns may
+    drop are left out until the rest fits whole (named below the table
+    by the caller, dropped_note). When it still does not fit, or every
+    column was asked for (``verbose``, ``selected``), each row is a
+    table of its own, a line per field (as ``openstack server show``
+    prints one), with every column: nothing is left out, nothing split.
 
     ``keys``: the columns of other records than findings (journals,
     projects); findings have theirs (``columns``). Rows of both kinds
@@ -301,20 +318,66 @@ def render_table(rows, stream, verbose=False, max_width=None,
         shown = select(keys or columns(
             kind, TABLE, long=verbose or bool(selected)), selected)
         data = cells(kind, shown, TABLE)
+        fitted, fitted_data, left_out = shown, data, []
         if not (verbose or selected):
-            shown, data, left_out = fit_columns(shown, data, width)
+            fitted, fitted_data, left_out = fit_columns(shown, data, width)
+        headers = [header(k) for k in fitted]
+        if width is None or table_width(headers, fitted_data) <= width:
+            cliff_table.TableFormatter().emit_list(headers, fitted_data,
+                                                   stream, options)
             dropped += [h for h in left_out if h not in dropped]
-        headers = [header(k) for k in shown]
-        formatter = cliff_table.TableFormatter()
-        if width is None or table_width(headers, data) <= width:
-            formatter.emit_list(headers, data, stream, options)
             continue
-        # Wider than the terminal even so (every column asked for, or
-        # a very narrow terminal): a table per row, a line per field (as
-        # "openstack server show" prints one).
         for row in data:
-            formatter.emit_one(headers, row, stream, options)
+            emit_box([header(k) for k in shown], row, stream, width)
     return dropped
+
+
+# cliff's options for a table drawn as it is: its values are wrapped
+# already (see emit_box), and cliff must not wrap them again.
+_AS_DRAWN = argparse.Namespace(max_width=sys.maxsize, fit_width=False,
+                               print_empty=False)
+
+
+def emit_box(headers, row, stream, width):
+    """One row as a table of its own, a line per field, within
+    ``width``: each value wrapped at its spaces, never inside a word
+    (cliff would wrap at the hyphens of a uuid). A word longer than
+    the room (a path) is kept whole and makes its box wider.
+    """
+    room = max(1, width - 7 - max(len(h) for h in list(headers) + [
+        'Field']))
+    values = [_wrapped(value, room) for value in row]
+    cliff_table.TableFormatter().emit_one(headers, values, stream, _AS_DRAWN)
+
+
+def _wrapped(value, room):
+    if not isinstance(value, str) or len(value) <= room:
+        return value
+    return '\n'.join(
+        '\n'.join(textwrap.wrap(line, room, break_long_words=False,
+                                break_on_hyphens=False) or [''])
+        for line in value.split('\n'))
+
+
+def sort_rows(rows, names, descending=False):
+    """``rows`` (dicts) sorted as cliff's ``--sort-column`` sorts a
+    table: by each of ``names`` (a key, or a header, as -c takes them,
+    in any case and with underscores for spaces), the first first; an
+    empty value after the others; names of no column ignored.
+    """
+    wanted = []
+    for name in names or ():
+        folded = name.lower().replace('_', ' ')
+        key = next((k for k in (rows[0] if rows else ()) if name == k or
+                    folded in (header(k).lower(), k.replace('_', ' '))),
+                   None)
+        if key is not None:
+            wanted.append(key)
+    for key in reversed(wanted):
+        rows = sorted(rows, key=lambda r: (
+            r.get(key) is None, cell(key, r.get(key), TABLE)),
+            reverse=descending)
+    return rows
 
 
 def select(keys, selected):
@@ -347,23 +410,30 @@ def table_width(headers, data):
 
 def fit_columns(keys, data, width):
     """(keys, data, headers dropped): the columns of a table that fit
-    ``width`` whole, dropping them in DROP_ORDER while the table is
-    wider, as ``openstack server list`` shows fewer columns than
-    ``--long``. With no width (not a terminal: a pipe keeps cliff's
-    table) nothing is dropped.
+    ``width`` whole, dropping those not KEPT (DROP_ORDER first) while
+    the table is wider, as ``openstack server list`` shows fewer
+    columns than ``--long``; but never one that tells two rows apart
+    (a consumer's allocations on two providers differ by their
+    provider alone). With no width (not a terminal: a pipe keeps
+    cliff's table) nothing is dropped.
     """
     if width is None:
         return keys, data, []
     keys = list(keys)
+    order = [k for k in DROP_ORDER if k in keys] + [
+        k for k in reversed(keys) if k not in KEPT and k not in DROP_ORDER]
+    distinct = len(set(data))
     dropped = []
-    for key in DROP_ORDER:
+    for key in order:
         if table_width([header(k) for k in keys], data) <= width:
             break
-        if key in keys:
-            index = keys.index(key)
-            keys.pop(index)
-            data = [row[:index] + row[index + 1:] for row in data]
-            dropped.append(header(key))
+        index = keys.index(key)
+        rest = [row[:index] + row[index + 1:] for row in data]
+        if len(set(rest)) < distinct:
+            continue
+        keys.pop(index)
+        data = rest
+        dropped.append(header(key))
     return keys, data, dropped
 
 
@@ -372,13 +442,6 @@ def dropped_note(dropped):
     return _('Not shown, for the terminal\'s width: %(columns)s '
              '(--verbose shows every column, -f json every field).') % {
         'columns': ', '.join(dropped)}
-
-
-def table_fit_width(max_width=None, fit_width=None):
-    """The width a table is fitted to with these options (cliff's
-    ``--max-width``, ``--fit-width``), or None.
-    """
-    return _table_width(width_options(max_width, fit_width))
 
 
 def _table_width(options):
@@ -654,12 +717,15 @@ def wrap(line, width, command=False):
         break_on_hyphens=False, subsequent_indent='    '))
 
 
-def closing_lines(report, table, command_line, dropped=(), width=None):
+def closing_lines(report, table, command_line, dropped=(), width=None,
+                  err_width=None):
     """(stdout, stderr): the lines that follow a report's rows, as both
     front ends print them. On stdout, under a table only: the columns
     it left out, its summary (the "Outcomes:" and "Next:" lines); on
     stderr, in every format, the report's notes. ``command_line(cmd)``
     writes a report.CommandLine as the front end's users type it.
+    ``width`` and ``err_width``: each stream's (line_width), to which
+    its lines are wrapped, a command with backslashes.
     """
     out = []
     if table:
@@ -667,7 +733,8 @@ def closing_lines(report, table, command_line, dropped=(), width=None):
             out.append(wrap(dropped_note(dropped), width))
         out += [wrap(line.render(command_line), width,
                      line.command is not None) for line in report.summary]
-    return out, [line.render(command_line) for line in report.notes]
+    return out, [wrap(line.render(command_line), err_width,
+                      line.command is not None) for line in report.notes]
 
 
 def error_line(error, stream):

@@ -17,9 +17,10 @@ configuration and state stay out of the sandbox's), so that
 ``openstack allocation orphan ...`` can be tried without DevStack. It is
 nova's own WSGI application (``nova.api.openstack.wsgi_app``) with
 nova's own paste pipeline; only keystone is replaced, by a filter that
-accepts the token ``admin`` (as the sandbox's noauth2 placement does)
-and hands nova the headers keystonemiddleware would have set for an
-admin. Prints its endpoint on stdout, then serves until terminated.
+accepts the token ``admin``, or ``admin:SOMETHING`` (as the sandbox's
+noauth2 placement does), and hands nova the headers keystonemiddleware
+would have set for an admin. Prints its endpoint on stdout, then serves
+until terminated.
 
     sandbox_compute.py NOVA_CONF LOG_FILE [keystone]
 
@@ -44,11 +45,14 @@ PASTE_FILTER = 'sandbox_admin_token'
 
 
 def admin_token_filter_factory(global_conf, **local_conf):
-    """Paste filter: keystonemiddleware's headers for the token "admin"."""
+    """Paste filter: keystonemiddleware's headers for the token "admin"
+    (or "admin:SOMETHING", which placement's noauth2 takes as admin too).
+    """
     def filter_(app):
         @webob.dec.wsgify
         def admin_token(req):
-            if req.headers.get('X-Auth-Token') != 'admin':
+            user = (req.headers.get('X-Auth-Token') or '').partition(':')[0]
+            if user != 'admin':
                 return webob.exc.HTTPUnauthorized()
             for name in list(req.headers):
                 if name.lower().startswith(('x-user', 'x-project',

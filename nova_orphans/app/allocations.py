@@ -19,6 +19,8 @@ through ``restore``.
 import collections
 import time
 
+from oslo_log import log as logging
+
 from nova_orphans.app import audit as audit_mod
 from nova_orphans.app import journals
 from nova_orphans.app import results
@@ -33,6 +35,8 @@ from nova_orphans.repair import actions
 from nova_orphans.repair import journal
 from nova_orphans.repair import journal_verify
 from nova_orphans.repair import restore as restore_mod
+
+LOG = logging.getLogger(__name__)
 
 
 class Scope:
@@ -153,15 +157,18 @@ class Metrics:
             metrics_file=self.path, max_projects=self.max_projects,
             retries=_counts(retries))
 
-    def repair(self, command, result, retries=None):
-        # A restore from a journal that cannot prove it is whole is no
-        # success either.
+    def repair(self, command, result, retries=None, dry_run=False):
+        """``dry_run``: the run changed nothing, and its metrics are a
+        dry run's, never a clean's or restore's (see metrics.repair). A
+        restore from a journal that cannot prove it is whole is no
+        success either.
+        """
         self.text = metrics_mod.repair(
             command, result.rows, result.outcomes, self._duration(),
             unreadable_cells=len(result.unreadable_cells),
             metrics_file=self.path,
             incomplete=result.incomplete or bool(result.unproven),
-            retries=_counts(retries))
+            retries=_counts(retries), dry_run=dry_run)
 
 
 def _counts(retries):
@@ -263,7 +270,8 @@ def clean(sources, scope, options, stop, progress=None, audited=None,
                     progress, max_count=options.max_count,
                     heal=options.heal)
     if metrics is not None:
-        metrics.repair('clean', result, sources.retries)
+        metrics.repair('clean', result, sources.retries,
+                       dry_run=options.dry_run)
     return result
 
 
@@ -289,6 +297,9 @@ def repair(sources, listing, orphans, work, options, stop, progress=None,
         journal_ = journal.Journal(
             options.journal or journal.default_path(sources.journal_dir()),
             placement=sources.placement.endpoint, cloud=sources.cloud())
+    LOG.debug('%(count)d orphan(s) to repair%(dry)s; journal %(path)s', {
+        'count': len(orphans), 'dry': ' (dry run)' if options.dry_run
+        else '', 'path': journal_.path if journal_ is not None else 'none'})
     repairer = actions.Repairer(
         sources.placement, sources.nova(), listing.snapshot,
         journal=journal_, options=actions.RepairOptions(
@@ -335,8 +346,13 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
         metrics.check()
     client = sources.placement
     cloud = sources.cloud()
+    started = time.monotonic()
     contents = restore_mod.load(path, client.endpoint, cloud,
                                 journal_clouds)
+    LOG.debug('Read the journal %(path)s: %(count)d entries to restore, in '
+              '%(seconds).3f s', {'path': path,
+                                  'count': len(contents.entries),
+                                  'seconds': time.monotonic() - started})
     if warn is not None:
         for line in contents.warnings + list(filter(None, [
                 journal_verify.unverified_line(path, contents)])):
@@ -355,5 +371,6 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
                                cloud=cloud, journal_clouds=journal_clouds,
                                warn=warn)
     if metrics is not None:
-        metrics.repair('restore', result, sources.retries)
+        metrics.repair('restore', result, sources.retries,
+                       dry_run=dry_run)
     return result

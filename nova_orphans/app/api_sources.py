@@ -82,6 +82,12 @@ class APISources(sources.Sources):
         return dict(getattr(self.clients, 'cloud', None) or {},
                     front_end=FRONT_END)
 
+    def describe(self):
+        return ('the placement, compute and network APIs, and Zun\'s '
+                'container API where the catalog lists it, of the cloud '
+                '%s' % ', '.join('%s %s' % item for item in sorted(
+                    self.cloud().items()) if item[1]))
+
     def placement_reader(self):
         return placement_api.PlacementAPIReader(self.placement,
                                                 sources.API_CONCURRENCY)

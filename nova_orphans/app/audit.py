@@ -19,8 +19,10 @@ database); the order of reads, the scope of ``--resource-provider`` and
 
 import itertools
 import threading
+import time
 import uuid as uuidlib
 
+from oslo_log import log as logging
 from oslo_utils import uuidutils
 
 from nova_orphans.engine import classify
@@ -31,6 +33,8 @@ from nova_orphans.engine import rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans import memory
+
+LOG = logging.getLogger(__name__)
 
 
 def validate_uuid(value, what):
@@ -113,7 +117,14 @@ class Audit:
             return self._run(resource_provider, host, shown)
 
     def _run(self, resource_provider, host, shown):
+        started = time.monotonic()
         providers = self.placement.providers()
+        if LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug('Read %(count)d resource provider(s) from %(source)s '
+                      'in %(seconds).3f s', {
+                          'count': len(providers),
+                          'source': self.placement.label,
+                          'seconds': time.monotonic() - started})
         if (resource_provider is None and host is None and
                 self.placement.reads_in_background):
             # Every provider: nothing to learn from nova first, so the
@@ -123,15 +134,14 @@ class Audit:
             scope = None
             nova, allocations = self._read_both(providers)
         else:
-            nova = self.nova.read()
+            nova = self._read_nova()
             if host is not None:
                 self.nova.prove_host(nova, providers, host)
             scope = select_scope(providers, nova, resource_provider, host)
             targets = providers if scope is None else scope
             if self.progress:
                 self.progress.stage(_('providers read'), len(targets))
-            allocations = self.placement.allocations(targets,
-                                                     progress=self.progress)
+            allocations = self._read_allocations(targets)
         consumers = index_mod.consumers_of(allocations)
         placement = model.PlacementSnapshot(
             providers=providers, allocations=allocations,
@@ -145,7 +155,13 @@ class Audit:
         # have no difference(): filtered in C all the same.
         unowned = set(itertools.filterfalse(nova.instances.__contains__,
                                             consumers))
+        started = time.monotonic()
         self.nova.resolve(nova, unowned)
+        if LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug('Looked up %(count)d consumer(s) no live instance '
+                      'owns in %(source)s in %(seconds).3f s', {
+                          'count': len(unowned), 'source': self.nova.label,
+                          'seconds': time.monotonic() - started})
         # A reader that shows no deleted compute node proves those their
         # allocations are on (readers/provider_proof.py).
         self.nova.prove_deleted_nodes(nova, providers, allocations, unowned)
@@ -156,7 +172,12 @@ class Audit:
             # After placement's allocations: Zun writes a container's row
             # before it claims anything, so a container's allocation
             # read above has its row by now (see zun_db).
+            started = time.monotonic()
             nova.zun = self.zun.read(unknown)
+            LOG.debug('Asked Zun about %(count)d consumer(s) nova has no '
+                      'trace of in %(seconds).3f s', {
+                          'count': len(unknown),
+                          'seconds': time.monotonic() - started})
         if self.progress:
             self.progress(len(consumers))
             self.progress.finish()
@@ -211,7 +232,56 @@ class Audit:
             placement.consumers.update(records)
             findings = self._reclassify(snapshot, findings, records, shown)
         self.snapshot = snapshot
+        if LOG.isEnabledFor(logging.DEBUG):
+            self._log_decisions(snapshot)
         return findings
+
+    def _read_nova(self):
+        started = time.monotonic()
+        nova = self.nova.read()
+        if LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug('Read %(source)s: %(cells)d cell(s), %(unread)d not '
+                      'read; %(nodes)d compute node(s), %(services)d '
+                      'service(s), %(instances)d instance(s), '
+                      '%(migrations)d migration(s), %(builds)d build '
+                      'request(s) in %(seconds).3f s', {
+                          'source': self.nova.label, 'cells': len(nova.cells),
+                          'unread': len(nova.unreadable_cells),
+                          'nodes': len(nova.compute_nodes),
+                          'services': len(nova.services),
+                          'instances': len(nova.instances),
+                          'migrations': len(nova.migrations),
+                          'builds': len(nova.build_requests),
+                          'seconds': time.monotonic() - started})
+        return nova
+
+    def _read_allocations(self, targets, cancelled=None):
+        started = time.monotonic()
+        kwargs = {} if cancelled is None else {'cancelled': cancelled}
+        allocations = self.placement.allocations(
+            targets, progress=self.progress, **kwargs)
+        if allocations is not None:
+            if LOG.isEnabledFor(logging.DEBUG):
+                LOG.debug('Read %(count)d allocation(s) on %(providers)d '
+                          'provider(s) from %(source)s in %(seconds).3f s', {
+                              'count': len(allocations),
+                              'providers': len(targets),
+                              'source': self.placement.label,
+                              'seconds': time.monotonic() - started})
+        return allocations
+
+    def _log_decisions(self, snapshot):
+        """At debug level, the rule that decided each consumer in scope,
+        one line each: what an operator who doubts a row (or its
+        absence) follows. Not made otherwise: it runs every rule again.
+        """
+        for consumer, decided in classify.decisions(snapshot, self.rules):
+            LOG.debug('Consumer %(consumer)s: %(decisions)s', {
+                'consumer': consumer, 'decisions': '; '.join(
+                    'on %s: %s (rule %s) -> %s: %s' % (
+                        provider or '-', verdict.reason, rule,
+                        verdict.action, verdict.details)
+                    for provider, rule, verdict in decided)})
 
     def _with_internal_hints(self, snapshot, findings):
         """The findings, those of instances holding no allocation at all
@@ -331,9 +401,8 @@ class Audit:
 
         def read_allocations():
             try:
-                outcome['allocations'] = self.placement.allocations(
-                    providers, progress=self.progress,
-                    cancelled=stop.is_set)
+                outcome['allocations'] = self._read_allocations(
+                    providers, cancelled=stop.is_set)
             except BaseException as e:
                 outcome['error'] = e
 
@@ -341,7 +410,7 @@ class Audit:
                                   name='placement-allocations', daemon=True)
         reader.start()
         try:
-            nova = self.nova.read()
+            nova = self._read_nova()
         except BaseException:
             stop.set()
             reader.join()

@@ -21,6 +21,9 @@ how it writes a command line.
 """
 
 import textwrap
+import time
+
+from oslo_log import log as logging
 
 from nova_orphans.app import allocations
 from nova_orphans.app import journals
@@ -35,6 +38,7 @@ from nova_orphans import interrupt
 from nova_orphans import output
 from nova_orphans.repair import journal as journal_mod
 
+LOG = logging.getLogger(__name__)
 # Where a summary line names the command to run next (see _summary).
 NEXT = '\0'
 # The run's first words, at once, while the writes in flight finish.
@@ -76,10 +80,16 @@ class Context:
         self.state_path = state_path
         self.warnings = []
         self.values = {}
+        # The command being run (see run), for the log.
+        self.command = None
 
     def sources(self):
         if self._sources is None:
             self._sources = self._make_sources(self.values)
+            if LOG.isEnabledFor(logging.DEBUG):
+                LOG.debug('%(command)s reads %(sources)s', {
+                    'command': self.command and self.command.name,
+                    'sources': self._sources.describe()})
         return self._sources
 
     @property
@@ -140,7 +150,8 @@ class Command:
         """The "Return codes:" block of its --help."""
         return exit_codes.help_text(self.codes, restoring=self.restoring,
                                     bullets=bullets, listing=(
-                                        self.action == 'list'))
+                                        self.action == 'list'),
+                                    pruning=self.action == 'prune')
 
     def describe(self):
         """Its description, paragraphs filled."""
@@ -155,12 +166,33 @@ def run(command, values, context):
     """
     values = context.values = opts.resolve(command.options, values,
                                            context.config)
+    context.command = command
+    started = time.monotonic()
     report = command._run(command, values, context)
     line = output.retries_line(context.retries)
     if line:
         report.notes.append(Line(line))
     report.warnings = context.warnings
+    _log_requests(context.retries)
+    LOG.debug('%(command)s: %(rows)d row(s), exit code %(code)d, in '
+              '%(seconds).3f s', {
+                  'command': command.name, 'rows': len(report.rows),
+                  'code': report.exit_code,
+                  'seconds': time.monotonic() - started})
     return report
+
+
+def _log_requests(retries):
+    """At debug level, the requests the run sent to each service and
+    the seconds they took, summed (several at once count each).
+    """
+    if retries is None:
+        return
+    for service in sorted(retries.sent):
+        LOG.debug('%(service)s: %(count)d request(s), %(seconds).3f s in '
+                  'all', {'service': service,
+                          'count': retries.sent[service],
+                          'seconds': retries.seconds[service]})
 
 
 # The runs -----------------------------------------------------------------
@@ -338,32 +370,38 @@ def _list_journals(command, values, context):
     every = journals.list_runs(directory, warn=context.say)
     rows = [r.to_dict() for r in every
             if not cloud or journals.of_cloud(r, cloud)]
+    # A table names each journal by its file (output.cell): the
+    # directory is said once, under it.
     if rows:
-        nothing = []
+        summary = _('%(runs)d run(s) in %(journals)d journal(s) in '
+                    '%(dir)s.') % {
+            'runs': len(rows), 'dir': directory,
+            'journals': len({r['journal'] for r in rows})}
     elif every:
-        nothing = [_('No run against cloud %(cloud)s in %(dir)s; its '
-                     '%(count)d run(s) are against: %(clouds)s.') % {
+        summary = _('No run against cloud %(cloud)s in %(dir)s; its '
+                    '%(count)d run(s) are against: %(clouds)s.') % {
             'cloud': cloud, 'dir': directory, 'count': len(every),
             'clouds': ', '.join(sorted({r.cloud or r.placement or '-'
-                                        for r in every}))}]
+                                        for r in every}))}
     else:
-        nothing = [_('No journal in %(dir)s.') % {'dir': directory}]
+        summary = _('No journal in %(dir)s.') % {'dir': directory}
     return report_mod.Report(
         exit_codes.SUCCESS, rows=rows, keys=journals.JournalRun.KEYS,
-        findings=False, summary=nothing)
+        findings=False, summary=[summary])
 
 
 def _prune_journals(command, values, context):
     days = values['older_than']
-    rows = journals.prune(_journal_dir(values, context), days,
-                          dry_run=values.get('dry_run'))
+    directory = _journal_dir(values, context)
+    rows = journals.prune(directory, days, dry_run=values.get('dry_run'))
+    summary = [_('No journal older than %(days)d day(s).') % {'days': days}]
+    if rows:
+        summary = [_('Journals in %(dir)s.') % {'dir': directory},
+                   output.outcome_summary([r.outcome for r in rows])]
     return report_mod.Report(
         journals.prune_exit_code(rows), rows=[r.to_dict() for r in rows],
         keys=journals.Pruned.KEYS, findings=False,
-        outcomes=[r.outcome for r in rows],
-        summary=[output.outcome_summary([r.outcome for r in rows])
-                 if rows else _('No journal older than %(days)d day(s).') %
-                 {'days': days}])
+        outcomes=[r.outcome for r in rows], summary=summary)
 
 
 # The commands -------------------------------------------------------------

@@ -186,11 +186,15 @@ def prune(directory, older_than_days, dry_run=False, now=None):
 
 
 def prune_exit_code(rows):
-    """prune's code: 1 when a journal could not be removed, else 0 (a
-    dry run's journals are not orphans left behind).
+    """prune's code: 1 when a journal could not be removed; 3 when a
+    dry run would remove one, as every --dry-run says it would act;
+    else 0.
     """
-    if outcomes.count([r.outcome for r in rows], outcomes.FAILED):
+    kept = [r.outcome for r in rows]
+    if outcomes.count(kept, outcomes.FAILED):
         return exit_codes.REPAIR_FAILED
+    if outcomes.count(kept, cause=outcomes.DRY_RUN):
+        return exit_codes.ORPHANS_FOUND
     return exit_codes.SUCCESS
 
 

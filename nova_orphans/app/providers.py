@@ -16,12 +16,16 @@ repair run as ``allocations clean`` (app/allocations.py); ``restore``
 is the allocations' one, which re-creates providers too.
 """
 
+from oslo_log import log as logging
+
 from nova_orphans.app import allocations
 from nova_orphans.app import results
 from nova_orphans.engine import provider_rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.repair import providers as providers_repair
+
+LOG = logging.getLogger(__name__)
 
 # Undoing a providers clean is the same journal replay.
 restore = allocations.restore
@@ -48,6 +52,12 @@ def list_providers(sources, scope, progress=None):
         # Only --all shows healthy rows: no read for the others.
         _read_fully_reserved(sources, audit.snapshot)
     found = provider_rules.classify(audit.snapshot, audit.findings)
+    if LOG.isEnabledFor(logging.DEBUG):
+        for f in found:
+            LOG.debug('Provider %(uuid)s (%(name)s): %(reason)s -> '
+                      '%(action)s: %(details)s', {
+                          'uuid': f.uuid, 'name': f.name, 'reason': f.reason,
+                          'action': f.action, 'details': f.details})
     return results.Listing(
         found, audit.snapshot, allocations=audit.findings,
         rows=[f for f in found if scope.show_all or f.is_orphan])

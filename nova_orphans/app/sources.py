@@ -95,6 +95,12 @@ class Sources:
         """
         return {}
 
+    def describe(self):
+        """What the run reads and the configuration that names it, in
+        words, for the log (never a password).
+        """
+        return 'the cloud'
+
     def close(self):
         """Let go of the connections the run kept."""
 
@@ -181,6 +187,17 @@ class DatabaseSources(Sources):
         if database:
             cloud['api_database'] = database
         return cloud
+
+    def describe(self):
+        # oslo.config keeps every --config-dir given, as a list.
+        dirs = self.conf.config_dir or []
+        text = '%s and placement\'s API' % nova_db.NovaDBReader.describe(
+            self.conf)
+        if self.placement_db is not None:
+            text += ' (%s for the bulk reads)' % self.placement_db.label
+        return '%s, as configured by %s' % (text, ', '.join(
+            list(self.conf.config_file or ()) +
+            ([dirs] if isinstance(dirs, str) else list(dirs))) or 'nothing')
 
     def _api_reader(self):
         return placement_api.PlacementAPIReader(self.placement,

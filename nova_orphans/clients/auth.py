@@ -21,13 +21,21 @@ service at all (7). ``endpoint`` does that part first, so a client's
 own errors are its service's alone.
 """
 
+import re
+import urllib.parse
+
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
+from oslo_log import log as logging
 
 from nova_orphans.clients import diagnose
 from nova_orphans.clients import retry
 from nova_orphans import exception
 from nova_orphans.i18n import _
+
+LOG = logging.getLogger(__name__)
+# The version at the end of an auth URL (/v3, /v2.0).
+_VERSION = re.compile(r'/v\d+(?:\.\d+)?/?$')
 
 
 def _one_line(error):
@@ -131,6 +139,32 @@ def endpoint(adapter):
     return found
 
 
+def log_identity_requests(session, auth_url):
+    """At debug level, log keystone's requests on ``session`` (a
+    keystoneauth session of this run's own) as the clients log theirs:
+    method, path, status and time (never a header or a body: those hold
+    the password and the token). keystoneauth authenticates inside the
+    session, where the clients' adapters do not see it.
+    """
+    hooks = getattr(getattr(session, 'session', None), 'hooks', None)
+    if not auth_url or not isinstance(hooks, dict):
+        # No keystone (admin_token), or not requests' own session.
+        return
+    parts = urllib.parse.urlsplit(auth_url)
+    prefix = '%s://%s%s' % (parts.scheme, parts.netloc,
+                            _VERSION.sub('', parts.path).rstrip('/'))
+
+    def logged(resp, *args, **kwargs):
+        if resp.url.startswith(prefix) and LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug('keystone %(method)s %(path)s: %(status)s in '
+                      '%(seconds).3f s', {
+                          'method': resp.request.method,
+                          'path': retry.path_of(resp.url),
+                          'status': resp.status_code,
+                          'seconds': resp.elapsed.total_seconds()})
+    hooks.setdefault('response', []).append(logged)
+
+
 def adapter_from_conf(conf, group, retries=None, service=None):
     """A keystoneauth adapter from nova.conf's ``[group]`` (its options
     registered), as nova builds its clients for placement and neutron,
@@ -154,6 +188,7 @@ def adapter_from_conf(conf, group, retries=None, service=None):
     if auth is None:
         raise exception.ConfigError(
             reason=_('[%(group)s] auth_type is not set') % {'group': group})
+    log_identity_requests(session, getattr(auth, 'auth_url', None))
     # Read here too: keystoneauth before 5.2 does not load it.
     adapter.retriable_status_codes = conf[group].retriable_status_codes
     return retry.RetryingAdapter(adapter, retries or retry.Retries(),

@@ -136,6 +136,10 @@ class PlacementClient:
             raise exception.PlacementVersionTooOld(
                 endpoint=self.endpoint, max_version=_fmt(max_version),
                 min_version=_fmt(MIN_VERSION))
+        LOG.debug('Placement at %(endpoint)s serves microversions up to '
+                  '%(max)s; reading at %(version)s',
+                  {'endpoint': self.endpoint, 'max': _fmt(max_version),
+                   'version': _fmt(min(max_version, MAX_VERSION))})
         return min(max_version, MAX_VERSION)
 
     @property
@@ -211,6 +215,9 @@ class PlacementClient:
         if target is None:
             yield self
             return
+        LOG.debug('Placement\'s bulk GETs go over kept-alive http.client '
+                  'connections to %(host)s:%(port)s', {
+                      'host': target.host, 'port': target.port})
         lean = LeanGets(self, target)
         try:
             yield lean
@@ -390,6 +397,10 @@ class _Response:
         return jsonlib.loads(self.body)
 
 
+# How the log says a GET of LeanGets went.
+_KEPT_ALIVE = 'kept-alive connection'
+
+
 class LeanGets:
     """PlacementClient.get over kept-alive http.client connections.
 
@@ -453,11 +464,14 @@ class LeanGets:
             headers = self._headers[version] = dict(
                 self._target.headers,
                 **{'OpenStack-API-Version': 'placement %s' % _fmt(version)})
+        started = self._retries.now()
         try:
             conn.request('GET', self._target.base + url, headers=headers)
             resp = conn.getresponse()
             body = resp.read()
         except (http.client.HTTPException, OSError) as e:
+            self._retries.timed(SERVICE, 'GET', url, started, e,
+                                connection=_KEPT_ALIVE)
             LOG.debug('GET %s on a kept-alive connection: %s; again '
                       'through keystoneauth', url, e)
             conn.close()
@@ -469,7 +483,10 @@ class LeanGets:
             conn.close()
             self._local.conn = None
         status = resp.status
-        return _Response(status, body), (
+        answer = _Response(status, body)
+        self._retries.timed(SERVICE, 'GET', url, started, answer,
+                            connection=_KEPT_ALIVE)
+        return answer, (
             str(status) if status in self._resend and status != 401
             else None)
 

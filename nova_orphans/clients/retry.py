@@ -50,6 +50,7 @@ import collections
 import random
 import threading
 import time
+import urllib.parse
 
 from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
@@ -116,6 +117,10 @@ class Retries:
         # Retries per (service, reason), and the requests retried.
         self.counts = collections.Counter()
         self.requests = 0
+        # Requests sent per service, and the seconds they took in all
+        # (for --debug: see sent).
+        self.sent = collections.Counter()
+        self.seconds = collections.Counter()
         self.budget = budget
         self.deadline_seconds = None
         self._deadline = None
@@ -142,6 +147,33 @@ class Retries:
         if left is not None and left <= 0:
             raise DeadlineReached(service=service, method=method, url=url,
                                   deadline=self.deadline_seconds)
+
+    def now(self):
+        """The run's clock, for ``timed``."""
+        return self._clock()
+
+    def timed(self, service, method, url, started, answer,
+              connection=None):
+        """One request sent at ``started`` (``now()``): counted
+        (``sent``, ``seconds``) and, at debug level, logged with its
+        method, path, status (``answer``: a response, or the error it
+        met) and time; never a header, a token or the endpoint's
+        address, only the path. ``connection``: how it went, when not
+        through keystoneauth.
+        """
+        took = self._clock() - started
+        with self._lock:
+            self.sent[service] += 1
+            self.seconds[service] += took
+        if LOG.isEnabledFor(logging.DEBUG):
+            status = getattr(answer, 'status_code', None)
+            LOG.debug('%(service)s %(method)s %(path)s: %(status)s in '
+                      '%(seconds).3f s%(how)s',
+                      {'service': service, 'method': method,
+                       'path': path_of(url), 'seconds': took,
+                       'status': status if status is not None else
+                       ' '.join(str(answer).split()) or type(answer).__name__,
+                       'how': ' (%s)' % connection if connection else ''})
 
     def answered(self, service):
         """The service gave an answer that is no transient fault."""
@@ -271,9 +303,11 @@ class RetryingAdapter:
         while True:
             self.retries.check(self.service, method, url)
             self._timeout(kwargs)
+            started = self.retries.now()
             try:
                 resp = self._adapter.request(url, method, **kwargs)
             except ks_exc.ClientException as e:
+                self.retries.timed(self.service, method, url, started, e)
                 reason = fault_reason(e)
                 if (reason is None or not idempotent or
                         connect >= self.connect_retries or
@@ -284,6 +318,7 @@ class RetryingAdapter:
                     raise
                 connect += 1
                 continue
+            self.retries.timed(self.service, method, url, started, resp)
             code = resp.status_code
             if code not in self.retriable_status_codes:
                 self.retries.answered(self.service)
@@ -307,6 +342,15 @@ class RetryingAdapter:
             timeout = min(timeout, max(left, 0.1)) if timeout else left
         if timeout:
             kwargs['timeout'] = timeout
+
+
+def path_of(url):
+    """The path (and query) of a request's ``url``, whether the URL is
+    whole or relative to the endpoint ('/' for the endpoint itself):
+    what a log may show of it.
+    """
+    parts = urllib.parse.urlsplit(url)
+    return (parts.path or '/') + ('?' + parts.query if parts.query else '')
 
 
 def _first(value, default):

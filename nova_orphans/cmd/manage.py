@@ -366,7 +366,8 @@ class Action:
                     selected=values['columns'])
         out, err = output.closing_lines(
             report, table, self.command_line, dropped,
-            output.line_width(sys.stdout, values['max_width']))
+            output.line_width(sys.stdout, values['max_width']),
+            output.line_width(sys.stderr))
         for line in out:
             print(line)
         for line in err:

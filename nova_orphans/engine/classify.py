@@ -167,6 +167,16 @@ def with_activity(snapshot, findings, instances, rules, shown=None,
 
 def _classify_allocation(index, alloc, rules, shown=None):
     """The allocation's finding, or None if ``shown`` rejects its verdict."""
+    owner, provider, node, _rule, verdict = _decide(index, alloc, rules)
+    if shown is not None and not shown(verdict):
+        return None
+    return _finding(index, owner, provider, node, alloc, verdict)
+
+
+def _decide(index, alloc, rules):
+    """(owner, provider, node, rule, verdict): the first rule of the
+    chain to decide the allocation (None: none did), and its verdict.
+    """
     owner = index.owner(alloc.consumer)
     provider, node, sharing = index.facts_for_provider(alloc.provider)
     ctx = rules_mod.AllocationContext(index, alloc, provider, node, owner,
@@ -174,16 +184,39 @@ def _classify_allocation(index, alloc, rules, shown=None):
     for rule in rules:
         verdict = rule(ctx)
         if verdict is not None:
-            break
-    else:
-        # Every chain ends in a catch-all; a site chain without one must
-        # not turn "no rule matched" into a deletion.
-        verdict = rules_mod.Verdict(
-            reasons.UNVERIFIABLE, reasons.NONE,
-            _('No classification rule matched this allocation.'))
-    if shown is not None and not shown(verdict):
-        return None
-    return _finding(index, owner, provider, node, alloc, verdict)
+            return owner, provider, node, rule, verdict
+    # Every chain ends in a catch-all; a site chain without one must not
+    # turn "no rule matched" into a deletion.
+    return owner, provider, node, None, rules_mod.Verdict(
+        reasons.UNVERIFIABLE, reasons.NONE,
+        _('No classification rule matched this allocation.'))
+
+
+def decisions(snapshot, rules=rules_mod.DEFAULT_RULES):
+    """[(consumer, [(provider, rule name, verdict)])]: which rule of the
+    chain decided each allocation in the snapshot's scope, and each
+    live instance's missing allocations, by consumer (sorted).
+
+    What classify finds, told rule by rule for a person who doubts it
+    (the front ends' --debug): the chain is run for every allocation,
+    without classify's shortcut for plainly active ones, whose verdict
+    is the chain's by construction.
+    """
+    index = index_mod.SnapshotIndex(snapshot)
+    decided = {}
+    for alloc in snapshot.placement.allocations:
+        _owner, _provider, _node, rule, verdict = _decide(index, alloc,
+                                                          rules)
+        name = None if rule is None else (
+            getattr(rule, '__name__', None) or type(rule).__name__)
+        decided.setdefault(alloc.consumer, []).append(
+            (alloc.provider, name, verdict))
+    for finding in _missing(index):
+        decided.setdefault(finding.consumer, []).append(
+            (finding.resource_provider, reasons.MISSING_ALLOCATIONS,
+             rules_mod.Verdict(finding.reason, finding.action,
+                               finding.details)))
+    return sorted(decided.items())
 
 
 def _finding(index, owner, provider, node, alloc, verdict):

@@ -38,6 +38,9 @@ class PlacementReader:
     consumer() (see placement_api.PlacementAPIReader).
     """
 
+    # What a log calls the source this reader reads.
+    label = 'placement'
+
     # allocations() of every provider may run in a thread while nova is
     # read (Audit._read_both), because the reader then waits on
     # something else than the run's own Python: placement's workers, a
@@ -63,6 +66,9 @@ class NovaReader:
     """nova's side: read(), resolve(), read_activity() and read_claims()
     (see nova_db.NovaDBReader).
     """
+
+    # What a log calls the source this reader reads.
+    label = 'nova'
 
     def read_claims(self, snapshot, instance_uuids):
         """Add these live instances' claims (model.Claims) to the

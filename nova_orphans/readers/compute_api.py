@@ -180,6 +180,10 @@ class ComputeAPIReader(base.NovaReader):
         self.concurrency = concurrency
         self.grace_period = datetime.timedelta(seconds=grace_period)
 
+    @property
+    def label(self):
+        return 'nova\'s compute API at %s' % self.client.endpoint
+
     # Phase one: bulk listings ---------------------------------------------
 
     def read(self):

@@ -24,6 +24,7 @@ not fatal.
 
 import datetime
 import functools
+import time
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
@@ -259,10 +260,25 @@ class NovaDBReader(base.NovaReader):
     def close(self):
         self._engines.close()
 
+    @property
+    def label(self):
+        return self.describe(self.conf)
+
+    @staticmethod
+    def describe(conf):
+        """What a reader of ``conf`` reads, for the log."""
+        return 'nova\'s databases (API database %s)' % db_utils.safe_url(
+            conf.api_database.connection or '')
+
     # API database -------------------------------------------------------
 
-    def _in_api(self, work):
-        """``work(connection)`` on the API database; one clear error."""
+    def _in_api(self, work, step, rows=len):
+        """``work(connection)`` on the API database; one clear error.
+
+        Logged at debug level: ``step`` (what it reads), ``rows(result)``
+        (how many rows it got) and its time.
+        """
+        started = time.monotonic()
         try:
             with self._engines.connect(self.api_url) as conn:
                 if not self._api_checked:
@@ -270,7 +286,14 @@ class NovaDBReader(base.NovaReader):
                         'The nova API database %(url)s') % {
                             'url': db_utils.safe_url(self.api_url)})
                     self._api_checked = True
-                return work(conn)
+                result = work(conn)
+            if LOG.isEnabledFor(logging.DEBUG):
+                LOG.debug('nova API database %(url)s, %(step)s: %(rows)s in '
+                          '%(seconds).3f s', {
+                              'url': db_utils.safe_url(self.api_url),
+                              'step': step, 'rows': rows(result),
+                              'seconds': time.monotonic() - started})
+            return result
         except exception.UnsupportedSchema:
             raise
         except Exception as e:
@@ -295,7 +318,9 @@ class NovaDBReader(base.NovaReader):
             builds = conn.execute(sa.select(
                 BUILD_REQUESTS.c.instance_uuid)).scalars().all()
             return cells, builds
-        cells, builds = self._in_api(read)
+        cells, builds = self._in_api(
+            read, 'cells and build requests', lambda result: '%d cell(s), '
+            '%d build request(s)' % tuple(map(len, result)))
         default = self.conf.database.connection
         self._cell_ids = {}
         connections = []
@@ -325,7 +350,8 @@ class NovaDBReader(base.NovaReader):
         snapshot = model.NovaSnapshot(build_requests=builds,
                                       foreign=self.foreign)
         self._hidden = set()
-        results = self._in_cells(connections, lambda read: read.live())
+        results = self._in_cells(connections, lambda read: read.live(),
+                                 'live rows')
         for conn in connections:
             data, error = results[conn.uuid]
             if data is not None:
@@ -353,7 +379,8 @@ class NovaDBReader(base.NovaReader):
         mappings = snapshot.mappings
         if missing:
             mappings.update(self._in_api(
-                lambda conn: self._mappings(conn, missing)))
+                lambda conn: self._mappings(conn, missing),
+                'instance mappings of %d consumer(s)' % len(missing)))
         readable = [c for c in self._connections
                     if snapshot.cells[c.uuid].readable]
 
@@ -364,7 +391,8 @@ class NovaDBReader(base.NovaReader):
                     mappings[c].cell in (None, read.cell)}
             return read.lookup(here & missing, here & owners)
 
-        results = self._in_cells(readable, lookup)
+        results = self._in_cells(readable, lookup,
+                                 'deleted and archived rows')
         self._merge_results(snapshot, readable, results)
         return snapshot
 
@@ -376,7 +404,7 @@ class NovaDBReader(base.NovaReader):
         """
         snapshot.recent_since = base.recent_since(self.grace_period)
         return self._per_instance_cell(snapshot, instance_uuids,
-                                       _CellRead.read_activity)
+                                       _CellRead.read_activity, 'activity')
 
     def read_claims(self, snapshot, instance_uuids):
         """What these live instances' ports and flavor claim (model.Claims).
@@ -386,12 +414,13 @@ class NovaDBReader(base.NovaReader):
         neutron's word where it can be asked (ports.NeutronPorts).
         """
         self._per_instance_cell(snapshot, instance_uuids,
-                                _CellRead.read_claims)
+                                _CellRead.read_claims, 'claims')
         return self.ports.prove(snapshot)
 
-    def _per_instance_cell(self, snapshot, instance_uuids, read):
+    def _per_instance_cell(self, snapshot, instance_uuids, read, step):
         """``read(cell_read, uuids)`` in each readable cell holding some
-        of these instances, merged into the snapshot.
+        of these instances, merged into the snapshot (``step``: what it
+        reads, for the log).
         """
         by_cell = {}
         for uuid in instance_uuids:
@@ -401,7 +430,8 @@ class NovaDBReader(base.NovaReader):
         conns = [c for c in self._connections if c.uuid in by_cell and
                  snapshot.cells[c.uuid].readable]
         results = self._in_cells(
-            conns, lambda cell_read: read(cell_read, by_cell[cell_read.cell]))
+            conns, lambda cell_read: read(cell_read, by_cell[cell_read.cell]),
+            step)
         self._merge_results(snapshot, conns, results)
         return snapshot
 
@@ -425,7 +455,9 @@ class NovaDBReader(base.NovaReader):
         readable = [c for c in self._connections
                     if snapshot.cells[c.uuid].readable]
         results = self._in_cells(readable,
-                                 lambda read: read.consumers(consumers))
+                                 lambda read: read.consumers(consumers),
+                                 'rows of %d consumer(s) to re-verify' %
+                                 len(consumers))
         self._merge_results(snapshot, readable, results)
         return self.ports.prove(snapshot)
 
@@ -436,7 +468,8 @@ class NovaDBReader(base.NovaReader):
             by_cell.setdefault(inst.cell, set()).add(inst.uuid)
         conns = [c for c in self._connections if c.uuid in by_cell]
         results = self._in_cells(
-            conns, lambda read: read.heal_data(by_cell[read.cell]))
+            conns, lambda read: read.heal_data(by_cell[read.cell]),
+            'what heals %d instance(s)' % len(instances))
         data = {}
         for conn in conns:
             found, error = results[conn.uuid]
@@ -456,7 +489,8 @@ class NovaDBReader(base.NovaReader):
                                 REQUEST_SPECS.c.spec).where(
                     REQUEST_SPECS.c.instance_uuid.in_(_IN)),
                 sorted(instance_uuids))
-        for uuid, spec in self._in_api(lambda conn: list(read(conn))):
+        for uuid, spec in self._in_api(lambda conn: list(read(conn)),
+                                       'request specs'):
             hints = rules.internal_hints(_spec_hints(spec))
             if hints:
                 snapshot.internal_hints[uuid] = hints
@@ -468,7 +502,10 @@ class NovaDBReader(base.NovaReader):
                 conn, sa.select(BUILD_REQUESTS.c.instance_uuid).where(
                     BUILD_REQUESTS.c.instance_uuid.in_(_IN)), consumers))
             return self._mappings(conn, consumers), builds
-        return self._in_api(read)
+        return self._in_api(
+            read, 'mappings and build requests of %d consumer(s)' %
+            len(consumers), lambda result: '%d mapping(s), %d build '
+            'request(s)' % tuple(map(len, result)))
 
     def _merge_results(self, snapshot, connections, results):
         for conn in connections:
@@ -480,14 +517,16 @@ class NovaDBReader(base.NovaReader):
             else:
                 _merge(snapshot, data, self._hidden)
 
-    def _in_cells(self, connections, work):
+    def _in_cells(self, connections, work, step):
         """Run ``work(_CellRead)`` in every cell at once, within the timeout.
 
         Returns {cell uuid: (result, None) or (None, error text)}.
+        ``step``: what it reads, for the log.
         """
         results = scatter.gather(
             {conn.uuid: ('cell-%s' % conn.name,
-                         functools.partial(self._run_in_cell, conn, work))
+                         functools.partial(self._run_in_cell, conn, work,
+                                           step))
              for conn in connections},
             self.cell_timeout)
         late = (None, _('not read within %(seconds)s seconds') %
@@ -499,8 +538,13 @@ class NovaDBReader(base.NovaReader):
                 raise error
         return results
 
-    def _run_in_cell(self, conn, work):
-        """(work's result, None), or (None, why the cell was not read)."""
+    def _run_in_cell(self, conn, work, step):
+        """(work's result, None), or (None, why the cell was not read).
+
+        Logged at debug level: the cell, ``step``, the rows it read and
+        its time.
+        """
+        started = time.monotonic()
         try:
             with self._engines.connect(conn.url) as db:
                 schema = self._schemas.get(conn.uuid)
@@ -510,9 +554,17 @@ class NovaDBReader(base.NovaReader):
                                       '(%(url)s)') % {
                             'cell': conn.name or conn.uuid,
                             'url': db_utils.safe_url(conn.url)})
-                return work(_CellRead(db, conn.uuid,
-                                      self._node_ids.get(conn.uuid),
-                                      schema)), None
+                read = _CellRead(db, conn.uuid,
+                                 self._node_ids.get(conn.uuid), schema)
+                result = work(read)
+            if LOG.isEnabledFor(logging.DEBUG):
+                LOG.debug('Cell %(cell)s (%(url)s), %(step)s: %(rows)s in '
+                          '%(seconds).3f s', {
+                              'cell': conn.name or conn.uuid,
+                              'url': db_utils.safe_url(conn.url), 'step': step,
+                              'rows': read.rows(),
+                              'seconds': time.monotonic() - started})
+            return result, None
         except exception.UnsupportedSchema as e:
             # Not an unreadable cell: the run ends (see _in_cells).
             return None, e
@@ -543,6 +595,17 @@ class _CellRead:
         # {compute_nodes.id: uuid}, to turn instances.compute_id around:
         # read by live(), which every later read of the cell follows.
         self.node_ids = node_ids if node_ids is not None else {}
+
+    def rows(self):
+        """What this read found, in words, for the log."""
+        found = [(len(self.nodes), 'compute node(s)'),
+                 (len(self.services), 'service(s)'),
+                 (len(self.instances), 'instance(s)'),
+                 (len(self.migrations), 'migration(s)'),
+                 (len(self.activity), 'instance(s)\' activity'),
+                 (len(self.claims), 'instance(s)\' claims')]
+        return ', '.join('%d %s' % (n, what) for n, what in found
+                         if n) or 'no row'
 
     def live(self):
         self.node_ids = {}

@@ -39,6 +39,10 @@ class PlacementAPIReader(base.PlacementReader):
         self.client = client
         self.concurrency = concurrency
 
+    @property
+    def label(self):
+        return 'placement\'s API at %s' % self.client.endpoint
+
     def _bulk(self):
         bulk_reads = getattr(self.client, 'bulk_reads', None)
         if bulk_reads is None:

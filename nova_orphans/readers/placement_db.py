@@ -34,6 +34,7 @@ placement is imported here.
 
 import array
 import collections
+import time
 
 from oslo_log import log as logging
 import sqlalchemy as sa
@@ -109,16 +110,31 @@ class PlacementDBReader(base.PlacementReader):
         # The last allocations(): (them, all providers read?).
         self._allocated = (model.GroupedAllocations(by_consumer={}), False)
 
+    @property
+    def label(self):
+        return 'placement\'s database %s' % db_utils.safe_url(self.url)
+
     # Plumbing -----------------------------------------------------------
 
     def close(self):
         self._engines.close()
 
-    def _read(self, work):
-        """Run ``work(connection)`` in one short read-only transaction."""
+    def _read(self, work, step, rows=len):
+        """Run ``work(connection)`` in one short read-only transaction.
+
+        Logged at debug level: ``step`` (what it reads), ``rows(result)``
+        (how many rows it got) and its time.
+        """
+        started = time.monotonic()
         try:
             with self._engines.connect(self.url) as conn:
-                return work(conn)
+                result = work(conn)
+            if LOG.isEnabledFor(logging.DEBUG):
+                LOG.debug('%(source)s, %(step)s: %(rows)s in %(seconds).3f '
+                          's', {'source': self.label, 'step': step,
+                                'rows': rows(result),
+                                'seconds': time.monotonic() - started})
+            return result
         except exception.NovaOrphansException:
             raise
         except Exception as e:
@@ -135,7 +151,7 @@ class PlacementDBReader(base.PlacementReader):
         and, on other providers, only the aggregates a sharing provider
         is in.
         """
-        return self._read(self._providers)
+        return self._read(self._providers, 'resource providers')
 
     def _providers(self, conn):
         root = PROVIDERS.alias('root_rp')
@@ -269,16 +285,24 @@ class PlacementDBReader(base.PlacementReader):
     def _read_here(self, provider_uuids):
         """(allocations, whether every provider was read), read here."""
         return self._read(
-            lambda conn: self._allocations(conn, provider_uuids))
+            lambda conn: self._allocations(conn, provider_uuids),
+            'allocations of %d provider(s)' % len(provider_uuids),
+            lambda result: '%d allocation(s)' % len(result[0]))
 
     def _read_elsewhere(self, provider_uuids, cancelled):
         """Every allocation, read in a second process: (allocations,
         True), or None if cancelled. Read here if no process answers.
         """
+        started = time.monotonic()
         try:
             answer = second_process.run(
                 _allocation_columns,
                 (self.url, self._engines.engine_args), cancelled)
+            if LOG.isEnabledFor(logging.DEBUG):
+                LOG.debug('%(source)s, every allocation, in a second process: '
+                          'read in %(seconds).3f s', {
+                              'source': self.label,
+                              'seconds': time.monotonic() - started})
         except second_process.Unavailable as e:
             LOG.warning('Reading placement\'s allocations in a second '
                         'process failed (%(why)s); reading them here.',
@@ -290,7 +314,7 @@ class PlacementDBReader(base.PlacementReader):
         if error is not None:
             raise exception.PlacementDatabaseUnreadable(
                 url=db_utils.safe_url(self.url), error=error)
-        classes = self._read(_resource_classes)
+        classes = self._read(_resource_classes, 'resource classes')
         return _build(_unjoined(columns), classes, self._ids), True
 
     def _allocations(self, conn, provider_uuids):
@@ -373,7 +397,8 @@ class PlacementDBReader(base.PlacementReader):
                                    len(missing) * 5 > len(allocations))
             self._records.update(self._read(
                 lambda conn: self._consumer_records(conn, missing,
-                                                    everything=scan)))
+                                                    everything=scan),
+                'records of %d consumer(s)' % len(missing)))
         records = self._records
         return {c: records[c] for c in wanted if c in records}
 
@@ -400,7 +425,9 @@ class PlacementDBReader(base.PlacementReader):
             return found
         return {uuid: classes for uuid, classes in
                 ((u, placement_api.whole(inv))
-                 for u, inv in self._read(work).items()) if classes}
+                 for u, inv in self._read(
+                     work, 'inventories of %d provider(s)' %
+                     len(wanted)).items()) if classes}
 
     def consumer(self, consumer_uuid):
         """Placement's own, fresh allocation document (through the API)."""
@@ -418,7 +445,11 @@ class PlacementDBReader(base.PlacementReader):
         {...}}}``. Records already read with the allocations are reused.
         """
         consumer_uuids = set(consumer_uuids)
-        return self._read(lambda conn: self._consumers(conn, consumer_uuids))
+        return self._read(
+            lambda conn: self._consumers(conn, consumer_uuids),
+            'records and allocations of %d consumer(s)' %
+            len(consumer_uuids),
+            lambda result: '%d record(s)' % len(result[0]))
 
     def _consumers(self, conn, consumer_uuids):
         missing = consumer_uuids - set(self._records)
@@ -646,4 +677,5 @@ def consumer_documents(reader, consumer_uuids, typed=True):
                 'consumer_generation': record.generation,
                 'consumer_type': consumer_type}
         return docs
-    return reader._read(work)
+    return reader._read(work, 'documents of %d consumer(s)' %
+                        len(consumer_uuids))

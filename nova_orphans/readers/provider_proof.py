@@ -68,6 +68,11 @@ class ProvingReader(base.NovaReader):
     def __getattr__(self, name):
         return getattr(self._reader, name)
 
+    @property
+    def label(self):
+        # base.NovaReader has it too: __getattr__ would not be asked.
+        return self._reader.label
+
     def read_claims(self, snapshot, instance_uuids):
         # base.NovaReader has it too: __getattr__ would not be asked.
         return self._reader.read_claims(snapshot, instance_uuids)

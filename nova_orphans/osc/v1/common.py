@@ -21,6 +21,7 @@ error, would tell a script neither what happened nor the same as
 nova-orphans-manage).
 """
 
+import contextlib
 import functools
 import logging
 import os
@@ -46,6 +47,8 @@ from nova_orphans import output
 from nova_orphans import progress as progress_mod
 
 LOG = logging.getLogger(__name__)
+# The loggers of this package, whose records a command's run makes.
+PACKAGE = __name__.split('.')[0]
 
 
 class _HelpFormatter(cliff_argparse.SmartHelpFormatter):
@@ -113,6 +116,12 @@ class OrphanLister(command.Lister):
             list(manager) + [prometheus], namespace=manager.namespace)
 
     def sources(self, values):
+        # osc names the cloud and its settings in its own --debug lines;
+        # not the file it read them from.
+        LOG.debug('Configuration: %(file)s', {'file': getattr(
+            getattr(self.app, 'cloud_config', None), 'config_filename',
+            None) or 'no clouds.yaml (the command line and OS_* variables)'})
+
         def value(option):
             got = values.get(option.dest)
             return option.config_default if got is None else got
@@ -154,36 +163,38 @@ class OrphanLister(command.Lister):
         return self.columns(parsed_args, self.report)
 
     def produce_output(self, parsed_args, column_names, data):
+        """A table as nova-orphans-manage draws it (output.render_table:
+        fitted to the terminal, never a value split); other formats by
+        cliff's formatter.
+        """
+        if parsed_args.formatter != output.TABLE:
+            return super().produce_output(parsed_args, column_names, data)
         # No table of no rows (cliff prints an empty line): the summary
         # says there are none, as nova-orphans-manage's.
-        if parsed_args.formatter == output.TABLE and not self.report.rows:
-            return 0
-        return super().produce_output(parsed_args, column_names, data)
+        if self.report.rows:
+            parsed_args.dropped_columns = output.render_table(
+                output.sort_rows(self.report.dicts(),
+                                 parsed_args.sort_columns,
+                                 parsed_args.sort_direction == 'desc'),
+                self.app.stdout, verbose=parsed_args.long,
+                max_width=parsed_args.max_width,
+                fit_width=parsed_args.fit_width, keys=self.report.keys,
+                selected=parsed_args.columns)
+        return 0
 
     def columns(self, parsed_args, report):
-        """(columns, rows) for cliff: the manage command's keys, its
-        short table with the same headers unless --long or -c asks for
-        more; on a terminal narrower than its rows, without the columns
-        that do not fit whole (output.fit_columns), as
-        nova-orphans-manage's.
+        """(columns, rows) for cliff's formatters but the table's: the
+        manage command's keys (or those -c names, refused as
+        nova-orphans-manage refuses them).
         """
         fmt = parsed_args.formatter
+        if fmt == output.TABLE:
+            # produce_output draws it from the report.
+            return [], []
         dicts = report.dicts()
-        keys = report.keys or output.columns(
-            dicts, fmt, long=parsed_args.long or bool(parsed_args.columns))
-        # Refused as nova-orphans-manage refuses it.
+        keys = report.keys or output.columns(dicts, fmt)
         output.select(keys, parsed_args.columns)
-        data = output.cells(dicts, keys, fmt)
-        if fmt != output.TABLE:
-            return list(keys), data
-        if not (parsed_args.long or parsed_args.columns):
-            keys, data, parsed_args.dropped_columns = output.fit_columns(
-                keys, data, output.table_fit_width(parsed_args.max_width,
-                                                   parsed_args.fit_width))
-        # -c takes the keys, as in every other format.
-        parsed_args.columns = [output.header(c) if c in keys else c
-                               for c in parsed_args.columns or ()]
-        return [output.header(k) for k in keys], data
+        return list(keys), output.cells(dicts, keys, fmt)
 
     def say(self, line):
         self.app.stderr.write(line + '\n')
@@ -201,6 +212,10 @@ class OrphanLister(command.Lister):
         return ' '.join(shlex.quote(w) for w in argv + cmd.argv)
 
     def run(self, parsed_args):
+        with package_logging(self.app):
+            return self._run(parsed_args)
+
+    def _run(self, parsed_args):
         self.stop = interrupt.Stop(
             exit_now=interrupt.exit_now if self.own_process() else None)
         self.context = self.report = None
@@ -213,7 +228,8 @@ class OrphanLister(command.Lister):
                     getattr(parsed_args, 'dropped_columns', ()),
                     # cliff's --max-width is 0 when not given.
                     output.line_width(self.app.stdout,
-                                      parsed_args.max_width or None))
+                                      parsed_args.max_width or None),
+                    output.line_width(self.app.stderr))
                 for line in out:
                     self.app.stdout.write(line + '\n')
                 for line in err:
@@ -248,6 +264,59 @@ class OrphanLister(command.Lister):
         self.say(output.error_line(db_utils.safe_error(error),
                                    self.app.stderr))
         return exit_codes.of_error(error)
+
+
+class PackageFormatter(logging.Formatter):
+    """This package's records in oslo.log's format (as
+    nova-orphans-manage writes them: time, process, level, logger, the
+    message); every other record as ``other`` formats it.
+    """
+
+    def __init__(self, other):
+        super().__init__()
+        # oslo.log's defaults: only this formatter reads them.
+        from oslo_config import cfg
+        from oslo_log import formatters
+        from oslo_log import log as oslo_log
+        conf = cfg.ConfigOpts()
+        oslo_log.register_options(conf)
+        self._other = other or logging.Formatter()
+        self._oslo = formatters.ContextFormatter(
+            project=PACKAGE.replace('_', '-'), config=conf,
+            datefmt=conf.log_date_format)
+
+    def format(self, record):
+        if record.name == PACKAGE or record.name.startswith(PACKAGE + '.'):
+            return self._oslo.format(record)
+        return self._other.format(record)
+
+
+@contextlib.contextmanager
+def package_logging(app):
+    """A command's log records as the ``openstack`` process shows them.
+
+    osc sets the root logger to DEBUG whatever its handlers show: this
+    package's loggers make no record below the level of every handler
+    (the lines of --debug cost a run CPU, which the default level must
+    not pay). With --debug, osc's console shows this package's records
+    in oslo.log's format, as nova-orphans-manage's --debug does.
+    Both are put back when the command ends.
+    """
+    package = logging.getLogger(PACKAGE)
+    levels = [h.level for h in logging.getLogger().handlers]
+    saved_level = package.level
+    package.setLevel(max(logging.DEBUG, min(levels or [logging.WARNING])))
+    console = getattr(getattr(app, 'log_configurator', None),
+                      'console_logger', None)
+    saved_format = getattr(console, 'formatter', None)
+    if console is not None and console.level <= logging.DEBUG:
+        console.setFormatter(PackageFormatter(saved_format))
+    try:
+        yield
+    finally:
+        package.setLevel(saved_level)
+        if console is not None:
+            console.setFormatter(saved_format)
 
 
 def command_class(name, category, action, module):

@@ -154,11 +154,12 @@ class FrontEndsTestCase(base.FunctionalTestCase):
         return self.nova.write_nova_conf(os.path.join(self.tmp, name),
                                          placement_endpoint, extra=sections)
 
-    def write_clouds(self, **others):
+    def write_clouds(self, token='admin', **others):
         """clouds.yaml: ``cloud`` is this one; ``others`` are clouds by
         name, each {'placement': endpoint, 'compute': endpoint} with
         this cloud's endpoints where not given, and 'container' (Zun's
-        API: the cloud has Zun) where given.
+        API: the cloud has Zun) where given. ``token``: the admin
+        token of each (``admin``, or ``admin:SOMETHING``).
         """
         clouds = {}
         for name, endpoints in dict(others, cloud={}).items():
@@ -166,7 +167,7 @@ class FrontEndsTestCase(base.FunctionalTestCase):
                 'auth_type': 'admin_token',
                 'auth': {'endpoint': endpoints.get(
                     'placement', self.placement.endpoint),
-                    'token': 'admin'},
+                    'token': token},
                 'compute_endpoint_override': endpoints.get(
                     'compute', self.cloud.compute)}
             if 'container' in endpoints:

@@ -363,6 +363,8 @@ class ActionsTestCase(RepairTestCase):
 
     def test_nothing_to_do_is_0_and_writes_no_journal(self):
         self.boot('host1', self.host1)
+        # A dry run with nothing to do says so as a clean does.
+        self.assertEqual((0, []), self.clean('--dry-run'))
         self.assertEqual((0, []), self.clean())
         self.assertEqual([], self.writes())
         self.assertFalse(os.path.exists(self.journal))

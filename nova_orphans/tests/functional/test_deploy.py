@@ -159,7 +159,32 @@ class DeployTestCase(base.FunctionalTestCase):
                 if n == 'nova_orphans_clean_rows' and value}
         return rows, samples
 
+    def dry_run_of_the_unit(self):
+        """The clean unit's command with --dry-run: (rc, err, samples)."""
+        keys = deploy.unit('nova-orphans-clean.service')
+        rc, _out, err = self.run_command(
+            deploy.exec_start(keys, self.env) + ['--dry-run'])
+        return rc, err, read_metrics(self.clean_metrics)
+
     def test_clean_unit(self):
+        # A dry run first, into the clean's file: its own series, and
+        # no clean known (NovaOrphansCleanStale fires on a schedule
+        # that only dry-runs).
+        rc, err, samples = self.dry_run_of_the_unit()
+        self.assertEqual(3, rc, err)
+        self.assertEqual({('deleted_instance', 'dry_run'): 1.0,
+                          ('unknown_consumer', 'dry_run'): 1.0}, {
+            (dict(labels)['reason'], dict(labels)['outcome']): value
+            for (n, labels), value in samples.items()
+            if n == 'nova_orphans_clean_dry_run_rows' and value})
+        self.assertEqual((0.0, 0.0), (
+            samples[('nova_orphans_clean_last_success_timestamp_seconds',
+                     ())],
+            samples[('nova_orphans_clean_last_run_timestamp_seconds', ())]))
+        self.assertLess(0.0, samples[(
+            'nova_orphans_clean_dry_run_last_run_timestamp_seconds', ())])
+        self.assertNotIn('nova_orphans_clean_rows',
+                         {n for n, _labels in samples})
         (rc, out, err), success = self.unit_command(
             'nova-orphans-clean.service')
         self.assertEqual(4, rc, err)
@@ -174,6 +199,14 @@ class DeployTestCase(base.FunctionalTestCase):
             ('nova_orphans_clean_last_success_timestamp_seconds', ())]
         self.assertEqual(first, samples[
             ('nova_orphans_clean_last_run_timestamp_seconds', ())])
+        # Nothing left to do: a dry run says 0, and keeps the clean's
+        # times as the clean wrote them.
+        rc, err, samples = self.dry_run_of_the_unit()
+        self.assertEqual(0, rc, err)
+        self.assertEqual((first, first), (
+            samples[('nova_orphans_clean_last_success_timestamp_seconds',
+                     ())],
+            samples[('nova_orphans_clean_last_run_timestamp_seconds', ())]))
         # A new orphan, and cell2 not read: the clean repairs what it
         # can prove (an unknown consumer could be cell2's), fails its
         # unit, and the last success stays the first.

@@ -39,6 +39,7 @@ from nova_orphans import exit_codes
 from nova_orphans import output
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional import front_ends
+from nova_orphans.tests.functional import test_debug
 
 # What only nova's databases show.
 DATABASE_ONLY = ('cell', 'details')
@@ -214,8 +215,10 @@ class FormatsTestCase(front_ends.FrontEndsTestCase):
             [line.split('|')[6].strip() for line in out.splitlines()[3:9]])
 
 
-# The databases on MariaDB, as production runs them: what the listing
-# reads from them, in every format (clean's and restore's rows on MariaDB
-# are test_clean's and test_restore's).
-FormatsMariaDBTestCase = base.on_mariadb(
-    FormatsTestCase, 'test_every_format_of_both_front_ends')
+class FormatsMariaDBTestCase(test_debug.DebugTests, base.on_mariadb(
+        FormatsTestCase, 'test_every_format_of_both_front_ends')):
+    """The databases on MariaDB, as production runs them: what the
+    listing reads from them, in every format (clean's and restore's rows
+    on MariaDB are test_clean's and test_restore's); and, on the same
+    cloud, --debug of each front end and mode (test_debug).
+    """

@@ -151,7 +151,8 @@ class JournalsTestCase(base.FunctionalTestCase):
             code, out, err = front_end('prune', '--journal-dir', self.dir,
                                        '--older-than', '7', '--dry-run',
                                        '-f', 'json')
-            self.assertEqual((0, [(old, 'skipped: dry run')]),
+            # 3: it would act, as every --dry-run says.
+            self.assertEqual((3, [(old, 'skipped: dry run')]),
                              (code, [(r['journal'], r['outcome'])
                                      for r in json.loads(out)]), err)
         self.assertTrue(os.path.exists(old))
@@ -160,6 +161,12 @@ class JournalsTestCase(base.FunctionalTestCase):
         self.assertEqual((0, [(old, 'done')]),
                          (code, [(r['journal'], r['outcome'])
                                  for r in json.loads(out)]), err)
+        # Nothing left to remove: 0, dry run or not.
+        for front_end in (self.manage_journals, self.openstack):
+            code, out, err = front_end('prune', '--journal-dir', self.dir,
+                                       '--older-than', '7', '--dry-run',
+                                       '-f', 'json')
+            self.assertEqual((0, []), (code, json.loads(out)), err)
         # Only clean's own journal files; the new one stays.
         self.assertEqual(sorted(['journal-new.jsonl', 'mine.jsonl']),
                          sorted(os.listdir(self.dir)))

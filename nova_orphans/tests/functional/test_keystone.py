@@ -25,12 +25,14 @@ import collections
 import configparser
 import json
 import os
+import re
 
 from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional.fixtures import keystone
 from nova_orphans.tests.functional import processes
+from nova_orphans.tests.functional import test_debug
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))))
@@ -82,10 +84,12 @@ class KeystoneTestCase(base.FunctionalTestCase):
             extra={'nova_orphans': {'state_path': self.state_path,
                                     'cell_timeout': '20'}})
 
-    def run_manage(self, conf, action, *argv, rc=None, timeout=120):
+    def run_manage(self, conf, action, *argv, rc=None, timeout=120,
+                   debug=False):
         code, out, err = processes.run(
-            '--config-file', conf, 'allocations', action, '--format',
-            'json', *argv, timeout=timeout)
+            '--config-file', conf, *(['--debug'] if debug else []),
+            'allocations', action, '--format', 'json', *argv,
+            timeout=timeout)
         self.assertNotIn('Traceback', err)
         if rc is not None:
             self.assertEqual(rc, code, err)
@@ -94,6 +98,18 @@ class KeystoneTestCase(base.FunctionalTestCase):
     def requests_seen(self):
         return {region: len(proxy.requests())
                 for region, proxy in self.proxies.items()}
+
+    def assertDebug(self, err, *requests):
+        """--debug's lines: these requests (of this package's loggers),
+        and not one secret (the users' passwords, a token) in any line.
+        """
+        test_debug.assertNoSecret(self, err, keystone.ADMIN_PASSWORD,
+                                  *(password for password, _p, _r in
+                                    keystone.USERS.values()))
+        messages = [m for _logger, m in test_debug.package_lines(err)]
+        for request in requests:
+            self.assertTrue(any(re.match(request, m) for m in messages),
+                            '%s in:\n%s' % (request, err))
 
 
 class PasswordCredentialsTestCase(KeystoneTestCase):
@@ -112,14 +128,23 @@ class PasswordCredentialsTestCase(KeystoneTestCase):
 
     def test_list_clean_restore_region_one(self):
         conf = self.password_conf()
-        _rc, out, _err = self.run_manage(conf, 'list', rc=3)
+        # --debug throughout: each run told, without a secret.
+        _rc, out, err = self.run_manage(conf, 'list', rc=3, debug=True)
         self.assertEqual(self.orphans(),
                          sorted({r['consumer'] for r in json.loads(out)}))
         self.assertEqual(0, self.requests_seen()[keystone.REGION_TWO])
         self.assertNotEqual(0, self.requests_seen()[keystone.REGION_ONE])
+        self.assertDebug(
+            err, r'placement GET /resource_providers: 200 in [\d.]+ s$',
+            r'Placement at %s serves microversions' % re.escape(
+                self.proxies[keystone.REGION_ONE].endpoint),
+            # keystone's, which keystoneauth sends inside the session.
+            r'keystone POST /v3/auth/tokens: 201 in [\d.]+ s$')
 
-        _rc, out, _err = self.run_manage(
-            conf, 'clean', '--journal', self.journal, rc=4)
+        _rc, out, err = self.run_manage(
+            conf, 'clean', '--journal', self.journal, rc=4, debug=True)
+        self.assertDebug(
+            err, r'placement (POST|PUT|DELETE) /allocations\S*: 20[04] in ')
         rows = json.loads(out)
         self.assertEqual(self.orphans(), sorted({r['consumer']
                                                  for r in rows}))
@@ -132,8 +157,9 @@ class PasswordCredentialsTestCase(KeystoneTestCase):
             sorted({c for e in journal_mod.read(self.journal)
                     for c in e['consumers']}))
 
-        _rc, out, _err = self.run_manage(
-            conf, 'restore', '--journal', self.journal, rc=4)
+        _rc, out, err = self.run_manage(
+            conf, 'restore', '--journal', self.journal, rc=4, debug=True)
+        self.assertDebug(err, r'Read the journal ')
         self.assertEqual({'done'}, {r['outcome'] for r in json.loads(out)})
         self.assertEqual(self.before, self.cloud.state())
         self.assertEqual(0, self.requests_seen()[keystone.REGION_TWO])

@@ -21,6 +21,7 @@ own paste pipeline: keystonemiddleware validates the tokens there too).
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -164,17 +165,33 @@ class OpenStackTestCase(OpenStackBase):
     def consumers(self, rows):
         return sorted({r['consumer'] for r in rows})
 
+    def debug(self, variables, *argv, rc=0,
+              told=r'compute GET /os-services: 200 in '):
+        """``openstack --debug ARGV -f json``: its rows, once its stderr
+        was checked for ``told``, for no secret (see
+        test_keystone.assertDebug) and for keystoneauth's own request
+        lines, their token masked.
+        """
+        code, out, err = self.run_openstack(variables, '--debug', *argv)
+        self.assertEqual(rc, code, err)
+        self.assertDebug(err, told)
+        self.assertRegex(err, r'(?m)^REQ: curl .*-H "X-Auth-Token: '
+                              r'\{SHA256\}[0-9a-f]{64}"')
+        return json.loads(out)
+
     def test_clouds_yaml(self):
-        """list, clean, restore; provider orphans list and clean."""
+        """list, clean, restore (with --debug); provider orphans list
+        and clean.
+        """
         cloud = self.clouds_yaml()
-        rows = self.openstack(cloud, 'allocation', 'orphan', 'list',
-                              rc=ORPHANS_FOUND)
+        rows = self.debug(cloud, 'allocation', 'orphan', 'list',
+                          rc=ORPHANS_FOUND)
         self.assertEqual(self.orphans, self.consumers(rows))
         self.assertEqual(0, self.requests_seen()[keystone.REGION_TWO])
 
         journal = os.path.join(self.tmp, 'osc.jsonl')
-        rows = self.openstack(cloud, 'allocation', 'orphan', 'clean',
-                              '--journal', journal, rc=REPAIRED)
+        rows = self.debug(cloud, 'allocation', 'orphan', 'clean',
+                          '--journal', journal, rc=REPAIRED)
         self.assertEqual(self.orphans, self.consumers(rows))
         self.assertEqual(self.cloud.repaired(self.before),
                          self.cloud.state())
@@ -182,8 +199,9 @@ class OpenStackTestCase(OpenStackBase):
         self.assertEqual(sorted(self.orphans + moved), sorted(
             {c for e in journal_mod.read(journal) for c in e['consumers']}))
 
-        self.openstack(cloud, 'allocation', 'orphan', 'restore',
-                       '--journal', journal, rc=REPAIRED)
+        self.debug(cloud, 'allocation', 'orphan', 'restore',
+                   '--journal', journal, rc=REPAIRED,
+                   told=r'Read the journal %s: ' % re.escape(journal))
         self.assertEqual(self.before, self.cloud.state())
 
         # The provider of a compute node nova deleted with its service

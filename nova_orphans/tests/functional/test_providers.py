@@ -223,6 +223,14 @@ class ProvidersTestCase(_ProvidersBase):
             {k: v for k, v in entries[1]['provider'].items()
              if k != 'generation'})
 
+        # --dry-run: 0 when there is nothing to do, 3 when it would act.
+        rc, rows = self.run_json('providers', 'clean', '--dry-run')
+        self.assertEqual((0, []), (rc, rows), self.stderr)
+        rc, rows = self.run_json('providers', 'restore', '--journal',
+                                 self.journal, '--dry-run')
+        self.assertEqual((3, {'skipped: dry run'}),
+                         (rc, {r['outcome'] for r in rows}), self.stderr)
+
         rc, rows = self.run_json('allocations', 'restore',
                                  '--journal', self.journal)
         self.assertEqual(4, rc, self.stderr)
@@ -231,10 +239,11 @@ class ProvidersTestCase(_ProvidersBase):
                          [(r.get('uuid') or r.get('consumer'), r['outcome'])
                           for r in rows])
         self.assertEqual(before, self.placement.providers_state())
-        # Again: everything is as before already.
-        rc, rows = self.run_json('allocations', 'restore',
-                                 '--journal', self.journal)
-        self.assertEqual(0, rc, self.stderr)
+        # Again: everything is as before already, dry run or not.
+        for argv in (('--dry-run',), ()):
+            rc, rows = self.run_json('providers', 'restore',
+                                     '--journal', self.journal, *argv)
+            self.assertEqual(0, rc, self.stderr)
 
     def test_restore_refuses_provider_back(self):
         root, agent, pf = self.dead_tree()

@@ -195,6 +195,11 @@ class RestoreTestCase(test_clean.RepairTestCase):
                          sorted(self.outcomes(rows)))
         self.assertEqual(after, self.placement.dump_state())
         self.assertEqual(writes, len(self.writes()))
+        # Restored: nothing left to do, 0 as without --dry-run.
+        self.assertEqual(4, self.restore()[0])
+        rc, rows = self.restore('--dry-run')
+        self.assertEqual((0, {'skipped: already as before'}),
+                         (rc, {r['outcome'] for r in rows}))
 
     def test_write_refused_by_a_conflict_is_never_undone(self):
         """The clean met a concurrent write (409) and succeeded on its

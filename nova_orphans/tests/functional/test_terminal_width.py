@@ -9,33 +9,39 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Tables on terminals of 80 and 100 columns: the sandbox's cloud listed
-by both console scripts in a pseudo-terminal of that size, and through a
-pipe.
+"""Tables on terminals of 80 and 100 columns: every command's table of
+both console scripts, on the sandbox's cloud, in a pseudo-terminal of
+that size (a warm run: the zygote's child gets the terminal as its
+standard streams), and through a pipe.
+
+What a terminal must show (output.render_table): no line wider than
+it; no uuid, journal or value split over lines; a table that leaves a
+column out names it below; otherwise a box per row with every column
+of the table (never without the provider that tells two rows of a
+consumer apart, or the run, start and restore that pick a journal).
 """
 
+import concurrent.futures
 import fcntl
 import json
 import os
 import pty
 import re
 import struct
-import subprocess
 import termios
 
+from nova_orphans.app import journals
+from nova_orphans.engine import model
+from nova_orphans import output
 from nova_orphans.tests.functional import front_ends
+from nova_orphans.tests import warm as warm_runs
 
 UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
                   r'[0-9a-f]{12}')
-# A run of hex digits and dashes: a uuid, or the part of one that a
-# table cell split over lines shows.
-HEX_RUN = re.compile(r'[0-9a-f]*-[0-9a-f-]*')
-
-
-def cut_uuids(line):
-    """The parts of uuids on ``line`` that are not whole uuids."""
-    return [run for run in HEX_RUN.findall(line)
-            if sum(c != '-' for c in run) >= 4 and not UUID.fullmatch(run)]
+BORDER = re.compile(r'^\+-[-+]*\+$')
+NOTE = re.compile(r'Not shown, for the terminal\'s width: (.*?) '
+                  r'\(--verbose shows every column, -f json every field\)\.')
+WIDTHS = (80, 100)
 
 
 def in_terminal(argv, env, columns):
@@ -43,8 +49,8 @@ def in_terminal(argv, env, columns):
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ,
                 struct.pack('HHHH', 50, columns, 0, 0))
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
-                            env=env, close_fds=True)
+    proc = warm_runs.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
+                           env=env, close_fds=True)
     os.close(slave)
     chunks = []
     while True:
@@ -62,61 +68,189 @@ def in_terminal(argv, env, columns):
     return code, text, text.splitlines()
 
 
+def drawn(lines):
+    """[('table', headers) or ('box', fields)] of what ``lines`` draw."""
+    found = []
+    i = 0
+    while i + 2 < len(lines):
+        if not (BORDER.match(lines[i]) and BORDER.match(lines[i + 2])):
+            i += 1
+            continue
+        header = [c.strip() for c in lines[i + 1].strip('|').split('|')]
+        end = i + 3
+        while end < len(lines) and not BORDER.match(lines[end]):
+            end += 1
+        if header == ['Field', 'Value']:
+            # A wrapped value's lines have no field.
+            found.append(('box', [
+                line.split('|')[1].strip() for line in lines[i + 3:end]
+                if line.split('|')[1].strip()]))
+        else:
+            found.append(('table', header))
+        i = end + 1
+    return found
+
+
+def notes_of(text):
+    """The columns each note under a table names as left out."""
+    return NOTE.findall(' '.join(text.split()))
+
+
+def headers(keys):
+    return [output.header(k) for k in keys]
+
+
+# What each kind of row shows: (short table, --long).
+FINDINGS = (headers(output.columns([{'consumer': 1}], output.TABLE)),
+            headers(model.FINDING_KEYS))
+PROVIDERS = (headers(output.columns([{'uuid': 1}], output.TABLE)),
+             headers(model.PROVIDER_KEYS))
+JOURNALS = (headers(journals.JournalRun.KEYS),) * 2
+
+
 class TerminalWidthTestCase(front_ends.FrontEndsTestCase):
 
     def setUp(self):
         super().setUp()
-        front_ends._sandbox().seed(self.placement, self.nova)
+        self.made = front_ends._sandbox().seed(self.placement, self.nova)
         self.env = {k: v for k, v in self.environment().items()
                     if k not in ('COLUMNS', 'LINES', 'CLIFF_FIT_WIDTH',
                                  'CLIFF_MAX_TERM_WIDTH')}
+        self.journals = os.path.join(self.tmp, 'journals')
+        os.mkdir(self.journals)
 
-    def commands(self):
-        return {
-            'manage': self.manage_argv('allocations', 'list',
-                                       '--no-progress'),
-            'openstack': self.openstack_argv('allocation', 'orphan', 'list',
-                                             '--no-progress')}
+    def argv(self, front_end, category, action, *options):
+        """The command line of either front end, no progress shown."""
+        if category != 'journals':
+            options += ('--no-progress',)
+        if front_end == 'manage':
+            return self.manage_argv(category, action, *options)
+        words = {'allocations': ['allocation', 'orphan'],
+                 'providers': ['resource', 'provider', 'orphan'],
+                 'journals': ['allocation', 'orphan', 'journal']}[category]
+        return self.openstack_argv(*(words + [action] + list(options)))
 
-    def test_uuids_whole_and_lines_within_the_width(self):
-        rc, out, err = self.manage_run('allocations', 'list', '--format',
-                                       'json')
-        self.assertEqual(3, rc, err)
-        consumers = {r['consumer'] for r in json.loads(out)}
-        self.assertEqual(5, len(consumers))
-        notes = {}
-        for columns in (80, 100):
-            for name, argv in self.commands().items():
-                code, text, lines = in_terminal(argv, self.env, columns)
-                where = '%s at %d columns:\n%s' % (name, columns, text)
-                self.assertEqual(3, code, where)
-                self.assertEqual(
-                    [], [line for line in lines if len(line) > columns],
-                    where)
-                self.assertEqual(
-                    [], [line for line in lines if cut_uuids(line)], where)
-                self.assertEqual(consumers, set(UUID.findall(text)) &
-                                 consumers, where)
-                notes[name, columns] = re.findall(
-                    r'^Not shown.*?field\)\.$', text, re.M | re.S)
-        # What each left out, and how to see it.
-        how = ' (--verbose shows every column, -f json every field).'
-        for name in ('manage', 'openstack'):
+    def shown(self, runs, concurrently=False):
+        """{(front end, width, command): (exit code, text, lines)} of
+        ``runs``, [(front end, width, category, action, *options)].
+        """
+        def one(run):
+            front_end, width, *command = run
+            return (front_end, width, ' '.join(command)), in_terminal(
+                self.argv(front_end, *command), self.env, width)
+        if not concurrently:
+            return dict(map(one, runs))
+        # A few at a time: each openstack run costs a core for a while.
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            return dict(pool.map(one, runs))
+
+    def assertWhole(self, where, text, lines, width, kinds, known):
+        """Within ``width``; each known uuid whole; each table's left-out
+        columns named below it, each box with every column of a kind of
+        ``kinds`` ([headers]).
+        """
+        self.assertEqual([], [line for line in lines if len(line) > width],
+                         where)
+        for uuid in known:
             self.assertEqual(
-                ['Not shown, for the terminal\'s width: Type, Host, '
-                 'Resources, Action' + how],
-                [' '.join(n.split()) for n in notes[name, 80]])
-            self.assertEqual(
-                ['Not shown, for the terminal\'s width: Type, Host, '
-                 'Resources' + how],
-                [' '.join(n.split()) for n in notes[name, 100]])
+                (text.count(uuid),) * 2,
+                (text.count(uuid[:8]), text.count(uuid[-12:])),
+                '%s: %s split in\n%s' % (where, uuid, text))
+        tables = drawn(lines)
+        self.assertNotEqual([], tables, where)
+        left_out = set()
+        for kind, names in tables:
+            full = next((k for k in kinds if set(names) <= set(k)), None)
+            self.assertIsNotNone(full, (where, names))
+            if kind == 'box':
+                self.assertEqual(full, names, where)
+            else:
+                left_out.update(set(full) - set(names))
+        notes = notes_of(text)
+        self.assertEqual(sorted(left_out), sorted(
+            ', '.join(notes).split(', ')) if notes else [], where)
+        return tables
+
+    def test_every_table_whole(self):
+        """Every command's table, short and --long, of both front ends,
+        at 80 and 100 columns: the listings at once; then at each width
+        a clean and a restore of each kind by each front end (each
+        restore puts the cloud back as it was, a provider tree
+        included); then the journal list of their eight runs.
+        """
+        both = ('manage', 'openstack')
+        listings = [(f, w, c, 'list') + extra for f in both for w in WIDTHS
+                    for c in ('allocations', 'providers')
+                    for extra in ((), ('--long',))]
+        shown = self.shown(listings, concurrently=True)
+        paths = []
+        for width in WIDTHS:
+            for front_end in both:
+                for category in ('allocations', 'providers'):
+                    journal = os.path.join(self.journals, 'journal-%d.jsonl'
+                                           % len(paths))
+                    paths.append(journal)
+                    shown.update(self.shown([
+                        (front_end, width, category, action, '--journal',
+                         journal) for action in ('clean', 'restore')]))
+        shown.update(self.shown([
+            (f, w, 'journals', 'list', '--journal-dir', self.journals) +
+            extra for f in both for w in WIDTHS
+            for extra in ((), ('--long',))], concurrently=True))
+        rc, out, err = self.manage_run('journals', 'list', '--journal-dir',
+                                       self.journals, '-f', 'json')
+        runs = json.loads(out)
+        self.assertEqual((0, 8, paths), (rc, len(runs),
+                                         [r['journal'] for r in runs]), err)
+        known = set(UUID.findall(''.join(t for _c, t, _l in shown.values())))
+        known |= {r['run'] for r in runs}
+        known |= set(self.made['nodes'].values())
+        known |= {v for k, v in self.made.items() if k != 'nodes'}
+        codes = {'list': 3, 'clean': 4, 'restore': 4}
+        for (front_end, width, command), (code, text, lines) in sorted(
+                shown.items()):
+            where = '%s %s at %d columns:\n%s' % (front_end, command, width,
+                                                  text)
+            category, action = command.split()[:2]
+            self.assertEqual(0 if category == 'journals' else codes[action],
+                             code, where)
+            long = '--long' in command
+            kinds = {'allocations': [FINDINGS[long], PROVIDERS[long]],
+                     'providers': [FINDINGS[long], PROVIDERS[long]],
+                     'journals': [JOURNALS[long]]}[category]
+            if action in ('clean', 'restore'):
+                kinds = [k + ['Outcome'] for k in kinds]
+            tables = self.assertWhole(where, text, lines, width, kinds,
+                                      known)
+            if category == 'journals':
+                # A box per run, each journal by its whole file name.
+                self.assertEqual([('box', JOURNALS[0])] * 8, tables, where)
+                for path in paths:
+                    self.assertIn('| %s ' % os.path.basename(path), text)
+        # The provider tree's restore: its providers, parents first,
+        # after the allocations that were on it.
+        _code, text, lines = shown[(
+            'openstack', 80, 'providers restore --journal ' + paths[3])]
+        providers = ['UUID' in names for _kind, names in drawn(lines)]
+        self.assertEqual([False, True], sorted(set(providers)), text)
+        self.assertEqual(sorted(providers), providers, text)
+        self.assertIn(self.made['nodes']['devstack4'], text)
+        # The listing left out, and said so, what the terminal could not
+        # show; the same from both.
+        how = {80: 'Type, Host, Resources, Action',
+               100: 'Type, Host, Resources'}
+        for front_end in both:
+            for width in WIDTHS:
+                text = shown[(front_end, width, 'allocations list')][1]
+                self.assertEqual([how[width]], notes_of(text))
 
     def test_pipes_keep_cliffs_table(self):
         """No terminal: every column of the short table, nothing left
         out, as cliff prints it.
         """
-        for name, argv in self.commands().items():
-            rc, out, err = self.run_one(argv)
+        for front_end in ('manage', 'openstack'):
+            rc, out, err = self.run_one(self.argv(front_end, 'allocations',
+                                                  'list'))
             self.assertEqual(3, rc, err)
             self.assertNotIn('Not shown', out + err)
             header = [line for line in out.splitlines()
@@ -124,4 +258,5 @@ class TerminalWidthTestCase(front_ends.FrontEndsTestCase):
             self.assertEqual(
                 ['Consumer', 'Type', 'Provider', 'Host', 'Reason', 'Action',
                  'Resources'],
-                [h.strip() for h in header[0].strip('|').split('|')], name)
+                [h.strip() for h in header[0].strip('|').split('|')],
+                front_end)

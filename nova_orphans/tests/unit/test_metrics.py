@@ -321,6 +321,60 @@ class RepairTestCase(base.BaseTestCase):
     def test_unknown_command(self):
         self.assertRaises(ValueError, metrics.repair, 'list', [], [], 1)
 
+    def test_dry_run_is_no_clean(self):
+        """A dry run has its own series, and never sets the clean's: its
+        last run and last success stay as they were (0: none known).
+        """
+        would = [actions.dry_run(), actions.dry_run(),
+                 actions.skipped('--max-count reached')]
+        text = self.clean(would, now=EARLIER, dry_run=True)
+        self.assertEqual({
+            'nova_orphans_clean_dry_run_rows{action="delete_consumer",'
+            'outcome="dry_run",reason="deleted_instance"}': '2.0',
+            'nova_orphans_clean_dry_run_rows{action="delete_consumer",'
+            'outcome="failed",reason="deleted_instance"}': '0.0',
+            'nova_orphans_clean_dry_run_rows{action="delete_consumer",'
+            'outcome="skipped",reason="deleted_instance"}': '0.0',
+            'nova_orphans_clean_dry_run_rows{action="delete_consumer",'
+            'outcome="dry_run",reason="unknown_consumer"}': '0.0',
+            'nova_orphans_clean_dry_run_rows{action="delete_consumer",'
+            'outcome="failed",reason="unknown_consumer"}': '0.0',
+            'nova_orphans_clean_dry_run_rows{action="delete_consumer",'
+            'outcome="skipped",reason="unknown_consumer"}': '1.0',
+            'nova_orphans_clean_dry_run_unreadable_cells': '0.0',
+            'nova_orphans_clean_dry_run_duration_seconds': '2.5',
+            'nova_orphans_clean_dry_run_last_run_timestamp_seconds':
+                '1.7e+09',
+            'nova_orphans_clean_last_run_timestamp_seconds': '0.0',
+            'nova_orphans_clean_last_success_timestamp_seconds': '0.0'},
+            samples(text))
+        self.assertNotIn('nova_orphans_clean_rows', text)
+        programs.check_metrics(self, text)
+        # A clean, then a dry run in the same file: the clean's times
+        # are kept as the clean wrote them.
+        self.clean([actions.DONE] * 3, now=EARLIER)
+        text = self.clean(would, now=NOW, dry_run=True)
+        self.assertEqual(('1.7e+09', '1.7e+09', '1.8e+09'), tuple(
+            samples(text)['nova_orphans_clean_%s_timestamp_seconds' % name]
+            for name in ('last_run', 'last_success', 'dry_run_last_run')))
+        self.assertEqual(EARLIER, metrics.last_success(self.path, 'clean'))
+        # A restore's dry run alike.
+        text = metrics.repair('restore', self.rows[:1], [actions.dry_run()],
+                              1, now=NOW, dry_run=True)
+        self.assertEqual({
+            'nova_orphans_restore_dry_run_rows{action="delete_consumer",'
+            'outcome="dry_run",reason="deleted_instance"}': '1.0',
+            'nova_orphans_restore_dry_run_rows{action="delete_consumer",'
+            'outcome="failed",reason="deleted_instance"}': '0.0',
+            'nova_orphans_restore_dry_run_rows{action="delete_consumer",'
+            'outcome="skipped",reason="deleted_instance"}': '0.0',
+            'nova_orphans_restore_dry_run_duration_seconds': '1.0',
+            'nova_orphans_restore_dry_run_last_run_timestamp_seconds':
+                '1.8e+09',
+            'nova_orphans_restore_last_run_timestamp_seconds': '0.0',
+            'nova_orphans_restore_last_success_timestamp_seconds': '0.0'},
+            samples(text))
+
 
 class WriteTestCase(base.BaseTestCase):
 

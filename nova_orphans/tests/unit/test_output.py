@@ -15,6 +15,7 @@ import types
 import fixtures
 from oslotest import base
 
+from nova_orphans.app import report as report_mod
 from nova_orphans.app import results
 from nova_orphans.engine import model
 from nova_orphans import outcomes
@@ -154,6 +155,83 @@ class TableTestCase(base.BaseTestCase):
         # Wide enough, or not fitted: one table, a row per finding.
         wide = self.render([row(), row(VM2)], verbose=True)
         self.assertEqual(6, len(wide.splitlines()))
+
+    def test_never_drops_what_tells_rows_apart(self):
+        """A consumer's allocations on two providers differ by the
+        provider alone: a narrow table keeps it (or draws boxes), and
+        drops what it can instead.
+        """
+        rows = [row(), row(rp=RP2, resource_provider_name='compute-1:eth0')]
+        out = io.StringIO()
+        self.assertEqual(['Type', 'Host', 'Resources', 'Action'],
+                         output.render_table(rows, out, max_width=90))
+        self.assertEqual(
+            ['Consumer', 'Provider', 'Reason'],
+            [c.strip() for c in out.getvalue().splitlines()[1].strip(
+                '|').split('|')])
+        # Narrower: a box per row, with every column of the table.
+        out = io.StringIO()
+        self.assertEqual([], output.render_table(rows, out, max_width=60))
+        lines = out.getvalue().splitlines()
+        self.assertEqual(2 * 11, len(lines))
+        self.assertEqual(['Consumer', 'Type', 'Provider', 'Host', 'Reason',
+                          'Action', 'Resources'],
+                         [line.split('|')[1].strip() for line in lines[3:10]])
+        self.assertIn('| Provider  | compute-1:eth0 ', out.getvalue())
+        self.assertLessEqual(max(map(len, lines)), 60)
+
+    def test_boxes_split_no_word(self):
+        """cliff wraps a value at its hyphens, inside a uuid: a box wraps
+        it at its spaces, and a word longer than the room (a path) widens
+        its box rather than be cut.
+        """
+        details = ('Instance %s was deleted; its allocation on %s is an '
+                   'orphan.' % (VM, RP))
+        out = io.StringIO()
+        output.render_table([row(details=details)], out, verbose=True,
+                            max_width=70)
+        text = out.getvalue()
+        self.assertIn(VM, text)
+        self.assertIn(RP, text)
+        self.assertLessEqual(max(map(len, text.splitlines())), 70)
+        self.assertEqual(details, ' '.join(
+            line.split('|')[2].strip() for line in text.splitlines()
+            if line.startswith('| Details') or line.startswith('|    ')))
+        long_word = '/' + 'x' * 80
+        out = io.StringIO()
+        output.render_table([row(details=long_word)], out, verbose=True,
+                            max_width=70)
+        self.assertIn('| %s |' % long_word, out.getvalue())
+
+    def test_journals_by_their_file(self):
+        """A table names a journal by its file (the summary names the
+        directory); other formats keep the path.
+        """
+        rows = [{'journal': '/var/lib/nova-orphans/journal-1.jsonl',
+                 'run': VM, 'started': '2026-11-28T17:36:41+00:00'}]
+        keys = ('journal', 'run', 'started')
+        out = io.StringIO()
+        output.render(rows, 'table', out, max_width=0, keys=keys)
+        self.assertIn('| journal-1.jsonl | %s |' % VM, out.getvalue())
+        out = io.StringIO()
+        output.render(rows, 'value', out, keys=keys)
+        self.assertTrue(out.getvalue().startswith(
+            '/var/lib/nova-orphans/journal-1.jsonl '))
+
+    def test_sort_rows_as_cliff(self):
+        rows = [row(VM2, host='b'), row(VM, host=None), row(VM, host='a')]
+        self.assertEqual(
+            [(VM, 'a'), (VM2, 'b'), (VM, None)],
+            [(r['consumer'], r['host'])
+             for r in output.sort_rows(rows, ['Host'])])
+        self.assertEqual(
+            [(VM, None), (VM2, 'b'), (VM, 'a')],
+            [(r['consumer'], r['host'])
+             for r in output.sort_rows(rows, ['host'], descending=True)])
+        self.assertEqual(
+            [(VM, 'a'), (VM, None), (VM2, 'b')],
+            [(r['consumer'], r['host']) for r in output.sort_rows(
+                rows, ['consumer', 'nothing', 'host'])])
 
 
 class FormatsTestCase(base.BaseTestCase):
@@ -367,3 +445,32 @@ class LineWidthTestCase(base.BaseTestCase):
         self.assertEqual(command.split(), [
             w for w in ' '.join(wrapped).split() if w != '\\'])
         self.assertEqual(command, output.wrap(command, None, command=True))
+
+    def test_notes_fit_a_terminal_of_their_own(self):
+        """The notes on stderr (the journal, the command that undoes
+        the run) fit stderr's terminal; a path is never cut, the
+        command still pastes as one.
+        """
+        path = ('/srv/the-cloud/state/nova-orphans/'
+                'journal-20261128T173641.661609Z-1.jsonl')
+        report = types.SimpleNamespace(summary=[], notes=[
+            report_mod.Line('Journal: %s' % path),
+            report_mod.Line('To undo: %(command)s', report_mod.CommandLine(
+                'allocations', 'restore', '--journal', path))])
+
+        def command_line(cmd):
+            return ' '.join(['nova-orphans-manage', '--config-file',
+                             '/etc/nova/nova.conf', cmd.category,
+                             cmd.action] + cmd.argv)
+        _out, err = output.closing_lines(report, True, command_line,
+                                         err_width=80)
+        lines = '\n'.join(err).splitlines()
+        self.assertEqual(['Journal:', path], lines[:2])
+        self.assertLessEqual(max(map(len, lines)), 80)
+        self.assertEqual(command_line(report.notes[1].command).split(), [
+            w for w in ' '.join(lines[2:]).split() if w != '\\'][2:])
+        # Not a terminal: as they are.
+        _out, err = output.closing_lines(report, True, command_line)
+        self.assertEqual(['Journal: %s' % path,
+                          'To undo: ' + command_line(
+                              report.notes[1].command)], err)

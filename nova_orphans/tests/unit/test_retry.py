@@ -13,8 +13,10 @@
 counted; with a fake adapter and a fake clock (no waiting).
 """
 
+import logging
 import random
 
+import fixtures
 from keystoneauth1 import exceptions as ks_exc
 from oslotest import base
 
@@ -109,6 +111,30 @@ class RetryingAdapterTestCase(base.BaseTestCase):
                           ('placement', 'timeout'): 1},
                          dict(self.retries.counts))
         self.assertEqual(1, self.retries.requests)
+
+    def test_each_request_timed_and_logged(self):
+        """--debug's line of each request: its method, path (no
+        endpoint, no header), status or error, and time; each counted.
+        """
+        log = self.useFixture(fixtures.FakeLogger(
+            name='nova_orphans.clients.retry', level=logging.DEBUG,
+            format='%(levelname)s %(message)s'))
+        adapter = self.adapter(503, ks_exc.ConnectFailure('reset'), 200,
+                               took=0.25)
+        url = 'http://user:pw@placement:8778/p/resource_providers?in_tree=x'
+        adapter.request(url, 'GET', headers={'X-Auth-Token': 'tok'})
+        self.assertEqual({'placement': 3}, dict(self.retries.sent))
+        self.assertEqual(0.75, self.retries.seconds['placement'])
+        path = 'placement GET /p/resource_providers?in_tree=x: '
+        self.assertEqual([
+            'DEBUG ' + path + '503 in 0.250 s',
+            'DEBUG ' + path + 'reset in 0.250 s',
+            'DEBUG ' + path + '200 in 0.250 s'],
+            [line for line in log.output.splitlines()
+             if line.startswith('DEBUG')])
+        self.assertEqual('/', retry.path_of(''))
+        self.assertEqual('/servers/detail?all_tenants=1',
+                         retry.path_of('/servers/detail?all_tenants=1'))
 
     def test_delays_jittered_exponential(self):
         adapter = self.adapter(*([503] * 9))

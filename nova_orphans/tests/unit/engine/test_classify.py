@@ -961,3 +961,45 @@ class RuleChainTestCase(ClassifyTestCase):
         self.cloud.alloc(stranger, self.host1)
         self.assertVerdicts({(stranger, self.host1): (r.UNVERIFIABLE, FINE)},
                             rules=(rules.active_instance,))
+
+    def test_decisions_name_the_rule_of_each_consumer(self):
+        """What --debug tells: each consumer's allocations, the rule that
+        decided each and its verdict, as classify found them (the
+        plainly active ones through the chain, not the shortcut).
+        """
+        vm = self.cloud.instance('host1')
+        self.cloud.alloc(vm, self.host1)
+        self.cloud.alloc(vm, self.host2)
+        gone = self.cloud.instance('host1', deleted=True, vm_state='deleted')
+        self.cloud.alloc(gone, self.host1)
+        idle = self.cloud.instance('host2')
+        stranger = cloud_mod.uuid('stranger')
+        self.cloud.alloc(stranger, self.host1)
+        snapshot = self.cloud.snapshot()
+        decided = {consumer: [(provider, rule, verdict.reason,
+                               verdict.action)
+                              for provider, rule, verdict in verdicts]
+                   for consumer, verdicts in classify.decisions(snapshot)}
+        self.assertEqual({
+            vm: [(self.host1, 'active_instance', r.ACTIVE_INSTANCE, FINE),
+                 (self.host2, 'stale_provider', r.STALE_PROVIDER,
+                  r.REMOVE_PROVIDER)],
+            gone: [(self.host1, 'deleted_instance', r.DELETED_INSTANCE,
+                    r.DELETE_CONSUMER)],
+            idle: [(self.host2, r.MISSING_ALLOCATIONS,
+                    r.MISSING_ALLOCATIONS, r.HEAL)],
+            stranger: [(self.host1, 'unknown_consumer', r.UNKNOWN_CONSUMER,
+                        r.DELETE_CONSUMER)]}, decided)
+        # Sorted by consumer; the verdicts are classify's.
+        self.assertEqual(sorted(decided), [c for c, _v in classify.decisions(
+            snapshot)])
+        self.assertEqual(
+            {(f.consumer, f.resource_provider, f.reason, f.action)
+             for f in classify.classify(snapshot)},
+            {(c, p, reason, action) for c, verdicts in decided.items()
+             for p, _rule, reason, action in verdicts})
+        # No rule of a chain without a catch-all: none named.
+        [(_c, [(_p, rule, verdict)])] = [
+            d for d in classify.decisions(snapshot, (rules.active_instance,))
+            if d[0] == stranger]
+        self.assertEqual((None, r.UNVERIFIABLE), (rule, verdict.reason))

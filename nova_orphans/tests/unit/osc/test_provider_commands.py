@@ -22,6 +22,7 @@ import os
 from cliff import commandmanager
 
 from nova_orphans.engine import model
+from nova_orphans import exit_codes
 from nova_orphans.osc.v1 import orphan
 from nova_orphans.osc.v1 import provider_orphan
 from nova_orphans.tests.unit.osc import fakes
@@ -171,6 +172,7 @@ class ProviderCommandTestCase(_TraitTestCase):
         self.assertEqual([(DEAD, 'skipped: dry run')],
                          [(r['uuid'], r['outcome']) for r in rows])
         self.assertEqual([], self.placement.urls('DELETE'))
+        self.assertEqual(exit_codes.ORPHANS_FOUND, self.code)
 
 
 class AllocationsOnDeletedTreeTestCase(_TraitTestCase):
