@@ -93,11 +93,20 @@ class Pruned:
                 'outcome': str(self.outcome)}
 
 
+def _config_paths(cloud):
+    """The configuration files and directories a run read (a single
+    ``config_dir`` in journals of development versions).
+    """
+    paths = list(cloud.get('config_files') or [])
+    paths += cloud.get('config_dirs') or []
+    if cloud.get('config_dir'):
+        paths.append(cloud['config_dir'])
+    return paths
+
+
 def cloud_label(cloud):
     """A run's cloud in one word (see JournalRun), or None."""
-    files = cloud.get('config_files') or []
-    if cloud.get('config_dir'):
-        files = files + [cloud['config_dir']]
+    files = _config_paths(cloud)
     if files:
         return ','.join(files)
     return cloud.get('name') or cloud.get('auth_url') or None
@@ -118,10 +127,7 @@ def of_cloud(row, cloud):
     if _same_url(cloud, identity.get('auth_url')) or _same_url(
             cloud, row.placement):
         return True
-    paths = list(identity.get('config_files') or [])
-    if identity.get('config_dir'):
-        paths.append(identity['config_dir'])
-    return os.path.abspath(cloud) in paths
+    return os.path.abspath(cloud) in _config_paths(identity)
 
 
 def default_directory(state_path):

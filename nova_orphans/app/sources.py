@@ -172,8 +172,9 @@ class DatabaseSources(Sources):
         cloud = {'front_end': FRONT_END,
                  'config_files': [os.path.abspath(path) for path in
                                   self.conf.config_file or ()]}
-        if self.conf.config_dir:
-            cloud['config_dir'] = os.path.abspath(self.conf.config_dir)
+        dirs = _config_dirs(self.conf)
+        if dirs:
+            cloud['config_dirs'] = [os.path.abspath(path) for path in dirs]
         # keystoneauth registers the auth plugin's options (auth_url)
         # when the client is made.
         self.placement
@@ -189,15 +190,13 @@ class DatabaseSources(Sources):
         return cloud
 
     def describe(self):
-        # oslo.config keeps every --config-dir given, as a list.
-        dirs = self.conf.config_dir or []
         text = '%s and placement\'s API' % nova_db.NovaDBReader.describe(
             self.conf)
         if self.placement_db is not None:
             text += ' (%s for the bulk reads)' % self.placement_db.label
         return '%s, as configured by %s' % (text, ', '.join(
-            list(self.conf.config_file or ()) +
-            ([dirs] if isinstance(dirs, str) else list(dirs))) or 'nothing')
+            list(self.conf.config_file or ()) + _config_dirs(self.conf))
+            or 'nothing')
 
     def _api_reader(self):
         return placement_api.PlacementAPIReader(self.placement,
@@ -252,3 +251,11 @@ class _OnFirstUse:
         if self._obj is None:
             self._obj = self._factory()
         return getattr(self._obj, name)
+
+
+def _config_dirs(conf):
+    """The --config-dir values given: oslo.config keeps every one, as a
+    list (a string in releases before it allowed several).
+    """
+    dirs = conf.config_dir or []
+    return [dirs] if isinstance(dirs, str) else list(dirs)

@@ -424,6 +424,17 @@ class FilterTestCase(base.FunctionalTestCase):
                                    'allocations', 'list')
         self.assertEqual((3, ''), (rc, err))
         self.assertIn('--config-dir %s allocations clean' % conf_dir, out)
+        # The journal records the directory as the cloud's configuration,
+        # and restore reads it back.
+        before = self.placement.dump_state()
+        journal = os.path.join(self.tmp, 'config-dir.jsonl')
+        rc, out, err = self.manage('--config-dir', conf_dir, 'allocations',
+                                   'clean', '--journal', journal)
+        self.assertEqual(4, rc, err)
+        rc, out, err = self.manage('--config-dir', conf_dir, 'allocations',
+                                   'restore', '--journal', journal)
+        self.assertEqual(4, rc, err)
+        self.assertEqual(before, self.placement.dump_state())
 
     def test_bad_input_is_one_line_and_127(self):
         missing = str(uuidlib.uuid4())
