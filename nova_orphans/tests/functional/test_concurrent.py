@@ -114,9 +114,14 @@ class ConcurrentTestCase(base.FunctionalTestCase):
         (rc1, rows1, err1), (rc2, rows2, err2) = map(self.finish, procs)
         self.assertEqual(repaired, cloud.state())
         out1, out2 = self.outcomes(rows1), self.outcomes(rows2)
-        self.assertEqual(set(out1), set(out2))
-        self.assertEqual(cloud.orphans, len(out1))
-        for key in out1:
+        # A run whose audit came after the other's write of a consumer
+        # (a machine busy enough to start it late) no longer finds that
+        # orphan: the other run repaired it.
+        both = set(out1) & set(out2)
+        self.assertEqual(cloud.orphans, len(set(out1) | set(out2)))
+        for key in (set(out1) | set(out2)) - both:
+            self.assertEqual(DONE, out1.get(key, out2.get(key)), key)
+        for key in both:
             # Exactly one run did it; the other says why it did not.
             self.assertEqual([DONE], [o for o in (out1[key], out2[key])
                                       if o == DONE], key)
