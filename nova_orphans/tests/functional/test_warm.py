@@ -25,13 +25,13 @@ import fixtures
 from oslotest import base
 
 from nova_orphans.tests import programs
-from nova_orphans.tests.unit import test_endpoint_diagnostics
+from nova_orphans.tests.unit.clients import test_diagnose
 from nova_orphans.tests import warm
 
 MANAGE = os.path.join(os.path.dirname(sys.executable), 'nova-orphans-manage')
 # nova.conf of a cloud whose nova databases are missing: a command
 # asks placement (its endpoint) first.
-NOVA_CONF = test_endpoint_diagnostics.NOVA_CONF
+NOVA_CONF = test_diagnose.NOVA_CONF
 
 
 class WarmRunTestCase(base.BaseTestCase):

@@ -29,6 +29,7 @@ from nova_orphans.conf import opts
 from nova_orphans.conf import placement
 from nova_orphans.engine import claims
 from nova_orphans.engine import model
+from nova_orphans.tests import programs
 
 NOVA_CONF = '''
 [api_database]
@@ -110,8 +111,7 @@ auth_type = admin_token
 endpoint = http://neutron.example:9696
 token = admin
 '''
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+ROOT = programs.REPO
 VM = '11111111-1111-4111-8111-111111111111'
 FLAVOR = {'vcpus': 1, 'memory_mb': 512, 'root_gb': 1, 'extra_specs': {}}
 
