@@ -19,14 +19,11 @@ go to the log file, or to stderr with --debug.
 import importlib.util
 import os
 import socket
-import subprocess
-import sys
 
 from nova_orphans.tests.functional import base
-from nova_orphans.tests import warm
+from nova_orphans.tests import runners
 
 PASSWORD = 'Sup3rS3cret'
-MANAGE = os.path.join(os.path.dirname(sys.executable), 'nova-orphans-manage')
 
 
 def _free_port():
@@ -52,11 +49,11 @@ class ConsoleTestCase(base.FunctionalTestCase):
         self.mysql = 'mysql+pymysql://nova:%s@127.0.0.1:%d/nova' % (
             PASSWORD, _free_port())
 
-    def run_manage(self, *argv, conf_file=None, ok=None):
-        done = warm.run(
-            [MANAGE, '--config-file', conf_file or self.conf_file] +
-            list(argv), capture_output=True, text=True,
-            stdin=subprocess.DEVNULL)
+    def run_checked(self, *argv, conf_file=None, ok=None):
+        """runners.manage's Result, with no password in it, no traceback
+        without --debug and, given ``ok``, that exit code.
+        """
+        done = runners.manage(*argv, conf_file=conf_file or self.conf_file)
         if ok is not None:
             self.assertEqual(ok, done.returncode, done.stderr)
         self.assertNotIn(PASSWORD, done.stdout + done.stderr)
@@ -79,8 +76,8 @@ class ConsoleTestCase(base.FunctionalTestCase):
         conf = self.conf('mysql.conf',
                          api_database={'connection': self.mysql + '_api'})
         # Its own code, 10: a known fault, not a bug (255).
-        done = self.run_manage('allocations', 'list', conf_file=conf,
-                               ok=10)
+        done = self.run_checked('allocations', 'list', conf_file=conf,
+                                ok=10)
         self.assertEqual('', done.stdout)
         lines = done.stderr.splitlines()
         self.assertEqual(1, len(lines), done.stderr)
@@ -92,7 +89,7 @@ class ConsoleTestCase(base.FunctionalTestCase):
         self.requires_pymysql()
         self.nova.set_cell_url('cell2', self.mysql)
         # Incomplete (2): the cell's consumers were not checked.
-        done = self.run_manage('allocations', 'list', ok=2)
+        done = self.run_checked('allocations', 'list', ok=2)
         lines = done.stderr.splitlines()
         self.assertEqual(1, len(lines), done.stderr)
         self.assertTrue(lines[0].startswith(
@@ -101,7 +98,7 @@ class ConsoleTestCase(base.FunctionalTestCase):
     def test_unreadable_sqlite_cell_is_its_warning_alone(self):
         self.nova.break_cell('cell2')
         # Incomplete (2): the cell's consumers were not checked.
-        done = self.run_manage('allocations', 'list', ok=2)
+        done = self.run_checked('allocations', 'list', ok=2)
         lines = done.stderr.splitlines()
         self.assertEqual(1, len(lines), done.stderr)
         self.assertTrue(lines[0].startswith(
@@ -113,8 +110,8 @@ class ConsoleTestCase(base.FunctionalTestCase):
             'endpoint': url, 'connect_retries': '1',
             'connect_retry_delay': '0.1'})
         # Its own code, 8, and the options to check.
-        done = self.run_manage('allocations', 'list', conf_file=conf,
-                               ok=8)
+        done = self.run_checked('allocations', 'list', conf_file=conf,
+                                ok=8)
         self.assertEqual(
             ('', 'ERROR: Placement request GET / failed: cannot connect to '
                  '%s ([Errno 111] Connection refused)%s\n' % (url, HINT)),
@@ -126,15 +123,15 @@ class ConsoleTestCase(base.FunctionalTestCase):
             'endpoint': url, 'connect_retries': '1',
             'connect_retry_delay': '0.1'})
         log_file = os.path.join(self.tmp, 'orphans.log')
-        done = self.run_manage('--log-file', log_file, 'allocations', 'list',
-                               conf_file=conf, ok=8)
+        done = self.run_checked('--log-file', log_file, 'allocations', 'list',
+                                conf_file=conf, ok=8)
         self.assertEqual(1, len(done.stderr.splitlines()), done.stderr)
         retried = ('INFO nova_orphans.clients.retry [-] placement GET /: '
                    'connection; retrying in 0.10 s')
         with open(log_file) as f:
             self.assertIn(retried, f.read())
-        done = self.run_manage('--debug', 'allocations', 'list',
-                               conf_file=conf, ok=8)
+        done = self.run_checked('--debug', 'allocations', 'list',
+                                conf_file=conf, ok=8)
         self.assertIn(retried, done.stderr)
         self.assertIn(
             '\nERROR: Placement request GET / failed: cannot connect to '

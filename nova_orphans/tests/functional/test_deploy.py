@@ -23,8 +23,8 @@ from nova_orphans import metrics
 from nova_orphans.repair import journal
 from nova_orphans.tests import deploy
 from nova_orphans.tests.functional import base
-from nova_orphans.tests.functional import processes
 from nova_orphans.tests import programs
+from nova_orphans.tests import runners
 
 
 # Allocations (and consumers) by reason, every cell read; with cell2 not
@@ -62,7 +62,7 @@ class DeployTestCase(base.FunctionalTestCase):
         self.cell2_url = self.nova.cell_urls['cell2']
         self.metrics = os.path.join(self.tmp, 'nova_orphans.prom')
         self.clean_metrics = os.path.join(self.tmp, 'nova_orphans_clean.prom')
-        self.env = processes.environment()
+        self.env = runners.environment()
         self.lock = os.path.join(self.tmp, 'lock')
         self.env.update(NOVA_ORPHANS_CONFIG=self.conf_file,
                         NOVA_ORPHANS_METRICS=self.metrics,
@@ -70,7 +70,7 @@ class DeployTestCase(base.FunctionalTestCase):
                         NOVA_ORPHANS_LOCK=self.lock)
         # The console script, wherever this test's is.
         self.env['PATH'] = os.pathsep.join([
-            os.path.dirname(processes.console_script()),
+            os.path.dirname(runners.script(runners.MANAGE)),
             self.env.get('PATH', '')])
 
     def run_command(self, argv):

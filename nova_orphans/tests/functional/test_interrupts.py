@@ -20,23 +20,25 @@ command prints what it did and exits 130 (SIGINT) or 143 (SIGTERM).
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 
-import nova_orphans
 from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional import front_ends
 from nova_orphans.tests.functional import test_clean
+from nova_orphans.tests import runners
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(
-    nova_orphans.__file__)))
-SCRIPT = os.path.join(os.path.dirname(sys.executable), 'nova-orphans-manage')
 STOPPING = '%s: stopping; the requests in flight finish, then what was ' \
            'done is printed.'
+
+
+def undo(cmd):
+    """The Result of the command to undo a run, as the run printed it."""
+    program, *argv = cmd.split()
+    assert program == runners.MANAGE, cmd
+    return runners.manage(*argv)
 
 
 class Console:
@@ -45,11 +47,7 @@ class Console:
     """
 
     def __init__(self, test, *argv):
-        env = dict(os.environ, PYTHONPATH=ROOT)
-        self.proc = subprocess.Popen(
-            [SCRIPT] + list(argv), stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-            env=env)
+        self.proc = runners.start(runners.manage_argv(*argv))
         test.addCleanup(self._kill)
         self.lines = []
         self._seen = threading.Condition()
@@ -191,9 +189,7 @@ class InterruptTestCase(test_clean.RepairTestCase):
             [line for line in err if not line[:4].isdigit()])
 
         # The printed command puts placement back exactly.
-        done = subprocess.run(cmd.split(), capture_output=True, text=True,
-                              env=dict(os.environ, PYTHONPATH=ROOT),
-                              executable=SCRIPT)
+        done = undo(cmd)
         self.assertEqual(4, done.returncode, done.stderr)
         self.assertEqual(self.initial, self.placement.dump_state())
 
@@ -273,9 +269,7 @@ class InterruptTestCase(test_clean.RepairTestCase):
                 'Interrupted by %s: 5 repair(s) done; 0 not attempted '
                 '(skipped: interrupted).' % name],
                 [line for line in err if not line[:4].isdigit()])
-            done = subprocess.run(cmd.split(), capture_output=True,
-                                  text=True, executable=SCRIPT,
-                                  env=dict(os.environ, PYTHONPATH=ROOT))
+            done = undo(cmd)
             self.assertEqual(4, done.returncode, done.stderr)
             self.assertEqual(self.initial, self.placement.dump_state())
 
