@@ -19,9 +19,12 @@ go to the log file, or to stderr with --debug.
 import importlib.util
 import os
 import socket
+import subprocess
+import sys
 
 from nova_orphans.tests.functional import base
 from nova_orphans.tests import runners
+from nova_orphans.tests.unit.conf import test_conf
 
 PASSWORD = 'Sup3rS3cret'
 
@@ -137,3 +140,77 @@ class ConsoleTestCase(base.FunctionalTestCase):
             '\nERROR: Placement request GET / failed: cannot connect to '
             '%s ([Errno 111] Connection refused)%s\n' % (url, HINT),
             done.stderr)
+
+
+class ConsoleLoggingTestCase(base.TestCase):
+    """As the console script: stdout stays the output, stderr one line."""
+
+    CODE = '''
+import logging, sys, types
+from nova_orphans.app import allocations, results
+from nova_orphans.cmd import manage
+
+def findings(sources, scope, progress=None, metrics=None, rows=True):
+    logging.getLogger('nova_orphans').warning('a warning')
+    logging.getLogger('oslo_db.sqlalchemy.engines').warning('a retry')
+    nova = types.SimpleNamespace(unreadable_cells=[], unread=[],
+                                 unreadable_services=[])
+    return results.Listing([], types.SimpleNamespace(nova=nova))
+
+allocations.list_allocations = findings
+sys.argv = ['nova-orphans-manage', '--config-file'] + sys.argv[1:] + [
+    'allocations', 'list', '--format', 'json']
+sys.exit(manage.main())
+'''
+
+    def setUp(self):
+        super().setUp()
+        self.conf_file = os.path.join(self.tmp, 'nova.conf')
+        with open(self.conf_file, 'w') as f:
+            f.write(test_conf.NOVA_CONF)
+
+    def run_list(self, *argv):
+        done = subprocess.run(
+            [sys.executable, '-c', self.CODE, self.conf_file] + list(argv),
+            capture_output=True, text=True)
+        self.assertEqual((0, '[]\n'), (done.returncode, done.stdout),
+                         done.stderr)
+        return done.stderr
+
+    def test_no_log_records_on_stderr_by_default(self):
+        self.assertEqual('', self.run_list())
+
+    def test_debug_in_nova_conf_is_not_asked_on_the_command_line(self):
+        with open(self.conf_file, 'a') as f:
+            f.write('[DEFAULT]\ndebug = True\n')
+        self.assertEqual('', self.run_list())
+
+    def test_debug_shows_them_on_stderr(self):
+        err = self.run_list('--debug')
+        self.assertIn('WARNING nova_orphans [-] a warning', err)
+        self.assertIn('WARNING oslo_db.sqlalchemy.engines [-] a retry', err)
+
+    def test_log_file_gets_them(self):
+        log_file = os.path.join(self.tmp, 'orphans.log')
+        self.assertEqual('', self.run_list('--log-file', log_file))
+        with open(log_file) as f:
+            logged = f.read()
+        self.assertIn('WARNING nova_orphans [-] a warning', logged)
+        self.assertIn('WARNING oslo_db.sqlalchemy.engines [-] a retry',
+                      logged)
+
+
+class ImportsTestCase(base.TestCase):
+    """What the console script's command imports before it reads."""
+
+    def test_command_imports_no_keystoneauth(self):
+        # A fast-mode list never reaches the API: its start-up must not
+        # pay for keystoneauth (nor strutils' patterns, used on errors,
+        # nor the ORM: engines are created only when a database is read).
+        code = ('import sys, nova_orphans.cmd.manage; print(" ".join('
+                'm for m in ("keystoneauth1", "requests", '
+                '"oslo_utils.strutils", "sqlalchemy.orm") '
+                'if m in sys.modules))')
+        out = subprocess.run([sys.executable, '-c', code], check=True,
+                             capture_output=True, text=True).stdout
+        self.assertEqual('', out.strip())

@@ -23,15 +23,15 @@ import time
 import fixtures
 from oslotest import base
 
+from nova_orphans.tests.functional import test_endpoint_diagnostics
 from nova_orphans.tests import programs
 from nova_orphans.tests import runners
-from nova_orphans.tests.unit.clients import test_diagnose
 from nova_orphans.tests import warm
 
 MANAGE = runners.script(runners.MANAGE)
 # nova.conf of a cloud whose nova databases are missing: a command
 # asks placement (its endpoint) first.
-NOVA_CONF = test_diagnose.NOVA_CONF
+NOVA_CONF = test_endpoint_diagnostics.NOVA_CONF
 
 
 class WarmRunTestCase(base.BaseTestCase):
