@@ -24,7 +24,17 @@ reads the durations from the subunit stream on stdin (one or more runs;
 a test seen more than once counts at its longest, so a run on a fresh
 machine, paying for test_releases' builds, can be added to a warm one;
 a skipped test counts as the same test in another class, else as the
-median), gives each test, or each test class whose tests share what the
+median). With ``--previous FILE`` (the suite's worker file as it is),
+the durations FILE records count too, for the tests still in the tree:
+a run of only the tests added or moved since is then enough
+
+    stestr --test-path nova_orphans/tests/functional run --concurrency 1 \
+        REGEX-OF-THE-NEW-TESTS
+    stestr last --subunit | tools/test-workers.py --workers 3 \
+        --previous nova_orphans/tests/functional/workers.yaml \
+        nova_orphans/tests/functional
+
+It then gives each test, or each test class whose tests share what the
 class starts (a ``setUpClass`` or ``tearDownClass`` of its own or of a
 base, as the functional front-end tests share a cloud; a class that
 cannot be imported counts as one too), to the worker with the least
@@ -38,6 +48,7 @@ worker when it is not, until the file is written again.
 
 import argparse
 import importlib
+import importlib.util
 import os
 import re
 import sys
@@ -96,19 +107,71 @@ def class_of(test_id):
     return test_id.rsplit('.', 1)[0]
 
 
+def test_class(class_id):
+    """The class of ``class_id`` (``module.Class``), or None if its
+    module has no such class. A test's id names its class by its
+    __qualname__, which a class made by a function (base.on_mariadb)
+    does not share with the module's name for it.
+    """
+    module, _dot, name = class_id.rpartition('.')
+    found = vars(importlib.import_module(module))
+    cls = found.get(name)
+    if isinstance(cls, type) and cls.__qualname__ == name:
+        return cls
+    return next((c for c in found.values() if isinstance(c, type) and
+                 c.__qualname__ == name), None)
+
+
 def shares_state(class_id):
     """Whether the tests of ``class_id`` share what the class starts.
 
     Run apart, in several workers, each worker would start it again.
     """
-    module, _dot, name = class_id.rpartition('.')
     try:
-        cls = getattr(importlib.import_module(module), name)
+        cls = test_class(class_id)
     except Exception:  # not importable here: kept together
+        return True
+    if cls is None:
         return True
     return any(attr in vars(klass) for klass in cls.__mro__
                if klass not in (unittest.TestCase, object)
                for attr in ('setUpClass', 'tearDownClass'))
+
+
+# A test of a worker file, with the seconds render() recorded for it.
+_RECORDED = re.compile(r"^  - '\^(?P<id>[^']*)\$'  # (?P<seconds>[\d.]+) s$")
+
+
+def previous(path):
+    """{test id: seconds} as the worker file at ``path`` records them."""
+    found = {}
+    with open(path) as f:
+        for line in f:
+            m = _RECORDED.match(line.rstrip('\n'))
+            if m:
+                found[m.group('id').replace('\\', '')] = float(
+                    m.group('seconds'))
+    return found
+
+
+def exists(test_id):
+    """Whether ``test_id`` still names a test of this tree: False once
+    its module, class or method is gone (moved, renamed, removed); True
+    when its module cannot be imported here to tell.
+    """
+    class_id, _dot, method = test_id.rpartition('.')
+    module = class_id.rpartition('.')[0]
+    try:
+        if importlib.util.find_spec(module) is None:
+            return False
+    except ImportError:  # a package above it is gone
+        return False
+    try:
+        cls = test_class(class_id)
+    except Exception:  # not importable here: kept
+        return True
+    # on_mariadb's classes set the tests they do not run again to None.
+    return cls is not None and callable(getattr(cls, method, None))
 
 
 def units(times):
@@ -174,11 +237,19 @@ def main(argv=None):
     parser.add_argument('--workers', type=int, default=2,
                         help='worker groups (default 2: CI has 2 cores)')
     parser.add_argument('--output', help='default <suite>/workers.yaml')
+    parser.add_argument('--previous', metavar='FILE',
+                        help='an earlier worker file, whose recorded '
+                        'durations count for the tests still in the tree')
     args = parser.parse_args(argv)
     package = args.suite.strip('/').replace('/', '.') + '.'
+    measured = durations(sys.stdin.buffer)
+    if args.previous:
+        for test_id, seconds in previous(args.previous).items():
+            if exists(test_id):
+                measured[test_id] = max(seconds,
+                                        measured.get(test_id) or 0.0)
     times = estimate({test_id: seconds for test_id, seconds in
-                      durations(sys.stdin.buffer).items()
-                      if test_id.startswith(package)})
+                      measured.items() if test_id.startswith(package)})
     if not times:
         parser.error('no passing test of %s in the stream' % args.suite)
     output = args.output or os.path.join(args.suite, 'workers.yaml')

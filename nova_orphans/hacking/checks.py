@@ -13,7 +13,7 @@
 
 flake8 loads them through tox.ini's ``[flake8:local-plugins]`` (in tox's
 pep8 env and pre-commit's flake8 hook); each code is named in HACKING.rst
-and tested in ``nova_orphans/tests/unit/test_hacking.py``. Codes are
+and tested in ``nova_orphans/tests/unit/hacking/test_checks.py``. Codes are
 ``NO3xx``: add the next number, keep this file in that order.
 """
 

@@ -33,6 +33,14 @@ HELM_VALUES = os.path.join(KUBERNETES, 'openstack-helm-values.yaml')
 TOOLS = os.path.join(programs.REPO, 'tools', 'deploy')
 # Where etc/cron/nova-orphans expects etc/cron/nova-orphans-metrics.
 METRICS_SCRIPT = '/usr/local/bin/nova-orphans-metrics'
+RULES = os.path.join(PROMETHEUS, 'nova-orphans.rules.yaml')
+UNITS = ('nova-orphans-metrics.service', 'nova-orphans-metrics.timer',
+         'nova-orphans-clean.service', 'nova-orphans-clean.timer')
+SERVICES = ('nova-orphans-metrics.service', 'nova-orphans-clean.service')
+# The virtualenv the shipped drop-ins name.
+VENV_BIN = '/opt/nova-orphans/bin'
+# Each service's command, under the lock the two share (flock(1)).
+LOCKED = 'ExecStart=flock ${NOVA_ORPHANS_LOCK} '
 
 
 def unit(name, *dropins, directory=SYSTEMD):

@@ -17,6 +17,7 @@ missing; in CI (``CI`` set to 1, true or yes, as .ci/run does) it fails:
 the checks must run there.
 """
 
+import importlib.machinery
 import importlib.util
 import os
 import re
@@ -38,7 +39,11 @@ def tool(*path):
     """
     location = os.path.join(REPO, *path)
     name = 'nova_orphans_tool_' + re.sub(r'\W', '_', '_'.join(path))
-    spec = importlib.util.spec_from_file_location(name, location)
+    # A Python source whatever its name ends with (tools/deploy's have
+    # no .py).
+    spec = importlib.util.spec_from_file_location(
+        name, location,
+        loader=importlib.machinery.SourceFileLoader(name, location))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

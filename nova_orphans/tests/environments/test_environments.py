@@ -32,7 +32,6 @@ openstacksdk 1.0 to 4.x, keystoneauth1 5.1 to 5.15), the findings and
 exit codes must not.
 """
 
-import concurrent.futures
 import json
 import os
 import re
@@ -46,9 +45,12 @@ from nova_orphans.tests.functional import front_ends
 from nova_orphans.tests.functional import processes
 from nova_orphans.tests.functional import test_keystone_osc
 from nova_orphans.tests import programs
+from nova_orphans.tests import runners
 
-ROOT = front_ends.ROOT
+ROOT = programs.REPO
 VARIABLE = 'NOVA_ORPHANS_RELEASE_ENVS'
+# How long one run may take.
+TIMEOUT = 300
 
 
 # tools/release-envs/build.py, whose ENVIRONMENTS these are.
@@ -78,30 +80,6 @@ def installed(test, env_name):
     return path
 
 
-def run_at_once(commands, cwd, timeout=300):
-    """[(rc, stdout, stderr)] of ``commands``, (argv, environment) pairs,
-    run at once as the processes they are (reading commands can be).
-    """
-    def one(command):
-        argv, env = command
-        done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True,
-                              text=True, stdin=subprocess.DEVNULL,
-                              timeout=timeout)
-        return done.returncode, done.stdout, done.stderr
-    with concurrent.futures.ThreadPoolExecutor(len(commands)) as pool:
-        return list(pool.map(one, commands))
-
-
-def outside(env):
-    """``env`` without what would make a process import this tree or
-    the test venv's packages; writing bytecode as an installed package's
-    modules have it (build.py compiles what the scripts import).
-    """
-    return {k: v for k, v in env.items()
-            if k not in ('PYTHONPATH', 'VIRTUAL_ENV',
-                         'PYTHONDONTWRITEBYTECODE')}
-
-
 class AdminTokenTestCase(front_ends.FrontEndsTestCase):
     """The sandbox's way in: nova.conf, and ``admin_token`` in
     clouds.yaml (the one openstacksdk 3.0.0 to 4.4.x lose, see
@@ -113,15 +91,15 @@ class AdminTokenTestCase(front_ends.FrontEndsTestCase):
         cloud = processes.Cloud(self, deleted=1, strangers=2, evacuated=1,
                                 returned=1, live=1)
         before = cloud.state()
-        env = outside(self.environment())
+        env = runners.outside(self.environment())
 
         def manage(*argv):
-            return ([os.path.join(bin_dir, 'nova-orphans-manage'),
-                     '--config-file', self.conf_file] + list(argv), env)
+            return (runners.manage_argv(*argv, conf_file=self.conf_file,
+                                        bin_dir=bin_dir), env)
 
         def openstack(*argv):
-            return ([os.path.join(bin_dir, 'openstack'), '--os-cloud',
-                     'cloud'] + list(argv), env)
+            return (runners.openstack_argv(*argv, cloud='cloud',
+                                           bin_dir=bin_dir), env)
 
         listing = ('allocations', 'list', '--all', '--format', 'json')
         osc_listing = ('allocation', 'orphan', 'list', '--all', '-f', 'json')
@@ -133,9 +111,9 @@ class AdminTokenTestCase(front_ends.FrontEndsTestCase):
                              self.openstack_argv(*osc_listing),
                              self.manage_argv(*table),
                              self.openstack_argv(*osc_table))
-        there = run_at_once([manage(*listing), openstack(*osc_listing),
-                             manage(*table), openstack(*osc_table)],
-                            self.tmp)
+        there = runners.run_all([manage(*listing), openstack(*osc_listing),
+                                 manage(*table), openstack(*osc_table)],
+                                cwd=self.tmp, timeout=TIMEOUT)
         for (rc, out, err), (want_rc, want, want_err) in zip(
                 there[:2], today):
             self.assertEqual((exit_codes.ORPHANS_FOUND, ''),
@@ -157,9 +135,9 @@ class AdminTokenTestCase(front_ends.FrontEndsTestCase):
             fmt = ('--format', 'json') if name == 'manage' else ('-f',
                                                                  'json')
             journal = os.path.join(self.tmp, name + '.jsonl')
-            [(rc, out, err)] = run_at_once(
+            [(rc, out, err)] = runners.run_all(
                 [front_end(*(clean + ('--journal', journal) + fmt))],
-                self.tmp)
+                cwd=self.tmp, timeout=TIMEOUT)
             self.assertEqual(exit_codes.REPAIRED, rc, err)
             # Where the journal is and how to undo: nothing else.
             self.assertEqual(['Journal: ' + journal, 'To undo:'],
@@ -169,9 +147,9 @@ class AdminTokenTestCase(front_ends.FrontEndsTestCase):
             self.assertEqual({'done'}, {r.pop('outcome') for r in rows})
             self.assertEqual(listed[name], rows, name)
             self.assertEqual(cloud.repaired(before), cloud.state(), name)
-            [(rc, out, err)] = run_at_once(
+            [(rc, out, err)] = runners.run_all(
                 [front_end(*(restore + ('--journal', journal) + fmt))],
-                self.tmp)
+                cwd=self.tmp, timeout=TIMEOUT)
             self.assertEqual((exit_codes.REPAIRED, ''), (rc, err), name)
             self.assertEqual({'done'},
                              {r['outcome'] for r in json.loads(out)})
@@ -187,16 +165,16 @@ class KeystoneTestCase(test_keystone_osc.OpenStackBase):
         where = environments(self)
         manage_conf = self.password_conf()
         cloud = self.clouds_yaml()
-        env = dict(processes.environment(), **cloud)
+        env = runners.environment(**cloud)
         want = {}
         for name, argv in (
-                ('manage', [processes.console_script(), '--config-file',
-                            manage_conf, 'allocations', 'list', '--format',
-                            'json']),
-                ('osc', [os.path.join(os.path.dirname(
-                    processes.console_script()), 'openstack'),
-                    'allocation', 'orphan', 'list', '-f', 'json'])):
-            [want[name]] = run_at_once([(argv, env)], self.tmp)
+                ('manage', runners.manage_argv(
+                    'allocations', 'list', '--format', 'json',
+                    conf_file=manage_conf)),
+                ('osc', runners.openstack_argv(
+                    'allocation', 'orphan', 'list', '-f', 'json'))):
+            [want[name]] = runners.run_all([(argv, env)], cwd=self.tmp,
+                                           timeout=TIMEOUT)
             self.assertEqual((exit_codes.ORPHANS_FOUND, ''),
                              (want[name][0], want[name][2]), name)
         self.assertEqual(self.orphans, sorted(
@@ -205,16 +183,19 @@ class KeystoneTestCase(test_keystone_osc.OpenStackBase):
         for env_name in NAMES:
             bin_dir = os.path.join(where, env_name, 'bin')
             commands += [
-                ([os.path.join(bin_dir, 'nova-orphans-manage'),
-                  '--config-file', manage_conf, 'allocations', 'list',
-                  '--format', 'json'], outside(env)),
-                ([os.path.join(bin_dir, 'openstack'), 'allocation',
-                  'orphan', 'list', '-f', 'json'], outside(env))]
+                (runners.manage_argv(
+                    'allocations', 'list', '--format', 'json',
+                    conf_file=manage_conf, bin_dir=bin_dir),
+                 runners.outside(env)),
+                (runners.openstack_argv(
+                    'allocation', 'orphan', 'list', '-f', 'json',
+                    bin_dir=bin_dir), runners.outside(env))]
             labels += [(env_name, 'manage'), (env_name, 'osc')]
         # Two at a time: every environment's, on two cores.
         results = []
         for first in range(0, len(commands), 2):
-            results += run_at_once(commands[first:first + 2], self.tmp)
+            results += runners.run_all(commands[first:first + 2],
+                                       cwd=self.tmp, timeout=TIMEOUT)
         differ = []
         for (env_name, front_end), (rc, out, err) in zip(labels, results):
             want_rc, want_out, _err = want[front_end]
@@ -260,7 +241,7 @@ class DevstackTestCase(base.BaseTestCase):
             os.makedirs(requirements)
             os.symlink(os.path.join(BUILD.CONSTRAINTS, release + '.txt'),
                        os.path.join(requirements, 'upper-constraints.txt'))
-            env = dict(outside(processes.environment()),
+            env = dict(runners.outside(),
                        PYTHON=os.path.join(where, BUILD.name(release,
                                                              python),
                                            'bin', 'python'),

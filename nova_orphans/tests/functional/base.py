@@ -15,21 +15,20 @@ Placement is openstack-placement served on 127.0.0.1; the nova databases
 are sqlite files whose schema nova's own migrations created. Nothing is
 faked: the state is built through placement's API and nova's tables, and
 the tool is run through ``nova_orphans.cmd.manage.main`` exactly as the
-console script runs it.
+console script runs it (runners.manage_main), or as the console script
+itself (runners).
 """
 
-import contextlib
-import io
 import json
 import os
 
 import fixtures
 from oslotest import base
 
-from nova_orphans.cmd import manage
 from nova_orphans.tests.functional.fixtures import mariadb
 from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests.functional.fixtures import placement
+from nova_orphans.tests import runners
 from nova_orphans.tests import state
 
 PROJECT = nova_db.PROJECT
@@ -38,52 +37,36 @@ FLAVOR = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
 INVENTORY = {'VCPU': 8, 'MEMORY_MB': 8192, 'DISK_GB': 100}
 
 
-# The test runner's own settings; every other OS_* variable (a cloud's
-# credentials in the developer's shell) is unset for the test.
-RUNNER_VARIABLES = ('OS_STDOUT_CAPTURE', 'OS_STDERR_CAPTURE',
-                    'OS_TEST_TIMEOUT', 'OS_LOG_CAPTURE')
-
-
-def unset_openstack_environment(test):
-    for name in [k for k in os.environ if k.startswith('OS_') and
-                 k not in RUNNER_VARIABLES]:
-        test.useFixture(fixtures.EnvironmentVariable(name))
-
-
-class FunctionalTestCase(base.BaseTestCase):
-
-    CELLS = ('cell1',)
-    TEMPLATED = False
-    # nova's and placement's databases on this process's MariaDB server
-    # rather than in sqlite files (see on_mariadb).
-    MARIADB = False
+class TestCase(base.BaseTestCase):
+    """What every functional test has: no ``OS_*`` variable of the shell
+    the tests were started from (runners.environment), a temporary
+    directory (``tmp``), a journals' default directory of its own
+    (state.StateHome) and a ``state_path`` for nova.conf; and the
+    helpers that build state and run the tool, on the cloud a subclass
+    sets up (``placement``, ``nova``, ``conf_file``): one per test
+    (FunctionalTestCase), one per class (front_ends.FrontEndsTestCase)
+    or one per release (test_releases.ReleaseTestCase).
+    """
 
     def setUp(self):
         super().setUp()
-        unset_openstack_environment(self)
-        maria = placement_url = None
-        if self.MARIADB:
-            mariadb.require(self)
-            maria = mariadb.server()
-            placement_url = maria.fresh(mariadb.TEMPLATE_PLACEMENT,
-                                        'placement')
-        self.placement = self.useFixture(placement.PlacementServer(
-            db_url=placement_url, keystone=self.keystone_server()))
-        self.nova = self.useFixture(nova_db.NovaDatabases(
-            cells=self.CELLS, templated=self.TEMPLATED, mariadb=maria))
+        runners.unset_openstack_environment(self)
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.useFixture(state.StateHome())
         self.state_path = os.path.join(self.tmp, 'state')
-        self.conf_file = self.nova.write_nova_conf(
-            os.path.join(self.tmp, 'nova.conf'), self.placement.endpoint,
-            extra={'nova_orphans': {'state_path': self.state_path,
-                                    'cell_timeout': '20'}})
 
-    def keystone_server(self):
-        """The fixtures.keystone server placement validates tokens
-        against; None: placement is noauth2 (admin_token).
+    def nova_conf(self, placement_endpoint, name='nova.conf', **sections):
+        """nova.conf for the tool, in ``tmp``: ``self.nova``'s databases,
+        placement at ``placement_endpoint`` (or a whole ``[placement]``
+        section), this test's state path, and ``sections`` ({option:
+        value} each, added to the section of that name).
         """
-        return None
+        extra = {'nova_orphans': {'state_path': self.state_path,
+                                  'cell_timeout': '20'}}
+        for section, values in sections.items():
+            extra.setdefault(section, {}).update(values)
+        return self.nova.write_nova_conf(os.path.join(self.tmp, name),
+                                         placement_endpoint, extra=extra)
 
     # Building state -----------------------------------------------------
 
@@ -121,11 +104,8 @@ class FunctionalTestCase(base.BaseTestCase):
 
     def manage(self, *argv, conf_file=None):
         """(return code, stdout, stderr) of one in-process run."""
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = manage.main(['--config-file', conf_file or self.conf_file] +
-                             list(argv))
-        return rc, out.getvalue(), err.getvalue()
+        return runners.manage_main(
+            ['--config-file', conf_file or self.conf_file] + list(argv))
 
     def list_json(self, *argv):
         rc, out, err = self.manage('allocations', 'list', '--format', 'json',
@@ -152,6 +132,38 @@ class FunctionalTestCase(base.BaseTestCase):
             self.assertIsInstance(row.pop('details'), str)
         key = (lambda r: (r['resource_provider'] or '', r['consumer']))
         self.assertEqual(sorted(expected, key=key), sorted(rows, key=key))
+
+
+class FunctionalTestCase(TestCase):
+    """A cloud of its own for each test: placement, and nova's API and
+    cell databases (``CELLS``), in sqlite files or on MariaDB.
+    """
+
+    CELLS = ('cell1',)
+    TEMPLATED = False
+    # nova's and placement's databases on this process's MariaDB server
+    # rather than in sqlite files (see on_mariadb).
+    MARIADB = False
+
+    def setUp(self):
+        super().setUp()
+        maria = placement_url = None
+        if self.MARIADB:
+            mariadb.require(self)
+            maria = mariadb.server()
+            placement_url = maria.fresh(mariadb.TEMPLATE_PLACEMENT,
+                                        'placement')
+        self.placement = self.useFixture(placement.PlacementServer(
+            db_url=placement_url, keystone=self.keystone_server()))
+        self.nova = self.useFixture(nova_db.NovaDatabases(
+            cells=self.CELLS, templated=self.TEMPLATED, mariadb=maria))
+        self.conf_file = self.nova_conf(self.placement.endpoint)
+
+    def keystone_server(self):
+        """The fixtures.keystone server placement validates tokens
+        against; None: placement is noauth2 (admin_token).
+        """
+        return None
 
 
 def on_mariadb(case, *tests):

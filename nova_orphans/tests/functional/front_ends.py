@@ -22,11 +22,8 @@ place, which the running compute API sees as it would see nova's own
 changes.
 """
 
-import concurrent.futures
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 
 import fixtures
@@ -36,10 +33,8 @@ from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import mariadb
 from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests.functional.fixtures import placement
-from nova_orphans.tests.functional import processes
 from nova_orphans.tests import programs
-from nova_orphans.tests import state
-from nova_orphans.tests import warm as warm_runs
+from nova_orphans.tests import runners
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -53,11 +48,6 @@ def _sandbox():
     nova's compute API is started over given databases.
     """
     return programs.tool('tools', 'sandbox.py')
-
-
-def openstack_script():
-    return shutil.which('openstack') or os.path.join(
-        os.path.dirname(sys.executable), 'openstack')
 
 
 class Cloud(fixtures.Fixture):
@@ -106,17 +96,17 @@ class Cloud(fixtures.Fixture):
         self.nova.reset()
 
 
-class FrontEndsTestCase(base.FunctionalTestCase):
-    """A FunctionalTestCase whose cloud outlives the test: the class's
-    own, also served by nova's compute API.
+class FrontEndsTestCase(base.TestCase):
+    """Both console scripts against the class's cloud, which nova's
+    compute API also serves, emptied before each test.
     """
 
     CELLS = CELLS
+    # On MariaDB rather than in sqlite files (base.on_mariadb).
+    MARIADB = False
 
     def setUp(self):
-        # Not FunctionalTestCase.setUp: the cloud is the class's.
-        super(base.FunctionalTestCase, self).setUp()
-        base.unset_openstack_environment(self)
+        super().setUp()
         cls = type(self)
         cloud = cls.__dict__.get('_cloud')
         if cloud is None:
@@ -131,9 +121,6 @@ class FrontEndsTestCase(base.FunctionalTestCase):
         self.cloud = cloud
         self.placement = cloud.placement
         self.nova = cloud.nova
-        self.tmp = self.useFixture(fixtures.TempDir()).path
-        self.useFixture(state.StateHome())
-        self.state_path = os.path.join(self.tmp, 'state')
         self.conf_file = self.nova_conf(self.placement.endpoint)
         self.clouds_yaml = os.path.join(self.tmp, 'clouds.yaml')
         self.write_clouds()
@@ -145,14 +132,6 @@ class FrontEndsTestCase(base.FunctionalTestCase):
             del cls._cloud
             cloud.cleanUp()
         super().tearDownClass()
-
-    def nova_conf(self, placement_endpoint, name='nova.conf', **extra):
-        sections = {'nova_orphans': {'state_path': self.state_path,
-                                     'cell_timeout': '20'}}
-        for section, values in extra.items():
-            sections.setdefault(section, {}).update(values)
-        return self.nova.write_nova_conf(os.path.join(self.tmp, name),
-                                         placement_endpoint, extra=sections)
 
     def write_clouds(self, token='admin', **others):
         """clouds.yaml: ``cloud`` is this one; ``others`` are clouds by
@@ -176,44 +155,32 @@ class FrontEndsTestCase(base.FunctionalTestCase):
         with open(self.clouds_yaml, 'w') as f:
             yaml.safe_dump({'clouds': clouds}, f)
 
-    # The console scripts ------------------------------------------------
+    # The console scripts (runners) --------------------------------------
 
     def manage_argv(self, *argv, conf_file=None):
-        return [processes.console_script(), '--config-file',
-                conf_file or self.conf_file] + list(argv)
+        return runners.manage_argv(*argv, conf_file=conf_file or
+                                   self.conf_file)
 
     def openstack_argv(self, *argv, cloud='cloud'):
-        return [openstack_script(), '--os-cloud', cloud] + list(argv)
+        return runners.openstack_argv(*argv, cloud=cloud)
 
     def environment(self):
-        return dict(processes.environment(),
-                    OS_CLIENT_CONFIG_FILE=self.clouds_yaml)
+        return runners.environment(OS_CLIENT_CONFIG_FILE=self.clouds_yaml)
 
     def start(self, argv, env=None, warm=False):
         """The console script ``argv`` running: the script itself, which
         a test can signal at any instant, or with ``warm`` a warm run.
         """
-        popen = warm_runs.Popen if warm else subprocess.Popen
-        return popen(
-            argv, env=env or self.environment(), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return runners.start(argv, env=env or self.environment(),
+                             warm_run=warm)
 
     def run_all(self, *commands, timeout=180):
         """Run the commands (argv lists) at once, as reading commands can
         be, warm: [(return code, stdout, stderr)] in their order.
         """
-        def one(argv):
-            proc = self.start(argv, warm=True)
-            try:
-                out, err = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                out, err = proc.communicate()
-                raise AssertionError('%s did not end in %ss:\n%s' % (
-                    ' '.join(argv), timeout, err))
-            return proc.returncode, out, err
-        with concurrent.futures.ThreadPoolExecutor(len(commands)) as pool:
-            return list(pool.map(one, commands))
+        env = self.environment()
+        return runners.run_all([(argv, env) for argv in commands],
+                               timeout=timeout)
 
     def run_one(self, argv, timeout=180):
         return self.run_all(argv, timeout=timeout)[0]

@@ -12,8 +12,8 @@
 """The console script as a process, and a proxy that can stop it mid-write.
 
 The crash and concurrency tests run ``nova-orphans-manage`` exactly as an
-operator does, as a process of its own (the console script found on
-PATH, importing the tree under test through PYTHONPATH), so that it can
+operator does, as a process of its own (the console script of the
+test environment, importing the tree under test first), so that it can
 be killed with SIGKILL or run twice at once. They stop it at an exact
 step of a repair by holding one of its requests in the fault proxy:
 
@@ -24,14 +24,13 @@ step of a repair by holding one of its requests in the fault proxy:
 * held after placement answered, the change is applied and the tool
   has not heard so.
 
-A run that a test only waits for (``run``) is a warm run
-(nova_orphans.tests.warm): a process too, without the second of imports.
+The processes are runners.start's; a run that a test only waits for is
+runners.manage's, a warm run (nova_orphans.tests.warm): a process too,
+without the second of imports.
 """
 
 import json
-import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -44,53 +43,11 @@ import fixtures
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional.fixtures import serving
-from nova_orphans.tests import programs
-from nova_orphans.tests import warm as warm_runs
+from nova_orphans.tests import runners
 
 # Holds give up after this long, so a test that forgot one never hangs.
 HOLD_TIMEOUT = 120
 BIG = {'VCPU': 100000, 'MEMORY_MB': 100000000, 'DISK_GB': 1000000}
-
-
-def console_script():
-    """The installed ``nova-orphans-manage``, next to this interpreter
-    when not on PATH (a virtualenv that is not activated).
-    """
-    return shutil.which('nova-orphans-manage') or os.path.join(
-        os.path.dirname(sys.executable), 'nova-orphans-manage')
-
-
-def environment():
-    """The test's environment, importing this very tree first."""
-    return programs.this_tree_first(
-        {k: v for k, v in os.environ.items()
-         if not k.startswith('OS_') or k in base.RUNNER_VARIABLES})
-
-
-def start(*argv, warm=False):
-    """A running ``nova-orphans-manage ARGV``; stdout/stderr piped.
-
-    The console script itself, whose process a test can kill at any
-    instant; or with ``warm``, a warm run (nova_orphans.tests.warm).
-    """
-    popen = warm_runs.Popen if warm else subprocess.Popen
-    return popen(
-        [console_script()] + list(argv), env=environment(),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
-
-
-def run(*argv, timeout=120):
-    """(return code, stdout, stderr) of one (warm) run to its end."""
-    proc = start(*argv, warm=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        raise AssertionError('nova-orphans-manage %s did not end in %ss:\n%s'
-                             % (' '.join(argv), timeout, err))
-    return proc.returncode, out, err
 
 
 def kill(proc):
@@ -329,7 +286,7 @@ class OtherPlacement(fixtures.Fixture):
 
     def _setUp(self):
         self._proc = subprocess.Popen(
-            [sys.executable, '-c', _SERVE], env=environment(),
+            [sys.executable, '-c', _SERVE], env=runners.environment(),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True)
         self.addCleanup(self._stop)

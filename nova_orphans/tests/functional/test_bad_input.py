@@ -20,7 +20,6 @@ as it was (the cloud has an orphan, so any write would show).
 import configparser
 import json
 import os
-import subprocess
 import uuid as uuidlib
 
 import fixtures
@@ -28,7 +27,7 @@ import fixtures
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional import processes
-from nova_orphans.tests import warm
+from nova_orphans.tests import runners
 
 INVALID_INPUT = 127
 CONFIG_ERROR = 7
@@ -69,16 +68,13 @@ class BadInputTestCase(base.FunctionalTestCase):
             parser.write(f)
         return path
 
-    def run_manage(self, *argv, conf_file=None):
-        return processes.run('--config-file', conf_file or self.conf_file,
-                             *argv)
-
     def assertRefused(self, argv, message, rc=INVALID_INPUT,
                       conf_file=None):
         """The documented code, one line naming the problem, nothing on
         stdout, no password and no change in placement.
         """
-        code, out, err = self.run_manage(*argv, conf_file=conf_file)
+        code, out, err = runners.manage(
+            *argv, conf_file=conf_file or self.conf_file)
         self.assertEqual(rc, code, err)
         self.assertEqual('', out)
         line, = err.splitlines() or [None]
@@ -138,8 +134,8 @@ class BadInputTestCase(base.FunctionalTestCase):
                            "'many'")
 
     def test_option_after_the_category(self):
-        code, out, err = processes.run('allocations', 'list',
-                                       '--config-file', self.conf_file)
+        code, out, err = runners.manage('allocations', 'list',
+                                        '--config-file', self.conf_file)
         self.assertEqual((INVALID_INPUT, ''), (code, out))
         self.assertEqual([
             'ERROR: Invalid input: unrecognized arguments: '
@@ -154,10 +150,8 @@ class BadInputTestCase(base.FunctionalTestCase):
                for d in ('/etc/nova', '/etc')):
             self.skipTest('this machine has a nova.conf of its own')
         home = self.useFixture(fixtures.TempDir()).path
-        env = dict(processes.environment(), HOME=home)
-        done = warm.run(
-            [processes.console_script(), 'allocations', 'list'], env=env,
-            capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        done = runners.manage('allocations', 'list',
+                              env=runners.environment(HOME=home))
         self.assertEqual((CONFIG_ERROR, ''), (done.returncode, done.stdout))
         self.assertEqual(
             'ERROR: Configuration error: no configuration file was found: '
@@ -258,16 +252,18 @@ class BadInputTestCase(base.FunctionalTestCase):
         record): the entry that verifies is restored, and the journal
         is never called whole: 11, and what to check.
         """
-        code, out, err = self.run_manage('allocations', 'clean',
-                                         '--journal', self.journal)
+        code, out, err = runners.manage('allocations', 'clean',
+                                        '--journal', self.journal,
+                                        conf_file=self.conf_file)
         self.assertEqual(4, code, err)
         with open(self.journal, 'rb') as f:
             data = f.read()
         with open(self.journal, 'wb') as f:
             f.write(data[:data.rindex(b'{"end"') + 20])
-        code, out, err = self.run_manage('allocations', 'restore',
-                                         '--format', 'json', '--journal',
-                                         self.journal)
+        code, out, err = runners.manage('allocations', 'restore',
+                                        '--format', 'json', '--journal',
+                                        self.journal,
+                                        conf_file=self.conf_file)
         self.assertEqual(11, code, err)
         self.assertEqual(['done'], [r['outcome'] for r in json.loads(out)])
         self.assertEqual(self.before, self.placement.dump_state())
@@ -293,8 +289,9 @@ class BadInputTestCase(base.FunctionalTestCase):
         """One number of the entry changed (valid JSON, as bit rot or a
         hand edit leaves it): refused, the dry run too, nothing written.
         """
-        code, out, err = self.run_manage('allocations', 'clean',
-                                         '--journal', self.journal)
+        code, out, err = runners.manage('allocations', 'clean',
+                                        '--journal', self.journal,
+                                        conf_file=self.conf_file)
         self.assertEqual(4, code, err)
         self.assertNotEqual(self.before, self.placement.dump_state())
         self.before = self.placement.dump_state()
@@ -334,7 +331,7 @@ class BadInputTestCase(base.FunctionalTestCase):
             self.assertLess(resp.status_code, 300, resp.text)
         there = self.conf('other.conf', placement={
             'endpoint': other.endpoint})
-        code, out, err = self.run_manage(
+        code, out, err = runners.manage(
             'allocations', 'clean', '--reason', 'unknown_consumer',
             '--journal', self.journal, conf_file=there)
         self.assertEqual(4, code, err)
@@ -351,7 +348,7 @@ class BadInputTestCase(base.FunctionalTestCase):
         proxy = self.useFixture(faults.FaultProxy(self.placement.endpoint))
         proxy.inject('PUT', '/allocations/' + self.gone, status=500)
         conf = self.conf(placement={'endpoint': proxy.endpoint})
-        code, out, err = self.run_manage(
+        code, out, err = runners.manage(
             'allocations', 'clean', '--format', 'json', '--journal',
             self.journal, conf_file=conf)
         self.assertEqual(REPAIR_FAILED, code, err)

@@ -28,9 +28,6 @@ import os
 import subprocess
 import sys
 
-import fixtures
-from oslotest import base
-
 from nova_orphans.tests.functional import base as functional_base
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
@@ -38,14 +35,12 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
 BENCH = os.path.join(REPO, 'tools', 'bench')
 
 
-class BenchSmokeTestCase(base.BaseTestCase):
+class BenchSmokeTestCase(functional_base.TestCase):
 
     def setUp(self):
         super().setUp()
-        functional_base.unset_openstack_environment(self)
         if BENCH not in sys.path:
             sys.path.insert(0, BENCH)
-        self.tmp = self.useFixture(fixtures.TempDir()).path
 
     def _bench_script(self, script, bench, truth):
         """The stderr lines of a tools/bench script running ``allocations

@@ -27,6 +27,7 @@ from nova_orphans.repair import actions
 from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional import processes
+from nova_orphans.tests import runners
 
 DONE = 'done'
 OTHER_WRITER = 'skipped: changed by another writer'
@@ -60,8 +61,9 @@ class ConcurrentTestCase(base.FunctionalTestCase):
         return os.path.join(self.tmp, name + '.jsonl')
 
     def argv(self, action, journal, *extra):
-        return ('--config-file', self.conf_file, 'allocations', action,
-                '--format', 'json', '--journal', journal) + extra
+        return runners.manage_argv(
+            'allocations', action, '--format', 'json', '--journal', journal,
+            *extra, conf_file=self.conf_file)
 
     def finish(self, proc):
         """(rc, JSON rows, stderr lines) of a started run."""
@@ -70,7 +72,7 @@ class ConcurrentTestCase(base.FunctionalTestCase):
         return proc.returncode, json.loads(out), err.splitlines()
 
     def restore(self, journal, rc):
-        code, out, err = processes.run(*self.argv('restore', journal))
+        code, out, err = runners.run(self.argv('restore', journal))
         self.assertNotIn('Traceback', err)
         self.assertEqual(rc, code, err)
         return json.loads(out)
@@ -109,7 +111,7 @@ class ConcurrentTestCase(base.FunctionalTestCase):
         before = cloud.state()
         repaired = cloud.repaired(before)
         first, second = self.journal('first'), self.journal('second')
-        procs = [processes.start(*self.argv('clean', path))
+        procs = [runners.start(self.argv('clean', path))
                  for path in (first, second)]
         (rc1, rows1, err1), (rc2, rows2, err2) = map(self.finish, procs)
         self.assertEqual(repaired, cloud.state())
@@ -180,9 +182,9 @@ class ConcurrentTestCase(base.FunctionalTestCase):
                                 match=processes.batch(8))
         second = self.proxy.hold('POST', '/allocations',
                                  match=processes.batch(8))
-        slow = processes.start(*self.argv('clean', loser))
+        slow = runners.start(self.argv('clean', loser))
         self.assertEqual(cloud.orphans, len(first.wait(slow)))
-        fast = processes.start(*self.argv('clean', winner))
+        fast = runners.start(self.argv('clean', winner))
         self.assertEqual(cloud.orphans, len(second.wait(fast)))
         second.release()
         rc, won, err = self.finish(fast)
@@ -233,15 +235,15 @@ class ConcurrentTestCase(base.FunctionalTestCase):
         self.nova.force_delete_instance('cell1', gone)
         before = self.placement.dump_state(generations=False)
         old, new = self.journal('old'), self.journal('new')
-        rc, out, err = processes.run(*self.argv('clean', old, '--host',
-                                                'host1'))
+        rc, out, err = runners.run(self.argv('clean', old, '--host',
+                                             'host1'))
         self.assertEqual(4, rc, err)
 
         hold = self.proxy.hold('PUT', '/allocations/' + vm)
-        restoring = processes.start(*self.argv('restore', old))
+        restoring = runners.start(self.argv('restore', old))
         hold.wait(restoring)
-        rc, out, err = processes.run(*self.argv('clean', new, '--host',
-                                                'host2'))
+        rc, out, err = runners.run(self.argv('clean', new, '--host',
+                                             'host2'))
         self.assertEqual(4, rc, err)
         hold.release()
         rc, rows, err = self.finish(restoring)

@@ -23,10 +23,10 @@ import subprocess
 import sys
 
 from nova_orphans.tests.functional import base
-from nova_orphans.tests import warm
+from nova_orphans.tests import runners
+from nova_orphans.tests.unit.conf import test_conf
 
 PASSWORD = 'Sup3rS3cret'
-MANAGE = os.path.join(os.path.dirname(sys.executable), 'nova-orphans-manage')
 
 
 def _free_port():
@@ -52,11 +52,11 @@ class ConsoleTestCase(base.FunctionalTestCase):
         self.mysql = 'mysql+pymysql://nova:%s@127.0.0.1:%d/nova' % (
             PASSWORD, _free_port())
 
-    def run_manage(self, *argv, conf_file=None, ok=None):
-        done = warm.run(
-            [MANAGE, '--config-file', conf_file or self.conf_file] +
-            list(argv), capture_output=True, text=True,
-            stdin=subprocess.DEVNULL)
+    def run_checked(self, *argv, conf_file=None, ok=None):
+        """runners.manage's Result, with no password in it, no traceback
+        without --debug and, given ``ok``, that exit code.
+        """
+        done = runners.manage(*argv, conf_file=conf_file or self.conf_file)
         if ok is not None:
             self.assertEqual(ok, done.returncode, done.stderr)
         self.assertNotIn(PASSWORD, done.stdout + done.stderr)
@@ -79,8 +79,8 @@ class ConsoleTestCase(base.FunctionalTestCase):
         conf = self.conf('mysql.conf',
                          api_database={'connection': self.mysql + '_api'})
         # Its own code, 10: a known fault, not a bug (255).
-        done = self.run_manage('allocations', 'list', conf_file=conf,
-                               ok=10)
+        done = self.run_checked('allocations', 'list', conf_file=conf,
+                                ok=10)
         self.assertEqual('', done.stdout)
         lines = done.stderr.splitlines()
         self.assertEqual(1, len(lines), done.stderr)
@@ -92,7 +92,7 @@ class ConsoleTestCase(base.FunctionalTestCase):
         self.requires_pymysql()
         self.nova.set_cell_url('cell2', self.mysql)
         # Incomplete (2): the cell's consumers were not checked.
-        done = self.run_manage('allocations', 'list', ok=2)
+        done = self.run_checked('allocations', 'list', ok=2)
         lines = done.stderr.splitlines()
         self.assertEqual(1, len(lines), done.stderr)
         self.assertTrue(lines[0].startswith(
@@ -101,7 +101,7 @@ class ConsoleTestCase(base.FunctionalTestCase):
     def test_unreadable_sqlite_cell_is_its_warning_alone(self):
         self.nova.break_cell('cell2')
         # Incomplete (2): the cell's consumers were not checked.
-        done = self.run_manage('allocations', 'list', ok=2)
+        done = self.run_checked('allocations', 'list', ok=2)
         lines = done.stderr.splitlines()
         self.assertEqual(1, len(lines), done.stderr)
         self.assertTrue(lines[0].startswith(
@@ -113,8 +113,8 @@ class ConsoleTestCase(base.FunctionalTestCase):
             'endpoint': url, 'connect_retries': '1',
             'connect_retry_delay': '0.1'})
         # Its own code, 8, and the options to check.
-        done = self.run_manage('allocations', 'list', conf_file=conf,
-                               ok=8)
+        done = self.run_checked('allocations', 'list', conf_file=conf,
+                                ok=8)
         self.assertEqual(
             ('', 'ERROR: Placement request GET / failed: cannot connect to '
                  '%s ([Errno 111] Connection refused)%s\n' % (url, HINT)),
@@ -126,17 +126,91 @@ class ConsoleTestCase(base.FunctionalTestCase):
             'endpoint': url, 'connect_retries': '1',
             'connect_retry_delay': '0.1'})
         log_file = os.path.join(self.tmp, 'orphans.log')
-        done = self.run_manage('--log-file', log_file, 'allocations', 'list',
-                               conf_file=conf, ok=8)
+        done = self.run_checked('--log-file', log_file, 'allocations', 'list',
+                                conf_file=conf, ok=8)
         self.assertEqual(1, len(done.stderr.splitlines()), done.stderr)
         retried = ('INFO nova_orphans.clients.retry [-] placement GET /: '
                    'connection; retrying in 0.10 s')
         with open(log_file) as f:
             self.assertIn(retried, f.read())
-        done = self.run_manage('--debug', 'allocations', 'list',
-                               conf_file=conf, ok=8)
+        done = self.run_checked('--debug', 'allocations', 'list',
+                                conf_file=conf, ok=8)
         self.assertIn(retried, done.stderr)
         self.assertIn(
             '\nERROR: Placement request GET / failed: cannot connect to '
             '%s ([Errno 111] Connection refused)%s\n' % (url, HINT),
             done.stderr)
+
+
+class ConsoleLoggingTestCase(base.TestCase):
+    """As the console script: stdout stays the output, stderr one line."""
+
+    CODE = '''
+import logging, sys, types
+from nova_orphans.app import allocations, results
+from nova_orphans.cmd import manage
+
+def findings(sources, scope, progress=None, metrics=None, rows=True):
+    logging.getLogger('nova_orphans').warning('a warning')
+    logging.getLogger('oslo_db.sqlalchemy.engines').warning('a retry')
+    nova = types.SimpleNamespace(unreadable_cells=[], unread=[],
+                                 unreadable_services=[])
+    return results.Listing([], types.SimpleNamespace(nova=nova))
+
+allocations.list_allocations = findings
+sys.argv = ['nova-orphans-manage', '--config-file'] + sys.argv[1:] + [
+    'allocations', 'list', '--format', 'json']
+sys.exit(manage.main())
+'''
+
+    def setUp(self):
+        super().setUp()
+        self.conf_file = os.path.join(self.tmp, 'nova.conf')
+        with open(self.conf_file, 'w') as f:
+            f.write(test_conf.NOVA_CONF)
+
+    def run_list(self, *argv):
+        done = subprocess.run(
+            [sys.executable, '-c', self.CODE, self.conf_file] + list(argv),
+            capture_output=True, text=True)
+        self.assertEqual((0, '[]\n'), (done.returncode, done.stdout),
+                         done.stderr)
+        return done.stderr
+
+    def test_no_log_records_on_stderr_by_default(self):
+        self.assertEqual('', self.run_list())
+
+    def test_debug_in_nova_conf_is_not_asked_on_the_command_line(self):
+        with open(self.conf_file, 'a') as f:
+            f.write('[DEFAULT]\ndebug = True\n')
+        self.assertEqual('', self.run_list())
+
+    def test_debug_shows_them_on_stderr(self):
+        err = self.run_list('--debug')
+        self.assertIn('WARNING nova_orphans [-] a warning', err)
+        self.assertIn('WARNING oslo_db.sqlalchemy.engines [-] a retry', err)
+
+    def test_log_file_gets_them(self):
+        log_file = os.path.join(self.tmp, 'orphans.log')
+        self.assertEqual('', self.run_list('--log-file', log_file))
+        with open(log_file) as f:
+            logged = f.read()
+        self.assertIn('WARNING nova_orphans [-] a warning', logged)
+        self.assertIn('WARNING oslo_db.sqlalchemy.engines [-] a retry',
+                      logged)
+
+
+class ImportsTestCase(base.TestCase):
+    """What the console script's command imports before it reads."""
+
+    def test_command_imports_no_keystoneauth(self):
+        # A fast-mode list never reaches the API: its start-up must not
+        # pay for keystoneauth (nor strutils' patterns, used on errors,
+        # nor the ORM: engines are created only when a database is read).
+        code = ('import sys, nova_orphans.cmd.manage; print(" ".join('
+                'm for m in ("keystoneauth1", "requests", '
+                '"oslo_utils.strutils", "sqlalchemy.orm") '
+                'if m in sys.modules))')
+        out = subprocess.run([sys.executable, '-c', code], check=True,
+                             capture_output=True, text=True).stdout
+        self.assertEqual('', out.strip())

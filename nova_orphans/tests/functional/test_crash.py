@@ -42,6 +42,7 @@ import os
 from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional import processes
+from nova_orphans.tests import runners
 
 # The size of a memory page: where a write(2) cut short by SIGKILL stops.
 PAGE = 4096
@@ -74,17 +75,18 @@ class _CrashTestCase(base.FunctionalTestCase):
         return os.path.join(self.tmp, name + '.jsonl')
 
     def argv(self, action, journal, *extra):
-        return ('--config-file', self.conf_file, 'allocations', action,
-                '--format', 'json', '--journal', journal) + extra
+        return runners.manage_argv(
+            'allocations', action, '--format', 'json', '--journal', journal,
+            *extra, conf_file=self.conf_file)
 
     def run_to_end(self, action, journal, rc=4):
-        code, out, err = processes.run(*self.argv(action, journal))
+        code, out, err = runners.run(self.argv(action, journal))
         self.assertNotIn('Traceback', err)
         self.assertEqual(rc, code, err)
         return json.loads(out)
 
     def start(self, action, journal, *extra):
-        return processes.start(*self.argv(action, journal, *extra))
+        return runners.start(self.argv(action, journal, *extra))
 
     def orphans(self):
         """Every consumer a complete clean changes."""
@@ -209,7 +211,7 @@ class CrashTestCase(_CrashTestCase):
         # path starts on a fresh line.
         self.run_to_end('clean', self.killed)
         self.assertEqual(self.repaired, self.cloud.state())
-        code, out, err = processes.run(*self.argv('restore', self.killed))
+        code, out, err = runners.run(self.argv('restore', self.killed))
         self.assertEqual(11, code, err)
         self.assertIn('lines 1 to %d) has no end record' % cut_line, err)
         self.assertIn('cut short at line %d ' % cut_line, err)
@@ -283,7 +285,7 @@ class CrashTestCase(_CrashTestCase):
                 undone.add(consumer)
         # The batch placement applied before the second kill is undone.
         self.assertTrue(undone)
-        code, out, err = processes.run(*self.argv('restore', self.killed))
+        code, out, err = runners.run(self.argv('restore', self.killed))
         rows = json.loads(out)
         outcomes = {r['outcome'] for r in rows}
         self.assertLessEqual(outcomes, {ALREADY, 'done'})

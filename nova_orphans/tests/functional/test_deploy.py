@@ -9,8 +9,11 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The shipped cron script and crontab, and the systemd units' commands,
-run against placement and nova's schema, every cell read and one not.
+"""The shipped deployment files checked by the tools that read them
+(promtool, systemd-analyze, sh), and the cron script, crontab and the
+systemd units' commands run against placement and nova's schema, every
+cell read and one not. What needs no program to check: the unit tests'
+test_deploy.py.
 """
 
 import fcntl
@@ -23,14 +26,18 @@ from nova_orphans import metrics
 from nova_orphans.repair import journal
 from nova_orphans.tests import deploy
 from nova_orphans.tests.functional import base
-from nova_orphans.tests.functional import processes
 from nova_orphans.tests import programs
+from nova_orphans.tests import runners
 
 
 # Allocations (and consumers) by reason, every cell read; with cell2 not
 # read, an unknown consumer could be one of its instances.
 ALL_READ = {'deleted_instance': 1.0, 'unknown_consumer': 1.0}
 CELL2_NOT_READ = {'deleted_instance': 1.0, 'unverifiable': 2.0}
+UNITS = deploy.UNITS
+SERVICES = deploy.SERVICES
+VENV_BIN = deploy.VENV_BIN
+LOCKED = deploy.LOCKED
 
 
 def read_metrics(path):
@@ -62,7 +69,7 @@ class DeployTestCase(base.FunctionalTestCase):
         self.cell2_url = self.nova.cell_urls['cell2']
         self.metrics = os.path.join(self.tmp, 'nova_orphans.prom')
         self.clean_metrics = os.path.join(self.tmp, 'nova_orphans_clean.prom')
-        self.env = processes.environment()
+        self.env = runners.environment()
         self.lock = os.path.join(self.tmp, 'lock')
         self.env.update(NOVA_ORPHANS_CONFIG=self.conf_file,
                         NOVA_ORPHANS_METRICS=self.metrics,
@@ -70,7 +77,7 @@ class DeployTestCase(base.FunctionalTestCase):
                         NOVA_ORPHANS_LOCK=self.lock)
         # The console script, wherever this test's is.
         self.env['PATH'] = os.pathsep.join([
-            os.path.dirname(processes.console_script()),
+            os.path.dirname(runners.script(runners.MANAGE)),
             self.env.get('PATH', '')])
 
     def run_command(self, argv):
@@ -349,3 +356,69 @@ class DeployTestCase(base.FunctionalTestCase):
                  'exist\n'
                  % (path, os.path.dirname(path))), (rc, out, err), argv)
         self.assertEqual(before, self.placement.dump_state())
+
+
+class RulesTestCase(base.TestCase):
+    """The shipped alert rules, by promtool."""
+
+    def test_check_rules(self):
+        self.assertIn('SUCCESS: 6 rules found',
+                      programs.run(self, 'promtool', 'check', 'rules',
+                                   deploy.RULES))
+
+    def test_each_alert_fires_and_does_not(self):
+        """nova-orphans.rules.test.yaml: orphans for an hour, a cell not
+        read, a stale scan, a failed clean, no clean success for days.
+        """
+        out = programs.run(self, 'promtool', 'test', 'rules', os.path.join(
+            deploy.PROMETHEUS, 'nova-orphans.rules.test.yaml'))
+        self.assertIn('SUCCESS', out)
+
+
+class SystemdTestCase(base.TestCase):
+    """The shipped units, by systemd-analyze."""
+
+    def test_verify(self):
+        """systemd-analyze verify, offline: it wants ExecStart's program
+        in systemd's own search path, and a test's console script is in
+        a virtualenv, so the copies verified name it by its path.
+        """
+        tmp = self.tmp
+        script = runners.script(runners.MANAGE)
+        for name in UNITS:
+            with open(os.path.join(deploy.SYSTEMD, name)) as f:
+                text = f.read()
+            self.assertEqual(name.endswith('.service'),
+                             '\n%snova-orphans-manage ' % LOCKED in text)
+            with open(os.path.join(tmp, name), 'w') as f:
+                f.write(text.replace('\n%snova-orphans-manage ' % LOCKED,
+                                     '\n%s%s ' % (LOCKED, script)))
+        self.assertEqual('', programs.run(
+            self, 'systemd-analyze', 'verify', '--man=no',
+            *[os.path.join(tmp, name) for name in UNITS]))
+        # Again with the virtualenv drop-ins, which systemd-analyze
+        # reads from NAME.d beside each unit.
+        for name in SERVICES:
+            os.mkdir(os.path.join(tmp, name + '.d'))
+            path = os.path.join(name + '.d', 'venv.conf')
+            with open(os.path.join(deploy.SYSTEMD, path)) as f:
+                text = f.read()
+            self.assertIn('\n%s%s/nova-orphans-manage ' % (LOCKED, VENV_BIN),
+                          text)
+            with open(os.path.join(tmp, path), 'w') as f:
+                f.write(text.replace(VENV_BIN + '/nova-orphans-manage',
+                                     script))
+        self.assertEqual('', programs.run(
+            self, 'systemd-analyze', 'verify', '--man=no',
+            *[os.path.join(tmp, name) for name in SERVICES]))
+
+
+class CronTestCase(base.TestCase):
+    """The shipped cron script, by sh."""
+
+    def test_script_parses(self):
+        script = os.path.join(deploy.CRON, 'nova-orphans-metrics')
+        self.assertTrue(os.access(script, os.X_OK))
+        proc = subprocess.run(['sh', '-n', script], capture_output=True,
+                              text=True)
+        self.assertEqual((0, ''), (proc.returncode, proc.stderr))

@@ -33,7 +33,7 @@ from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional.fixtures import serving
 from nova_orphans.tests.functional import front_ends
-from nova_orphans.tests.functional import processes
+from nova_orphans.tests import runners
 from nova_orphans.tests import zun_front
 
 PASSWORD = 's3cr3t-Pa55w0rd'
@@ -406,7 +406,7 @@ class ExitCodesTestCase(front_ends.FrontEndsTestCase):
         home = os.path.join(self.tmp, 'home')
         os.mkdir(home)
         unconfigured = self.start(
-            [processes.console_script(), 'allocations', 'clean'],
+            runners.manage_argv('allocations', 'clean'),
             env=dict(self.environment(), HOME=home), warm=True)
         missing_rc, rules_rc, wrong_rc = self.run_all(
             self.manage_argv('allocations', 'clean', conf_file=missing),

@@ -16,12 +16,10 @@ restores wrote.
 import json
 import os
 import shutil
-import subprocess
 import time
 
 from nova_orphans.tests.functional import base
-from nova_orphans.tests.functional import processes
-from nova_orphans.tests import warm
+from nova_orphans.tests import runners
 
 DAY = 86400
 
@@ -42,8 +40,7 @@ class JournalsTestCase(base.FunctionalTestCase):
         os.mkdir(self.dir)
 
     def manage(self, *argv):
-        code, out, err = processes.run('--config-file', self.conf_file,
-                                       *argv)
+        code, out, err = runners.manage(*argv, conf_file=self.conf_file)
         self.assertNotIn('Traceback', err)
         return code, out, err
 
@@ -51,16 +48,12 @@ class JournalsTestCase(base.FunctionalTestCase):
         """``openstack allocation orphan journal ARGV`` with no cloud:
         no clouds.yaml, no OS_* variable, no credentials.
         """
-        done = warm.run(
-            [os.path.join(os.path.dirname(processes.console_script()),
-                          'openstack'), 'allocation', 'orphan',
-             'journal'] + list(argv),
-            capture_output=True, text=True, env=dict(
-                processes.environment(),
-                OS_CLIENT_CONFIG_FILE=os.path.join(self.tmp, 'none.yaml')),
-            stdin=subprocess.DEVNULL, timeout=120)
+        done = runners.openstack(
+            'allocation', 'orphan', 'journal', *argv,
+            env=runners.environment(OS_CLIENT_CONFIG_FILE=os.path.join(
+                self.tmp, 'none.yaml')))
         self.assertNotIn('Traceback', done.stderr)
-        return done.returncode, done.stdout, done.stderr
+        return done
 
     def clean(self, name, *argv):
         path = os.path.join(self.dir, name)
@@ -116,15 +109,15 @@ class JournalsTestCase(base.FunctionalTestCase):
         """
         conf = self.nova.write_nova_conf(
             os.path.join(self.tmp, 'default.conf'), self.placement.endpoint)
-        code, _out, err = processes.run('--config-file', conf, 'allocations',
-                                        'clean')
+        code, _out, err = runners.manage('allocations', 'clean',
+                                         conf_file=conf)
         self.assertEqual(4, code, err)
         directory = os.path.join(os.environ['XDG_STATE_HOME'],
                                  'nova-orphans')
         path, = [os.path.join(directory, name)
                  for name in os.listdir(directory)]
-        for front_end in (lambda *a: processes.run(
-                '--config-file', conf, 'journals', *a),
+        for front_end in (lambda *a: runners.manage(
+                'journals', *a, conf_file=conf),
                 self.openstack):
             code, out, err = front_end('list', '-f', 'json')
             self.assertEqual((0, ''), (code, err))

@@ -33,6 +33,7 @@ from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional.fixtures import keystone
 from nova_orphans.tests.functional import processes
 from nova_orphans.tests.functional import test_debug
+from nova_orphans.tests import runners
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))))
@@ -77,19 +78,19 @@ class KeystoneTestCase(base.FunctionalTestCase):
         shipped sample's, this keystone's address and the users'
         passwords put in.
         """
-        section = dict(shipped_placement_section(),
-                       **self.keystone.password_section(**credentials))
-        return self.nova.write_nova_conf(
-            os.path.join(self.tmp, name), section,
-            extra={'nova_orphans': {'state_path': self.state_path,
-                                    'cell_timeout': '20'}})
+        return self.nova_conf(
+            dict(shipped_placement_section(),
+                 **self.keystone.password_section(**credentials)),
+            name=name)
 
-    def run_manage(self, conf, action, *argv, rc=None, timeout=120,
-                   debug=False):
-        code, out, err = processes.run(
-            '--config-file', conf, *(['--debug'] if debug else []),
-            'allocations', action, '--format', 'json', *argv,
-            timeout=timeout)
+    def run_json(self, conf, action, *argv, rc=None, timeout=120,
+                 debug=False):
+        """``allocations ACTION --format json ARGV`` (runners.manage),
+        with no traceback and, given ``rc``, that exit code.
+        """
+        code, out, err = runners.manage(
+            *(['--debug'] if debug else []), 'allocations', action,
+            '--format', 'json', *argv, conf_file=conf, timeout=timeout)
         self.assertNotIn('Traceback', err)
         if rc is not None:
             self.assertEqual(rc, code, err)
@@ -129,7 +130,7 @@ class PasswordCredentialsTestCase(KeystoneTestCase):
     def test_list_clean_restore_region_one(self):
         conf = self.password_conf()
         # --debug throughout: each run told, without a secret.
-        _rc, out, err = self.run_manage(conf, 'list', rc=3, debug=True)
+        _rc, out, err = self.run_json(conf, 'list', rc=3, debug=True)
         self.assertEqual(self.orphans(),
                          sorted({r['consumer'] for r in json.loads(out)}))
         self.assertEqual(0, self.requests_seen()[keystone.REGION_TWO])
@@ -141,7 +142,7 @@ class PasswordCredentialsTestCase(KeystoneTestCase):
             # keystone's, which keystoneauth sends inside the session.
             r'keystone POST /v3/auth/tokens: 201 in [\d.]+ s$')
 
-        _rc, out, err = self.run_manage(
+        _rc, out, err = self.run_json(
             conf, 'clean', '--journal', self.journal, rc=4, debug=True)
         self.assertDebug(
             err, r'placement (POST|PUT|DELETE) /allocations\S*: 20[04] in ')
@@ -157,7 +158,7 @@ class PasswordCredentialsTestCase(KeystoneTestCase):
             sorted({c for e in journal_mod.read(self.journal)
                     for c in e['consumers']}))
 
-        _rc, out, err = self.run_manage(
+        _rc, out, err = self.run_json(
             conf, 'restore', '--journal', self.journal, rc=4, debug=True)
         self.assertDebug(err, r'Read the journal ')
         self.assertEqual({'done'}, {r['outcome'] for r in json.loads(out)})
@@ -178,7 +179,7 @@ class PasswordCredentialsTestCase(KeystoneTestCase):
     def test_region_two(self):
         """RegionTwo's placement endpoint, not RegionOne's."""
         conf = self.password_conf(region=keystone.REGION_TWO)
-        _rc, out, _err = self.run_manage(conf, 'list', rc=3)
+        _rc, out, _err = self.run_json(conf, 'list', rc=3)
         self.assertEqual(self.orphans(),
                          sorted({r['consumer'] for r in json.loads(out)}))
         self.assertEqual(0, self.requests_seen()[keystone.REGION_ONE])
@@ -221,7 +222,7 @@ class TokenExpiryTestCase(KeystoneTestCase):
             parser.write(f)
         # Each request costs keystone two authentications and a
         # validation: slow on a loaded machine.
-        _rc, out, _err = self.run_manage(
+        _rc, out, _err = self.run_json(
             conf, 'clean', '--journal', self.journal, rc=4, timeout=600)
         rows = json.loads(out)
         orphans = sorted(cloud.deleted + cloud.strangers + cloud.evacuated +

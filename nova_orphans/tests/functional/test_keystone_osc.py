@@ -32,7 +32,7 @@ from nova_orphans.tests.functional.fixtures import keystone
 from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests.functional import processes
 from nova_orphans.tests.functional import test_keystone
-from nova_orphans.tests import warm
+from nova_orphans.tests import runners
 
 try:
     # The one exit-code table both front ends share.
@@ -92,8 +92,8 @@ class OpenStackBase(test_keystone.KeystoneTestCase):
                                           'sandbox_compute.py'),
              conf, log.name, 'keystone'],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-            text=True, env=dict(processes.environment(),
-                                OS_NOVA_DISABLE_EVENTLET_PATCHING='True'))
+            text=True, env=runners.environment(
+                OS_NOVA_DISABLE_EVENTLET_PATCHING='True'))
 
         def stop():
             proc.terminate()
@@ -145,14 +145,11 @@ class OpenStackBase(test_keystone.KeystoneTestCase):
 
     def run_openstack(self, variables, *argv):
         """(return code, stdout, stderr) of ``openstack ARGV -f json``."""
-        env = dict(processes.environment(), **variables)
-        done = warm.run(
-            [os.path.join(os.path.dirname(sys.executable), 'openstack')] +
-            list(argv) + ['-f', 'json'],
-            capture_output=True, text=True, stdin=subprocess.DEVNULL,
-            env=env, timeout=300)
+        done = runners.openstack(*argv, '-f', 'json',
+                                 env=runners.environment(**variables),
+                                 timeout=300)
         self.assertNotIn('Traceback', done.stderr)
-        return done.returncode, done.stdout, done.stderr
+        return done
 
     def openstack(self, variables, *argv, rc=0):
         code, out, err = self.run_openstack(variables, *argv)

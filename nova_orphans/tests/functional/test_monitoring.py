@@ -34,8 +34,8 @@ import time
 from nova_orphans.tests import deploy
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import prometheus
-from nova_orphans.tests.functional import processes
 from nova_orphans.tests import programs
+from nova_orphans.tests import runners
 
 RULES = os.path.join(deploy.PROMETHEUS, 'nova-orphans.rules.yaml')
 # Seconds per second of the shipped rules' for: durations.
@@ -75,11 +75,11 @@ class MonitoringTestCase(base.FunctionalTestCase):
         self.host2 = self.add_node('host2', cell='cell2')
         self.boot('host1', self.host1)
         self.boot('host2', self.host2, cell='cell2')
-        self.env = processes.environment()
+        self.env = runners.environment()
         self.env.update(NOVA_ORPHANS_CONFIG=self.conf_file,
                         NOVA_ORPHANS_LOCK=os.path.join(self.tmp, 'lock'))
         self.env['PATH'] = os.pathsep.join([
-            os.path.dirname(processes.console_script()),
+            os.path.dirname(runners.script(runners.MANAGE)),
             self.env.get('PATH', '')])
         self.textfiles = os.path.join(self.tmp, 'textfiles')
         self.situations = []

@@ -114,13 +114,12 @@ class OperationsTestCase(base.FunctionalTestCase):
         self.assertIn('no rule named no_such_rule', err)
 
 
-class ConfigSampleTestCase(base.base.BaseTestCase):
+class ConfigSampleTestCase(base.TestCase):
 
     def test_oslo_config_generator_writes_the_sample(self):
         root = os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.dirname(os.path.abspath(__file__)))))
-        out = os.path.join(self.useFixture(
-            base.fixtures.TempDir()).path, 'sample.conf')
+        out = os.path.join(self.tmp, 'sample.conf')
         subprocess.run(
             [sys.executable, '-m', 'oslo_config.generator', '--config-file',
              os.path.join(root, 'etc', 'nova-orphans',

@@ -21,11 +21,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 from nova_orphans.tests import deploy
 from nova_orphans.tests.functional import base
 from nova_orphans.tests import programs
+from nova_orphans.tests import runners
 
 # What the wheel installs in <prefix>/share/nova-orphans (setup.cfg
 # [files] data_files), from where in the checkout; install/index.rst
@@ -48,15 +48,6 @@ for _name in ('nova-orphans-metrics', 'nova-orphans-clean'):
         SHIPPED['systemd/' + _path] = 'etc/systemd/' + _path
 
 
-def console_script(name):
-    return os.path.join(os.path.dirname(sys.executable), name)
-
-
-def environment():
-    """This environment without a developer's cloud credentials."""
-    return {k: v for k, v in os.environ.items() if not k.startswith('OS_')}
-
-
 class MySQLDriverTestCase(base.FunctionalTestCase):
 
     CELLS = ('cell1', 'cell2')
@@ -69,11 +60,8 @@ class MySQLDriverTestCase(base.FunctionalTestCase):
         self.boot('host1', host1)
         self.nova.set_cell_url(
             'cell2', 'mysql+pymysql://nova:Sup3rS3cret@127.0.0.1:9/nova')
-        proc = subprocess.run(
-            [console_script('nova-orphans-manage'), '--config-file',
-             self.conf_file, 'allocations', 'list', '--format', 'json'],
-            capture_output=True, text=True, env=environment(),
-            timeout=120)
+        proc = runners.manage('allocations', 'list', '--format', 'json',
+                              conf_file=self.conf_file)
         # Incomplete (2): cell2's consumers could not be checked.
         self.assertEqual(2, proc.returncode, proc.stderr)
         self.assertEqual('[]', proc.stdout.strip())
@@ -84,18 +72,16 @@ class MySQLDriverTestCase(base.FunctionalTestCase):
         self.assertNotIn('Sup3rS3cret', proc.stdout + proc.stderr)
 
 
-class OpenStackClientPluginTestCase(base.base.BaseTestCase):
+class OpenStackClientPluginTestCase(base.TestCase):
     """The plugin as ``pip install nova-orphans[osc]`` installs it.
 
     Nothing listens on the endpoint: these errors come before any request.
     """
 
     def openstack(self, *argv):
-        return subprocess.run(
-            [console_script('openstack'), '--os-auth-type', 'admin_token',
-             '--os-endpoint', 'http://127.0.0.1:9', '--os-token', 'admin'] +
-            list(argv), capture_output=True, text=True, env=environment(),
-            timeout=120)
+        return runners.openstack(
+            '--os-auth-type', 'admin_token', '--os-endpoint',
+            'http://127.0.0.1:9', '--os-token', 'admin', *argv)
 
     def test_usage_error_exits_127(self):
         """The exit-code table's, as nova-orphans-manage's: one line."""
@@ -130,13 +116,10 @@ class WheelTestCase(base.FunctionalTestCase):
                           % os.environ['CI'])
             self.skipTest('no installed wheel (NOVA_ORPHANS_WHEEL_BIN)')
 
-    def run_installed(self, *argv):
-        env = {k: v for k, v in environment().items()
-               if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
-        return subprocess.run(
-            [os.path.join(self.bin, argv[0])] + list(argv[1:]),
-            capture_output=True, text=True, env=env, cwd=self.tmp,
-            stdin=subprocess.DEVNULL, timeout=120)
+    def run_installed(self, program, *argv):
+        """``program`` of the wheel's virtualenv run (runners.run)."""
+        return runners.run([runners.script(program, self.bin)] + list(argv),
+                           env=runners.outside(), cwd=self.tmp)
 
     def test_version_help_and_list(self):
         done = self.run_installed(

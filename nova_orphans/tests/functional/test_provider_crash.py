@@ -28,6 +28,7 @@ import os
 from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import processes
 from nova_orphans.tests.functional import test_providers
+from nova_orphans.tests import runners
 
 
 class ProviderCrashTestCase(test_providers.ProvidersTestCase):
@@ -47,14 +48,14 @@ class ProviderCrashTestCase(test_providers.ProvidersTestCase):
         self.rerun = os.path.join(self.tmp, 'rerun.jsonl')
 
     def argv(self, *argv):
-        return ('--config-file', self.conf_file) + argv + (
-            '--format', 'json')
+        return runners.manage_argv(*argv, '--format', 'json',
+                                   conf_file=self.conf_file)
 
     def kill_at_child_delete(self, when, forward):
         hold = self.proxy.hold('DELETE', '/resource_providers/%s' % self.pf,
                                when=when)
-        proc = processes.start(*self.argv('providers', 'clean',
-                                          '--journal', self.killed))
+        proc = runners.start(self.argv('providers', 'clean',
+                                       '--journal', self.killed))
         hold.wait(proc)
         entries = journal_mod.read(self.killed)
         # The consumer was repaired, and the child's record is on disk
@@ -71,7 +72,7 @@ class ProviderCrashTestCase(test_providers.ProvidersTestCase):
         providers, _allocs = self.placement.providers_state()
         self.assertEqual(not child_deleted, self.pf in providers)
         self.assertIn(self.root, providers)
-        rc, out, err = processes.run(*self.argv(
+        rc, out, err = runners.run(self.argv(
             'providers', 'clean', '--journal', self.rerun))
         self.assertEqual(4, rc, err)
         done = [(r['uuid'], r['outcome']) for r in json.loads(out)]
@@ -84,7 +85,7 @@ class ProviderCrashTestCase(test_providers.ProvidersTestCase):
         # The killed run's journal has no end record: restored all the
         # same, and never called whole (11).
         for journal, code in ((self.rerun, 4), (self.killed, 11)):
-            rc, out, err = processes.run(*self.argv(
+            rc, out, err = runners.run(self.argv(
                 'allocations', 'restore', '--journal', journal))
             self.assertEqual(code, rc, err)
         self.assertIn('has no end record: the run was killed', err)
@@ -105,8 +106,8 @@ class ProviderCrashTestCase(test_providers.ProvidersTestCase):
     # Killed mid-retry: the DELETE's answer lost.
 
     def kill_at(self, hold):
-        proc = processes.start(*self.argv('providers', 'clean',
-                                          '--journal', self.killed))
+        proc = runners.start(self.argv('providers', 'clean',
+                                       '--journal', self.killed))
         hold.wait(proc)
         err = processes.kill(proc)
         self.assertNotIn('Traceback', err)

@@ -26,9 +26,6 @@ import json
 import os
 import uuid as uuidlib
 
-import fixtures
-from oslotest import base as oslo_base
-
 from nova_orphans import exit_codes
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import nova_db
@@ -41,18 +38,13 @@ RELEASES = {series: (nova, placement_release)
             for series, nova, placement_release in releases.RELEASES}
 
 
-class ReleaseTestCase(base.FunctionalTestCase):
-    """One cloud per test, on the releases the test names.
-
-    FunctionalTestCase's helpers, but not its setUp: the nova schema and
-    the placement server depend on the release.
+class ReleaseTestCase(base.TestCase):
+    """One cloud per test, on the releases the test names (start): the
+    nova schema and the placement server depend on the release.
     """
 
     def setUp(self):
-        oslo_base.BaseTestCase.setUp(self)
-        base.unset_openstack_environment(self)
-        self.tmp = self.useFixture(fixtures.TempDir()).path
-        self.state_path = os.path.join(self.tmp, 'state')
+        super().setUp()
         self.journal = os.path.join(self.tmp, 'journal.jsonl')
 
     def start(self, series):
@@ -70,15 +62,10 @@ class ReleaseTestCase(base.FunctionalTestCase):
         self.placement = self.useFixture(server)
         self.nova = self.useFixture(nova_db.NovaDatabases(
             templates=releases.nova_schema(nova)))
-        options = {'nova_orphans': {'state_path': self.state_path,
-                                    'cell_timeout': '20'}}
-        self.conf_file = self.nova.write_nova_conf(
-            os.path.join(self.tmp, 'nova.conf'), self.placement.endpoint,
-            extra=options)
-        self.fast_conf = self.nova.write_nova_conf(
-            os.path.join(self.tmp, 'fast.conf'), self.placement.endpoint,
-            extra=dict(options, placement_database={
-                'connection': self.placement.db_url}))
+        self.conf_file = self.nova_conf(self.placement.endpoint)
+        self.fast_conf = self.nova_conf(
+            self.placement.endpoint, name='fast.conf',
+            placement_database={'connection': self.placement.db_url})
 
     def run_json(self, action, *argv, conf_file=None):
         rc, out, err = self.manage('allocations', action, '--format', 'json',

@@ -35,11 +35,10 @@ import yaml
 
 from nova_orphans.tests.functional.fixtures import keystone
 from nova_orphans.tests.functional.fixtures import nova_db
-from nova_orphans.tests.functional import processes
 from nova_orphans.tests.functional import test_keystone
 from nova_orphans.tests import programs
+from nova_orphans.tests import runners
 from nova_orphans.tests import state
-from nova_orphans.tests import warm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -99,9 +98,9 @@ class KeepTestCase(base.BaseTestCase):
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.caches = []
         self.share(nova_db.schema_templates())
-        self.env = dict(processes.environment(), TMPDIR=self.tmp,
-                        XDG_STATE_HOME=self.useFixture(
-                            state.StateHome()).path)
+        self.env = runners.environment(
+            TMPDIR=self.tmp,
+            XDG_STATE_HOME=self.useFixture(state.StateHome()).path)
 
     def share(self, cache):
         """The sandbox finds the machine's ``cache`` in its temp dir."""
@@ -157,20 +156,6 @@ class KeepTestCase(base.BaseTestCase):
         self.assertIn('openstack --os-cloud sandbox allocation orphan '
                       'journal list', printed)
 
-    def run_all(self, *commands):
-        """Run the commands at once (warm): [(return code, stdout,
-        stderr)].
-        """
-        procs = [warm.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, env=env)
-            for argv, env in commands]
-        results = []
-        for p in procs:
-            stdout, stderr = p.communicate(timeout=120)
-            results.append((p.returncode, stdout, stderr))
-        return results
-
     def stop(self, signum):
         proc, out = self.start()
         conf = self.config_file(out)
@@ -208,7 +193,8 @@ class KeepTestCase(base.BaseTestCase):
     def commands(self, out, conf):
         """The commands the sandbox suggests, by the absolute paths it
         prints: (manage, openstack, clouds.yaml), each command a
-        function of its arguments giving run_all's (argv, environment).
+        function of its arguments giving runners.run_all's (argv,
+        environment).
         """
         activate = re.search(r'^  \. (\S+)$', out, re.M).group(1)
         self.assertTrue(os.path.isabs(activate), activate)
@@ -219,12 +205,13 @@ class KeepTestCase(base.BaseTestCase):
         osc_env = dict(self.env, OS_CLIENT_CONFIG_FILE=clouds)
 
         def manage(*argv):
-            return ([os.path.join(bin_dir, 'nova-orphans-manage'),
-                     '--config-file', conf] + list(argv), self.env)
+            return (runners.manage_argv(*argv, conf_file=conf,
+                                        bin_dir=bin_dir), self.env)
 
         def openstack(*argv):
-            return ([os.path.join(bin_dir, 'openstack'), '--os-cloud',
-                     'sandbox'] + list(argv) + ['-f', 'json'], osc_env)
+            return (runners.openstack_argv(*argv, '-f', 'json',
+                                           cloud='sandbox', bin_dir=bin_dir),
+                    osc_env)
         return manage, openstack, clouds
 
     def assert_orphans(self, allocs, osc_allocs):
@@ -246,11 +233,11 @@ class KeepTestCase(base.BaseTestCase):
         """
         placement = re.search(r'^ +endpoint: (\S+)$', out, re.M).group(1)
         manage, openstack, _clouds = self.commands(out, conf)
-        allocs, providers, osc_allocs, osc_providers = self.run_all(
+        allocs, providers, osc_allocs, osc_providers = runners.run_all([
             manage('allocations', 'list', '--format', 'json'),
             manage('providers', 'list', '--format', 'json'),
             openstack('allocation', 'orphan', 'list'),
-            openstack('resource', 'provider', 'orphan', 'list'))
+            openstack('resource', 'provider', 'orphan', 'list')])
         self.assert_orphans(allocs, osc_allocs)
         self.assertEqual((3, [DEVSTACK4_ROW], ''),
                          (providers[0], json.loads(providers[1]),
@@ -260,8 +247,8 @@ class KeepTestCase(base.BaseTestCase):
                           osc_providers[2]))
         self.assertEqual(TRAITS, self.traits(placement))
         journal = os.path.join(os.path.dirname(conf), 'providers.jsonl')
-        [(rc, stdout, stderr)] = self.run_all(openstack(
-            'resource', 'provider', 'orphan', 'clean', '--journal', journal))
+        [(rc, stdout, stderr)] = runners.run_all([openstack(
+            'resource', 'provider', 'orphan', 'clean', '--journal', journal)])
         self.assertEqual((4, [dict(DEVSTACK4_OSC_ROW, outcome='done')]),
                          (rc, json.loads(stdout)), stderr)
         # (What the trees' allocations came to closes a table only, as
@@ -272,12 +259,12 @@ class KeepTestCase(base.BaseTestCase):
             '--journal '
             '%(journal)s\n' % {'journal': journal}, stderr)
         self.assertNotIn('devstack4', self.traits(placement))
-        [(rc, stdout, stderr)] = self.run_all(
-            manage('providers', 'list', '--format', 'json'))
+        [(rc, stdout, stderr)] = runners.run_all([
+            manage('providers', 'list', '--format', 'json')])
         self.assertEqual((0, [], ''), (rc, json.loads(stdout), stderr))
-        [(rc, stdout, stderr)] = self.run_all(manage(
+        [(rc, stdout, stderr)] = runners.run_all([manage(
             'allocations', 'restore', '--journal', journal, '--format',
-            'json'))
+            'json')])
         self.assertEqual(4, rc, stderr)
         self.assertEqual(
             [(DEVSTACK4, 'done'), (MIGRATION, 'done')],
@@ -286,8 +273,8 @@ class KeepTestCase(base.BaseTestCase):
         # Back as it was, with the COMPUTE_NODE trait openstack proves
         # a deleted node by.
         self.assertEqual(TRAITS, self.traits(placement))
-        [(rc, stdout, stderr)] = self.run_all(
-            manage('providers', 'list', '--format', 'json'))
+        [(rc, stdout, stderr)] = runners.run_all([
+            manage('providers', 'list', '--format', 'json')])
         self.assertEqual((3, [DEVSTACK4_ROW], ''),
                          (rc, json.loads(stdout), stderr))
 
@@ -365,9 +352,9 @@ class KeepTestCase(base.BaseTestCase):
             self.assertEqual(401, requests.get(url, timeout=30, headers={
                 'X-Auth-Token': 'admin'}).status_code, url)
 
-        self.assert_orphans(*self.run_all(
+        self.assert_orphans(*runners.run_all([
             manage('allocations', 'list', '--format', 'json'),
-            openstack('allocation', 'orphan', 'list')))
+            openstack('allocation', 'orphan', 'list')]))
         self.stopped(proc, signal.SIGTERM, conf)
         self.assertRaises(requests.ConnectionError, requests.get, auth_url,
                           timeout=10)

@@ -31,9 +31,8 @@ import yaml
 from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import nova_db
-from nova_orphans.tests.functional import processes
 from nova_orphans.tests import programs
-from nova_orphans.tests import warm
+from nova_orphans.tests import runners
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -77,7 +76,7 @@ class TwoCloudsTestCase(base.FunctionalTestCase):
         os.mkdir(tmp)
         cache = nova_db.schema_templates()
         os.symlink(cache, os.path.join(tmp, os.path.basename(cache)))
-        env = dict(processes.environment(), TMPDIR=tmp)
+        env = runners.environment(TMPDIR=tmp)
         proc = subprocess.Popen(
             [sys.executable, os.path.join(ROOT, 'tools', 'sandbox.py'),
              '--keep'], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -109,24 +108,22 @@ class TwoCloudsTestCase(base.FunctionalTestCase):
         clouds = os.path.join(self.tmp, 'clouds.yaml')
         with open(clouds, 'w') as f:
             yaml.safe_dump(config, f)
-        self.env = dict(processes.environment(), XDG_STATE_HOME=self.xdg,
-                        OS_CLIENT_CONFIG_FILE=clouds)
+        self.env = runners.environment(XDG_STATE_HOME=self.xdg,
+                                       OS_CLIENT_CONFIG_FILE=clouds)
 
-    def run_console(self, name, *argv):
-        done = warm.run(
-            [os.path.join(os.path.dirname(processes.console_script()),
-                          name)] + list(argv),
-            capture_output=True, text=True, env=self.env,
-            stdin=subprocess.DEVNULL, timeout=180)
-        self.assertNotIn('Traceback', done.stderr)
-        return done.returncode, done.stdout, done.stderr
+    def checked(self, result):
+        """A run's Result (runners), once checked for a traceback."""
+        self.assertNotIn('Traceback', result.stderr)
+        return result
 
     def manage_run(self, *argv, conf_file=None):
-        return self.run_console('nova-orphans-manage', '--config-file',
-                                conf_file or self.conf_file, *argv)
+        return self.checked(runners.manage(
+            *argv, conf_file=conf_file or self.conf_file, env=self.env,
+            timeout=180))
 
     def openstack(self, *argv, cloud='sandbox'):
-        return self.run_console('openstack', '--os-cloud', cloud, *argv)
+        return self.checked(runners.openstack(*argv, cloud=cloud,
+                                              env=self.env, timeout=180))
 
     def state(self):
         """This cloud's allocations, consumer generations aside."""

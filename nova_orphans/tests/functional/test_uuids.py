@@ -12,14 +12,9 @@
 """A provider uuid in upper case or without dashes is the same provider."""
 
 import json
-import os
-import subprocess
-import sys
 
 from nova_orphans.tests.functional import base
-from nova_orphans.tests import warm
-
-MANAGE = os.path.join(os.path.dirname(sys.executable), 'nova-orphans-manage')
+from nova_orphans.tests import runners
 
 
 class ResourceProviderSpellingTestCase(base.FunctionalTestCase):
@@ -54,10 +49,9 @@ class ResourceProviderSpellingTestCase(base.FunctionalTestCase):
             (r['consumer'], r['resource_provider']) for r in json.loads(out)])
 
     def test_console_script(self):
-        done = warm.run(
-            [MANAGE, '--config-file', self.conf_file, 'allocations', 'list',
-             '--format', 'json', '--resource-provider', self.host2.upper()],
-            capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        done = runners.manage(
+            'allocations', 'list', '--format', 'json', '--resource-provider',
+            self.host2.upper(), conf_file=self.conf_file)
         self.assertEqual((3, ''), (done.returncode, done.stderr))
         self.assertEqual([(self.elsewhere, self.host2)], [
             (r['consumer'], r['resource_provider'])

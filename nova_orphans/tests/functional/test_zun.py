@@ -149,7 +149,7 @@ def _columns(url):
         engine.dispose()
 
 
-class ZunSchemaTestCase(base.base.BaseTestCase):
+class ZunSchemaTestCase(base.TestCase):
 
     def test_sqlite_schema_is_zuns(self):
         """fixtures/zun.py's sqlite table has the columns, in the order

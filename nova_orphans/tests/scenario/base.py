@@ -43,6 +43,7 @@ from nova.tests.fixtures import notifications as nova_notifications
 from nova.tests.functional import integrated_helpers
 from nova import utils as nova_utils
 
+from nova_orphans.tests import runners
 from nova_orphans.tests import state
 
 
@@ -387,21 +388,16 @@ class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
             yield out
 
     def run_manage(self, *argv, conf_file=None):
-        """Run ``nova-orphans-manage`` in-process; returns (rc, stdout).
+        """Run ``nova-orphans-manage`` in-process (runners.manage_main);
+        returns (rc, stdout).
 
         ``--config-file`` (this harness's nova.conf) is prepended. stderr
         (warnings, errors) is kept in ``self.manage_stderr``.
         """
-        main = self.manage_main
-        if main is None:
-            from nova_orphans.cmd import manage
-            main = manage.main
-        argv = ['--config-file', conf_file or self.conf_file] + list(argv)
-        with self._captured('stdout') as out, \
-                self._captured('stderr') as err:
-            rc = main(argv)
-        self.manage_stderr = err.getvalue()
-        return rc, out.getvalue()
+        rc, out, self.manage_stderr = runners.manage_main(
+            ['--config-file', conf_file or self.conf_file] + list(argv),
+            main=self.manage_main)
+        return rc, out
 
     def list_allocations(self, *extra):
         """``allocations list --format json``, parsed.

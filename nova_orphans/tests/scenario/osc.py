@@ -22,13 +22,8 @@ Zun's container API, when a test serves it (serve_zun), through
 ``container_endpoint_override`` and tests/zun_front.py.
 """
 
-import contextlib
-import copy
-import io
 import json
-import logging
 import os
-import warnings
 
 import fixtures
 from wsgi_intercept import interceptor
@@ -39,6 +34,7 @@ from nova_orphans.engine import reasons
 from nova_orphans import outcomes as outcomes_mod
 from nova_orphans.repair import actions
 from nova_orphans.tests import network_front
+from nova_orphans.tests import runners
 from nova_orphans.tests.scenario.base import uuids
 from nova_orphans.tests import zun_front
 
@@ -142,47 +138,11 @@ class OpenStackClientMixin:
         return env
 
     def openstack(self, *argv):
-        """Run ``openstack --os-cloud CLOUD argv``; returns (rc, out, err).
-
-        Each run gets a fresh environment (no inherited ``OS_*``), fresh
-        osc-lib client handles, and leaves logging and warning filters
-        as it found them.
+        """Run ``openstack --os-cloud CLOUD argv`` in this process
+        (runners.openstack_shell); returns (rc, out, err).
         """
-        from openstackclient import shell
-
-        env = self.openstack_environment()
-        root = logging.getLogger()
-        saved = (list(root.handlers), root.level,
-                 copy.copy(warnings.filters),
-                 {name: logger.level for name, logger in
-                  logging.Logger.manager.loggerDict.items()
-                  if isinstance(logger, logging.Logger)})
-        out, err = io.StringIO(), io.StringIO()
-        try:
-            with _env(env), \
-                    fixtures.MonkeyPatch(
-                        'osc_lib.clientmanager.ClientCache.__get__',
-                        lambda cache, instance, owner:
-                        cache.factory(instance)), \
-                    fixtures.MonkeyPatch('sys.stdout', out), \
-                    fixtures.MonkeyPatch('sys.stderr', err):
-                try:
-                    rc = shell.OpenStackShell().run(
-                        ['--os-cloud', CLOUD] + list(argv))
-                except SystemExit as e:
-                    rc = e.code
-        finally:
-            handlers, level, filters, levels = saved
-            root.handlers[:] = handlers
-            root.setLevel(level)
-            warnings.filters[:] = filters
-            # Only the loggers osc changed: each setLevel() clears the
-            # level cache of every logger, and there are thousands.
-            for name, value in levels.items():
-                logger = logging.getLogger(name)
-                if logger.level != value:
-                    logger.setLevel(value)
-        return rc, out.getvalue(), err.getvalue()
+        return runners.openstack_shell(['--os-cloud', CLOUD] + list(argv),
+                                       self.openstack_environment())
 
     def osc_json(self, *argv):
         """``openstack ARGV -f json``, parsed; its exit code checked
@@ -223,15 +183,3 @@ def expected_code(argv, rows, err):
     if 'WARNING: ' in err:
         return 5 if code in (3, 4) else 2
     return code
-
-
-@contextlib.contextmanager
-def _env(values):
-    """The variables set (None: unset) for the block; those already so
-    are not touched.
-    """
-    with contextlib.ExitStack() as stack:
-        for name, value in values.items():
-            if os.environ.get(name) != value:
-                stack.enter_context(fixtures.EnvironmentVariable(name, value))
-        yield

@@ -31,9 +31,7 @@ Environment (for measuring by hand; CI uses the defaults):
 """
 
 import datetime
-import io
 import os
-import sys
 import threading
 import time
 from unittest import mock
@@ -42,6 +40,7 @@ import fixtures
 import sqlalchemy as sa
 
 from nova_orphans.repair import journal as journal_mod
+from nova_orphans.tests import runners
 from nova_orphans.tests.scenario import cycle
 from nova_orphans.tests.scenario import test_windows
 
@@ -67,7 +66,7 @@ _INSTANCE_OF = {
 class Cleaner(threading.Thread):
     """``allocations clean --journal <new file> --format json``, looping.
 
-    In-process, as the tests call the tool elsewhere (``manage.main``),
+    In-process, as the tests call the tool elsewhere (runners.manage_main),
     with stdout and stderr taken for each run: nothing else in the test
     writes to them while it runs.
     """
@@ -103,17 +102,11 @@ class Cleaner(threading.Thread):
                 self.errors.append('rc %s: %s' % (rc, err))
 
     def clean(self, path):
-        """One run; (return code, stderr)."""
-        from nova_orphans.cmd import manage
-        out, err = io.StringIO(), io.StringIO()
-        saved = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = out, err
-        try:
-            rc = manage.main(['--config-file', self.conf_file] +
-                             list(self.ARGV) + ['--journal', path])
-        finally:
-            sys.stdout, sys.stderr = saved
-        return rc, err.getvalue()
+        """One run (runners.manage_main); (return code, stderr)."""
+        rc, _out, err = runners.manage_main(
+            ['--config-file', self.conf_file] + list(self.ARGV) +
+            ['--journal', path])
+        return rc, err
 
     def stop(self):
         self._halt.set()

@@ -29,8 +29,8 @@ from nova_orphans.readers import base as readers_base
 from nova_orphans.readers import nova_db
 from nova_orphans.tests.unit import cloud as cloud_mod
 from nova_orphans.tests.unit.engine import test_classify
-from nova_orphans.tests.unit.osc import fakes
-from nova_orphans.tests.unit.osc import test_port_claims
+from nova_orphans.tests.unit import fakes
+from nova_orphans.tests.unit.readers import test_port_claims
 
 FINE = r.NONE
 NOW = datetime.datetime(2026, 11, 23, 12, 0, 0)

@@ -28,7 +28,7 @@ from nova_orphans.osc.v1 import orphan
 from nova_orphans.osc.v1 import provider_orphan
 from nova_orphans import output
 from nova_orphans.repair import journal
-from nova_orphans.tests.unit.osc import fakes
+from nova_orphans.tests.unit import fakes
 
 LIVE = '11111111-1111-4111-8111-111111111111'
 GONE = '44444444-4444-4444-8444-444444444444'

@@ -25,7 +25,7 @@ from nova_orphans.engine import model
 from nova_orphans import exit_codes
 from nova_orphans.osc.v1 import orphan
 from nova_orphans.osc.v1 import provider_orphan
-from nova_orphans.tests.unit.osc import fakes
+from nova_orphans.tests.unit import fakes
 from nova_orphans.tests.unit.osc import test_commands as base
 
 DEAD = 'd0d0d0d0-d0d0-40d0-80d0-d0d0d0d0d0d0'

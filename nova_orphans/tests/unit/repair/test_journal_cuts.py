@@ -14,17 +14,14 @@
 A SIGKILL inside ``write(2)`` stops the copy into the page cache at a
 page boundary, so what a killed run leaves is byte for byte the journal
 it was writing truncated at a multiple of 4 KiB: these tests make
-exactly that, from journals the real writer wrote.
+exactly that, from journals the real writer wrote (a real SIGKILL: the
+functional suite's test_journal_kill).
 """
 
 import errno
 import json
 import os
-import signal
 import stat
-import subprocess
-import sys
-import time
 
 import fixtures
 from oslotest import base
@@ -390,77 +387,6 @@ class CutTestCase(base.BaseTestCase):
         self.assertEqual((None, None, 3, []),
                          (run.placement, run.ended, contents.unverified,
                           contents.unended))
-
-
-# Writes one batch of 1,000 entries of 16 KiB in one write(2).
-_CHILD = """
-import sys
-from nova_orphans.repair import journal
-from nova_orphans.repair import journal_verify
-from nova_orphans.repair import restore
-j = journal.Journal(sys.argv[1], placement=sys.argv[2])
-j.record_many([{'action': 'delete_consumer',
-                'findings': [{'details': 'x' * 16384}],
-                'consumers': {'k%04d' % n: {'before': {}, 'after': {}}}}
-               for n in range(1000)])
-"""
-
-
-class RealKillTestCase(base.BaseTestCase):
-    """The cut made by a real SIGKILL inside the journal's write(2)."""
-
-    def setUp(self):
-        super().setUp()
-        self.dir = self.useFixture(fixtures.TempDir()).path
-
-    def kill_inside_the_write(self, path):
-        """Start a run writing one big batch; SIGKILL it as soon as the
-        batch's bytes start to reach the file. Returns the file's bytes.
-        """
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-        child = subprocess.Popen([sys.executable, '-c', _CHILD, path,
-                                  ENDPOINT], env=env)
-        self.addCleanup(child.wait)
-        deadline = time.monotonic() + 60
-        while child.poll() is None and time.monotonic() < deadline:
-            if os.path.exists(path) and os.path.getsize(path):
-                break
-            time.sleep(0.0002)
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-        with open(path, 'rb') as f:
-            return f.read()
-
-    def test_sigkill_inside_the_write_then_same_path_rerun(self):
-        path = os.path.join(self.dir, 'j.jsonl')
-        # The kernel may finish the copy before the signal lands; it
-        # never did in practice, but a few tries make sure.
-        for _attempt in range(5):
-            data = self.kill_inside_the_write(path)
-            if not data.endswith(b'\n'):
-                break
-            os.unlink(path)
-        else:
-            self.fail('the write always finished before the SIGKILL')
-        # Cut at a page boundary, inside a line.
-        self.assertEqual(0, len(data) % PAGE)
-        cut = data.count(b'\n') + 1
-        whole = cut - 2
-        j = journal.Journal(path, placement=ENDPOINT)
-        j.record(entry('rerun'))
-        j.close()
-        contents = journal.load(path)
-        self.assertEqual(
-            ['k%04d' % n for n in range(whole)] + ['rerun'],
-            consumers(contents.entries))
-        self.assertEqual([], contents.warnings)
-        killed, = contents.unended
-        self.assertEqual((1, cut, whole), (killed.first_line,
-                                           killed.last_line,
-                                           len(killed.entries)))
-        with open(path, 'rb') as f:
-            lines = f.read().split(b'\n')
-        self.assertEqual(len(data), json.loads(lines[cut + 1])['cut'])
 
 
 class DamageTestCase(base.BaseTestCase):

@@ -20,9 +20,9 @@ import textwrap
 from oslotest import base
 
 from nova_orphans.hacking import checks
+from nova_orphans.tests import programs
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__)))))
+ROOT = programs.REPO
 PRODUCT = './nova_orphans/app/commands.py'
 TEST = './nova_orphans/tests/unit/test_x.py'
 

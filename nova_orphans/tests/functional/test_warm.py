@@ -18,17 +18,17 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import time
 
 import fixtures
 from oslotest import base
 
+from nova_orphans.tests.functional import test_endpoint_diagnostics
 from nova_orphans.tests import programs
-from nova_orphans.tests.unit import test_endpoint_diagnostics
+from nova_orphans.tests import runners
 from nova_orphans.tests import warm
 
-MANAGE = os.path.join(os.path.dirname(sys.executable), 'nova-orphans-manage')
+MANAGE = runners.script(runners.MANAGE)
 # nova.conf of a cloud whose nova databases are missing: a command
 # asks placement (its endpoint) first.
 NOVA_CONF = test_endpoint_diagnostics.NOVA_CONF

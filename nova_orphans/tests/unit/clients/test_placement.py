@@ -28,7 +28,7 @@ import requests_mock
 
 from nova_orphans.clients import placement
 from nova_orphans import exception
-from nova_orphans.tests.unit.osc import fakes
+from nova_orphans.tests.unit import fakes
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):

@@ -32,7 +32,7 @@ from nova_orphans.osc import plugin
 from nova_orphans.osc.v1 import orphan
 from nova_orphans.osc.v1 import provider_orphan
 from nova_orphans.readers import compute_api
-from nova_orphans.tests.unit.osc import fakes
+from nova_orphans.tests.unit import fakes
 
 VM1 = '11111111-1111-4111-8111-111111111111'
 VM2 = '22222222-2222-4222-8222-222222222222'

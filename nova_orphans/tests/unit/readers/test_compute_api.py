@@ -18,7 +18,7 @@ from nova_orphans.engine import reasons
 from nova_orphans import exception
 from nova_orphans.readers import compute_api
 from nova_orphans.repair import heal
-from nova_orphans.tests.unit.osc import fakes
+from nova_orphans.tests.unit import fakes
 
 VM1 = '11111111-1111-4111-8111-111111111111'
 VM2 = '22222222-2222-4222-8222-222222222222'

@@ -9,15 +9,17 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The second process itself: a real interpreter, no database."""
+"""The placement database reader's use of a second process, and what
+that process reads and answers, here in this process.
+
+The second process itself, a real interpreter: the functional suite's
+test_second_process.
+"""
 
 import contextlib
-import importlib
-import math
 import operator
 import os
 import sqlite3
-import time
 from unittest import mock
 
 import fixtures
@@ -31,40 +33,7 @@ SECRET_URL = 'mysql+pymysql://nova:s3cr3t@127.0.0.1:1/placement'
 
 
 class RunTestCase(base.BaseTestCase):
-
-    def test_answer(self):
-        self.assertEqual(5, second_process.run(operator.add, (2, 3)))
-
-    def test_large_answer_passes_both_pipes(self):
-        # More than a pipe holds, on stdout.
-        self.assertEqual('x' * (1 << 22),
-                         second_process.run(operator.mul, ('x', 1 << 22)))
-
-    def test_failure_is_unavailable_with_its_last_line(self):
-        e = self.assertRaises(second_process.Unavailable,
-                              second_process.run, math.sqrt, (-1,))
-        self.assertEqual('it ended with exit code 1: ValueError: math '
-                         'domain error', str(e))
-
-    def test_imports_nothing_from_where_it_was_started(self):
-        here = self.useFixture(fixtures.TempDir()).path
-        with open(os.path.join(here, 'nova_orphans_probe.py'), 'w') as f:
-            f.write('PLANTED = True\n')
-        self.addCleanup(os.chdir, os.getcwd())
-        os.chdir(here)
-        self.useFixture(fixtures.EnvironmentVariable('PYTHONPATH', here))
-        e = self.assertRaises(second_process.Unavailable,
-                              second_process.run, importlib.import_module,
-                              ('nova_orphans_probe',))
-        self.assertEqual("it ended with exit code 1: ModuleNotFoundError: "
-                         "No module named 'nova_orphans_probe'", str(e))
-
-    def test_no_interpreter_is_unavailable(self):
-        with mock.patch.object(second_process.sys, 'executable',
-                               '/nonexistent/python3'):
-            e = self.assertRaises(second_process.Unavailable,
-                                  second_process.run, operator.add, (2, 3))
-        self.assertIn('could not start /nonexistent/python3: ', str(e))
+    """What is said before any process is started."""
 
     def test_unknown_interpreter_is_unavailable(self):
         with mock.patch.object(second_process.sys, 'executable', ''):
@@ -72,21 +41,14 @@ class RunTestCase(base.BaseTestCase):
                                   second_process.run, operator.add, (2, 3))
         self.assertEqual('no Python interpreter to start', str(e))
 
-    def test_cancelled_returns_none_and_ends_it(self):
-        started = time.monotonic()
-        processes = []
-        real = second_process.subprocess.Popen
 
-        def popen(*args, **kwargs):
-            processes.append(real(*args, **kwargs))
-            return processes[-1]
-
-        with mock.patch.object(second_process.subprocess, 'Popen', popen):
-            self.assertIsNone(second_process.run(
-                time.sleep, (60,), cancelled=lambda: True))
-        self.assertLess(time.monotonic() - started, 30)
-        # Killed and reaped: no process left reading for nobody.
-        self.assertEqual(-9, processes[0].returncode)
+def reader():
+    """A reader of a placement database nothing serves, which has three
+    providers.
+    """
+    found = placement_db.PlacementDBReader(SECRET_URL, retry_interval=0)
+    found._ids = {'rp-%d' % i: i for i in range(3)}
+    return found
 
 
 class PlacementReaderTestCase(base.BaseTestCase):
@@ -94,25 +56,13 @@ class PlacementReaderTestCase(base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
-        self.reader = placement_db.PlacementDBReader(SECRET_URL,
-                                                     retry_interval=0)
-        self.reader._ids = {'rp-%d' % i: i for i in range(3)}
+        self.reader = reader()
 
     def test_reads_in_background_from_the_threshold(self):
         for threshold, expected in ((3, True), (4, False), (None, False)):
             with mock.patch.object(placement_db, 'SECOND_PROCESS_FROM',
                                    threshold):
                 self.assertEqual(expected, self.reader.reads_in_background)
-
-    def test_database_error_there_is_unreadable_without_password(self):
-        with mock.patch.object(placement_db, 'SECOND_PROCESS_FROM', 1):
-            e = self.assertRaises(
-                exception.PlacementDatabaseUnreadable,
-                self.reader.allocations, set(self.reader._ids))
-        self.assertNotIn('s3cr3t', str(e))
-        self.assertIn('mysql+pymysql://nova:***@127.0.0.1:1/placement',
-                      str(e))
-        self.assertIn("Can't connect", str(e))
 
     def test_scoped_read_stays_here(self):
         with mock.patch.object(placement_db, 'SECOND_PROCESS_FROM', 1), \

@@ -14,8 +14,6 @@ is built.
 """
 
 import os
-import subprocess
-import sys
 
 import fixtures
 from oslo_config import cfg
@@ -29,6 +27,7 @@ from nova_orphans.conf import opts
 from nova_orphans.conf import placement
 from nova_orphans.engine import claims
 from nova_orphans.engine import model
+from nova_orphans.tests import programs
 
 NOVA_CONF = '''
 [api_database]
@@ -91,18 +90,6 @@ class PlacementOptsTestCase(base.BaseTestCase):
         self.assertEqual({'connection'}, listed['placement_database'])
         self.assertEqual({'connection'}, listed['zun_database'])
 
-    def test_command_imports_no_keystoneauth(self):
-        # A fast-mode list never reaches the API: its start-up must not
-        # pay for keystoneauth (nor strutils' patterns, used on errors,
-        # nor the ORM: engines are created only when a database is read).
-        code = ('import sys, nova_orphans.cmd.manage; print(" ".join('
-                'm for m in ("keystoneauth1", "requests", '
-                '"oslo_utils.strutils", "sqlalchemy.orm") '
-                'if m in sys.modules))')
-        out = subprocess.run([sys.executable, '-c', code], check=True,
-                             capture_output=True, text=True).stdout
-        self.assertEqual('', out.strip())
-
 
 NEUTRON = '''
 [neutron]
@@ -110,8 +97,7 @@ auth_type = admin_token
 endpoint = http://neutron.example:9696
 token = admin
 '''
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+ROOT = programs.REPO
 VM = '11111111-1111-4111-8111-111111111111'
 FLAVOR = {'vcpus': 1, 'memory_mb': 512, 'root_gb': 1, 'extra_specs': {}}
 
@@ -190,62 +176,3 @@ class NeutronOptsTestCase(base.BaseTestCase):
              'cafile', 'valid_interfaces', 'endpoint_override',
              'region_name', 'service_type'}, listed[neutron.GROUP])
         self.assertEqual(listed['placement'], listed[neutron.GROUP])
-
-
-class ConsoleLoggingTestCase(base.BaseTestCase):
-    """As the console script: stdout stays the output, stderr one line."""
-
-    CODE = '''
-import logging, sys, types
-from nova_orphans.app import allocations, results
-from nova_orphans.cmd import manage
-
-def findings(sources, scope, progress=None, metrics=None, rows=True):
-    logging.getLogger('nova_orphans').warning('a warning')
-    logging.getLogger('oslo_db.sqlalchemy.engines').warning('a retry')
-    nova = types.SimpleNamespace(unreadable_cells=[], unread=[],
-                                 unreadable_services=[])
-    return results.Listing([], types.SimpleNamespace(nova=nova))
-
-allocations.list_allocations = findings
-sys.argv = ['nova-orphans-manage', '--config-file'] + sys.argv[1:] + [
-    'allocations', 'list', '--format', 'json']
-sys.exit(manage.main())
-'''
-
-    def setUp(self):
-        super().setUp()
-        self.path = self.useFixture(fixtures.TempDir()).path
-        self.conf_file = os.path.join(self.path, 'nova.conf')
-        with open(self.conf_file, 'w') as f:
-            f.write(NOVA_CONF)
-
-    def run_list(self, *argv):
-        done = subprocess.run(
-            [sys.executable, '-c', self.CODE, self.conf_file] + list(argv),
-            capture_output=True, text=True)
-        self.assertEqual((0, '[]\n'), (done.returncode, done.stdout),
-                         done.stderr)
-        return done.stderr
-
-    def test_no_log_records_on_stderr_by_default(self):
-        self.assertEqual('', self.run_list())
-
-    def test_debug_in_nova_conf_is_not_asked_on_the_command_line(self):
-        with open(self.conf_file, 'a') as f:
-            f.write('[DEFAULT]\ndebug = True\n')
-        self.assertEqual('', self.run_list())
-
-    def test_debug_shows_them_on_stderr(self):
-        err = self.run_list('--debug')
-        self.assertIn('WARNING nova_orphans [-] a warning', err)
-        self.assertIn('WARNING oslo_db.sqlalchemy.engines [-] a retry', err)
-
-    def test_log_file_gets_them(self):
-        log_file = os.path.join(self.path, 'orphans.log')
-        self.assertEqual('', self.run_list('--log-file', log_file))
-        with open(log_file) as f:
-            logged = f.read()
-        self.assertIn('WARNING nova_orphans [-] a warning', logged)
-        self.assertIn('WARNING oslo_db.sqlalchemy.engines [-] a retry',
-                      logged)

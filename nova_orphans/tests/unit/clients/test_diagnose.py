@@ -15,15 +15,14 @@ A small HTTP server on loopback answers as the misconfigured endpoints
 operators meet do: a 404 at a wrong path, another service's 401, a web
 server's page, a load balancer's 503 page, a redirect. Each must give
 one line naming the URL and what was expected, through the real
-clients and through both console scripts run as subprocesses.
+clients (and through both console scripts: the functional suite's
+test_endpoint_diagnostics).
 """
 
 import http.server
 import json
 import os
 import socket
-import subprocess
-import sys
 import threading
 
 import fixtures
@@ -35,7 +34,6 @@ from oslotest import base
 from nova_orphans.clients import compute
 from nova_orphans.clients import placement
 from nova_orphans import exception
-from nova_orphans.tests import warm
 
 PLACEMENT_VERSIONS = {'versions': [{
     'id': 'v1.0', 'max_version': '1.39', 'min_version': '1.0',
@@ -48,7 +46,6 @@ HAPROXY_503 = (b'<html><body><h1>503 Service Unavailable</h1>\nNo server '
 KEYSTONE_401 = {'error': {'code': 401, 'title': 'Unauthorized',
                           'message': 'The request you have made requires '
                                      'authentication.'}}
-BIN = os.path.dirname(sys.executable)
 
 
 def _json(status, doc):
@@ -119,7 +116,7 @@ class LoopbackServer(fixtures.Fixture):
         return self.base + path
 
 
-def _refused_url():
+def refused_url():
     """A loopback URL nothing listens on."""
     sock = socket.socket()
     sock.bind(('127.0.0.1', 0))
@@ -195,7 +192,8 @@ def _adapter(endpoint, service_type):
     return ks_adapter.Adapter(session, service_type=service_type)
 
 
-class _Base(base.BaseTestCase):
+class LoopbackTestCase(base.BaseTestCase):
+    """A loopback server answering as misconfigured endpoints do."""
 
     def setUp(self):
         super().setUp()
@@ -210,7 +208,7 @@ class _Base(base.BaseTestCase):
         return template.format(base=self.server.base)
 
 
-class ClientDiagnosticsTestCase(_Base):
+class ClientDiagnosticsTestCase(LoopbackTestCase):
     """Through the real clients, over keystoneauth."""
 
     def test_placement_version_document(self):
@@ -239,9 +237,10 @@ class ClientDiagnosticsTestCase(_Base):
 
     def test_connection_refused(self):
         """A client on openstack's session names the cloud's settings
-        (from nova.conf, it names [placement]: ConsoleDiagnosticsTestCase).
+        (from nova.conf, it names [placement]: the functional suite's
+        test_endpoint_diagnostics).
         """
-        url = _refused_url()
+        url = refused_url()
         client = placement.PlacementClient(_adapter(url, 'placement'))
         e = self.assertRaises(exception.PlacementError, lambda: client.version)
         self.assertEqual('Placement request GET / failed: cannot connect to '
@@ -254,7 +253,7 @@ class ClientDiagnosticsTestCase(_Base):
 
     def test_compute_connection_refused(self):
         """The endpoint's own document is asked for as '': shown as /."""
-        url = _refused_url()
+        url = refused_url()
         client = compute.ComputeClient(_adapter(url, 'compute'))
         e = self.assertRaises(compute.ComputeError, client.check_version)
         self.assertEqual('Compute request GET / failed: cannot connect to '
@@ -292,89 +291,3 @@ class ClientDiagnosticsTestCase(_Base):
                               '/os-services')
         self.assertEqual('Compute request GET /os-services failed: 502 an '
                          'HTML page ("502 Bad Gateway")', str(e))
-
-
-# No retries: these are the lines of the fault the first try meets (the
-# retries in front of them are test_retry's and test_faults').
-NOVA_CONF = '''[api_database]
-connection = sqlite:///{tmp}/no-such-dir/nova_api.sqlite
-[database]
-connection = sqlite:///{tmp}/no-such-dir/nova.sqlite
-[placement]
-auth_type = admin_token
-endpoint = {endpoint}
-token = admin
-connect_retries = 0
-status_code_retries = 0
-'''
-
-CLOUDS_YAML = '''clouds:
-  sandbox:
-    auth_type: admin_token
-    auth:
-      endpoint: {placement}
-      token: admin
-    compute_endpoint_override: {compute}
-    connect_retries: 0
-    status_code_retries: 0
-'''
-
-
-class ConsoleDiagnosticsTestCase(_Base):
-    """The same, as the operator sees it: one line, no traceback."""
-
-    def setUp(self):
-        super().setUp()
-        self.tmp = self.useFixture(fixtures.TempDir()).path
-
-    def manage(self, endpoint):
-        conf = os.path.join(self.tmp, 'nova.conf')
-        with open(conf, 'w') as f:
-            f.write(NOVA_CONF.format(tmp=self.tmp, endpoint=endpoint))
-        return warm.run(
-            [os.path.join(BIN, 'nova-orphans-manage'), '--config-file', conf,
-             'allocations', 'list'],
-            capture_output=True, text=True, stdin=subprocess.DEVNULL)
-
-    def openstack(self, placement_endpoint, compute_endpoint):
-        clouds = os.path.join(self.tmp, 'clouds.yaml')
-        with open(clouds, 'w') as f:
-            f.write(CLOUDS_YAML.format(placement=placement_endpoint,
-                                       compute=compute_endpoint))
-        env = dict(os.environ, OS_CLIENT_CONFIG_FILE=clouds)
-        return warm.run(
-            [os.path.join(BIN, 'openstack'), '--os-cloud', 'sandbox',
-             'allocation', 'orphan', 'list'],
-            capture_output=True, text=True, env=env,
-            stdin=subprocess.DEVNULL)
-
-    def assertOneLine(self, rc, line, done):
-        self.assertEqual((rc, '', self.line(line) + '\n'),
-                         (done.returncode, done.stdout, done.stderr))
-
-    def test_manage(self):
-        for path, error, line in PLACEMENT_CASES:
-            rc = error.exit_code
-            self.assertIn(rc, (7, 8))
-            self.assertOneLine(
-                rc, 'ERROR: ' + line,
-                self.manage(self.server.url(path)))
-
-    def test_manage_connection_refused(self):
-        url = _refused_url()
-        self.assertOneLine(
-            8, 'ERROR: Placement request GET / failed: cannot connect to '
-            '%s ([Errno 111] Connection refused); check that placement runs '
-            'there, and [placement] (its endpoint, or auth_url, region_name '
-            'and valid_interfaces)' % url, self.manage(url))
-
-    def test_openstack(self):
-        for path, error, line in COMPUTE_CASES:
-            self.assertOneLine(
-                error.exit_code, 'ERROR: ' + line, self.openstack(
-                    self.server.url('/placement'), self.server.url(path)))
-
-    def test_openstack_placement(self):
-        path, error, line = PLACEMENT_CASES[0]
-        self.assertOneLine(error.exit_code, 'ERROR: ' + line, self.openstack(
-            self.server.url(path), self.server.url('/compute/v2.1')))

@@ -11,27 +11,20 @@
 #    under the License.
 """--help of both console scripts, as an operator reads it."""
 
-import os
 import re
-import subprocess
-import sys
 
-import fixtures
 from oslotest import base
 
-from nova_orphans.tests import warm
+from nova_orphans.tests import runners
 
-BIN = os.path.dirname(sys.executable)
 # What Sphinx would render, and a terminal shows verbatim.
 RST = re.compile(r'``|:(mod|doc|ref|class|func|meth|option|program):`')
 
 
-def _run(*argv):
-    done = warm.run([os.path.join(BIN, argv[0])] + list(argv[1:]),
-                    capture_output=True, text=True,
-                    stdin=subprocess.DEVNULL,
-                    env=dict(os.environ, COLUMNS='80'))
-    return done
+def _run(program, *argv):
+    """The Result of console script ``program`` run in 80 columns."""
+    return runners.run([runners.script(program)] + list(argv),
+                       env=runners.environment(COLUMNS='80'))
 
 
 LIST = [0, 2, 3, 5, 6, 7, 8, 9, 10, 127, 130, 143, 255]
@@ -120,12 +113,7 @@ class ManageHelpTestCase(base.BaseTestCase):
 
 
 class OpenStackHelpTestCase(base.BaseTestCase):
-
-    def setUp(self):
-        super().setUp()
-        for name in [k for k in os.environ if k.startswith('OS_') and
-                     not k.endswith('_CAPTURE') and k != 'OS_TEST_TIMEOUT']:
-            self.useFixture(fixtures.EnvironmentVariable(name))
+    """openstack's --help of this plugin's commands."""
 
     def test_no_rst_markup(self):
         for action in ('list', 'clean', 'restore'):

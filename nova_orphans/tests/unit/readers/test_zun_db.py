@@ -25,9 +25,9 @@ from nova_orphans.engine import reasons as r
 from nova_orphans import exit_codes
 from nova_orphans.readers import zun_db
 from nova_orphans.repair import actions
+from nova_orphans.tests.unit.app import test_audit
 from nova_orphans.tests.unit import cloud as cloud_mod
 from nova_orphans.tests.unit.engine import test_zun_rule
-from nova_orphans.tests.unit import test_audit
 
 # A part of Zun's container table: what the reader selects, and more.
 TABLE = ('CREATE TABLE container (id INTEGER PRIMARY KEY, uuid VARCHAR(36), '

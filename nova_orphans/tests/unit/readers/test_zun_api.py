@@ -29,7 +29,7 @@ from nova_orphans.engine import rules
 from nova_orphans.engine import site_rules
 from nova_orphans.osc import plugin
 from nova_orphans.readers import zun_api
-from nova_orphans.tests.unit.osc import fakes
+from nova_orphans.tests.unit import fakes
 from nova_orphans.tests import zun_front
 
 ENDPOINT = 'http://zun:9517/v1'
