@@ -85,8 +85,9 @@ class APISources(sources.Sources):
     def describe(self):
         return ('the placement, compute and network APIs, and Zun\'s '
                 'container API where the catalog lists it, of the cloud '
-                '%s' % ', '.join('%s %s' % item for item in sorted(
-                    self.cloud().items()) if item[1]))
+                '%s' % ', '.join('%s %s' % (key, value) for key, value in
+                                 sorted(self.cloud().items())
+                                 if value and key != 'front_end'))
 
     def placement_reader(self):
         return placement_api.PlacementAPIReader(self.placement,

@@ -232,9 +232,10 @@ class DebugTests:
             self.assertTold(
                 messages,
                 r'^Configuration: %s$' % re.escape(self.clouds_yaml),
+                # An admin_token cloud goes through no keystone: its
+                # name alone (placement's endpoint is the next line's).
                 r'^allocations %s reads the placement, compute and network '
-                r'APIs, .* of the cloud auth_url %s, name cloud$' % (
-                    action, re.escape(self.placement.endpoint)),
+                r'APIs, .* of the cloud name cloud$' % action,
                 r'^allocations %s: \d+ row\(s\), exit code \d, in [\d.]+ s$'
                 % action)
             # keystoneauth's own request log, its token masked.
