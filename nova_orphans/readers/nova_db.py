@@ -32,8 +32,8 @@ import sqlalchemy as sa
 
 from nova_orphans import db_utils
 from nova_orphans.engine import claims as claims_mod
+from nova_orphans.engine import heal
 from nova_orphans.engine import model
-from nova_orphans.engine import rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.readers import base
@@ -78,7 +78,7 @@ INSTANCE_MAPPINGS = _table('instance_mappings', 'instance_uuid', 'cell_id',
                            'queued_for_delete', database='api')
 BUILD_REQUESTS = _table('build_requests', 'instance_uuid', database='api')
 # The scheduler hints an instance was created with (see
-# rules.missing_details).
+# heal.missing_details).
 REQUEST_SPECS = _table('request_specs', 'instance_uuid', 'spec',
                        database='api')
 COMPUTE_NODES = _table('compute_nodes', 'id', 'uuid', 'host',
@@ -231,7 +231,7 @@ class NovaDBReader(base.NovaReader):
     network API is never asked.
     """
 
-    def __init__(self, conf, network=None):
+    def __init__(self, conf, network=None, foreign=model.Foreign()):
         self.conf = conf
         self.ports = ports.NeutronPorts(network)
         self.api_url = conf.api_database.connection
@@ -244,10 +244,7 @@ class NovaDBReader(base.NovaReader):
             retry_interval=opts.db_retry_interval)
         self.cell_timeout = opts.cell_timeout
         self.grace_period = datetime.timedelta(seconds=opts.grace_period)
-        self.foreign = rules.foreign(
-            opts.foreign_projects, opts.foreign_consumer_types,
-            '[nova_orphans] foreign_projects',
-            '[nova_orphans] foreign_consumer_types')
+        self.foreign = foreign
         # What each database offers (see check_schema): checked on its
         # first read of the run.
         self._api_checked = False
@@ -491,7 +488,7 @@ class NovaDBReader(base.NovaReader):
                 sorted(instance_uuids))
         for uuid, spec in self._in_api(lambda conn: list(read(conn)),
                                        'request specs'):
-            hints = rules.internal_hints(_spec_hints(spec))
+            hints = heal.internal_hints(_spec_hints(spec))
             if hints:
                 snapshot.internal_hints[uuid] = hints
         return snapshot
