@@ -36,6 +36,7 @@ from nova_orphans import exit_codes
 from nova_orphans.i18n import _
 from nova_orphans import interrupt
 from nova_orphans import output
+from nova_orphans.repair import actions
 from nova_orphans.repair import journal as journal_mod
 
 LOG = logging.getLogger(__name__)
@@ -273,7 +274,7 @@ def _list_providers(command, values, context):
 
 
 def _repair_options(values, context):
-    return allocations.RepairOptions(
+    return actions.RepairOptions(
         dry_run=values.get('dry_run'), journal=values.get('journal'),
         max_count=values.get('max_count'), heal=values.get('heal'),
         notice=context.notice)
