@@ -84,17 +84,6 @@ def gone():
     return skipped(_('the allocation is gone'), 'gone', resolved=True)
 
 
-def other_writers_note(count):
-    """What a front end says once when ``count`` consumers met another
-    writer (Repairer.conflicts): a second clean beside this one makes
-    every write of it meet one, so it is said once, never per consumer.
-    """
-    return _('%(count)d consumer(s) were changed by another writer '
-             'between this run\'s read and its write (another clean or '
-             'restore, or nova); each was read again and left as it was '
-             'where it no longer needed this repair.') % {'count': count}
-
-
 def other_writer():
     """Placement refused the write (the consumer had changed), and the
     consumer read again no longer needs it: another writer (another run
@@ -435,7 +424,7 @@ class Repairer:
 
     def _failed(self, consumer, planned, error):
         # Debug: placement down fails every consumer alike, and the front
-        # ends print each cause once (output.group_failures).
+        # ends print each cause once (app.sentences.group_failures).
         LOG.debug('Repair of consumer %(consumer)s failed: %(error)s',
                   {'consumer': consumer, 'error': error})
         why = capacity.repair_refused(error, self._provider_name)
