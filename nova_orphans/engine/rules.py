@@ -170,7 +170,6 @@ def unmanaged_consumer(ctx):
 def unsettled(ctx):
     """nova may still be working on the consumer's live instance: the
     ``in_progress`` verdict, or None (see settling for why it matters).
-
     Deleted and archived instances are not asked: whatever nova still
     does for them removes the same allocations a repair removes.
     """
@@ -178,10 +177,9 @@ def unsettled(ctx):
     if inst is None or inst.deleted or inst.archived:
         return None
     why = settling.why_unsettled(inst, ctx.index.snapshot.nova)
-    if why is None:
-        return None
-    return Verdict(reasons.IN_PROGRESS, reasons.NONE,
-                   why + ' ' + _('Run again once it settles.'))
+    return None if why is None else Verdict(
+        reasons.IN_PROGRESS, reasons.NONE,
+        why + ' ' + _('Run again once it settles.'))
 
 
 def finished_migration(ctx):
