@@ -110,7 +110,7 @@ class GenerationConflict(NovaOrphansException):
     """Another writer changed the consumer between our read and our write.
 
     ``detail``: placement's own words (its consumer's generation, or a
-    provider's; see repair.actions.write).
+    provider's; see repair.writes.write).
     """
 
     msg_fmt = _('Consumer %(consumer)s was changed concurrently.')

@@ -17,6 +17,7 @@ through ``restore``.
 """
 
 import collections
+import dataclasses
 import time
 
 from oslo_log import log as logging
@@ -94,28 +95,6 @@ class Scope:
         return [f for f in findings
                 if (project is None or f.project_id == project) and
                 (user is None or f.user_id == user)]
-
-
-class RepairOptions:
-    """A clean's options. ``notice``: what a signal prints at once
-    while the writes in flight finish (None: nothing).
-    """
-
-    def __init__(self, dry_run=False, journal=None, max_count=None,
-                 heal=False, notice=None):
-        self.dry_run = dry_run
-        self.journal = journal
-        self.max_count = max_count
-        self.heal = heal
-        self.notice = notice
-
-    def check(self):
-        """Refuse a bad --max-count or --journal before anything is read."""
-        if self.max_count is not None and self.max_count < 1:
-            raise exception.InvalidInput(
-                reason=_('--max-count must be at least 1'))
-        if self.journal is not None and not self.dry_run:
-            journal.check_path(self.journal)
 
 
 class Metrics:
@@ -302,8 +281,8 @@ def repair(sources, listing, orphans, work, options, stop, progress=None,
         else '', 'path': journal_.path if journal_ is not None else 'none'})
     repairer = actions.Repairer(
         sources.placement, sources.nova(), listing.snapshot,
-        journal=journal_, options=actions.RepairOptions(
-            dry_run=options.dry_run, max_count=max_count, heal=heal,
+        journal=journal_, options=dataclasses.replace(
+            options, max_count=max_count, heal=heal,
             concurrency=sources.concurrency, rules=sources.rules,
             progress=progress, stop=stop),
         placement_db=sources.placement_db, zun_reader=sources.zun())

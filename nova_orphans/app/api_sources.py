@@ -11,8 +11,8 @@
 #    under the License.
 """The sources of an ``openstack`` run: the APIs (see app/sources.py)."""
 
+from nova_orphans.app import foreign as foreign_mod
 from nova_orphans.app import sources
-from nova_orphans.engine import rules
 from nova_orphans.engine import site_rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -49,7 +49,7 @@ class APISources(sources.Sources):
                 raise exception.InvalidInput(
                     reason=_('%(option)s must not be negative') % {
                         'option': option})
-        foreign = rules.foreign(
+        foreign = foreign_mod.declared(
             foreign_projects, foreign_consumer_types, '--foreign-project',
             '--foreign-consumer-type', error=exception.InvalidInput)
         self.clients = clients

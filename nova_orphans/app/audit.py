@@ -26,6 +26,7 @@ from oslo_log import log as logging
 from oslo_utils import uuidutils
 
 from nova_orphans.engine import classify
+from nova_orphans.engine import heal
 from nova_orphans.engine import index as index_mod
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
@@ -286,7 +287,7 @@ class Audit:
     def _with_internal_hints(self, snapshot, findings):
         """The findings, those of instances holding no allocation at all
         saying why, where their request spec shows it (see
-        rules.missing_details): read for those few instances only.
+        heal.missing_details): read for those few instances only.
         """
         missing = {f.consumer for f in findings
                    if f.reason == reasons.MISSING_ALLOCATIONS}
@@ -422,7 +423,7 @@ class Audit:
 
     def _held_elsewhere(self, snapshot, consumers):
         candidates = {inst.uuid for inst, _node in
-                      rules.missing_allocations(
+                      heal.missing_allocations(
                           index_mod.SnapshotIndex(snapshot))}
         if not candidates:
             return frozenset()

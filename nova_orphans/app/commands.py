@@ -32,10 +32,12 @@ from nova_orphans.app import providers
 from nova_orphans.app import report as report_mod
 from nova_orphans.app.report import CommandLine
 from nova_orphans.app.report import Line
+from nova_orphans.app import sentences
 from nova_orphans import exit_codes
 from nova_orphans.i18n import _
 from nova_orphans import interrupt
 from nova_orphans import output
+from nova_orphans.repair import actions
 from nova_orphans.repair import journal as journal_mod
 
 LOG = logging.getLogger(__name__)
@@ -107,8 +109,8 @@ class Context:
         for cell in listing.unreadable_cells:
             self.say(UNREADABLE[category] % {'cell': cell.label,
                                              'error': cell.error})
-        for line in output.unread_lines(listing.unread,
-                                        listing.unreadable_services):
+        for line in sentences.unread_lines(listing.unread,
+                                           listing.unreadable_services):
             self.say(line)
 
     def close(self):
@@ -169,7 +171,7 @@ def run(command, values, context):
     context.command = command
     started = time.monotonic()
     report = command._run(command, values, context)
-    line = output.retries_line(context.retries)
+    line = sentences.retries_line(context.retries)
     if line:
         report.notes.append(Line(line))
     report.warnings = context.warnings
@@ -251,7 +253,7 @@ def _list_allocations(command, values, context):
         context.sources(), _scope(values, values.get('show_all')),
         context.progress, metrics=metrics, rows=not prometheus)
     context.unreadable(listing, command.category)
-    summary = _summary(command, values, listing, output.list_summary)
+    summary = _summary(command, values, listing, sentences.list_summary)
     if prometheus:
         return report_mod.Report(listing.exit_code, metrics=metrics.text)
     if values.get('group_by'):
@@ -269,11 +271,11 @@ def _list_providers(command, values, context):
     context.unreadable(listing, command.category)
     return report_mod.Report(
         listing.exit_code, rows=listing.rows, summary=_summary(
-            command, values, listing, output.provider_list_summary))
+            command, values, listing, sentences.provider_list_summary))
 
 
 def _repair_options(values, context):
-    return allocations.RepairOptions(
+    return actions.RepairOptions(
         dry_run=values.get('dry_run'), journal=values.get('journal'),
         max_count=values.get('max_count'), heal=values.get('heal'),
         notice=context.notice)
@@ -324,20 +326,20 @@ def _repaired(result, what, nothing, metrics=None):
     that close its table, and on stderr what failed, its journal and
     what a signal stopped.
     """
-    shown, causes = output.group_failures(result.outcomes)
+    shown, causes = sentences.group_failures(result.outcomes)
 
     def summary():
         lines = []
         if result.allocation_outcomes:
-            lines.append(output.repairs_line(result.allocation_outcomes))
-        lines.append(output.outcome_summary(result.outcomes)
+            lines.append(sentences.repairs_line(result.allocation_outcomes))
+        lines.append(sentences.outcome_summary(result.outcomes)
                      if result.outcomes else nothing)
         return lines
 
     notes = []
     if result.conflicts:
         notes.append(result.conflicts_note())
-    notes += output.failure_lines(causes)
+    notes += sentences.failure_lines(causes)
     if result.journal_path is not None:
         notes.append(_('Journal: %(path)s') % {'path': result.journal_path})
         if result.unended:
@@ -397,7 +399,7 @@ def _prune_journals(command, values, context):
     summary = [_('No journal older than %(days)d day(s).') % {'days': days}]
     if rows:
         summary = [_('Journals in %(dir)s.') % {'dir': directory},
-                   output.outcome_summary([r.outcome for r in rows])]
+                   sentences.outcome_summary([r.outcome for r in rows])]
     return report_mod.Report(
         journals.prune_exit_code(rows), rows=[r.to_dict() for r in rows],
         keys=journals.Pruned.KEYS, findings=False,

@@ -23,6 +23,7 @@ clean ...`` or ``openstack --os-cloud ... allocation orphan clean ...``.
 
 import collections
 
+from nova_orphans.app import sentences
 from nova_orphans import output
 
 
@@ -91,7 +92,7 @@ class Report:
     @property
     def outcome_counts(self):
         """{outcome as the summary counts it: rows}."""
-        return collections.Counter(output.counted(o)
+        return collections.Counter(sentences.counted(o)
                                    for o in self.outcomes or ())
 
     def dicts(self):

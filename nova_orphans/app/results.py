@@ -11,9 +11,9 @@
 #    under the License.
 """What a run found or did, and the exit code that says so."""
 
+from nova_orphans.app import sentences
 from nova_orphans import exit_codes
 from nova_orphans import outcomes
-from nova_orphans.repair import actions
 
 
 class Listing:
@@ -110,7 +110,7 @@ class Repair:
         return bool(self.listing and self.listing.incomplete)
 
     def conflicts_note(self):
-        return actions.other_writers_note(self.conflicts)
+        return sentences.other_writers_note(self.conflicts)
 
     @property
     def done(self):

@@ -30,6 +30,7 @@ The application layer asks a run's sources only what is declared here.
 import os
 import time
 
+from nova_orphans.app import foreign
 from nova_orphans.conf import placement as placement_conf
 from nova_orphans import db_utils
 from nova_orphans.engine import rules as rules_mod
@@ -207,8 +208,13 @@ class DatabaseSources(Sources):
 
     def nova(self):
         if self._nova is None:
-            self._nova = nova_db.NovaDBReader(self.conf,
-                                              network=self._network)
+            opts = self.conf.nova_orphans
+            self._nova = nova_db.NovaDBReader(
+                self.conf, network=self._network,
+                foreign=foreign.declared(
+                    opts.foreign_projects, opts.foreign_consumer_types,
+                    '[nova_orphans] foreign_projects',
+                    '[nova_orphans] foreign_consumer_types'))
         return self._nova
 
     def _network(self):

@@ -189,7 +189,7 @@ class PlacementClient:
         consumer generation conflict), carrying the status code, and
         ``transient`` (the fault's reason) when the fault may be
         transient: a read was retried already; a write was sent once,
-        and may have been applied (see repair.actions.write).
+        and may have been applied (see repair.writes.write).
         """
         resp = self._send(method, url, version or self.version, json=json)
         return _check(method, url, resp, expected, self._retriable)

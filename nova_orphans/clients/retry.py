@@ -43,7 +43,7 @@ One ``Retries`` per run holds what the requests share:
 
 A write (PUT, POST, DELETE) is sent once: a fault on it may have lost
 only its answer, so the caller reads what it wrote and decides (see
-repair.actions.write). ``fault_reason`` names what happened to it.
+repair.writes.write). ``fault_reason`` names what happened to it.
 """
 
 import collections

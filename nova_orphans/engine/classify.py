@@ -14,8 +14,10 @@
 import dataclasses
 
 from nova_orphans.engine import claims as claims_mod
+from nova_orphans.engine import heal
 from nova_orphans.engine import index as index_mod
 from nova_orphans.engine import model
+from nova_orphans.engine import nova_states
 from nova_orphans.engine import reasons
 from nova_orphans.engine import rules as rules_mod
 from nova_orphans.i18n import _
@@ -44,8 +46,8 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None,
     append = findings.append
     # Most allocations are live instances on their own node or on a
     # sharing provider: the built-in chain's verdict for them is known
-    # without running it (rules.plainly_active), and whether it is
-    # shown, once.
+    # without running it (plainly_active), and whether it is shown,
+    # once.
     shortcut = (rules is rules_mod.DEFAULT_RULES and
                 not index.unreadable_cells)
     plain = {}
@@ -57,7 +59,8 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None,
     migrations = snapshot.nova.migrations
     claims = snapshot.nova.claims
     provider_facts = index.provider_facts
-    plainly_active = rules_mod.plainly_active
+    # Names looked up in the loop, local: once per allocation of a cloud.
+    glance = plainly_active
     for alloc in snapshot.placement.allocations:
         consumer = alloc.consumer
         inst = instances.get(consumer)
@@ -67,7 +70,7 @@ def classify(snapshot, rules=rules_mod.DEFAULT_RULES, shown=None,
             provider, node, sharing = (
                 provider_facts.get(alloc.provider) or
                 index.facts_for_provider(alloc.provider))
-            make = plainly_active(inst, node, alloc, claims, sharing)
+            make = glance(inst, node, alloc, claims, sharing)
             if make is not None:
                 verdict, show = plain[make]
                 if show:
@@ -86,6 +89,64 @@ def order(finding):
     """classify's order: by host, provider name, provider and consumer."""
     return (finding.host or '', finding.resource_provider_name or '',
             finding.resource_provider or '', finding.consumer)
+
+
+# vm_states in which some rule before active_instance may decide.
+_UNSETTLED_STATES = frozenset((nova_states.BUILDING,
+                               nova_states.SOFT_DELETED,
+                               nova_states.SHELVED_OFFLOADED))
+
+
+def plainly_active(inst, node, alloc, claims, sharing):
+    """DEFAULT_RULES' verdict at a glance, when it is active_instance's:
+    ``runs_here`` or ``shares`` (the function making it), else None.
+
+    For the instance's own allocation (its consumer is no migration),
+    when every cell could be read: most allocations of a cloud, which
+    classify then spares the whole chain. ``node``: the compute node
+    whose tree holds the provider (or None); ``sharing``: whether the
+    provider is a sharing provider nova uses; ``claims``: the
+    snapshot's (NovaSnapshot.claims).
+
+    Every rule before active_instance returns None for a live instance
+    in none of these vm_states, on its own node or on a sharing
+    provider: unverifiable (every cell read), unmanaged_provider (a
+    node's tree, where the index puts no provider of another service,
+    or sharing), unmanaged_consumer (nova knows the consumer),
+    finished_migration and active_migration (no
+    migration consumer; on its node or sharing), deleted_instance
+    (live), building, soft_deleted and shelved_offloaded (its
+    vm_state), and leaked_port_allocation: never on a sharing provider,
+    and on the node's tree only for what holds a port's classes below
+    the root that no port claims. A rule added before active_instance
+    must be reflected here and in PLAINLY_ACTIVE_ANSWERS_FOR (a unit
+    test holds that to DEFAULT_RULES); the unit tests also compare both
+    ways on every kind of allocation.
+    """
+    if inst.deleted or inst.archived or inst.vm_state in _UNSETTLED_STATES:
+        return None
+    if not on_node(inst, node):
+        return rules_mod.shares if sharing else None
+    if alloc.provider == node.uuid or claims_mod.PORT_CLASSES.isdisjoint(
+            alloc.resources):
+        return rules_mod.runs_here
+    found = claims.get(inst.uuid)
+    if (found is not None and found.port_providers is not None and
+            alloc.provider in found.port_providers):
+        return rules_mod.runs_here
+    return None
+
+
+# The rules plainly_active answers for, by what it checks: every one
+# before active_instance in DEFAULT_RULES. A rule added there must be
+# reflected in plainly_active, and named here: a unit test
+# (test_fast_paths) fails while this and DEFAULT_RULES disagree.
+PLAINLY_ACTIVE_ANSWERS_FOR = (
+    rules_mod.unverifiable, rules_mod.unmanaged_provider,
+    rules_mod.unmanaged_consumer, rules_mod.finished_migration,
+    rules_mod.deleted_instance, rules_mod.building, rules_mod.soft_deleted,
+    rules_mod.active_migration, rules_mod.shelved_offloaded,
+    rules_mod.leaked_port_allocation)
 
 
 def unsettled_candidates(snapshot, findings):
@@ -133,7 +194,7 @@ def claim_candidates(snapshot):
                 inst.deleted or inst.archived or
                 port_classes.isdisjoint(alloc.resources)):
             continue
-        if rules_mod.on_node(inst, nodes.get(provider.root_uuid)):
+        if on_node(inst, nodes.get(provider.root_uuid)):
             candidates.add(inst.uuid)
     return candidates
 
@@ -165,6 +226,44 @@ def with_activity(snapshot, findings, instances, rules, shown=None,
                   key=order)
 
 
+class AllocationContext:
+    """What the rules know about one allocation.
+
+    Built once per allocation and read by every rule in the chain, so
+    what they all ask (the instance, the migration, whether the provider
+    is a sharing provider, whether it is the instance's node) is worked
+    out here once rather than on each access.
+    """
+
+    __slots__ = ('index', 'allocation', 'provider', 'node', 'owner',
+                 'instance', 'migration', 'sharing', '_on_instance_node')
+
+    def __init__(self, index, allocation, provider, node, owner,
+                 sharing=None):
+        self.index = index
+        self.allocation = allocation
+        self.provider = provider
+        # The compute node whose provider tree holds the allocation.
+        self.node = node
+        self.owner = owner
+        self.instance = inst = owner.instance
+        self.migration = owner.migration
+        self.sharing = (index.is_nova_sharing(allocation.provider)
+                        if sharing is None else sharing)
+        self._on_instance_node = inst is not None and on_node(inst, node)
+
+    def on_instance_node(self):
+        """Whether the allocation is on the node the instance runs on."""
+        return self._on_instance_node
+
+
+def on_node(inst, node):
+    """Whether the compute node (or None) is the one the instance is on."""
+    return node is not None and (
+        node.uuid == inst.compute_node or
+        (node.host == inst.host and node.hypervisor_hostname == inst.node))
+
+
 def _classify_allocation(index, alloc, rules, shown=None):
     """The allocation's finding, or None if ``shown`` rejects its verdict."""
     owner, provider, node, _rule, verdict = _decide(index, alloc, rules)
@@ -179,8 +278,7 @@ def _decide(index, alloc, rules):
     """
     owner = index.owner(alloc.consumer)
     provider, node, sharing = index.facts_for_provider(alloc.provider)
-    ctx = rules_mod.AllocationContext(index, alloc, provider, node, owner,
-                                      sharing)
+    ctx = AllocationContext(index, alloc, provider, node, owner, sharing)
     for rule in rules:
         verdict = rule(ctx)
         if verdict is not None:
@@ -278,7 +376,7 @@ def with_records(findings, records):
 
 
 def _missing(index):
-    for inst, node in rules_mod.missing_allocations(index):
+    for inst, node in heal.missing_allocations(index):
         provider = index.providers.get(node.uuid) if node else None
         cell = index.snapshot.nova.cells.get(inst.cell)
         yield model.Finding(
@@ -295,7 +393,7 @@ def _missing(index):
             resources={},
             project_id=inst.project_id,
             user_id=inst.user_id,
-            details=rules_mod.missing_details(inst, index.snapshot.nova),
+            details=heal.missing_details(inst, index.snapshot.nova),
         )
 
 
@@ -310,6 +408,6 @@ def with_internal_hints(findings, nova):
         if (f.reason == reasons.MISSING_ALLOCATIONS and inst is not None and
                 inst.uuid in nova.internal_hints):
             f = dataclasses.replace(
-                f, details=rules_mod.missing_details(inst, nova))
+                f, details=heal.missing_details(inst, nova))
         result.append(f)
     return result

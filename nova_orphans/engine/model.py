@@ -410,7 +410,7 @@ class NovaSnapshot:
     # {instance uuid: the internal scheduler hints (names starting with
     # ``_nova``) its request spec carries}, read only for the live
     # instances holding no allocation at all, and only those that carry
-    # some (see rules.missing_details).
+    # some (see heal.missing_details).
     internal_hints: typing.Dict[str, tuple] = dataclasses.field(
         default_factory=dict)
     # {root provider uuid: why}: roots that may be compute nodes nobody

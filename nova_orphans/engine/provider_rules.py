@@ -68,7 +68,6 @@ import collections
 
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
-from nova_orphans.engine import rules
 from nova_orphans.i18n import _
 
 
@@ -103,7 +102,7 @@ def judge_root(root, nova):
     """(reason, action, details, compute node or None) of one root."""
     if root.foreign_owner is not None:
         return (reasons.UNMANAGED, reasons.NONE,
-                rules.foreign_provider_details(root.foreign_owner), None)
+                foreign_provider_details(root.foreign_owner), None)
     node = nova.compute_nodes.get(root.uuid)
     down = nova.unreadable_cells
     cells = ', '.join(sorted(c.label or c.uuid for c in down))
@@ -132,6 +131,16 @@ def judge_root(root, nova):
     return (reasons.UNMANAGED, reasons.NONE,
             _('The tree\'s root is no compute node nova has or had.'),
             None)
+
+
+def foreign_provider_details(owner):
+    """Why a provider (model.Provider.foreign_owner) is never nova's."""
+    if owner == 'blazar':
+        return _('The provider is Blazar\'s reservation provider '
+                 '(blazar_<host>): another service\'s, never judged '
+                 'nova\'s.')
+    return _('The provider carries %(traits)s: another service\'s, never '
+             'judged nova\'s.') % {'traits': owner}
 
 
 def foreign_in_tree(providers, tree):
@@ -231,7 +240,7 @@ def _row(p, root_uuid, host, cell, node, reason, action, details, held,
     """
     if p.foreign_owner is not None and p.uuid != root_uuid:
         reason, action = reasons.UNMANAGED, reasons.NONE
-        details = rules.foreign_provider_details(p.foreign_owner)
+        details = foreign_provider_details(p.foreign_owner)
     elif (reason == reasons.LIVE_COMPUTE_NODE and not held[p.uuid] and
             p.uuid in (fully_reserved or ())):
         reason = reasons.FULLY_RESERVED

@@ -64,6 +64,10 @@ REASONS = ORPHAN_REASONS + HEALTHY_REASONS
 INSTANCE = 'instance'
 MIGRATION = 'migration'
 UNKNOWN = 'unknown'
+# The consumer types nova's consumers may carry in placement (1.38+):
+# nova 27 to 34 write none, which placement reads back as "unknown".
+NOVA_CONSUMER_TYPES = frozenset(('INSTANCE', 'MIGRATION'))
+UNTYPED = 'unknown'
 
 # Resource provider trees (``providers list``; see provider_rules). The
 # whole tree of a root shares its root's reason and action.

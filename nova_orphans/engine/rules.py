@@ -17,11 +17,8 @@ what nova knows about its consumer and provider, and either returns a
 ``DEFAULT_RULES`` is the safety argument: the rules that protect live
 allocations (unreadable cells, other services' providers and
 consumers, moves in progress) run before any rule that calls an
-allocation an orphan, and
-``unknown_consumer`` only fires when nothing anywhere knows the consumer.
-A foreign provider protects everything on it but what nova's own ended
-consumers hold there and nowhere on nova's nodes (see
-``unmanaged_provider``).
+allocation an orphan, and ``unknown_consumer`` only fires when nothing
+anywhere knows the consumer.
 
 Every rule that repairs what a live instance or one of its migrations
 holds (finished_migration, shelved_offloaded, evacuated_source,
@@ -36,25 +33,13 @@ their own through the ``nova_orphans.rules`` entry point namespace.
 """
 
 import collections
-import itertools
-import re
 
 from nova_orphans.engine import claims as claims_mod
-from nova_orphans.engine import model
 from nova_orphans.engine import nova_states
+from nova_orphans.engine import provider_rules
 from nova_orphans.engine import reasons
-from nova_orphans import exception
+from nova_orphans.engine import settling
 from nova_orphans.i18n import _
-
-# The consumer types nova's consumers may carry in placement (1.38+):
-# nova 27 to 34 write none, which placement reads back as "unknown".
-NOVA_CONSUMER_TYPES = frozenset(('INSTANCE', 'MIGRATION'))
-UNTYPED = 'unknown'
-# Placement's consumer type names (CONSUMER_TYPE_PATTERN).
-_CONSUMER_TYPE = re.compile(r'^[A-Z0-9_]+$')
-# keystone's project ids: a uuid4's hex digits (the SQL resource backend,
-# the only one since Mitaka); what nova passes placement from the token.
-_PROJECT_ID = re.compile(r'^[0-9a-f]{32}$')
 
 
 class Verdict(collections.namedtuple('Verdict', 'reason action details')):
@@ -65,44 +50,6 @@ class Verdict(collections.namedtuple('Verdict', 'reason action details')):
     @property
     def is_orphan(self):
         return self.action != reasons.NONE
-
-
-class AllocationContext:
-    """What the rules know about one allocation.
-
-    Built once per allocation and read by every rule in the chain, so
-    what they all ask (the instance, the migration, whether the provider
-    is a sharing provider, whether it is the instance's node) is worked
-    out here once rather than on each access.
-    """
-
-    __slots__ = ('index', 'allocation', 'provider', 'node', 'owner',
-                 'instance', 'migration', 'sharing', '_on_instance_node')
-
-    def __init__(self, index, allocation, provider, node, owner,
-                 sharing=None):
-        self.index = index
-        self.allocation = allocation
-        self.provider = provider
-        # The compute node whose provider tree holds the allocation.
-        self.node = node
-        self.owner = owner
-        self.instance = inst = owner.instance
-        self.migration = owner.migration
-        self.sharing = (index.is_nova_sharing(allocation.provider)
-                        if sharing is None else sharing)
-        self._on_instance_node = inst is not None and on_node(inst, node)
-
-    def on_instance_node(self):
-        """Whether the allocation is on the node the instance runs on."""
-        return self._on_instance_node
-
-
-def on_node(inst, node):
-    """Whether the compute node (or None) is the one the instance is on."""
-    return node is not None and (
-        node.uuid == inst.compute_node or
-        (node.host == inst.host and node.hypervisor_hostname == inst.node))
 
 
 def _cells(cells):
@@ -164,7 +111,7 @@ def unmanaged_provider(ctx):
     owner = ctx.provider.foreign_owner if ctx.provider is not None else None
     if owner is not None:
         return Verdict(reasons.UNMANAGED_PROVIDER, reasons.NONE,
-                       foreign_provider_details(owner))
+                       provider_rules.foreign_provider_details(owner))
     if ctx.node is None and not ctx.sharing:
         if (not ctx.index.holds_on_nova_nodes(ctx.allocation.consumer) and
                 (finished_migration(ctx) or deleted_instance(ctx))):
@@ -173,16 +120,6 @@ def unmanaged_provider(ctx):
                        _('The provider belongs to no nova compute node tree '
                          'and is not a sharing provider used by one.'))
     return None
-
-
-def foreign_provider_details(owner):
-    """Why a provider (model.Provider.foreign_owner) is never nova's."""
-    if owner == 'blazar':
-        return _('The provider is Blazar\'s reservation provider '
-                 '(blazar_<host>): another service\'s, never judged '
-                 'nova\'s.')
-    return _('The provider carries %(traits)s: another service\'s, never '
-             'judged nova\'s.') % {'traits': owner}
 
 
 def unmanaged_consumer(ctx):
@@ -213,7 +150,7 @@ def unmanaged_consumer(ctx):
                          'projects): another service\'s consumer.') %
                        {'project': record.project_id})
     kind = record.consumer_type
-    if kind is None or kind == UNTYPED:
+    if kind is None or kind == reasons.UNTYPED:
         return None
     if kind in declared.consumer_types:
         return Verdict(reasons.UNMANAGED_CONSUMER, reasons.NONE,
@@ -221,7 +158,7 @@ def unmanaged_consumer(ctx):
                          'type %(type)s is declared foreign (foreign '
                          'consumer types): another service\'s consumer.') %
                        {'type': kind})
-    if kind not in NOVA_CONSUMER_TYPES:
+    if kind not in reasons.NOVA_CONSUMER_TYPES:
         return Verdict(reasons.UNMANAGED_CONSUMER, reasons.NONE,
                        _('No nova record has this uuid, and placement '
                          'records its consumer type as %(type)s, which '
@@ -230,106 +167,19 @@ def unmanaged_consumer(ctx):
     return None
 
 
-def foreign(projects=(), consumer_types=(), projects_option='',
-            types_option='', error=exception.ConfigError):
-    """The model.Foreign the operator declares, checked.
-
-    Project ids only: placement records a consumer's project id, and
-    names are not resolved, so that both front ends judge alike from
-    the same declaration (``nova-orphans-manage`` reads nova.conf and
-    has no identity service to ask) and a name never silently matches
-    nothing, which would leave another service's consumers to be
-    cleaned. A value that is no keystone project id is refused with
-    ``error``, naming ``projects_option`` (or ``types_option``).
-    """
-    ids = set()
-    for value in projects:
-        value = value.strip()
-        if not _PROJECT_ID.match(value.lower()):
-            raise error(reason=_(
-                '%(option)s: %(value)s is not a project id (32 hex '
-                'digits); project names are not resolved: give the id '
-                '("openstack project show -f value -c id NAME")') % {
-                'option': projects_option, 'value': value})
-        ids.add(value.lower())
-    kinds = set()
-    for value in consumer_types:
-        value = value.strip()
-        if not _CONSUMER_TYPE.match(value):
-            raise error(reason=_(
-                '%(option)s: %(value)s is not a placement consumer type '
-                '(upper case letters, digits and _)') % {
-                'option': types_option, 'value': value})
-        if value in NOVA_CONSUMER_TYPES:
-            raise error(reason=_(
-                '%(option)s: %(value)s is one of nova\'s own consumer '
-                'types') % {'option': types_option, 'value': value})
-        kinds.add(value)
-    return model.Foreign(projects=frozenset(ids),
-                         consumer_types=frozenset(kinds))
-
-
 def unsettled(ctx):
-    """nova may still be working on the consumer's live instance.
-
-    nova records a move's end in its database before it deals with the
-    move's allocations: confirming, ``drop_move_claim_at_source`` sets
-    the migration ``confirmed`` (and the instance ACTIVE) and only then
-    is the migration's allocation on the source deleted; reverting,
-    ``drop_move_claim_at_dest`` sets it ``reverted`` while the instance
-    is already back on its source host in task state
-    ``resize_reverting``, and only then does the source move the
-    migration's allocation back to the instance. What the rules would
-    repair in that window is exactly what nova is about to write,
-    under a consumer generation it has already read: repairing it makes
-    nova's write fail and can leave the server with no allocation at
-    all. A re-read does not help, it shows the same state.
-
-    So nothing a live instance or its migrations hold is repaired while
-    the instance has a task state, is ``resized``, has an event of its
-    latest instance action still running, or nova recorded a change to
-    it, its migrations or that action within the grace period. Deleted
-    and archived instances are not asked: whatever nova still does for
-    them removes the same allocations a repair removes.
+    """nova may still be working on the consumer's live instance: the
+    ``in_progress`` verdict, or None (see settling for why it matters).
+    Deleted and archived instances are not asked: whatever nova still
+    does for them removes the same allocations a repair removes.
     """
     inst = ctx.instance
     if inst is None or inst.deleted or inst.archived:
         return None
-    return instance_unsettled(inst, ctx.index.snapshot.nova)
-
-
-def instance_unsettled(inst, nova):
-    """unsettled's verdict for a live instance, or None if it is settled."""
-    if inst.task_state is not None:
-        why = _('The instance has task_state %(task)s: nova is not done '
-                'with it.') % {'task': inst.task_state}
-    elif inst.vm_state == nova_states.RESIZED:
-        why = _('The instance is resized: its move is being confirmed or '
-                'awaits confirmation.')
-    else:
-        activity = nova.activity.get(inst.uuid)
-        if activity is None:
-            return None
-        if activity.pending_event is not None:
-            why = _('nova has not finished %(event)s on the instance '
-                    '(started %(since)s UTC).') % {
-                'event': activity.pending_event,
-                'since': _time(activity.pending_since)}
-        elif (nova.recent_since is not None and
-                activity.changed_at is not None and
-                activity.changed_at >= nova.recent_since):
-            why = _('nova changed the instance, one of its migrations or '
-                    'its latest action at %(time)s UTC, within '
-                    '[nova_orphans] grace_period of this run.') % {
-                'time': _time(activity.changed_at)}
-        else:
-            return None
-    return Verdict(reasons.IN_PROGRESS, reasons.NONE,
-                   why + ' ' + _('Run again once it settles.'))
-
-
-def _time(when):
-    return when.isoformat(sep=' ', timespec='seconds') if when else '?'
+    why = settling.why_unsettled(inst, ctx.index.snapshot.nova)
+    return None if why is None else Verdict(
+        reasons.IN_PROGRESS, reasons.NONE,
+        why + ' ' + _('Run again once it settles.'))
 
 
 def finished_migration(ctx):
@@ -564,6 +414,7 @@ def leaked_port_allocation(ctx):
     if verdict is not None:
         return verdict
     nova = ctx.index.snapshot.nova
+    when = settling.timestamp
     migs = ctx.index.in_progress.get(inst.uuid)
     if migs:
         return Verdict(reasons.ACTIVE_MIGRATION, reasons.NONE,
@@ -579,7 +430,7 @@ def leaked_port_allocation(ctx):
                        _('nova wrote the instance\'s network info at '
                          '%(time)s UTC, within [nova_orphans] grace_period '
                          'of this run. Run again once it settles.') %
-                       {'time': _time(found.network_changed_at)})
+                       {'time': when(found.network_changed_at)})
     if (found.cache_only and found.ports_changed_at is not None and
             inst.uuid in nova.activity and (
                 found.network_changed_at is None or
@@ -595,8 +446,8 @@ def leaked_port_allocation(ctx):
                          'is older than the server\'s last interface '
                          'change (%(change)s UTC) and neutron was not '
                          'asked: it proves nothing.') % {
-                           'cache': _time(found.network_changed_at),
-                           'change': _time(found.ports_changed_at)})
+                           'cache': when(found.network_changed_at),
+                           'change': when(found.ports_changed_at)})
     elsewhere = sorted(
         rp for rp in found.port_providers
         if getattr(ctx.index.providers.get(rp), 'root_uuid',
@@ -623,7 +474,7 @@ def leaked_port_allocation(ctx):
             'UTC: neutron was not asked, and nova refreshes the cache only '
             'on neutron\'s events (no longer periodically by default '
             'since nova 31.0.0).') % {
-            'cache': _time(found.network_changed_at)}
+            'cache': when(found.network_changed_at)}
     return Verdict(reasons.LEAKED_PORT_ALLOCATION, reasons.TRIM_PROVIDER,
                    details)
 
@@ -656,52 +507,6 @@ def shares():
     """active_instance's verdict on a sharing provider nova uses."""
     return Verdict(reasons.ACTIVE_INSTANCE, reasons.NONE,
                    _('Sharing provider used by the instance.'))
-
-
-# vm_states in which some rule before active_instance may decide.
-_UNSETTLED_STATES = frozenset((nova_states.BUILDING,
-                               nova_states.SOFT_DELETED,
-                               nova_states.SHELVED_OFFLOADED))
-
-
-def plainly_active(inst, node, alloc, claims, sharing):
-    """DEFAULT_RULES' verdict at a glance, when it is active_instance's:
-    ``runs_here`` or ``shares`` (the function making it), else None.
-
-    For the instance's own allocation (its consumer is no migration),
-    when every cell could be read: most allocations of a cloud, which
-    classify then spares the whole chain. ``node``: the compute node
-    whose tree holds the provider (or None); ``sharing``: whether the
-    provider is a sharing provider nova uses; ``claims``: the
-    snapshot's (NovaSnapshot.claims).
-
-    Every rule before active_instance returns None for a live instance
-    in none of these vm_states, on its own node or on a sharing
-    provider: unverifiable (every cell read), unmanaged_provider (a
-    node's tree, where the index puts no provider of another service,
-    or sharing), unmanaged_consumer (nova knows the consumer),
-    finished_migration and active_migration (no
-    migration consumer; on its node or sharing), deleted_instance
-    (live), building, soft_deleted and shelved_offloaded (its
-    vm_state), and leaked_port_allocation: never on a sharing provider,
-    and on the node's tree only for what holds a port's classes below
-    the root that no port claims. A rule added before active_instance
-    must be reflected here and in PLAINLY_ACTIVE_ANSWERS_FOR (a unit
-    test holds that to DEFAULT_RULES); the unit tests also compare both
-    ways on every kind of allocation.
-    """
-    if inst.deleted or inst.archived or inst.vm_state in _UNSETTLED_STATES:
-        return None
-    if not on_node(inst, node):
-        return shares if sharing else None
-    if alloc.provider == node.uuid or claims_mod.PORT_CLASSES.isdisjoint(
-            alloc.resources):
-        return runs_here
-    found = claims.get(inst.uuid)
-    if (found is not None and found.port_providers is not None and
-            alloc.provider in found.port_providers):
-        return runs_here
-    return None
 
 
 def evacuated_source(ctx):
@@ -791,78 +596,3 @@ DEFAULT_RULES = (
     stale_provider,
     unknown_consumer,
 )
-# The rules plainly_active answers for, by what it checks: every one
-# before active_instance in DEFAULT_RULES. A rule added there must be
-# reflected in plainly_active, and named here: a unit test
-# (test_fast_paths) fails while this and DEFAULT_RULES disagree.
-PLAINLY_ACTIVE_ANSWERS_FOR = (
-    unverifiable, unmanaged_provider, unmanaged_consumer,
-    finished_migration, deleted_instance, building, soft_deleted,
-    active_migration, shelved_offloaded, leaked_port_allocation)
-
-
-# The scheduler hint nova's own rebuild sets (never saved), which the
-# scheduler reads as "check the current host, claim nothing".
-CHECK_TYPE_HINT = '_nova_check_type'
-
-
-def internal_hints(hints):
-    """The names of nova's internal scheduler hints (``_nova*``) among
-    ``hints`` (a request spec's or a server's), sorted.
-    """
-    return tuple(sorted(str(k) for k in hints or ()
-                        if str(k).startswith('_nova')))
-
-
-def missing_details(inst, nova):
-    """The details of a missing_allocations finding for ``inst``.
-
-    A request spec that carries nova's internal ``_nova_check_type``
-    hint was created with it: nova's rebuild sets it on a copy it never
-    saves (``del request_spec.id`` in compute.api.API.rebuild), while
-    nova before 31.3.1, 32.2.1 and 33.0.2 kept a user's hints at create
-    as given, and its scheduler then skipped placement and the claim
-    (``request_is_rebuild``): the server runs with no allocation
-    (nova bug 2151252, fixed by stripping ``_nova`` hints at create).
-    """
-    details = _('The instance runs on %(host)s (%(node)s) but holds no '
-                'allocations in placement.') % {
-        'host': inst.host, 'node': inst.node}
-    if CHECK_TYPE_HINT in nova.internal_hints.get(inst.uuid, ()):
-        details += ' ' + _(
-            'Its request spec carries the scheduler hint %(hint)s, given '
-            'at create: the scheduler skipped the claim (OSSA-2026-022, '
-            'CVE-2026-46448, nova bug 2151252; fixed in nova 31.3.1, '
-            '32.2.1 and 33.0.2).') % {'hint': CHECK_TYPE_HINT}
-    return details
-
-
-def missing_allocations(index):
-    """Live, placed instances that hold nothing at all: heal them."""
-    placement = index.snapshot.placement
-    instances = index.snapshot.nova.instances
-    among = (instances if placement.missing_among is None else
-             [uuid for uuid in placement.missing_among if uuid in instances])
-    # Whether it holds allocations (in scope or elsewhere), asked first,
-    # of every instance, in C: most do, and it is then the one question
-    # asked of them (a set of every instance, made to take a difference,
-    # cost twice as much). The order does not matter: classify sorts.
-    elsewhere = placement.consumers_elsewhere
-    for uuid in itertools.filterfalse(index.by_consumer.__contains__,
-                                      among):
-        if uuid in elsewhere or uuid in index.held_by_migration:
-            continue
-        inst = instances[uuid]
-        if (inst.deleted or inst.archived or not inst.host or
-                not inst.node or
-                inst.vm_state in (nova_states.BUILDING,
-                                  nova_states.SOFT_DELETED,
-                                  nova_states.SHELVED_OFFLOADED) or
-                instance_unsettled(inst, index.snapshot.nova)):
-            continue
-        node = (index.nodes_by_uuid.get(inst.compute_node) or
-                index.node_for_host_node(inst.host, inst.node))
-        if placement.scope is not None and (
-                node is None or node.uuid not in placement.scope):
-            continue
-        yield inst, node

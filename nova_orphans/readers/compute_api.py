@@ -54,8 +54,8 @@ from nova_orphans.clients import compute
 from nova_orphans.clients import network as network_mod
 from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.engine import claims as claims_mod
+from nova_orphans.engine import heal
 from nova_orphans.engine import model
-from nova_orphans.engine import rules
 from nova_orphans.i18n import _
 from nova_orphans.readers import base
 from nova_orphans.readers import ports as ports_mod
@@ -477,7 +477,7 @@ class ComputeAPIReader(base.NovaReader):
         API shows none, and leaves them unread.
         """
         for uuid, hints in self._map(self._hints, sorted(instance_uuids)):
-            hints = rules.internal_hints(hints)
+            hints = heal.internal_hints(hints)
             if hints:
                 snapshot.internal_hints[uuid] = hints
         return snapshot

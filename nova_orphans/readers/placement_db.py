@@ -17,6 +17,8 @@ placement itself does no work at all. It answers exactly what
 :class:`~nova_orphans.readers.placement_api.PlacementAPIReader` answers:
 the same providers with the same sharing flags and aggregates, the same
 allocations and the same consumer records, so the findings are the same.
+The allocation rows are grouped and made into allocations by
+placement_rows, in a second process for a large cloud.
 
 Consumer records (project, user, generation, type) are read in bulk,
 all of them or just those the audit asks for, through
@@ -32,7 +34,6 @@ os-resource-classes' order, custom ones start at 10000), so nothing of
 placement is imported here.
 """
 
-import array
 import collections
 import time
 
@@ -45,6 +46,7 @@ from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans.readers import base
 from nova_orphans.readers import placement_api
+from nova_orphans.readers import placement_rows
 from nova_orphans.readers import second_process
 
 LOG = logging.getLogger(__name__)
@@ -56,8 +58,6 @@ def _table(name, *columns):
 
 PROVIDERS = _table('resource_providers', 'id', 'uuid', 'name', 'generation',
                    'root_provider_id', 'parent_provider_id')
-ALLOCATIONS = _table('allocations', 'resource_provider_id', 'consumer_id',
-                     'resource_class_id', 'used')
 CONSUMERS = _table('consumers', 'uuid', 'project_id', 'user_id',
                    'generation', 'consumer_type_id')
 PROJECTS = _table('projects', 'id', 'external_id')
@@ -69,17 +69,13 @@ PROVIDER_TRAITS = _table('resource_provider_traits', 'resource_provider_id',
 AGGREGATES = _table('placement_aggregates', 'id', 'uuid')
 PROVIDER_AGGREGATES = _table('resource_provider_aggregates',
                              'resource_provider_id', 'aggregate_id')
-RESOURCE_CLASSES = _table('resource_classes', 'id', 'name')
+# Declared where the second process reads them (see placement_rows).
+ALLOCATIONS = placement_rows.ALLOCATIONS
+RESOURCE_CLASSES = placement_rows.RESOURCE_CLASSES
 INVENTORIES = _table('inventories', 'resource_provider_id',
                      'resource_class_id')
 INVENTORY_TOTALS = _table('inventories', 'resource_provider_id',
                           'resource_class_id', 'total', 'reserved')
-
-# Every allocation row: one per consumer, provider and resource class.
-ALLOCATION_ROWS = sa.select(ALLOCATIONS.c.resource_provider_id,
-                            ALLOCATIONS.c.consumer_id,
-                            ALLOCATIONS.c.resource_class_id,
-                            ALLOCATIONS.c.used)
 
 # Clouds of at least this many providers have all their allocations read
 # in a second process (PlacementDBReader.reads_in_background); None:
@@ -296,7 +292,7 @@ class PlacementDBReader(base.PlacementReader):
         started = time.monotonic()
         try:
             answer = second_process.run(
-                _allocation_columns,
+                placement_rows.allocation_columns,
                 (self.url, self._engines.engine_args), cancelled)
             if LOG.isEnabledFor(logging.DEBUG):
                 LOG.debug('%(source)s, every allocation, in a second process: '
@@ -314,8 +310,10 @@ class PlacementDBReader(base.PlacementReader):
         if error is not None:
             raise exception.PlacementDatabaseUnreadable(
                 url=db_utils.safe_url(self.url), error=error)
-        classes = self._read(_resource_classes, 'resource classes')
-        return _build(_unjoined(columns), classes, self._ids), True
+        classes = self._read(placement_rows.resource_classes,
+                             'resource classes')
+        return placement_rows.build(placement_rows.unjoined(columns), classes,
+                                    self._ids), True
 
     def _allocations(self, conn, provider_uuids):
         """(allocations, whether every provider was read)."""
@@ -324,11 +322,12 @@ class PlacementDBReader(base.PlacementReader):
                 sa.select(PROVIDERS.c.uuid, PROVIDERS.c.id)).all())
         wanted = [self._ids[u] for u in provider_uuids if u in self._ids]
         everything = bool(wanted) and len(wanted) == len(self._ids)
-        rows = _where_in(conn, ALLOCATION_ROWS,
+        rows = _where_in(conn, placement_rows.ALLOCATION_ROWS,
                          ALLOCATIONS.c.resource_provider_id, wanted,
                          everything)
-        return _build(_runs(rows), _resource_classes(conn),
-                      self._ids), everything
+        return placement_rows.build(
+            placement_rows.runs(rows), placement_rows.resource_classes(conn),
+            self._ids), everything
 
     def _consumer_records(self, conn, consumers, everything=False):
         if everything:
@@ -409,7 +408,7 @@ class PlacementDBReader(base.PlacementReader):
         wanted = set(provider_uuids)
 
         def work(conn):
-            classes = _resource_classes(conn)
+            classes = placement_rows.resource_classes(conn)
             found = collections.defaultdict(dict)
             for uuid, rc_id, total, reserved in conn.execute(
                     sa.select(PROVIDERS.c.uuid,
@@ -420,7 +419,7 @@ class PlacementDBReader(base.PlacementReader):
                         PROVIDERS, INVENTORY_TOTALS.c.resource_provider_id ==
                         PROVIDERS.c.id))):
                 if uuid in wanted:
-                    found[uuid][_class_name(classes, rc_id)] = {
+                    found[uuid][placement_rows.class_name(classes, rc_id)] = {
                         'total': total, 'reserved': reserved}
             return found
         return {uuid: classes for uuid, classes in
@@ -465,146 +464,11 @@ class PlacementDBReader(base.PlacementReader):
         return records, allocations
 
 
-def _runs(rows):
-    """The runs of consecutive allocation rows of one consumer on one
-    provider, in columns: ``(consumers, provider ids, key indexes,
-    keys)``, the i-th run being ``consumers[i]`` on ``provider_ids[i]``
-    holding ``keys[key_indexes[i]]``, a key ``(class id, used, class id,
-    used, ...)``.
-
-    Placement writes a consumer's rows together, so they come one after
-    the other: a run is an allocation, unless its rows were not
-    consecutive (see _add_again). Most allocations hold the same few
-    amounts (a flavor's), so the keys are a handful. Columns, not a
-    record per run: they are what the second process hands back (see
-    _allocation_columns), the fastest to pickle and load.
-    """
-    consumers = []
-    rp_ids = array.array('q')
-    key_at = array.array('q')
-    keys = {}
-    add_consumer, add_rp_id = consumers.append, rp_ids.append
-    add_key, key_index = key_at.append, keys.setdefault
-    consumer = rp_id = key = None
-    for row_rp, row_consumer, rc_id, used in rows:
-        if row_consumer == consumer and row_rp == rp_id:
-            key += (rc_id, used)
-            continue
-        if key is not None:
-            add_consumer(consumer)
-            add_rp_id(rp_id)
-            add_key(key_index(key, len(keys)))
-        consumer, rp_id, key = row_consumer, row_rp, (rc_id, used)
-    if key is not None:
-        add_consumer(consumer)
-        add_rp_id(rp_id)
-        add_key(key_index(key, len(keys)))
-    return consumers, rp_ids, key_at, list(keys)
-
-
-def _build(runs, classes, ids):
-    """model.GroupedAllocations of _runs' columns.
-
-    ``ids``: {provider uuid: id} of the providers read. Each key's
-    resources dict is made once and shared by its allocations, never
-    changed once built, rather than each having a copy (a tenth of a
-    large run's memory).
-    """
-    consumers, rp_ids, key_at, keys = runs
-    resources = [_resources(classes, key) for key in keys]
-    uuids = {id_: uuid for uuid, id_ in ids.items()}
-    # {consumer: its first allocation}: a consumer seen again holds on
-    # several providers (see _add_again). It is the snapshot's grouping
-    # by consumer too (GroupedAllocations).
-    first = {}
-    allocations = model.GroupedAllocations(by_consumer=first)
-    append = allocations.append
-    allocation = model.Allocation
-    for consumer, rp_id, held in zip(consumers, rp_ids,
-                                     map(resources.__getitem__, key_at)):
-        provider = uuids.get(rp_id)
-        if provider is None:
-            # A provider created since providers() was read.
-            continue
-        alloc = allocation(consumer, provider, held)
-        if first.setdefault(consumer, alloc) is alloc:
-            append(alloc)
-        else:
-            _add_again(allocations, first, alloc)
-    return allocations
-
-
-def _allocation_columns(url, engine_args):
-    """Every allocation row's _runs, read in a second process (see
-    PlacementDBReader.reads_in_background).
-
-    ``(columns, None)`` or ``(None, error)``, the error free of
-    credentials. The consumers go joined by newlines, one string to
-    pickle and split instead of a million (consumer uuids have none;
-    should one, they go as they are).
-    """
-    engines = db_utils.ReaderEngines(**engine_args)
-    try:
-        with engines.connect(url) as conn:
-            consumers, rp_ids, key_at, keys = _runs(
-                db_utils.driver_rows(conn, ALLOCATION_ROWS))
-    except Exception as e:
-        return None, db_utils.safe_error(e, url)
-    finally:
-        engines.close()
-    joined = '\n'.join(consumers)
-    if len(consumers) > 1 and joined.count('\n') == len(consumers) - 1:
-        consumers = joined
-    return (consumers, rp_ids, key_at, keys), None
-
-
-def _unjoined(columns):
-    """_allocation_columns' columns with their consumers a list again
-    (joined for the pipe).
-    """
-    consumers, rp_ids, key_at, keys = columns
-    if isinstance(consumers, str):
-        consumers = consumers.split('\n')
-    return consumers, rp_ids, key_at, keys
-
-
-def _resource_classes(conn):
-    """{resource class id: name}."""
-    return dict(conn.execute(
-        sa.select(RESOURCE_CLASSES.c.id, RESOURCE_CLASSES.c.name)).all())
-
-
-def _resources(classes, key):
-    """{class name: used} of a _runs key."""
-    return {(classes[rc_id] if rc_id in classes else
-             _class_name(classes, rc_id)): used
-            for rc_id, used in zip(key[::2], key[1::2])}
-
-
-def _add_again(allocations, first, alloc):
-    """Add ``alloc``, of a consumer already seen, to ``allocations``, or
-    merge it into that consumer's earlier allocation on its provider.
-
-    ``first[consumer]`` becomes {provider: allocation} for such consumers.
-    """
-    consumer = alloc.consumer
-    mine = first[consumer]
-    if not isinstance(mine, dict):
-        mine = first[consumer] = {mine.provider: mine}
-    earlier = mine.get(alloc.provider)
-    if earlier is None:
-        mine[alloc.provider] = alloc
-        allocations.append(alloc)
-    else:
-        # A new dict: the resources dicts are shared.
-        earlier.resources = {**earlier.resources, **alloc.resources}
-
-
 def _allocations_of(conn, consumer_uuids):
     """{consumer: {provider uuid: {'resources': {class: used}}}}, as
     ``GET /allocations/{consumer}`` shows them (every consumer a key).
     """
-    classes = _resource_classes(conn)
+    classes = placement_rows.resource_classes(conn)
     allocations = {c: {} for c in consumer_uuids}
     for consumer, rp_uuid, rc_id, used in db_utils.rows_in(
             conn, sa.select(ALLOCATIONS.c.consumer_id, PROVIDERS.c.uuid,
@@ -617,7 +481,7 @@ def _allocations_of(conn, consumer_uuids):
             consumer_uuids):
         allocations[consumer].setdefault(
             rp_uuid, {'resources': {}})['resources'][
-                _class_name(classes, rc_id)] = used
+                placement_rows.class_name(classes, rc_id)] = used
     return allocations
 
 
@@ -629,15 +493,6 @@ def _where_in(conn, query, column, values, everything):
         return db_utils.driver_rows(conn, query)
     return db_utils.rows_in(conn, query.where(column.in_(db_utils.IN_VALUES)),
                             values)
-
-
-def _class_name(classes, rc_id):
-    try:
-        return classes[rc_id]
-    except KeyError:
-        raise exception.NovaOrphansException(
-            _('resource class id %(id)d is not in the placement '
-              'database\'s resource_classes table') % {'id': rc_id})
 
 
 def consumer_documents(reader, consumer_uuids, typed=True):

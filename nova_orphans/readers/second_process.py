@@ -16,7 +16,7 @@ placement rows in a thread while the cells are read would only take
 turns with them: sqlite even hands the interpreter lock back on every
 row (see db_utils.serial_reads). A second process does that read on
 another core, and hands back what it read in a form that costs the run
-far less to take in than reading it would (see placement_db).
+far less to take in than reading it would (see placement_rows).
 
 The process is a new interpreter, isolated (see _START), not a fork and
 not multiprocessing's spawn: by then the run has threads and open

@@ -53,7 +53,9 @@ from nova_orphans.readers import placement_db
 from nova_orphans.repair import capacity
 from nova_orphans.repair import documents
 from nova_orphans.repair import heal as heal_mod
+from nova_orphans.repair import journal as journal_mod
 from nova_orphans.repair import streams as streams_mod
+from nova_orphans.repair import writes
 
 LOG = logging.getLogger(__name__)
 
@@ -82,17 +84,6 @@ def gone():
     return skipped(_('the allocation is gone'), 'gone', resolved=True)
 
 
-def other_writers_note(count):
-    """What a front end says once when ``count`` consumers met another
-    writer (Repairer.conflicts): a second clean beside this one makes
-    every write of it meet one, so it is said once, never per consumer.
-    """
-    return _('%(count)d consumer(s) were changed by another writer '
-             'between this run\'s read and its write (another clean or '
-             'restore, or nova); each was read again and left as it was '
-             'where it no longer needed this repair.') % {'count': count}
-
-
 def other_writer():
     """Placement refused the write (the consumer had changed), and the
     consumer read again no longer needs it: another writer (another run
@@ -119,38 +110,33 @@ def no_longer(action, now):
         resolved=now in _SETTLED)
 
 
-class _Retry(Exception):
-    """The consumer changed under us; evaluate it again.
-
-    Its text says which generation placement found changed, for the
-    journal (see write).
-    """
-
-
-class _Changed(_Retry):
-    """As _Retry, but after a write whose answer was lost: this run's
-    write may have been applied, so its journal entry is never marked
-    as not applied.
-    """
-
-
 @dataclasses.dataclass(frozen=True)
 class RepairOptions:
     """How a run repairs: what the operator asked (``dry_run``,
-    ``max_count`` consumers at most, ``heal``) and how the run goes:
-    ``concurrency`` writes at once, the ``rules`` it classified with,
-    its ``progress`` and its ``stop`` (nova_orphans.interrupt: set by a
-    signal, asked before each batch and each write, so only the writes
-    in flight finish).
+    ``max_count`` consumers at most, ``heal``, the ``journal`` to write,
+    None for the default one) and how the run goes: ``concurrency``
+    writes at once, the ``rules`` it classified with, its ``progress``,
+    its ``stop`` (nova_orphans.interrupt: set by a signal, asked before
+    each batch and each write, so only the writes in flight finish) and
+    the ``notice`` a signal prints at once meanwhile (None: nothing).
     """
 
     dry_run: bool = False
     max_count: typing.Optional[int] = None
     heal: bool = False
+    journal: typing.Optional[str] = None
     concurrency: int = 8
     rules: tuple = rules_mod.DEFAULT_RULES
     progress: typing.Any = None
     stop: typing.Any = None
+    notice: typing.Any = None
+
+    def check(self):
+        """Refuse a --journal that cannot be written, before anything is
+        read.
+        """
+        if self.journal is not None and not self.dry_run:
+            journal_mod.check_path(self.journal)
 
 
 class Repairer:
@@ -328,7 +314,8 @@ class Repairer:
                 for c in batch}
 
     def _version(self, prepared):
-        docs = [dict(prepared.docs.get(c) or _empty(), allocations=after)
+        docs = [dict(prepared.docs.get(c) or documents.empty(),
+                     allocations=after)
                 for c, after in prepared.change.items()]
         return documents.docs_write_version(docs)
 
@@ -343,7 +330,7 @@ class Repairer:
             return {p.consumer: _interrupted(p.outcomes) for p in group}
         try:
             self._commit(group)
-        except (_Retry, exception.PlacementError) as e:
+        except (writes.Retry, exception.PlacementError) as e:
             status = getattr(e, 'status_code', None) or 0
             if len(group) == 1 or not 400 <= status < 500:
                 return self._after_single(group, e)
@@ -365,7 +352,7 @@ class Repairer:
         lone consumer's conflict is re-evaluated as always; anything else
         fails every consumer of the request.
         """
-        if isinstance(error, _Retry):
+        if isinstance(error, writes.Retry):
             p, = group
             return {p.consumer: self._guarded(
                 p.consumer, p.planned,
@@ -395,7 +382,7 @@ class Repairer:
         def attempt():
             try:
                 return self._attempt(consumer, planned, docs, fresh)
-            except _Retry:
+            except writes.Retry:
                 return self._reevaluate(consumer, planned)
         return self._guarded(consumer, planned, attempt)
 
@@ -413,7 +400,7 @@ class Repairer:
         fresh = self._read_fresh([consumer])
         try:
             outcomes = self._attempt(consumer, planned, docs, fresh)
-        except _Retry:
+        except writes.Retry:
             return [skipped(_('changed concurrently twice; run '
                               'again'))] * len(planned)
         return [other_writer() if o == gone() else o for o in outcomes]
@@ -437,7 +424,7 @@ class Repairer:
 
     def _failed(self, consumer, planned, error):
         # Debug: placement down fails every consumer alike, and the front
-        # ends print each cause once (output.group_failures).
+        # ends print each cause once (app.sentences.group_failures).
         LOG.debug('Repair of consumer %(consumer)s failed: %(error)s',
                   {'consumer': consumer, 'error': error})
         why = capacity.repair_refused(error, self._provider_name)
@@ -479,35 +466,19 @@ class Repairer:
         return _Prepared(consumer, planned, docs, act, change, outcomes)
 
     def _commit(self, group):
-        """Journal the prepared changes, then write them in one request.
-
-        Raises _Retry on a generation conflict, PlacementError on any
-        other failure; a refused request is marked not applied.
+        """Journal the prepared changes, then write them in one request
+        (see writes.commit).
         """
-        entries = self.journal.record_many([{
-            'action': p.act[0].action,
-            'findings': [f.to_dict() for f in p.act],
-            'consumers': {c: {'before': p.docs.get(c) or _empty(),
-                              'after': after}
-                          for c, after in p.change.items()},
-        } for p in group])
         targets = {}
         for p in group:
             targets.update(self._targets(p.docs, p.change))
-        try:
-            write(self.client, targets)
-        except _Retry as e:
-            # Placement refused the whole request: restore must not try
-            # to undo it (its consumers may well have changed since).
-            # Unless an earlier try's answer was lost (_Changed).
-            if not isinstance(e, _Changed):
-                self.journal.not_applied_many(entries, str(e))
-            e.status_code = 409
-            raise
-        except exception.PlacementError as e:
-            if 400 <= (getattr(e, 'status_code', 0) or 0) < 500:
-                self.journal.not_applied_many(entries, str(e))
-            raise
+        writes.commit(self.client, self.journal, [{
+            'action': p.act[0].action,
+            'findings': [f.to_dict() for f in p.act],
+            'consumers': {c: {'before': p.docs.get(c) or documents.empty(),
+                              'after': after}
+                          for c, after in p.change.items()},
+        } for p in group], targets)
 
     def _partner(self, consumer):
         """A migration consumer's instance, if the consumer is one.
@@ -605,7 +576,7 @@ class Repairer:
     def _targets(self, docs, change):
         targets = {}
         for c, after in change.items():
-            doc = docs.get(c) or _empty()
+            doc = docs.get(c) or documents.empty()
             if doc['project_id'] is None:
                 inst = self.audit.nova.instances.get(c)
                 doc = dict(doc, project_id=inst.project_id,
@@ -620,119 +591,8 @@ _Prepared = collections.namedtuple(
     '_Prepared', 'consumer planned docs act change outcomes')
 
 
-def write(client, targets):
-    """Write {consumer: (document, generation)} in one request.
-
-    One consumer is a PUT; several are one POST /allocations, so moves
-    between consumers are atomic, as nova does them.
-
-    A fault that may have lost only the answer (a connection reset, a
-    timeout, a 502/503/504 from a proxy: ``transient``, see
-    clients.retry) is never answered by sending the write again
-    blindly: every consumer is read back. All as the write leaves
-    them: it was applied, done. All still at the generation it
-    carried: it was not, and it is sent again (placement checks that
-    generation again). Anything else raises _Changed: another writer
-    changed a consumer, perhaps after this write.
-    """
-    # Never above what the server speaks: below 1.38 documents carry no
-    # type, and the bodies are the same from 1.28 to 1.37.
-    version = min(documents.docs_write_version(
-        [doc for doc, _gen in targets.values()]), client.version)
-    bodies = {c: documents.body(doc, gen, version)
-              for c, (doc, gen) in targets.items()}
-    if len(bodies) == 1:
-        (consumer, body), = bodies.items()
-        method, url, json = 'PUT', '/allocations/%s' % consumer, body
-    else:
-        method, url, json = 'POST', '/allocations', bodies
-    lost = False
-    attempt = 0
-    while True:
-        try:
-            client.request(method, url, json=json, version=version,
-                           expected=(204,))
-            return
-        except exception.GenerationConflict as e:
-            if not lost:
-                raise _Retry(_conflict(e.detail))
-            # An earlier try whose answer was lost may have landed since
-            # it was read back (it was on its way, past a timeout).
-            if _settle(client, targets) == _APPLIED:
-                return
-            raise _Changed(_conflict(e.detail))
-        except exception.PlacementError as e:
-            if e.transient is None:
-                raise
-            client.answer_lost(e, method, url)
-            lost = True
-            try:
-                state = _settle(client, targets)
-            except exception.NovaOrphansException as read_error:
-                LOG.debug('%(method)s %(url)s: could not be read back '
-                          '(%(error)s)', {'method': method, 'url': url,
-                                          'error': read_error})
-                raise e
-            if state == _APPLIED:
-                LOG.debug('%(method)s %(url)s: its answer was lost, and '
-                          'it was applied', {'method': method, 'url': url})
-                return
-            if state == _CHANGED:
-                raise _Changed(_('changed by another writer while the '
-                                 'answer to this write was lost'))
-            if not client.may_write_again(attempt, method, url):
-                raise
-            attempt += 1
-
-
-# What reading back a write whose answer was lost finds (see write).
-_APPLIED = 'applied'
-_UNCHANGED = 'unchanged'
-_CHANGED = 'changed'
-
-
-def _settle(client, targets):
-    """_APPLIED, _UNCHANGED or _CHANGED: the consumers of a write whose
-    answer was lost, read again.
-    """
-    reader = placement_api.PlacementAPIReader(client)
-    applied = unchanged = True
-    for consumer, (doc, generation) in targets.items():
-        now = documents.normalize(reader.consumer(consumer))
-        if now['allocations'] != doc['allocations'] or (
-                doc['allocations'] and
-                (now['project_id'], now['user_id']) !=
-                (doc['project_id'], doc['user_id'])):
-            applied = False
-        if now['consumer_generation'] != generation:
-            unchanged = False
-    if applied:
-        return _APPLIED
-    return _UNCHANGED if unchanged else _CHANGED
-
-
-def _conflict(detail):
-    """Which generation a 409 placement.concurrent_update was about.
-
-    Placement refuses a write with that code for a consumer generation
-    the write carried that is no longer the consumer's ("consumer
-    generation conflict - expected ..."), and when a provider's
-    inventory or allocations kept changing under its own retries
-    ("Inventory and/or allocations changed while attempting to
-    allocate"): only the first is the consumer's.
-    """
-    if 'consumer generation' in detail:
-        return _('consumer generation conflict')
-    return _('resource provider generation conflict')
-
-
 def _interrupted(outcomes):
     """A verified change a signal stopped before it was journaled: its
     rows that were to be done were not; the others keep their reason.
     """
     return [interrupted() if o == DONE else o for o in outcomes]
-
-
-def _empty():
-    return {'allocations': {}, 'project_id': None, 'user_id': None,
-            'consumer_generation': None, 'consumer_type': None}

@@ -43,6 +43,12 @@ def normalize(consumer_doc):
     }
 
 
+def empty():
+    """The document of a consumer that holds nothing (and has no record)."""
+    return {'allocations': {}, 'project_id': None, 'user_id': None,
+            'consumer_generation': None, 'consumer_type': None}
+
+
 def same_allocations(a, b):
     return (a or {}).get('allocations', {}) == (b or {}).get(
         'allocations', {})

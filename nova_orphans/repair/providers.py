@@ -265,7 +265,7 @@ class ProviderCleaner:
         entry then stays as it is); PlacementError as placement refused.
 
         The DELETE carries no generation, so a fault that may have lost
-        only its answer (see repair.actions.write) is settled by reading
+        only its answer (see repair.writes.write) is settled by reading
         the provider back: gone, the DELETE was applied; as recorded
         (its generation), it was not, and is sent again; changed, it is
         judged again.
@@ -367,7 +367,7 @@ def _create(client, record):
     the previous one left.
 
     A fault that may have lost only a write's answer (see
-    repair.actions.write) is settled by reading the provider back: as
+    repair.writes.write) is settled by reading the provider back: as
     the write leaves it, the write was applied; at the generation it
     carried (or, for the provider itself, absent), it was not and is
     sent again; otherwise the restore fails, the provider changed.

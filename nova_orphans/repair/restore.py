@@ -49,6 +49,7 @@ from nova_orphans.repair import documents
 from nova_orphans.repair import journal
 from nova_orphans.repair import providers as providers_mod
 from nova_orphans.repair import streams as streams_mod
+from nova_orphans.repair import writes
 
 
 def load(path, placement, cloud=None, journal_clouds=()):
@@ -455,10 +456,10 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
         for _i, part in group:
             targets.update(part)
         try:
-            actions.write(client, targets)
+            writes.write(client, targets)
             outcome = actions.DONE
-        except (actions._Retry, exception.PlacementError) as e:
-            status = (409 if isinstance(e, actions._Retry)
+        except (writes.Retry, exception.PlacementError) as e:
+            status = (409 if isinstance(e, writes.Retry)
                       else getattr(e, 'status_code', None) or 0)
             if not 400 <= status < 500:
                 outcome = actions.failed(str(e))
@@ -562,8 +563,8 @@ def _write(client, targets, stop=None, entry=None):
     if stop is not None and stop.is_set():
         return actions.interrupted()
     try:
-        actions.write(client, targets)
-    except actions._Retry:
+        writes.write(client, targets)
+    except writes.Retry:
         return actions.failed(_('changed concurrently; run restore again'))
     except exception.NovaOrphansException as e:
         # The providers the entry's findings name, as they were named.

@@ -17,12 +17,12 @@ times, each step on its own with nothing else running, the tool's own
 code for each against the least that step can be:
 
 * each cell's live instances: fetched and dropped, against the tool's
-  read of them into records (``nova_db._CellRead._instances``), and
+  read of them into records (``nova_cells.CellRead._instances``), and
   against a dict of the driver's own tuples, with the memory each
   holds (traced by tracemalloc in a run of its own);
 * placement's allocation rows: fetched and dropped, against the second
-  process's grouping of them (``placement_db._allocation_columns``) and
-  the run's making allocations of its answer (``placement_db._build``);
+  process's grouping of them (``placement_rows.allocation_columns``) and
+  the run's making allocations of its answer (``placement_rows.build``);
 * on the snapshot a run builds: ``classify``, against a loop doing
   nothing but the one look-up per allocation classifying needs (its
   consumer's instance).
@@ -47,8 +47,8 @@ from nova_orphans.app import audit
 from nova_orphans import db_utils
 from nova_orphans.engine import classify
 from nova_orphans.engine import index
-from nova_orphans.readers import nova_db
-from nova_orphans.readers import placement_db
+from nova_orphans.readers import nova_cells
+from nova_orphans.readers import placement_rows
 
 REPEAT = 3
 
@@ -87,19 +87,19 @@ def _drop(rows):
 
 
 def _cells(nova):
-    live = nova_db.INSTANCES.c.deleted == sa.literal_column('0')
+    live = nova_cells.INSTANCES.c.deleted == sa.literal_column('0')
     engines = db_utils.ReaderEngines()
     try:
         for conn in nova._connections:
             with engines.connect(conn.url) as db:
                 # The run's own, checked when it read the cell.
                 schema = nova._schemas[conn.uuid]
-                query = schema.select(nova_db.INSTANCES).where(live)
+                query = schema.select(nova_cells.INSTANCES).where(live)
                 node_ids = nova._node_ids.get(conn.uuid)
 
                 def records():
-                    read = nova_db._CellRead(db, conn.uuid, node_ids, schema)
-                    read._instances(nova_db.INSTANCES, live)
+                    read = nova_cells.CellRead(db, conn.uuid, node_ids, schema)
+                    read._instances(nova_cells.INSTANCES, live)
                     return read
 
                 def tuples():
@@ -121,17 +121,17 @@ def _placement(reader):
     try:
         with engines.connect(reader.url) as db:
             fetch = _best(lambda: _drop(db_utils.driver_rows(
-                db, placement_db.ALLOCATION_ROWS)))
-            classes = placement_db._resource_classes(db)
+                db, placement_rows.ALLOCATION_ROWS)))
+            classes = placement_rows.resource_classes(db)
     finally:
         engines.close()
     answer = []
-    grouped = _best(lambda: answer.append(placement_db._allocation_columns(
+    grouped = _best(lambda: answer.append(placement_rows.allocation_columns(
         reader.url, reader._engines.engine_args)))
-    columns = placement_db._unjoined(answer[-1][0])
+    columns = placement_rows.unjoined(answer[-1][0])
     _report('placement: allocation rows, grouped', fetch, grouped)
     _report('placement: allocations made of them', 0.0, _best(
-        lambda: placement_db._build(columns, classes, reader._ids)))
+        lambda: placement_rows.build(columns, classes, reader._ids)))
 
 
 def _classify(run, snap, shown):

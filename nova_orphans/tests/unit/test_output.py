@@ -17,6 +17,7 @@ from oslotest import base
 
 from nova_orphans.app import report as report_mod
 from nova_orphans.app import results
+from nova_orphans.app import sentences
 from nova_orphans.engine import model
 from nova_orphans import outcomes
 from nova_orphans import output
@@ -283,7 +284,7 @@ class SummaryTestCase(base.BaseTestCase):
             'MEMORY_MB=4096, DISK_GB=40, CUSTOM_GPU=1, '
             'NET_BW_EGR_KILOBIT_PER_SEC=1000).',
             'Next: ' + self.NEXT],
-            output.list_summary([
+            sentences.list_summary([
                 row(),
                 row(rp=RP2, resources={'VCPU': 1, 'CUSTOM_GPU': 1}),
                 row(VM2, resources={'VCPU': 2, 'MEMORY_MB': 2048,
@@ -305,7 +306,7 @@ class SummaryTestCase(base.BaseTestCase):
             'MEMORY_MB=512), unknown project (2 consumer(s): VCPU=16), '
             'a (1 consumer(s): VCPU=1); 2 other project(s) (see '
             '--group-by project).',
-            output.list_summary(rows, (), self.NEXT)[1])
+            sentences.list_summary(rows, (), self.NEXT)[1])
 
     def test_project_records_in_every_format(self):
         keys, dicts = output.project_records(output.projects.totals([
@@ -342,13 +343,13 @@ class SummaryTestCase(base.BaseTestCase):
 
     def test_nothing_found_and_unreadable_cells(self):
         self.assertEqual(['No orphaned allocations found.'],
-                         output.list_summary([], (), self.NEXT))
+                         sentences.list_summary([], (), self.NEXT))
         self.assertEqual([
             'No orphaned allocations found.',
             'Cells not read: cell2, cell3; their consumers are '
             'unverifiable, never orphans.'],
-            output.list_summary([row(action='none')], ('cell2', 'cell3'),
-                                self.NEXT))
+            sentences.list_summary([row(action='none')], ('cell2', 'cell3'),
+                                   self.NEXT))
 
     def test_unread_is_incomplete(self):
         """Something not read but a cell: warned of, and the run ends 2,
@@ -356,7 +357,7 @@ class SummaryTestCase(base.BaseTestCase):
         """
         why = 'neutron could not be asked (down)'
         self.assertEqual(['WARNING: neutron could not be asked (down).'],
-                         output.unread_lines([why]))
+                         sentences.unread_lines([why]))
         nova = model.NovaSnapshot(unread=[why])
         snap = model.Snapshot(placement=model.PlacementSnapshot(),
                               nova=nova)
@@ -380,12 +381,12 @@ class SummaryTestCase(base.BaseTestCase):
             '1 live instance(s) hold no allocations (missing_allocations); '
             '"clean --heal" creates them.',
             'Next: ' + self.NEXT],
-            output.list_summary([row(action='heal')], (), self.NEXT))
+            sentences.list_summary([row(action='heal')], (), self.NEXT))
 
     def test_outcomes(self):
         self.assertEqual(
             'Outcomes: 2 done, 2 failed, 1 skipped: interrupted.',
-            output.outcome_summary([
+            sentences.outcome_summary([
                 outcomes.done(), outcomes.failed('error 1'),
                 outcomes.interrupted(),
                 outcomes.failed('changed concurrently; run restore again'),
@@ -408,7 +409,7 @@ class FailuresTestCase(base.BaseTestCase):
                 outcomes.failed(down % (VM2, VM2, '7f0a1d3e')),
                 outcomes.failed('changed concurrently; run restore again'),
                 outcomes.failed('500 ' + 'x' * 100)]
-        shown, causes = output.group_failures(rows)
+        shown, causes = sentences.group_failures(rows)
         self.assertEqual([
             'failed: error 1', 'done', 'failed: error 1',
             'failed: changed concurrently; run restore again',
@@ -418,11 +419,11 @@ class FailuresTestCase(base.BaseTestCase):
         self.assertEqual([
             'Error 1 (2 row(s)): ' + down % (VM, VM, '7f0a1b2c'),
             'Error 2 (1 row(s)): 500 ' + 'x' * 100],
-            output.failure_lines(causes))
+            sentences.failure_lines(causes))
 
     def test_nothing_failed(self):
         self.assertEqual(([outcomes.done()], []),
-                         output.group_failures([outcomes.done()]))
+                         sentences.group_failures([outcomes.done()]))
 
 
 class LineWidthTestCase(base.BaseTestCase):

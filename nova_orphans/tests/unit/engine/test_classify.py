@@ -16,7 +16,9 @@ import datetime
 
 from oslotest import base
 
+from nova_orphans.app import foreign as foreign_mod
 from nova_orphans.engine import classify
+from nova_orphans.engine import heal
 from nova_orphans.engine import model
 from nova_orphans.engine import nova_states
 from nova_orphans.engine import reasons as r
@@ -171,7 +173,7 @@ class InstanceRulesTestCase(ClassifyTestCase):
         findings = self.cloud.findings()
         self.assertEqual({vm: plain, other: plain},
                          {f.consumer: f.details for f in findings})
-        self.cloud.nova.internal_hints[vm] = rules.internal_hints(
+        self.cloud.nova.internal_hints[vm] = heal.internal_hints(
             {'_nova_check_type': ['rebuild'], 'same_host': ['x']})
         self.cloud.nova.internal_hints[other] = ('_nova_other',)
         advised = plain + (
@@ -188,9 +190,9 @@ class InstanceRulesTestCase(ClassifyTestCase):
 
     def test_internal_hints(self):
         self.assertEqual(('_nova_check_type', '_nova_x'),
-                         rules.internal_hints({'_nova_x': 1, 'group': 2,
-                                               '_nova_check_type': 3}))
-        self.assertEqual((), rules.internal_hints(None))
+                         heal.internal_hints({'_nova_x': 1, 'group': 2,
+                                              '_nova_check_type': 3}))
+        self.assertEqual((), heal.internal_hints(None))
 
     def test_missing_allocations_not_for_instances_without_a_host(self):
         self.cloud.instance(None, vm_state='shelved_offloaded')
@@ -667,7 +669,7 @@ class ForeignConsumerTestCase(ClassifyTestCase):
 
     def setUp(self):
         super().setUp()
-        self.cloud.nova.foreign = rules.foreign(projects=[ZUN])
+        self.cloud.nova.foreign = foreign_mod.declared(projects=[ZUN])
 
     def details(self):
         return {(f.consumer, f.resource_provider): f.details
@@ -721,7 +723,8 @@ class ForeignConsumerTestCase(ClassifyTestCase):
                                  'foreign (foreign consumer types)')):
             self.cloud = cloud_mod.Cloud()
             self.host1 = self.cloud.node('host1')
-            self.cloud.nova.foreign = rules.foreign(consumer_types=listed)
+            self.cloud.nova.foreign = foreign_mod.declared(
+                consumer_types=listed)
             container = cloud_mod.uuid('container')
             self.cloud.alloc(container, self.host1)
             self.cloud.record(container, type_='CONTAINER')
@@ -773,11 +776,11 @@ class ForeignDeclarationTestCase(base.BaseTestCase):
         self.assertEqual(
             model.Foreign(projects=frozenset([ZUN]),
                           consumer_types=frozenset(['CONTAINER', 'X_1'])),
-            rules.foreign([' ' + ZUN.upper()], ['CONTAINER', 'X_1']))
-        self.assertEqual(model.Foreign(), rules.foreign())
+            foreign_mod.declared([' ' + ZUN.upper()], ['CONTAINER', 'X_1']))
+        self.assertEqual(model.Foreign(), foreign_mod.declared())
 
     def _refused(self, projects=(), types=(), error=exception.ConfigError):
-        e = self.assertRaises(error, rules.foreign, projects, types,
+        e = self.assertRaises(error, foreign_mod.declared, projects, types,
                               '[nova_orphans] foreign_projects',
                               '--foreign-consumer-type', error=error)
         return str(e)

@@ -23,6 +23,7 @@ from oslotest import base
 import sqlalchemy as sa
 
 from nova_orphans.app import audit as audit_mod
+from nova_orphans.app import foreign as foreign_mod
 from nova_orphans.app import sources
 from nova_orphans import db_utils
 from nova_orphans.engine import classify
@@ -172,7 +173,7 @@ def _many_situations():
 
 
 class ShortcutTestCase(base.BaseTestCase):
-    """Allocations rules.plainly_active spares the chain get the
+    """Allocations classify.plainly_active spares the chain get the
     chain's verdict; any other chain sees every allocation.
     """
 
@@ -195,7 +196,7 @@ class ShortcutTestCase(base.BaseTestCase):
         chain = rules.DEFAULT_RULES
         self.assertEqual(
             chain[:chain.index(rules.active_instance)],
-            rules.PLAINLY_ACTIVE_ANSWERS_FOR)
+            classify.PLAINLY_ACTIVE_ANSWERS_FOR)
 
     def test_same_findings_as_the_chain(self):
         self._check()
@@ -345,7 +346,7 @@ class _RecordsCloud(base.BaseTestCase):
             record(stranger, type_=type_)
         # Zun's container on nova's node: unmanaged_consumer by its
         # record alone.
-        c.nova.foreign = rules.foreign(projects=[ZUN])
+        c.nova.foreign = foreign_mod.declared(projects=[ZUN])
         container = cloud_mod.uuid('container')
         c.alloc(container, host2)
         record(container, project=ZUN)
@@ -529,8 +530,8 @@ class OnInstanceNodeTestCase(base.BaseTestCase):
     def _ctx(self, where, **instance):
         inst = model.Instance(uuid='i', cell='c', **instance)
         owner = type('Owner', (), {'instance': inst, 'migration': None})
-        return rules.AllocationContext(None, None, None, where, owner,
-                                       sharing=False)
+        return classify.AllocationContext(None, None, None, where, owner,
+                                          sharing=False)
 
     def test_on_instance_node(self):
         node = model.ComputeNode(uuid='n', host='h', hypervisor_hostname='x',

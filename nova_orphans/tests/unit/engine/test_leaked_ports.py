@@ -466,7 +466,7 @@ class PlainlyActiveTestCase(base.BaseTestCase):
         inst, node = c.nova.instances[vm], c.nova.compute_nodes[host1]
 
         def plainly(rp, resources, claims_=None):
-            return rules.plainly_active(
+            return classify.plainly_active(
                 inst, node, model.Allocation(vm, rp, resources),
                 claims_ or {}, False) is rules.runs_here
         self.assertTrue(plainly(host1, BW))
@@ -477,7 +477,7 @@ class PlainlyActiveTestCase(base.BaseTestCase):
             port_providers=frozenset(['another']))}))
         self.assertTrue(plainly(child, BW, {vm: model.Claims(
             port_providers=frozenset([child]))}))
-        self.assertIsNone(rules.plainly_active(
+        self.assertIsNone(classify.plainly_active(
             inst, None, model.Allocation(vm, child, {}), {}, False))
 
     def test_sharing_provider(self):
@@ -487,12 +487,13 @@ class PlainlyActiveTestCase(base.BaseTestCase):
         inst = c.nova.instances[vm]
         alloc = model.Allocation(vm, 'nfs', {'DISK_GB': 1})
         self.assertIs(rules.shares,
-                      rules.plainly_active(inst, None, alloc, {}, True))
-        self.assertIsNone(rules.plainly_active(inst, None, alloc, {}, False))
+                      classify.plainly_active(inst, None, alloc, {}, True))
+        self.assertIsNone(classify.plainly_active(inst, None, alloc, {},
+                                                  False))
         shelved = c.nova.instances[c.instance(
             'host1', vm_state='shelved_offloaded')]
-        self.assertIsNone(rules.plainly_active(shelved, None, alloc, {},
-                                               True))
+        self.assertIsNone(classify.plainly_active(shelved, None, alloc, {},
+                                                  True))
 
 
 class ParseTestCase(base.BaseTestCase):

@@ -27,6 +27,7 @@ from oslotest import base
 
 from nova_orphans import exception
 from nova_orphans.readers import placement_db
+from nova_orphans.readers import placement_rows
 from nova_orphans.readers import second_process
 
 SECRET_URL = 'mysql+pymysql://nova:s3cr3t@127.0.0.1:1/placement'
@@ -98,7 +99,7 @@ class AllocationColumnsTestCase(base.BaseTestCase):
                 'consumer_id, resource_class_id, used) VALUES (?, ?, ?, ?)',
                 rows)
             conn.commit()
-        columns, error = placement_db._allocation_columns(
+        columns, error = placement_rows.allocation_columns(
             'sqlite:///' + path, {})
         self.assertIsNone(error)
         return columns
@@ -107,13 +108,13 @@ class AllocationColumnsTestCase(base.BaseTestCase):
         consumers, rp_ids, key_at, keys = self._columns([
             (1, 'a', 0, 2), (1, 'a', 1, 512), (2, 'a', 2, 10),
             (1, 'b', 0, 2), (1, 'b', 1, 512),
-            # Not consecutive: a run of its own (merged by _build).
+            # Not consecutive: a run of its own (merged by build).
             (1, 'a', 2, 5)])
         self.assertEqual('a\na\nb\na', consumers)
         self.assertEqual([1, 2, 1, 1], list(rp_ids))
         self.assertEqual([0, 1, 0, 2], list(key_at))
         self.assertEqual([(0, 2, 1, 512), (2, 10), (2, 5)], keys)
-        allocations = placement_db._build(
+        allocations = placement_rows.build(
             (consumers.split('\n'), rp_ids, key_at, keys),
             {0: 'VCPU', 1: 'MEMORY_MB', 2: 'DISK_GB'},
             {'rp1': 1, 'rp2': 2})

@@ -24,6 +24,7 @@ from nova_orphans.engine import reasons
 from nova_orphans import interrupt
 from nova_orphans import outcomes
 from nova_orphans.repair import actions
+from nova_orphans.repair import writes
 from nova_orphans.tests.unit import cloud as cloud_mod
 
 
@@ -187,7 +188,7 @@ class ConflictTestCase(base.BaseTestCase):
                 method, url, resp, (204,)))
         target = {'allocations': {}, 'project_id': 'p', 'user_id': 'u',
                   'consumer_generation': 1, 'consumer_type': 'INSTANCE'}
-        e = self.assertRaises(actions._Retry, actions.write, client,
+        e = self.assertRaises(writes.Retry, writes.write, client,
                               {'c1': (target, 1), 'c2': (target, 1)})
         return str(e)
 
@@ -231,7 +232,7 @@ class OverCapacityTestCase(base.BaseTestCase):
                   'project_id': 'p', 'user_id': 'u',
                   'consumer_generation': 1, 'consumer_type': 'INSTANCE'}
         e = self.assertRaises(placement_client.exception.PlacementError,
-                              actions.write, client, {'c1': (target, 1)})
+                              writes.write, client, {'c1': (target, 1)})
         audit = mock.Mock()
         audit.placement.providers = {'rp-1': model.Provider(
             uuid='rp-1', name='host1', root_uuid='rp-1')}

@@ -31,6 +31,7 @@ from nova_orphans.app import results
 from nova_orphans import exception
 from nova_orphans import interrupt
 from nova_orphans import outcomes
+from nova_orphans.repair import actions
 from nova_orphans.repair import journal
 from nova_orphans.repair import journal_verify
 
@@ -373,7 +374,7 @@ class EndRecordTestCase(base.BaseTestCase):
             raise RuntimeError('boom')
         self.assertRaises(
             RuntimeError, allocations.repair, sources, mock.Mock(),
-            [mock.Mock()], work, allocations.RepairOptions(journal=path),
+            [mock.Mock()], work, actions.RepairOptions(journal=path),
             interrupt.Stop())
         run, = journal.load(path).runs
         self.assertEqual(('error', CLOUD, PLACEMENT),
