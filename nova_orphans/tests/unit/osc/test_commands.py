@@ -556,7 +556,10 @@ class PluginTestCase(base.BaseTestCase):
         from keystoneauth1 import session
         from openstack.config import cloud_region
         if region is None:
-            region = cloud_region.CloudRegion(config=config)
+            # Named, as osc's loader names every region it makes ('' for
+            # none): openstacksdk makes a name up from a session for one
+            # that has none.
+            region = cloud_region.CloudRegion(name='', config=config)
         return types.SimpleNamespace(
             session=session.Session(auth=auth),
             sdk_connection=types.SimpleNamespace(config=region))
@@ -571,6 +574,9 @@ class PluginTestCase(base.BaseTestCase):
         with open(path, 'w') as f:
             json.dump({'clouds': {'sandbox': {'auth_type': 'admin_token',
                                               'auth': auth}}}, f)
+        # Where openstack (and the plugin, reading it again) finds it.
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_CLIENT_CONFIG_FILE', path))
         return openstack.config.OpenStackConfig(
             config_files=[path], vendor_files=[]).get_one(
                 cloud='sandbox', validate=False)
