@@ -129,10 +129,10 @@ ORPHANS_OPTS = [
                      'alone.'),
     cfg.IntOpt('journal_retention_days', default=90,
                help='"journals prune" removes the journals of the journal '
-                    'directory that nothing wrote to for this many days '
-                    '(--older-than overrides it). A journal is what '
-                    '"restore" needs to undo a clean: keep them for as '
-                    'long as a repair may have to be undone.'),
+                    'directory that nothing wrote to for this many days, '
+                    'at least 1 (--older-than overrides it). A journal is '
+                    'what "restore" needs to undo a clean: keep them for '
+                    'as long as a repair may have to be undone.'),
     cfg.IntOpt('metrics_max_projects', default=DEFAULT_METRICS_MAX_PROJECTS,
                help='How many projects get series of their own in the '
                     'nova_orphans_project_resources metric (the resources '
@@ -141,7 +141,7 @@ ORPHANS_OPTS = [
                     'those with the most orphaned consumers. The others '
                     'are summed under project_id="other", so that a '
                     'cloud of many projects does not make a series per '
-                    'project that ever leaked an allocation.'),
+                    'project that ever leaked an allocation. At least 1.'),
     cfg.StrOpt('state_path',
                help='Directory for repair journals when --journal is not '
                     'given, created with mode 0700. Unset, the same '
