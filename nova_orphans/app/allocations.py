@@ -112,12 +112,9 @@ class Metrics:
         self.text = None
 
     def check(self):
-        """Refuse a path that cannot be written, or a bound on the
-        projects below 1, before anything is read.
+        """Refuse a path that cannot be written, before anything is
+        read (--metrics-max-projects is bounded by the option spec).
         """
-        if self.max_projects < 1:
-            raise exception.InvalidInput(
-                reason=_('--metrics-max-projects must be at least 1'))
         if self.path:
             metrics_mod.check_path(self.path)
 

@@ -11,11 +11,9 @@
 #    under the License.
 """The sources of an ``openstack`` run: the APIs (see app/sources.py)."""
 
-from nova_orphans.app import foreign as foreign_mod
+from nova_orphans.app import options as opts
 from nova_orphans.app import sources
 from nova_orphans.engine import site_rules
-from nova_orphans import exception
-from nova_orphans.i18n import _
 from nova_orphans.readers import compute_api
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import provider_proof
@@ -31,41 +29,31 @@ class APISources(sources.Sources):
     cataloged: the zun site rule is then on, as ``[zun_database]
     connection`` turns it on for nova-orphans-manage).
 
-    ``every_root``: prove every root with nova's trait deleted or not
-    (the provider commands), or only the roots that consumers nothing
-    live owns hold (the allocation commands; see provider_proof).
+    ``values``: the run's option values (options.resolve's; None: the
+    options' own defaults). ``every_root``: prove every root with nova's
+    trait deleted or not (the provider commands), or only the roots that
+    consumers nothing live owns hold (the allocation commands; see
+    provider_proof).
     """
 
-    def __init__(self, clients, grace_period, every_root=True,
-                 state_path=None, foreign_projects=(),
-                 foreign_consumer_types=(), retry_budget=None,
-                 deadline=None):
-        if grace_period < 0:
-            raise exception.InvalidInput(
-                reason=_('--grace-period must not be negative'))
-        for option, value in (('--retry-budget', retry_budget),
-                              ('--deadline', deadline)):
-            if value is not None and value < 0:
-                raise exception.InvalidInput(
-                    reason=_('%(option)s must not be negative') % {
-                        'option': option})
-        foreign = foreign_mod.declared(
-            foreign_projects, foreign_consumer_types, '--foreign-project',
-            '--foreign-consumer-type', error=exception.InvalidInput)
+    def __init__(self, clients, values=None, every_root=True,
+                 state_path=None):
         self.clients = clients
         self.state_path = state_path
         # Shared by the clients' adapters (osc.plugin.make_client).
         self.retries = (getattr(clients, 'retries', None) or
                         clients.placement.retries)
-        if retry_budget is not None:
-            self.retries.budget = retry_budget
+        budget = sources.value(values, opts.RETRY_BUDGET)
+        if budget is not None:
+            self.retries.budget = budget
+        deadline = sources.value(values, opts.DEADLINE)
         if deadline:
             self.retries.set_deadline(deadline)
         self._nova = provider_proof.ProvingReader(
             compute_api.ComputeAPIReader(
                 clients.compute, sources.API_CONCURRENCY,
-                grace_period=grace_period,
-                network=clients.network, foreign=foreign),
+                grace_period=sources.value(values, opts.GRACE_PERIOD),
+                network=clients.network, foreign=sources.foreign(values)),
             clients.placement, every_root=every_root)
         self._zun = None
         self._zun_asked = False

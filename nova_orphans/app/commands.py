@@ -13,11 +13,13 @@
 exit codes it can end with, and what it does, as a report.
 
 ``nova-orphans-manage CATEGORY ACTION`` and ``openstack WORDS`` are the
-same ``Command``: a front end parses the command's options (app/options.py)
-into a dict, calls ``run(command, values, context)`` and renders the
-``report.Report`` it gets back. It decides nothing a user reads but the
-layout its framework gives (cliff's formats, oslo.config's options) and
-how it writes a command line.
+same ``Command``: a front end parses the command's options
+(app/options.py), resolves them once (``options.resolve``: with
+nova.conf's defaults, or the options' own) into the run's values, calls
+``run(command, values, context)`` and renders the ``report.Report`` it
+gets back. It decides nothing a user reads but the layout its framework
+gives (cliff's formats, oslo.config's options) and how it writes a
+command line.
 """
 
 import textwrap
@@ -60,34 +62,30 @@ UNREADABLE = {
 class Context:
     """What a front end lends a run.
 
-    ``sources(values)`` makes the run's app.sources.Sources of the
-    run's option values, on first use (a journal listing reads no
-    cloud); ``warn(line)`` says a line on
-    stderr at once; ``progress`` is the run's Progress or None;
-    ``notice`` what a signal prints at once once the writes began (None:
-    stderr is not the process's own); ``config`` the [nova_orphans]
-    values the options' defaults come from (None: their own defaults);
+    ``sources()`` makes the run's app.sources.Sources (of the run's
+    values), on first use (a journal listing reads no cloud);
+    ``warn(line)`` says a line on stderr at once; ``progress`` is the
+    run's Progress or None; ``notice`` what a signal prints at once once
+    the writes began (None: stderr is not the process's own);
     ``state_path`` [nova_orphans] state_path.
     """
 
     def __init__(self, sources, stop, warn, progress=None, notice=None,
-                 config=None, state_path=None):
+                 state_path=None):
         self._make_sources = sources
         self._sources = None
         self.stop = stop
         self.warn = warn
         self.progress = progress
         self.notice = notice
-        self.config = config
         self.state_path = state_path
         self.warnings = []
-        self.values = {}
         # The command being run (see run), for the log.
         self.command = None
 
     def sources(self):
         if self._sources is None:
-            self._sources = self._make_sources(self.values)
+            self._sources = self._make_sources()
             if LOG.isEnabledFor(logging.DEBUG):
                 LOG.debug('%(command)s reads %(sources)s', {
                     'command': self.command and self.command.name,
@@ -162,12 +160,10 @@ class Command:
 
 
 def run(command, values, context):
-    """The Report of ``command`` run with ``values`` (dest: value as
-    parsed, None where not given). Bad input is refused before anything
-    is read.
+    """The Report of ``command`` run with ``values``, the run's option
+    values (options.resolve's: bad input was refused before anything is
+    read).
     """
-    values = context.values = opts.resolve(command.options, values,
-                                           context.config)
     context.command = command
     started = time.monotonic()
     report = command._run(command, values, context)

@@ -164,12 +164,9 @@ def list_runs(directory, warn=None, cloud=None):
 
 def prune(directory, older_than_days, dry_run=False, now=None):
     """Remove the journals of ``directory`` that nothing wrote to for
-    ``older_than_days`` days (their last change, restores included).
+    ``older_than_days`` days (their last change, restores included; at
+    least 1, --older-than's bound in the option spec).
     """
-    if older_than_days is None or older_than_days < 1:
-        raise exception.InvalidInput(
-            reason=_('the retention must be at least 1 day (--older-than, '
-                     '[nova_orphans] journal_retention_days)'))
     now = now if now is not None else datetime.datetime.now(
         datetime.timezone.utc).timestamp()
     rows = []

@@ -23,6 +23,7 @@ already has (oslo.config's and osc's global options; cliff's ``-f``,
 offers as cliff does: output.OUTPUT_OPTIONS).
 """
 
+from nova_orphans.app import foreign
 from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.engine import reasons
 from nova_orphans import exception
@@ -38,12 +39,15 @@ class Option:
     (nova-orphans-manage reads it from nova.conf; openstack, which reads
     no configuration file, takes its default value); a given option
     overrides it, and adds to it for a list. ``minimum``: the least
-    value accepted, checked before anything is read (``check``).
+    value accepted; ``validate(value, name, error)``: raises ``error``
+    for a value it refuses. Both are the option's only bounds: the
+    value given and the configuration's are checked by them, before
+    anything is read (``check``).
     """
 
     def __init__(self, flags, help, dest=None, metavar=None, type=None,
                  action=None, choices=None, config=None, minimum=None,
-                 required=False, default=None):
+                 required=False, default=None, validate=None):
         self.flags = tuple(flags)
         self.help = help
         self.dest = dest or self.flags[0].lstrip('-').replace('-', '_')
@@ -55,6 +59,7 @@ class Option:
         self.minimum = minimum
         self.required = required
         self.default = default
+        self.validate = validate
 
     def but(self, **changes):
         """This option with other attributes (another help, another
@@ -97,15 +102,26 @@ class Option:
             kwargs['default'] = None
         return kwargs
 
-    def check(self, value):
-        """Refuse a value below ``minimum``, naming the option."""
-        if self.minimum is None or value is None:
+    def check(self, value, from_config=False):
+        """Refuse a value out of bounds, naming where it came from: the
+        command line (InvalidInput, naming the flag) or, with
+        ``from_config``, the configuration (ConfigError, naming
+        ``[nova_orphans] config``).
+        """
+        if value is None:
             return
-        if value < self.minimum:
-            raise exception.InvalidInput(reason=(
+        if from_config:
+            name = '[nova_orphans] %s' % self.config
+            error = exception.ConfigError
+        else:
+            name, error = self.flags[0], exception.InvalidInput
+        if self.minimum is not None and value < self.minimum:
+            raise error(reason=(
                 _('%(option)s must not be negative') if self.minimum == 0
                 else _('%(option)s must be at least %(minimum)d')) % {
-                'option': self.flags[0], 'minimum': self.minimum})
+                'option': name, 'minimum': self.minimum})
+        if self.validate is not None:
+            self.validate(value, name, error)
 
 
 def _describe(value):
@@ -114,24 +130,40 @@ def _describe(value):
     return str(value)
 
 
-def resolve(options, values, config=None):
-    """``values`` (dest: value, None where not given) with each
+def resolve(options, given, config=None):
+    """The values a command runs with, resolved once: ``given`` (dest:
+    value from the command line, None where not given) with each
     option's default filled in from ``config`` ({[nova_orphans] option:
-    value}; by default the options' own defaults), each checked.
+    value}: nova.conf's, for nova-orphans-manage; None: the options' own
+    defaults, for openstack, which reads no configuration file).
+
+    Every value is checked where it came from (Option.check), before
+    anything is read: a refused value is the user's to fix, on the
+    command line or in the configuration.
     """
-    config = _DEFAULTS if config is None else config
-    resolved = dict(values)
+    from_config = config is not None
+    config = config if from_config else _DEFAULTS
+    resolved = dict(given)
     for option in options:
         value = resolved.get(option.dest)
+        option.check(value)
         if option.config:
             default = config.get(option.config)
+            option.check(default, from_config=from_config)
             if option.action == 'append':
                 value = list(default or []) + list(value or [])
             elif value is None:
                 value = default
-        option.check(value)
         resolved[option.dest] = value
     return resolved
+
+
+def _project_ids(value, name, error):
+    foreign.declared(projects=value, projects_option=name, error=error)
+
+
+def _consumer_types(value, name, error):
+    foreign.declared(consumer_types=value, types_option=name, error=error)
 
 
 def metavar_upper(metavar):
@@ -175,6 +207,7 @@ GRACE_PERIOD = Option(
 FOREIGN_PROJECT = Option(
     ['--foreign-project'], metavar='PROJECT_ID', action='append',
     dest='foreign_projects', config='foreign_projects',
+    validate=_project_ids,
     help=_('A project whose consumers nova has no record of are another '
            'service\'s (unmanaged_consumer, never written); repeatable, '
            'added to the configured ones. Project ids only: names are not '
@@ -182,6 +215,7 @@ FOREIGN_PROJECT = Option(
 FOREIGN_CONSUMER_TYPE = Option(
     ['--foreign-consumer-type'], metavar='TYPE', action='append',
     dest='foreign_consumer_types', config='foreign_consumer_types',
+    validate=_consumer_types,
     help=_('A placement consumer type to call another service\'s, on top '
            'of every type nova does not write; repeatable, added to the '
            'configured ones.'))
@@ -294,7 +328,7 @@ CLOUD = Option(
            '(nova-orphans-manage), or the placement endpoint the run wrote '
            'to.'))
 OLDER_THAN = Option(
-    ['--older-than'], metavar='DAYS', type=int,
+    ['--older-than'], metavar='DAYS', type=int, minimum=1,
     config='journal_retention_days',
     help=_('Remove the journals nothing wrote to for DAYS days.'))
 PRUNE_DRY_RUN = DRY_RUN.but(

@@ -30,7 +30,8 @@ The application layer asks a run's sources only what is declared here.
 import os
 import time
 
-from nova_orphans.app import foreign
+from nova_orphans.app import foreign as foreign_mod
+from nova_orphans.app import options as opts
 from nova_orphans.conf import placement as placement_conf
 from nova_orphans import db_utils
 from nova_orphans.engine import rules as rules_mod
@@ -46,6 +47,25 @@ from nova_orphans.repair import journal
 API_CONCURRENCY = 8
 # How a journal's run header names the front end that wrote it.
 FRONT_END = 'nova-orphans-manage'
+
+
+def value(values, option):
+    """The run's value of ``option`` (an options.Option) in ``values``
+    (options.resolve's), or the option's own default where the command
+    does not take it (or ``values`` is None).
+    """
+    if values is not None and option.dest in values:
+        return values[option.dest]
+    return option.config_default
+
+
+def foreign(values):
+    """The model.Foreign the run's --foreign-project and
+    --foreign-consumer-type (and their configuration) declare; each was
+    checked when the values were resolved.
+    """
+    return foreign_mod.declared(value(values, opts.FOREIGN_PROJECT),
+                                value(values, opts.FOREIGN_CONSUMER_TYPE))
 
 
 class Sources:
@@ -107,13 +127,18 @@ class Sources:
 
 
 class DatabaseSources(Sources):
-    """nova.conf: nova's databases, placement's API (or its database)."""
+    """nova.conf: nova's databases, placement's API (or its database).
 
-    def __init__(self, conf):
+    ``values``: the run's option values (options.resolve's, nova.conf's
+    defaults filled in); None: the options' own defaults.
+    """
+
+    def __init__(self, conf, values=None):
         self.conf = conf
-        opts = conf.nova_orphans
-        self.concurrency = opts.placement_concurrency
-        self.state_path = opts.state_path
+        self.values = values
+        group = conf.nova_orphans
+        self.concurrency = group.placement_concurrency
+        self.state_path = group.state_path
         self._placement = None
         self._nova = None
         self._rules = None
@@ -126,8 +151,8 @@ class DatabaseSources(Sources):
             self.placement_db = placement_db_mod.PlacementDBReader(
                 conf.placement_database.connection,
                 api_reader=_OnFirstUse(self._api_reader),
-                max_retries=opts.db_max_retries,
-                retry_interval=opts.db_retry_interval)
+                max_retries=group.db_max_retries,
+                retry_interval=group.db_retry_interval)
 
     @property
     def placement(self):
@@ -150,9 +175,9 @@ class DatabaseSources(Sources):
         """
         if self._retries is None:
             from nova_orphans.clients import retry
-            opts = self.conf.nova_orphans
             self._retries = retry.Retries(
-                budget=opts.retry_budget, deadline=opts.deadline,
+                budget=value(self.values, opts.RETRY_BUDGET),
+                deadline=value(self.values, opts.DEADLINE),
                 started=self._started)
         return self._retries
 
@@ -208,13 +233,10 @@ class DatabaseSources(Sources):
 
     def nova(self):
         if self._nova is None:
-            opts = self.conf.nova_orphans
             self._nova = nova_db.NovaDBReader(
                 self.conf, network=self._network,
-                foreign=foreign.declared(
-                    opts.foreign_projects, opts.foreign_consumer_types,
-                    '[nova_orphans] foreign_projects',
-                    '[nova_orphans] foreign_consumer_types'))
+                grace_period=value(self.values, opts.GRACE_PERIOD),
+                foreign=foreign(self.values))
         return self._nova
 
     def _network(self):
@@ -226,11 +248,11 @@ class DatabaseSources(Sources):
 
     def zun(self):
         if self._zun is None and self.conf.zun_database.connection:
-            opts = self.conf.nova_orphans
+            group = self.conf.nova_orphans
             self._zun = zun_db.ZunDBReader(
                 self.conf.zun_database.connection,
-                max_retries=opts.db_max_retries,
-                retry_interval=opts.db_retry_interval)
+                max_retries=group.db_max_retries,
+                retry_interval=group.db_retry_interval)
         return self._zun
 
     def close(self):

@@ -31,6 +31,7 @@ import logging as std_logging
 import os
 import re
 import shlex
+import shutil
 import signal
 import sys
 import textwrap
@@ -46,6 +47,7 @@ from nova_orphans import conf as orphans_conf
 from nova_orphans import db_utils
 from nova_orphans import exception
 from nova_orphans import exit_codes
+from nova_orphans import frontend
 from nova_orphans.i18n import _
 from nova_orphans import interrupt
 from nova_orphans import memory
@@ -101,38 +103,99 @@ OUTPUT_OPTIONS = [
 ]
 
 
-class _HelpFormatter(argparse.HelpFormatter):
-    """Paragraphs refilled one by one; blocks with indented lines kept."""
+class Config(cfg.ConfigOpts):
+    """The run's own ConfigOpts, which keeps the command-line options
+    registered on it (oslo.config's and oslo.log's too): given after the
+    category, they are named in the hint that they go before it.
+    """
 
-    def _fill_text(self, text, width, indent):
-        blocks = []
-        for block in re.split(r'\n\s*\n', text.strip()):
-            if '\n ' in block:
-                blocks.append(textwrap.indent(block, indent))
-            else:
-                blocks.append(textwrap.fill(
-                    ' '.join(block.split()), width, initial_indent=indent,
-                    subsequent_indent=indent, break_on_hyphens=False))
-        return '\n\n'.join(blocks)
+    def __init__(self):
+        # Before oslo.config registers its own.
+        self.cli_flags = {'--config-file', '--config-dir'}
+        super().__init__()
+
+    def _note(self, opt):
+        if opt.positional:
+            return
+        names = [opt.name] + [d.name for d in opt.deprecated_opts
+                              if d.name and d.group in (None, 'DEFAULT')]
+        for name in names:
+            self.cli_flags.add('--' + name)
+            if isinstance(opt, cfg.BoolOpt):
+                self.cli_flags.add('--no' + name)
+        if opt.short:
+            self.cli_flags.add('-' + opt.short)
+
+    def register_cli_opt(self, opt, group=None, **kwargs):
+        self._note(opt)
+        return super().register_cli_opt(opt, group, **kwargs)
+
+    def register_cli_opts(self, opts, group=None, **kwargs):
+        for opt in opts:
+            self._note(opt)
+        return super().register_cli_opts(opts, group, **kwargs)
+
+
+class UsageError(Exception):
+    """A command line an action's parser refused (argparse's message)."""
+
+
+class _ActionParser(argparse.ArgumentParser):
+    """An action's parser: what it refuses raises UsageError with
+    argparse's message, rather than printing its usage and exiting, so
+    that the message is one line of nova-orphans-manage's own.
+    """
+
+    def error(self, message):
+        raise UsageError(message)
+
+    def parse_known_args(self, args=None, namespace=None):
+        # Nothing may follow an action that it does not take: the
+        # global options come before the category.
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(_('unrecognized arguments: %(args)s') % {
+                'args': ' '.join(extras)})
+        return namespace, extras
+
+
+def _filled(text):
+    """``text`` for argparse.RawDescriptionHelpFormatter: paragraphs
+    refilled one by one to the width argparse gives its help (the
+    terminal's, less 2), blocks with indented lines (the return codes)
+    kept as written.
+    """
+    width = max(shutil.get_terminal_size().columns - 2, 11)
+    blocks = []
+    for block in re.split(r'\n\s*\n', text.strip()):
+        if '\n ' in block:
+            blocks.append(block)
+        else:
+            blocks.append(textwrap.fill(
+                ' '.join(block.split()), width, break_on_hyphens=False))
+    return '\n\n'.join(blocks)
 
 
 def _add_command_parsers(subparsers):
     for category, text in commands.CATEGORIES.items():
         every = commands.of_category(category)
         parser = subparsers.add_parser(
-            category, help=text, description=text,
-            epilog=exit_codes.help_text(sorted(
-                {code for c in every for code in c.codes})),
-            formatter_class=_HelpFormatter)
-        actions = parser.add_subparsers(dest='action', metavar='ACTION')
+            category, help=text, description=_filled(text),
+            epilog=_filled(exit_codes.help_text(sorted(
+                {code for c in every for code in c.codes}))),
+            formatter_class=argparse.RawDescriptionHelpFormatter)
+        actions = parser.add_subparsers(dest='action', metavar='ACTION',
+                                        parser_class=_ActionParser)
         for command in every:
             epilog = command.epilog()
             if any(o.dest == 'journal' for o in command.options):
                 epilog += '\n\n' + JOURNAL_HELP
             action = actions.add_parser(
                 command.action, help=command.help,
-                description=command.help + '\n\n' + command.description,
-                epilog=epilog, formatter_class=_HelpFormatter)
+                description=_filled(
+                    command.help + '\n\n' + command.description),
+                epilog=_filled(epilog),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
             formats = output.FORMATS + command.formats
             action.add_argument(
                 '-f', '--format', choices=formats, default=output.TABLE,
@@ -152,7 +215,9 @@ def _version():
 
 
 def _parse(conf, argv):
-    """Parse, turning argparse's usage dump into one line and a code."""
+    """Parse ``argv`` into ``conf`` (a Config); None, or the exit code
+    of a command line that ends here (help, or refused: one line).
+    """
     conf.register_cli_opt(cfg.SubCommandOpt(
         'category', title=_('Command categories'),
         handler=_add_command_parsers))
@@ -162,23 +227,19 @@ def _parse(conf, argv):
                or '-')
     logging.register_options(conf)
     orphans_conf.register_opts(conf, placement_opts=False)
-    err = io.StringIO()
     try:
-        with contextlib.redirect_stderr(err):
+        # What oslo.config's own parser refuses (the options before the
+        # action) it prints with its usage: the line said is ours.
+        with contextlib.redirect_stderr(io.StringIO()):
             conf(argv, project='nova', prog='nova-orphans-manage',
                  version=version, description=DESCRIPTION,
                  epilog=LOGGING_HELP)
+    except UsageError as e:
+        return _refuse(conf, argv, str(e))
     except SystemExit as e:
         if not e.code:
             return exit_codes.SUCCESS
-        lines = err.getvalue().strip().splitlines()
-        message = lines[-1].split(': error: ', 1)[-1] if lines else ''
-        _error(exception.InvalidInput(reason=_missing(argv) or message or _(
-            'invalid arguments')))
-        hint = _misplaced(conf, argv)
-        if hint:
-            print(hint, file=sys.stderr)
-        return exit_codes.INVALID_INPUT
+        return _refuse(conf, argv, _unrecognized(conf, argv))
     except cfg.Error as e:
         return _error(exception.ConfigError(reason=db_utils.safe_error(e)))
     except OSError as e:
@@ -196,6 +257,55 @@ def _parse(conf, argv):
     if conf.category.action is None:
         return _error(exception.InvalidInput(reason=_missing(argv)))
     return None
+
+
+def _refuse(conf, argv, message):
+    """A refused command line: its one line, the hint for a global
+    option given after the category, exit code 127.
+    """
+    _error(exception.InvalidInput(reason=_missing(argv) or message or _(
+        'invalid arguments')))
+    hint = _misplaced(conf, argv)
+    if hint:
+        print(hint, file=sys.stderr)
+    return exit_codes.INVALID_INPUT
+
+
+def _unrecognized(conf, argv):
+    """What oslo.config's own parser refused (the options before the
+    action, as argparse reads them: whole, or a prefix of one option
+    alone): the options there that are no global option, or that could
+    be several; else the words it refused, all of them.
+    """
+    first = _first_category(argv)
+    rest = argv[first + 1:]
+    actions = ([c.action for c in commands.of_category(argv[first])]
+               if first < len(argv) else [])
+    action = next((i for i, word in enumerate(rest) if word in actions),
+                  len(rest))
+    flags = conf.cli_flags | {'-h', '--help', '--version'}
+    unknown, ambiguous = [], []
+    for word in argv[:first]:
+        name = word.split('=', 1)[0]
+        if not name.startswith('-') or name in flags:
+            continue
+        matches = sorted(f for f in flags if f.startswith(name)
+                         and name.startswith('--'))
+        if len(matches) > 1:
+            ambiguous.append(_('%(option)s could match %(matches)s') % {
+                'option': name, 'matches': ', '.join(matches)})
+        elif not matches:
+            unknown.append(word)
+    # Between the category and its action: nothing is taken there.
+    unknown += [word for word in rest[:action] if word.startswith('-')]
+    if ambiguous:
+        return _('ambiguous option: %(options)s') % {
+            'options': '; '.join(ambiguous)}
+    if unknown:
+        return _('unrecognized arguments: %(args)s') % {
+            'args': ' '.join(unknown)}
+    return _('invalid arguments: %(args)s') % {
+        'args': ' '.join(argv[:first + 1 + action])}
 
 
 def _missing(argv):
@@ -219,9 +329,7 @@ def _misplaced(conf, argv):
     """The hint for a global option given after the category, which
     argparse only calls unrecognized.
     """
-    names = {'--' + opt['opt'].dest.replace('_', '-')
-             for opt in conf._cli_opts if opt['opt'].dest != 'category'}
-    names |= {'--config-file', '--config-dir'}
+    names = conf.cli_flags
     first = _first_category(argv)
     late = [word.split('=')[0] for word in argv[first + 1:]
             if word.split('=')[0] in names]
@@ -241,9 +349,7 @@ def _first_category(argv):
 
 def _error(error):
     """One line for a fault (output.error_line); its exit code."""
-    print(output.error_line(db_utils.safe_error(error), sys.stderr),
-          file=sys.stderr)
-    return exit_codes.of_error(error)
+    return frontend.fault(error, sys.stderr)
 
 
 def _setup_logging(conf):
@@ -294,18 +400,24 @@ class Action:
         self.console = console
         parsed = conf.category
         self.command = commands.find(parsed.name, parsed.action)
-        self.values = {o.dest: getattr(parsed, o.dest, None)
-                       for o in self.command.options + OUTPUT_OPTIONS}
-        self.format = self.values['format'] = parsed.format
+        self.given = {o.dest: getattr(parsed, o.dest, None)
+                      for o in self.command.options + OUTPUT_OPTIONS}
+        self.format = self.given['format'] = parsed.format
+        self.values = None
         self.context = None
 
-    def sources(self, values):
-        """nova.conf's sources, the options given overriding it."""
-        for option in self.command.options:
-            if option.config and values.get(option.dest) is not None:
-                self.conf.set_override(option.config, values[option.dest],
-                                       group='nova_orphans')
-        return sources_mod.DatabaseSources(self.conf)
+    def config(self):
+        """nova.conf's values of the options' ``[nova_orphans]``
+        defaults; a value oslo.config cannot read is a configuration
+        error (an int that is none, say).
+        """
+        group = self.conf.nova_orphans
+        try:
+            return {o.config: group[o.config]
+                    for o in self.command.options if o.config}
+        except cfg.Error as e:
+            raise exception.ConfigError(
+                reason=db_utils.safe_error(e)) from e
 
     def run(self):
         """The action's exit code, once its report is printed.
@@ -317,36 +429,32 @@ class Action:
         stop = interrupt.Stop(
             exit_now=interrupt.exit_now if self.console else None)
         progress = progress_mod.for_run(
-            self.values.get('progress'), self.format == output.TABLE,
+            self.given.get('progress'), self.format == output.TABLE,
             sys.stderr)
-        config = self.conf.nova_orphans
-        self.context = commands.Context(
-            self.sources, stop, lambda line: print(line, file=sys.stderr),
-            progress=progress, notice=commands.STOPPING,
-            config={o.config: getattr(config, o.config)
-                    for o in self.command.options if o.config},
-            state_path=config.state_path)
-        paused = (memory.paused()
-                  if self.command.action == 'list'
-                  else contextlib.nullcontext())
-        try:
-            with stop.handled(), paused:
+
+        def body():
+            self.values = opts.resolve(self.command.options, self.given,
+                                       self.config())
+            self.context = commands.Context(
+                lambda: sources_mod.DatabaseSources(self.conf, self.values),
+                stop, lambda line: print(line, file=sys.stderr),
+                progress=progress, notice=commands.STOPPING,
+                state_path=self.conf.nova_orphans.state_path)
+            paused = (memory.paused()
+                      if self.command.action == 'list'
+                      else contextlib.nullcontext())
+            with paused:
                 self.render(commands.run(self.command, self.values,
                                          self.context))
                 if self.console:
                     # As main froze the imports.
                     memory.freeze()
-            code = self.report.exit_code
-            if stop.signum is not None and code != exit_codes.of_signal(
-                    stop.signum):
-                print(interrupt.ended(stop.signum), file=sys.stderr)
-                code = exit_codes.of_signal(stop.signum)
-            return code
-        except interrupt.Interrupted as e:
-            if progress:
-                progress.abandon()
-            print(interrupt.nothing_changed(e.signum), file=sys.stderr)
-            return exit_codes.of_signal(e.signum)
+            return self.report.exit_code
+
+        # A bug's traceback goes to the log (--log-file, journald,
+        # syslog), which shows errors; on stderr only with --debug.
+        return frontend.run(body, stop, sys.stderr, progress=progress,
+                            bug_level=std_logging.ERROR, cleanup=self.close)
 
     def render(self, report):
         self.report = report
@@ -364,14 +472,8 @@ class Action:
                     max_width=values['max_width'],
                     fit_width=values['fit_width'], keys=report.keys,
                     selected=values['columns'])
-        out, err = output.closing_lines(
-            report, table, self.command_line, dropped,
-            output.line_width(sys.stdout, values['max_width']),
-            output.line_width(sys.stderr))
-        for line in out:
-            print(line)
-        for line in err:
-            print(line, file=sys.stderr)
+        frontend.close_report(report, table, self.command_line, dropped,
+                              sys.stdout, sys.stderr, values['max_width'])
 
     def command_line(self, command):
         """The nova-orphans-manage command line of a report.CommandLine,
@@ -405,33 +507,25 @@ def main(argv=None):
         # The process is this command's alone: what it has imported
         # lives until it exits.
         memory.freeze()
-    conf = cfg.ConfigOpts()
-    action = None
+    conf = Config()
     try:
         rc = _parse(conf, argv)
         if rc is not None:
             return rc
         if console:
             _setup_logging(conf)
-        action = Action(conf, console=console)
-        code = action.run()
-        if console:
-            _take_late_signals()
-        return code
     except exception.NovaOrphansException as e:
-        # A known fault: its own code and one line (a placement database
-        # that cannot be read is 2: nothing could be checked, which is
-        # neither "nothing found" nor a crash).
         LOG.debug('Command failed', exc_info=True)
         return _error(e)
     except Exception as e:
+        # Before the run (the log file cannot be opened, say): one line,
+        # as the run's own faults end (see frontend.run).
         LOG.error('Unexpected error', exc_info=True)
-        return _error(exception.NovaOrphansException(
-            _('Unexpected error: %(error)s') % {
-                'error': db_utils.safe_error(e)}))
-    finally:
-        if action is not None:
-            action.close()
+        return _error(frontend.unexpected(e))
+    code = Action(conf, console=console).run()
+    if console:
+        _take_late_signals()
+    return code
 
 
 if __name__ == '__main__':

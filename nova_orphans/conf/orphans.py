@@ -13,6 +13,11 @@
 
 Defaults are chosen for a tool run by hand or from cron: a dead cell or a
 slow placement must cost seconds, not oslo.db's 100 s of retries.
+
+An option that a command-line option overrides (``config`` in
+app/options.py) has its bounds there, in the option spec, and nowhere
+here: nova.conf's value and the command line's are checked by the same
+rule, each error naming where the value came from.
 """
 
 from oslo_config import cfg
@@ -57,7 +62,7 @@ ORPHANS_OPTS = [
                     'and "restore" write in streams of batches on '
                     'disjoint providers, half this many, each with an '
                     'equal share of these requests.'),
-    cfg.IntOpt('retry_budget', default=DEFAULT_RETRY_BUDGET, min=0,
+    cfg.IntOpt('retry_budget', default=DEFAULT_RETRY_BUDGET,
                help='Seconds a service (placement, neutron) may fail every '
                     'request with transient faults (connection errors, '
                     'timeouts, the retriable_status_codes of its group) '
@@ -69,14 +74,14 @@ ORPHANS_OPTS = [
                     'exponential delays, and a write whose answer was '
                     'lost is read back and sent again only if it was not '
                     'applied. 0 retries nothing.'),
-    cfg.IntOpt('deadline', default=0, min=0,
+    cfg.IntOpt('deadline', default=0,
                help='Seconds a run may last: once they have passed, no '
                     'request is sent (a read that is needed ends the run '
                     'with exit code 8; a repair not yet written is '
                     'reported failed) and no request waits beyond them. '
                     '0: no deadline; each request still waits at most '
                     '[placement] timeout.'),
-    cfg.IntOpt('grace_period', default=DEFAULT_GRACE_PERIOD, min=0,
+    cfg.IntOpt('grace_period', default=DEFAULT_GRACE_PERIOD,
                help='Seconds after nova last changed a live instance, one '
                     'of its migrations, its latest instance action or (for '
                     'leaked_port_allocation) its network info, during '
@@ -122,14 +127,13 @@ ORPHANS_OPTS = [
                      'placement reads back as "unknown": such consumers '
                      'are judged by nova\'s records (and foreign_projects) '
                      'alone.'),
-    cfg.IntOpt('journal_retention_days', default=90, min=1,
+    cfg.IntOpt('journal_retention_days', default=90,
                help='"journals prune" removes the journals of the journal '
-                    'directory that nothing wrote to for this many days '
-                    '(--older-than overrides it). A journal is what '
-                    '"restore" needs to undo a clean: keep them for as '
-                    'long as a repair may have to be undone.'),
+                    'directory that nothing wrote to for this many days, '
+                    'at least 1 (--older-than overrides it). A journal is '
+                    'what "restore" needs to undo a clean: keep them for '
+                    'as long as a repair may have to be undone.'),
     cfg.IntOpt('metrics_max_projects', default=DEFAULT_METRICS_MAX_PROJECTS,
-               min=1,
                help='How many projects get series of their own in the '
                     'nova_orphans_project_resources metric (the resources '
                     'orphaned allocations hold per project, which '
@@ -137,7 +141,7 @@ ORPHANS_OPTS = [
                     'those with the most orphaned consumers. The others '
                     'are summed under project_id="other", so that a '
                     'cloud of many projects does not make a series per '
-                    'project that ever leaked an allocation.'),
+                    'project that ever leaked an allocation. At least 1.'),
     cfg.StrOpt('state_path',
                help='Directory for repair journals when --journal is not '
                     'given, created with mode 0700. Unset, the same '

@@ -29,6 +29,8 @@ _TRANSLATED_LOG = re.compile(r'\bLOG\.(%s)\(\s*_\(' % _LOG_LEVELS)
 # printf-style conversions, left to right: %%, %(name)s, or positional.
 _CONVERSION = re.compile(r'%(?:%|\([^)]*\)|[-#0 +]*(?:\*|\d+)?'
                          r'(?:\.\d+)?[a-zA-Z])')
+_FROM_IMPORT = re.compile(r'^\s*from\s+(\S+)\s+import\s+(.*)$')
+_IMPORT = re.compile(r'^\s*import\s+(.*)$')
 
 
 def _in_product(filename):
@@ -162,3 +164,48 @@ def no_global_config(logical_line, filename):
     if pos != -1 and not logical_line[pos + 8:pos + 9].isalnum():
         yield (pos, 'NO305: use a cfg.ConfigOpts() of your own, never '
                     'the global cfg.CONF')
+
+
+def _private(dotted):
+    """Whether a dotted name has a part a library keeps to itself
+    (``_name``; ``__name__``-style names are Python's, not private).
+    """
+    return any(part.startswith('_') and not (
+        part.startswith('__') and part.endswith('__'))
+        for part in dotted.split('.'))
+
+
+def _foreign(module):
+    return not module.startswith('.') and \
+        module.split('.')[0] != 'nova_orphans'
+
+
+@core.flake8ext
+def no_private_imports(logical_line, filename):
+    """NO306: the product imports no private module or name of another
+    package (``from cliff import _argparse``, ``import a._b``,
+    ``from a import _c``).
+
+    A library's private names change in any release, and the tool runs
+    on the libraries of eight OpenStack releases: only their public
+    interfaces are used.
+    """
+    if not _in_product(filename):
+        return
+    m = _FROM_IMPORT.match(logical_line)
+    if m:
+        module, names = m.groups()
+        names = [n.split()[0] for n in names.strip('()').split(',')
+                 if n.strip()]
+        if _foreign(module) and (_private(module) or
+                                 any(_private(n) for n in names)):
+            yield (0, 'NO306: %s: a private module or name of another '
+                      'package; use its public interface' % module)
+        return
+    m = _IMPORT.match(logical_line)
+    if m:
+        for item in m.group(1).split(','):
+            module = item.split()[0] if item.strip() else ''
+            if module and _foreign(module) and _private(module):
+                yield (0, 'NO306: %s: a private module of another '
+                          'package; use its public interface' % module)

@@ -28,6 +28,9 @@ clouds.yaml are honoured, and so are ``connect_retries`` and
 adapters retry reads (clients.retry), by default as
 ``nova-orphans-manage`` does, and every request waits at most the
 session's timeout (``--timeout``, ``api_timeout``), by default 60 s.
+
+Only openstacksdk's public interface is read: the cloud region's
+getters and ``config``, and its loader's ``cloud_config``.
 """
 
 import logging
@@ -85,15 +88,17 @@ def admin_token(instance):
     one under ``auth`` and turns it into a string. Every request then
     carries the token "None", which placement's policy refuses (403).
     The token given on the command line or in OS_TOKEN is not touched;
-    the one in the cloud's own configuration is read again here.
+    the one in the cloud's own configuration is read again here, from
+    the files openstacksdk reads (clouds.yaml and secure.yaml where
+    OS_CLIENT_CONFIG_FILE or its search path finds them).
     """
     auth = instance.session.auth
     if not isinstance(auth, token_endpoint.Token) or \
             auth.token != _LOST_TOKEN:
         return None
+    from openstack.config import loader
     region = instance.sdk_connection.config
-    loaded = getattr(region, '_openstack_config', None)
-    clouds = getattr(loaded, 'cloud_config', None) or {}
+    clouds = loader.OpenStackConfig().cloud_config or {}
     given = (clouds.get('clouds', {}).get(region.name) or {}).get(
         'auth', {}).get('token')
     if not given or given == _LOST_TOKEN:
@@ -157,11 +162,9 @@ def cloud_identity(instance):
     """
     region = instance.sdk_connection.config
     auth = region.config.get('auth') or {}
-    # The name the region was made with ('' for none), as openstacksdk
-    # stores it: its ``name`` property makes one up from a session when
-    # there is none.
-    attrs = vars(region)
-    name = attrs.get('_name', attrs.get('name'))
+    # The name osc's loader made the region with (an empty one is
+    # kept as it is).
+    name = region.name
     if name in ('envvars', 'defaults'):
         # openstacksdk's names for "no cloud named".
         name = None

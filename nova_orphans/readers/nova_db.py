@@ -31,6 +31,7 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 import sqlalchemy as sa
 
+from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans import db_utils
 from nova_orphans.engine import heal
 from nova_orphans.engine import model
@@ -73,10 +74,14 @@ class CellConnection:
 class NovaDBReader(base.NovaReader):
     """``network``: makes the client that asks neutron for the ports
     bound to servers (``ports``, a ports.NeutronPorts); None: the
-    network API is never asked.
+    network API is never asked. ``grace_period`` (seconds) and
+    ``foreign`` (a model.Foreign): the run's, resolved from its options
+    and nova.conf by the application layer.
     """
 
-    def __init__(self, conf, network=None, foreign=model.Foreign()):
+    def __init__(self, conf, network=None,
+                 grace_period=orphans_conf.DEFAULT_GRACE_PERIOD,
+                 foreign=model.Foreign()):
         self.conf = conf
         self.ports = ports.NeutronPorts(network)
         self.api_url = conf.api_database.connection
@@ -88,7 +93,7 @@ class NovaDBReader(base.NovaReader):
             max_retries=opts.db_max_retries,
             retry_interval=opts.db_retry_interval)
         self.cell_timeout = opts.cell_timeout
-        self.grace_period = datetime.timedelta(seconds=opts.grace_period)
+        self.grace_period = datetime.timedelta(seconds=grace_period)
         self.foreign = foreign
         # What each database offers (see nova_schema.check_schema):
         # checked on its first read of the run.

@@ -16,11 +16,16 @@ help and exit codes are declared there once, for nova-orphans-manage
 too. A command returns its rows to cliff as (columns, rows), cliff
 prints them in the format asked for, and ``run`` then prints what
 closes the report and returns the exit code of the table both front
-ends share (cliff's own convention, 1 for any error and 2 for a usage
-error, would tell a script neither what happened nor the same as
-nova-orphans-manage).
+ends share (see nova_orphans.frontend; cliff's own convention, 1 for
+any error and 2 for a usage error, would tell a script neither what
+happened nor the same as nova-orphans-manage). Only cliff's, osc-lib's
+and argparse's public interfaces are used: the hooks a command
+overrides (``get_parser``, ``get_description``, ``formatter_namespace``,
+``take_action``, ``produce_output``, ``run``) and the parser's public
+methods.
 """
 
+import argparse
 import contextlib
 import functools
 import logging
@@ -28,20 +33,17 @@ import os
 import shlex
 import sys
 
-from cliff import _argparse as cliff_argparse
 from cliff.formatters import base as cliff_base
 from keystoneauth1 import exceptions as ks_exc
 from osc_lib.command import command
-import stevedore
 
 from nova_orphans.app import api_sources
 from nova_orphans.app import commands
 from nova_orphans.app import options as opts
 from nova_orphans.clients import auth as auth_faults
-from nova_orphans import db_utils
 from nova_orphans import exception
 from nova_orphans import exit_codes
-from nova_orphans.i18n import _
+from nova_orphans import frontend
 from nova_orphans import interrupt
 from nova_orphans import output
 from nova_orphans import progress as progress_mod
@@ -49,18 +51,20 @@ from nova_orphans import progress as progress_mod
 LOG = logging.getLogger(__name__)
 # The loggers of this package, whose records a command's run makes.
 PACKAGE = __name__.split('.')[0]
+# The formats of the commands that offer "-f prometheus" (setup.cfg's
+# entry points): cliff's list formatters and PrometheusFormatter.
+FORMATTERS = 'nova_orphans.formatter.list'
+PROMETHEUS = 'prometheus'
 
 
-class _HelpFormatter(cliff_argparse.SmartHelpFormatter):
-    """Descriptions and the return codes as written, line by line (the
-    codes are a list: refilled, they run into one paragraph).
+@functools.lru_cache(maxsize=None)
+def _help_formatter(base):
+    """``base`` (cliff's help formatter), printing descriptions and
+    epilogs as written, line by line: they are filled already, and the
+    return codes are a list that a refill would run into one paragraph.
     """
-
-    def _fill_text(self, text, width, indent):
-        if '\n' not in text:
-            return super()._fill_text(text, width, indent)
-        return '\n'.join(indent + line if line else ''
-                         for line in text.splitlines())
+    return type('HelpFormatter',
+                (argparse.RawDescriptionHelpFormatter, base), {})
 
 
 def _usage_error(parser, message):
@@ -72,16 +76,15 @@ def _usage_error(parser, message):
 class PrometheusFormatter(cliff_base.ListFormatter):
     """node_exporter textfile-collector metrics of the run (see
     nova_orphans.metrics) instead of its rows, as nova-orphans-manage's
-    ``--format prometheus``.
+    ``--format prometheus``: ``data`` is one row, the exposition text.
     """
-
-    text = ''
 
     def add_argument_group(self, parser):
         pass
 
     def emit_list(self, column_names, data, stdout, parsed_args):
-        stdout.write(self.text)
+        for row in data:
+            stdout.write(row[0])
 
 
 class OrphanLister(command.Lister):
@@ -91,29 +94,29 @@ class OrphanLister(command.Lister):
 
     COMMAND = None
 
+    def get_description(self):
+        return self.COMMAND.help + '\n\n' + self.COMMAND.describe()
+
     def get_epilog(self):
         return self.COMMAND.epilog(bullets=True)
 
+    @property
+    def formatter_namespace(self):
+        # "-f prometheus" for the commands that offer it only: a
+        # formatter in cliff's own namespace would be offered to every
+        # openstack listing.
+        if PROMETHEUS in self.COMMAND.formats:
+            return FORMATTERS
+        return super().formatter_namespace
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.formatter_class = _HelpFormatter
+        parser.formatter_class = _help_formatter(parser.formatter_class)
         parser.error = functools.partial(_usage_error, parser)
         for option in self.COMMAND.options:
             parser.add_argument(*option.flags, **option.argparse_kwargs(
                 opts.metavar_osc))
         return parser
-
-    def _load_formatter_plugins(self):
-        # "-f prometheus" for the commands that offer it only: a cliff
-        # formatter plugin would offer it to every openstack listing.
-        manager = super()._load_formatter_plugins()
-        if (self.formatter_namespace != 'cliff.formatter.list' or
-                'prometheus' not in self.COMMAND.formats):
-            return manager
-        prometheus = stevedore.extension.Extension(
-            'prometheus', None, PrometheusFormatter, PrometheusFormatter())
-        return stevedore.ExtensionManager.make_test_instance(
-            list(manager) + [prometheus], namespace=manager.namespace)
 
     def sources(self, values):
         # osc names the cloud and its settings in its own --debug lines;
@@ -121,17 +124,9 @@ class OrphanLister(command.Lister):
         LOG.debug('Configuration: %(file)s', {'file': getattr(
             getattr(self.app, 'cloud_config', None), 'config_filename',
             None) or 'no clouds.yaml (the command line and OS_* variables)'})
-
-        def value(option):
-            got = values.get(option.dest)
-            return option.config_default if got is None else got
         return api_sources.APISources(
-            self.app.client_manager.nova_orphans, value(opts.GRACE_PERIOD),
-            every_root=self.COMMAND.category == 'providers',
-            foreign_projects=value(opts.FOREIGN_PROJECT),
-            foreign_consumer_types=value(opts.FOREIGN_CONSUMER_TYPE),
-            retry_budget=value(opts.RETRY_BUDGET),
-            deadline=value(opts.DEADLINE))
+            self.app.client_manager.nova_orphans, values,
+            every_root=self.COMMAND.category == 'providers')
 
     def own_process(self):
         """Whether this command is the ``openstack`` process itself: not
@@ -143,30 +138,34 @@ class OrphanLister(command.Lister):
                 os.path.basename(sys.argv[0]) == 'openstack')
 
     def take_action(self, parsed_args):
-        values = {o.dest: getattr(parsed_args, o.dest, None)
-                  for o in self.COMMAND.options}
-        values['format'] = parsed_args.formatter
-        # Progress and the signal's notice on the process's stderr only:
-        # they are for a person at a terminal.
-        own = self.app.stderr is sys.stderr
+        given = {o.dest: getattr(parsed_args, o.dest, None)
+                 for o in self.COMMAND.options}
+        given['format'] = parsed_args.formatter
+        # openstack reads no configuration file: the options' own
+        # defaults.
+        values = opts.resolve(self.COMMAND.options, given)
         self.context = commands.Context(
-            self.sources, self.stop, self.say, notice=(
-                commands.STOPPING if own else None),
-            progress=progress_mod.for_run(
-                values.get('progress'),
-                parsed_args.formatter == output.TABLE,
-                sys.stderr) if own else None)
+            functools.partial(self.sources, values), self.stop, self.say,
+            notice=commands.STOPPING if self.own_stderr() else None,
+            progress=self.progress)
         self.report = commands.run(self.COMMAND, values, self.context)
-        if parsed_args.formatter == 'prometheus':
-            self._formatter_plugins['prometheus'].obj.text = (
-                self.report.metrics)
         return self.columns(parsed_args, self.report)
+
+    def own_stderr(self):
+        """Progress and the signal's notice go to the process's stderr
+        only: they are for a person at a terminal.
+        """
+        return self.app.stderr is sys.stderr
 
     def produce_output(self, parsed_args, column_names, data):
         """A table as nova-orphans-manage draws it (output.render_table:
-        fitted to the terminal, never a value split); other formats by
-        cliff's formatter.
+        fitted to the terminal, never a value split); the metrics by
+        PrometheusFormatter; other formats by cliff's formatter.
         """
+        if parsed_args.formatter == PROMETHEUS:
+            self.formatter.emit_list(['metrics'], [[self.report.metrics]],
+                                     self.app.stdout, parsed_args)
+            return 0
         if parsed_args.formatter != output.TABLE:
             return super().produce_output(parsed_args, column_names, data)
         # No table of no rows (cliff prints an empty line): the summary
@@ -197,7 +196,7 @@ class OrphanLister(command.Lister):
         return list(keys), output.cells(dicts, keys, fmt)
 
     def say(self, line):
-        self.app.stderr.write(line + '\n')
+        frontend.say(self.app.stderr, line)
 
     def command_line(self, cmd):
         """The openstack command line of a report.CommandLine: against
@@ -212,58 +211,46 @@ class OrphanLister(command.Lister):
         return ' '.join(shlex.quote(w) for w in argv + cmd.argv)
 
     def run(self, parsed_args):
-        with package_logging(self.app):
-            return self._run(parsed_args)
-
-    def _run(self, parsed_args):
+        """The run's exit code, from the table both front ends share
+        (cliff's own convention, 1 for any error, would tell a script
+        neither what happened nor the same as nova-orphans-manage).
+        """
         self.stop = interrupt.Stop(
             exit_now=interrupt.exit_now if self.own_process() else None)
+        self.progress = progress_mod.for_run(
+            getattr(parsed_args, 'progress', None),
+            parsed_args.formatter == output.TABLE,
+            sys.stderr) if self.own_stderr() else None
         self.context = self.report = None
+        with package_logging(self.app):
+            return frontend.run(
+                functools.partial(self._body, parsed_args), self.stop,
+                self.app.stderr, progress=self.progress,
+                cleanup=self.close)
+
+    def _body(self, parsed_args):
+        """cliff's run (take_action, then produce_output), then what
+        closes the report; the report's exit code.
+        """
         try:
-            with self.stop.handled():
-                super().run(parsed_args)
-                out, err = output.closing_lines(
-                    self.report, parsed_args.formatter == output.TABLE,
-                    self.command_line,
-                    getattr(parsed_args, 'dropped_columns', ()),
-                    # cliff's --max-width is 0 when not given.
-                    output.line_width(self.app.stdout,
-                                      parsed_args.max_width or None),
-                    output.line_width(self.app.stderr))
-                for line in out:
-                    self.app.stdout.write(line + '\n')
-                for line in err:
-                    self.say(line)
-                code = self.report.exit_code
-                if (self.stop.signum is not None and
-                        code != exit_codes.of_signal(self.stop.signum)):
-                    self.say(interrupt.ended(self.stop.signum))
-                    code = exit_codes.of_signal(self.stop.signum)
-                return code
-        except interrupt.Interrupted as e:
-            self.say(interrupt.nothing_changed(e.signum))
-            return exit_codes.of_signal(e.signum)
+            super().run(parsed_args)
         except ks_exc.ClientException as e:
             # Authentication happens on the first request, in osc's
             # session: keystone's answer, not a request of ours.
-            return self.fault(auth_faults.fault(e) or
-                              exception.NovaOrphansException(str(e)))
-        except exception.NovaOrphansException as e:
-            return self.fault(e)
-        except Exception as e:
-            # A bug: one line and 255, as nova-orphans-manage ends.
-            LOG.debug('Unexpected error', exc_info=True)
-            return self.fault(exception.NovaOrphansException(
-                _('Unexpected error: %(error)s') % {
-                    'error': db_utils.safe_error(e)}))
-        finally:
-            if self.context is not None:
-                self.context.close()
+            raise (auth_faults.fault(e) or
+                   exception.NovaOrphansException(str(e))) from e
+        frontend.close_report(
+            self.report, parsed_args.formatter == output.TABLE,
+            self.command_line, getattr(parsed_args, 'dropped_columns', ()),
+            self.app.stdout, self.app.stderr,
+            # cliff's --max-width is 0 when not given.
+            parsed_args.max_width or None)
+        return self.report.exit_code
 
-    def fault(self, error):
-        self.say(output.error_line(db_utils.safe_error(error),
-                                   self.app.stderr))
-        return exit_codes.of_error(error)
+    def close(self):
+        """Let go of what the run kept (see commands.Context.close)."""
+        if self.context is not None:
+            self.context.close()
 
 
 class PackageFormatter(logging.Formatter):
@@ -326,5 +313,4 @@ def command_class(name, category, action, module):
     # for it, and needs no credentials.
     return type(name, (OrphanLister,), {
         'COMMAND': cmd, '__module__': module, 'auth_required': cmd.requests,
-        '__doc__': cmd.help + '\n\n' + cmd.describe(),
-        '_description': cmd.help + '\n\n' + cmd.describe()})
+        '__doc__': cmd.help + '\n\n' + cmd.describe()})

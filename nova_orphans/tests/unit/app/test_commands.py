@@ -27,16 +27,17 @@ from nova_orphans import outcomes
 class OptionTestCase(base.BaseTestCase):
 
     def test_defaults_come_from_the_configuration(self):
-        given = {'grace_period': None, 'foreign_projects': ['p2']}
+        p1, p2 = 'a' * 32, 'b' * 32
+        given = {'grace_period': None, 'foreign_projects': [p2]}
         opts = [options.GRACE_PERIOD, options.FOREIGN_PROJECT]
         # nova-orphans-manage: nova.conf's values; a list is added to.
         self.assertEqual(
-            {'grace_period': 60, 'foreign_projects': ['p1', 'p2']},
+            {'grace_period': 60, 'foreign_projects': [p1, p2]},
             options.resolve(opts, given, {'grace_period': 60,
-                                          'foreign_projects': ['p1']}))
+                                          'foreign_projects': [p1]}))
         # openstack: the options' own defaults.
         self.assertEqual(
-            {'grace_period': 300, 'foreign_projects': ['p2']},
+            {'grace_period': 300, 'foreign_projects': [p2]},
             options.resolve(opts, given))
         self.assertEqual({'grace_period': 10, 'foreign_projects': []},
                          options.resolve(opts, {'grace_period': 10}))
@@ -49,6 +50,50 @@ class OptionTestCase(base.BaseTestCase):
             e = self.assertRaises(exception.InvalidInput, options.resolve,
                                   [option], {option.dest: value})
             self.assertEqual('Invalid input: ' + message, str(e))
+
+    def test_configuration_refused_naming_its_option(self):
+        """nova.conf's value goes through the option's own bounds, and
+        the error names the configuration option (exit code 7).
+        """
+        for option, config, message in (
+                (options.GRACE_PERIOD, {'grace_period': -1},
+                 '[nova_orphans] grace_period must not be negative'),
+                (options.OLDER_THAN, {'journal_retention_days': 0},
+                 '[nova_orphans] journal_retention_days must be at least '
+                 '1'),
+                (options.FOREIGN_CONSUMER_TYPE,
+                 {'foreign_consumer_types': ['INSTANCE']},
+                 '[nova_orphans] foreign_consumer_types: INSTANCE is one '
+                 'of nova\'s own consumer types')):
+            e = self.assertRaises(exception.ConfigError, options.resolve,
+                                  [option], {option.dest: None}, config)
+            self.assertEqual('Configuration error: ' + message, str(e))
+            self.assertEqual(exit_codes.CONFIG_ERROR,
+                             exit_codes.of_error(e))
+        # The same value on the command line is the user's input.
+        e = self.assertRaises(exception.InvalidInput, options.resolve,
+                              [options.OLDER_THAN], {'older_than': 0})
+        self.assertEqual('Invalid input: --older-than must be at least 1',
+                         str(e))
+
+    def test_bounds_are_the_spec_alone(self):
+        """An option that a command-line option overrides is bounded by
+        the option spec only: [nova_orphans] declares no bound of its
+        own that could disagree with it.
+        """
+        conf_opts = {opt.dest: opt for opt in
+                     options.orphans_conf.ORPHANS_OPTS}
+        bounded = [o for c in commands.COMMANDS for o in c.options
+                   if o.config and o.minimum is not None]
+        self.assertEqual(
+            {'grace_period', 'retry_budget', 'deadline',
+             'metrics_max_projects', 'journal_retention_days'},
+            {o.config for o in bounded})
+        for option in bounded:
+            self.assertEqual(
+                (None, None), (conf_opts[option.config].type.min,
+                               conf_opts[option.config].type.max),
+                option.config)
 
     def test_one_declaration_two_spellings(self):
         for style, metavar in ((options.metavar_upper, 'PROJECT_ID'),

@@ -27,6 +27,7 @@ from oslotest import base
 import requests_mock
 
 from nova_orphans.clients import placement
+from nova_orphans.clients import retry
 from nova_orphans import exception
 from nova_orphans.tests.unit import fakes
 
@@ -201,9 +202,18 @@ class BulkReadsTestCase(base.BaseTestCase):
         self.assertIsNone(placement.lean_target(self.adapter))
 
     def test_rate_limited_adapter(self):
-        adapter = ks_adapter.Adapter(self.session, service_type='placement',
-                                     rate_limit=10)
-        self.assertIsNone(placement.lean_target(adapter))
+        # keystoneauth's adapter keeps its limits to itself: the
+        # RetryingAdapter made over it says what they are.
+        for limits in ({'rate_limit': 10}, {'concurrency': 2}):
+            adapter = retry.RetryingAdapter(
+                ks_adapter.Adapter(self.session, service_type='placement',
+                                   **limits), retry.Retries(), **limits)
+            self.assertIsNone(placement.lean_target(adapter))
+            with placement.PlacementClient(adapter).bulk_reads() as bulk:
+                self.assertEqual({'path': '/rp/1'}, bulk.get('/rp/1'))
+                self.assertNotIsInstance(bulk, placement.LeanGets)
+        self.assertIsNotNone(placement.lean_target(retry.RetryingAdapter(
+            self.adapter, retry.Retries())))
 
     def test_other_adapters(self):
         client = placement.PlacementClient(fakes.FakeAdapter())

@@ -165,6 +165,31 @@ class GlobalConfigTestCase(base.BaseTestCase):
             'CONF = cfg.CONF', TEST)))
 
 
+class PrivateImportsTestCase(base.BaseTestCase):
+
+    def test_private_modules_and_names_of_libraries(self):
+        for line in ('from cliff import _argparse',
+                     'from cliff import _argparse as cliff_argparse',
+                     'from keystoneauth1._fair_semaphore import X',
+                     'import keystoneauth1._fair_semaphore',
+                     'import os, oslo_log._options as o',
+                     'from oslo_config.cfg import (Opt, _Namespace)'):
+            self.assertEqual(['NO306'], codes(
+                checks.no_private_imports(line, PRODUCT)), line)
+
+    def test_public_and_own_names(self):
+        for line in ('from cliff.formatters import base',
+                     'import argparse', 'from __future__ import annotations',
+                     'from nova_orphans.app import _private',
+                     'from . import _sibling',
+                     'import nova_orphans._x',
+                     'from oslo_config import cfg, types'):
+            self.assertEqual([], codes(
+                checks.no_private_imports(line, PRODUCT)), line)
+        self.assertEqual([], codes(checks.no_private_imports(
+            'from cliff import _argparse', TEST)))
+
+
 class RegisteredTestCase(base.BaseTestCase):
     """Each check is registered under its code and named in HACKING.rst."""
 

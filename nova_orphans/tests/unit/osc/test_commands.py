@@ -12,6 +12,7 @@
 import io
 import json
 import os
+import re
 import signal
 import types
 from unittest import mock
@@ -106,7 +107,9 @@ class CommandTestCase(base.BaseTestCase):
         return self.app.stdout.getvalue()
 
     def formats(self, cls):
-        return set(cls(mock.Mock(), None)._formatter_plugins.names())
+        """The -f choices the command's usage offers."""
+        usage = cls(mock.Mock(), None).get_parser('openstack').format_usage()
+        return set(re.search(r'-f \{([^}]*)\}', usage).group(1).split(','))
 
     def json_rows(self, cls, *argv):
         return json.loads(self.run_cmd(cls, *(argv + ('-f', 'json'))))
@@ -136,6 +139,9 @@ class ListOrphanTestCase(CommandTestCase):
         for cls in (orphan.ListOrphan, orphan.CleanOrphan,
                     orphan.RestoreOrphan):
             self.assertIn('prometheus', self.formats(cls))
+            # nova-orphans-manage's formats of the same command.
+            self.assertEqual(
+                set(output.FORMATS + cls.COMMAND.formats), self.formats(cls))
         for cls in (provider_orphan.ListProviderOrphan,
                     provider_orphan.CleanProviderOrphan):
             self.assertNotIn('prometheus', self.formats(cls))
@@ -550,7 +556,10 @@ class PluginTestCase(base.BaseTestCase):
         from keystoneauth1 import session
         from openstack.config import cloud_region
         if region is None:
-            region = cloud_region.CloudRegion(config=config)
+            # Named, as osc's loader names every region it makes ('' for
+            # none): openstacksdk makes a name up from a session for one
+            # that has none.
+            region = cloud_region.CloudRegion(name='', config=config)
         return types.SimpleNamespace(
             session=session.Session(auth=auth),
             sdk_connection=types.SimpleNamespace(config=region))
@@ -565,6 +574,9 @@ class PluginTestCase(base.BaseTestCase):
         with open(path, 'w') as f:
             json.dump({'clouds': {'sandbox': {'auth_type': 'admin_token',
                                               'auth': auth}}}, f)
+        # Where openstack (and the plugin, reading it again) finds it.
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_CLIENT_CONFIG_FILE', path))
         return openstack.config.OpenStackConfig(
             config_files=[path], vendor_files=[]).get_one(
                 cloud='sandbox', validate=False)

@@ -170,7 +170,7 @@ class SourcesTestCase(base.BaseTestCase):
     def sources(self, container_client):
         return api_sources.APISources(
             plugin.Clients(mock.Mock(), mock.Mock(), None, container_client),
-            grace_period=0)
+            {'grace_period': 0})
 
     def test_zun_cataloged(self):
         cataloged = mock.Mock(return_value=True)
