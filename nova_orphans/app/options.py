@@ -108,13 +108,18 @@ class Option:
         ``from_config``, the configuration (ConfigError, naming
         ``[nova_orphans] config``).
         """
-        if value is None:
-            return
         if from_config:
             name = '[nova_orphans] %s' % self.config
             error = exception.ConfigError
         else:
             name, error = self.flags[0], exception.InvalidInput
+        if value is None:
+            # An empty value in nova.conf (``grace_period =``) reads as
+            # None: refused where the option has a default to take.
+            if from_config and self.config_default is not None:
+                raise error(reason=_('%(option)s has no value') % {
+                    'option': name})
+            return
         if self.minimum is not None and value < self.minimum:
             raise error(reason=(
                 _('%(option)s must not be negative') if self.minimum == 0

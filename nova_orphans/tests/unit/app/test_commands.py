@@ -64,7 +64,12 @@ class OptionTestCase(base.BaseTestCase):
                 (options.FOREIGN_CONSUMER_TYPE,
                  {'foreign_consumer_types': ['INSTANCE']},
                  '[nova_orphans] foreign_consumer_types: INSTANCE is one '
-                 'of nova\'s own consumer types')):
+                 'of nova\'s own consumer types'),
+                # An empty value (``grace_period =``) reads as None.
+                (options.GRACE_PERIOD, {'grace_period': None},
+                 '[nova_orphans] grace_period has no value'),
+                (options.OLDER_THAN, {'journal_retention_days': None},
+                 '[nova_orphans] journal_retention_days has no value')):
             e = self.assertRaises(exception.ConfigError, options.resolve,
                                   [option], {option.dest: None}, config)
             self.assertEqual('Configuration error: ' + message, str(e))
