@@ -38,6 +38,13 @@ LOG = logging.getLogger(__name__)
 _VERSION = re.compile(r'/v\d+(?:\.\d+)?/?$')
 
 
+def unversioned(path):
+    """An auth URL's path without its version (/v3, /v2.0): keystone
+    is the same service at either, as keystoneauth's discovery finds.
+    """
+    return _VERSION.sub('', path).rstrip('/')
+
+
 def _one_line(error):
     return ' '.join(str(error).split())
 
@@ -152,7 +159,7 @@ def log_identity_requests(session, auth_url):
         return
     parts = urllib.parse.urlsplit(auth_url)
     prefix = '%s://%s%s' % (parts.scheme, parts.netloc,
-                            _VERSION.sub('', parts.path).rstrip('/'))
+                            unversioned(parts.path))
 
     def logged(resp, *args, **kwargs):
         if resp.url.startswith(prefix) and LOG.isEnabledFor(logging.DEBUG):

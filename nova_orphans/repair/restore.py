@@ -35,6 +35,7 @@ import collections
 import concurrent.futures
 import urllib.parse
 
+from nova_orphans.clients import auth as auth_mod
 from nova_orphans.engine import classify
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
@@ -89,7 +90,9 @@ def identity(placement, cloud, legacy=False):
     auth_url = cloud.get('auth_url')
     if auth_url and not (legacy and _endpoint(auth_url) == kinds.get(
             'placement')):
-        kinds['keystone'] = _endpoint(auth_url)
+        # Reached at /v3 or without it, keystone is the same.
+        scheme, host, path = _endpoint(auth_url)
+        kinds['keystone'] = (scheme, host, auth_mod.unversioned(path))
     if cloud.get('region'):
         kinds['region'] = cloud['region']
     database = cloud.get('api_database')

@@ -86,7 +86,11 @@ class CheckCloudTestCase(base.BaseTestCase):
                          # Another workstation's name for it.
                          dict(OSC_A, name='prod', project='other'),
                          # keystone's URL spelled otherwise.
-                         dict(OSC_A, auth_url='HTTP://KS-A:5000/v3/')):
+                         dict(OSC_A, auth_url='HTTP://KS-A:5000/v3/'),
+                         # ... or without its version, as clouds.yaml
+                         # may name it where nova.conf has /v3.
+                         dict(OSC_A, auth_url='http://ks-a:5000'),
+                         dict(OSC_A, auth_url='http://ks-a:5000/v2.0')):
                 self.check(written, ('HTTP://Placement-A:8778', here))
 
     def test_another_placement_whoever_wrote_and_restores(self):
