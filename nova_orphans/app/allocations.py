@@ -322,30 +322,41 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
         metrics.check()
     client = sources.placement
     cloud = sources.cloud()
-    started = time.monotonic()
-    contents = restore_mod.load(path, client.endpoint, cloud,
-                                journal_clouds)
-    LOG.debug('Read the journal %(path)s: %(count)d entries to restore, in '
-              '%(seconds).3f s', {'path': path,
-                                  'count': len(contents.entries),
-                                  'seconds': time.monotonic() - started})
-    if warn is not None:
-        for line in contents.warnings + list(filter(None, [
-                journal_verify.unverified_line(path, contents)])):
-            warn(line)
-    stop.start_writing(notice)
-    done = restore_mod.restore(
-        client, contents.entries, dry_run=dry_run,
-        concurrency=sources.concurrency, progress=progress, stop=stop,
-        placement_db=sources.placement_db)
-    result = results.Repair([f for f, _o in done], [o for _f, o in done],
-                            signum=stop.signum, restoring=True,
-                            unproven=journal_verify.proof_lines(path,
-                                                                contents))
-    if not dry_run:
-        journals.mark_restored(path, result, placement=client.endpoint,
-                               cloud=cloud, journal_clouds=journal_clouds,
-                               warn=warn)
+    # The restore's mark, in a run of its own, holding the journal's lock
+    # from its read to the mark (see restore.load).
+    mark = None if dry_run else journal.Journal(
+        path, command='restore', placement=client.endpoint, cloud=cloud)
+    try:
+        started = time.monotonic()
+        contents = restore_mod.load(path, client.endpoint, cloud,
+                                    journal_clouds, mark=mark)
+        LOG.debug('Read the journal %(path)s: %(count)d entries to restore, '
+                  'in %(seconds).3f s', {
+                      'path': path, 'count': len(contents.entries),
+                      'seconds': time.monotonic() - started})
+        if warn is not None:
+            for line in contents.warnings + list(filter(None, [
+                    journal_verify.unverified_line(path, contents)])):
+                warn(line)
+        stop.start_writing(notice)
+        done = restore_mod.restore(
+            client, contents.entries, dry_run=dry_run,
+            concurrency=sources.concurrency, progress=progress, stop=stop,
+            placement_db=sources.placement_db)
+        result = results.Repair(
+            [f for f, _o in done], [o for _f, o in done],
+            signum=stop.signum, restoring=True,
+            unproven=journal_verify.proof_lines(path, contents))
+        if mark is not None:
+            journals.mark_restored(mark, result, journal_clouds, warn=warn)
+    finally:
+        if mark is not None:
+            # Lets go of the lock; a mark written ends its run.
+            error = mark.close()
+            if error and warn is not None:
+                warn(_('WARNING: journal %(path)s: the restore\'s end '
+                       'record could not be written (%(error)s).') % {
+                    'path': path, 'error': error})
     if metrics is not None:
         metrics.repair('restore', result, sources.retries,
                        dry_run=dry_run)

@@ -201,29 +201,18 @@ def prune_exit_code(rows):
     return exit_codes.SUCCESS
 
 
-def mark_restored(path, result, placement=None, cloud=None,
-                  journal_clouds=(), warn=None):
-    """Say in the journal that a restore of it ended, into which cloud
-    (``placement`` and ``cloud``, in its run header, as a clean's) and
-    by which front end (see Journal.restored); a journal that cannot be
-    written to is told to ``warn`` and left as it is: the restore itself
-    is done.
+def mark_restored(mark, result, journal_clouds=(), warn=None):
+    """Say in the journal that a restore of it ended: ``mark``, the
+    restore's own journal.Journal (its header names the cloud restored
+    into and the front end, as a clean's), which the caller closes; a
+    journal that cannot be written to is told to ``warn`` and left as
+    it is: the restore itself is done.
     """
-    done = result.done
-    failed = result.failed
-    if not done and not failed:
+    if not result.done and not result.failed:
         return
-    mark = journal.Journal(path, command='restore', placement=placement,
-                           cloud=cloud)
     try:
-        mark.restored(done, failed, journal_clouds)
+        mark.restored(result.done, result.failed, journal_clouds)
     except exception.JournalError as e:
         if warn is not None:
             warn(_('WARNING: %(error)s; "journals list" will not show it '
                    'restored.') % {'error': e})
-    finally:
-        error = mark.close()
-    if error and warn is not None:
-        warn(_('WARNING: journal %(path)s: the restore\'s end record could '
-               'not be written (%(error)s).') % {'path': path,
-                                                 'error': error})

@@ -196,10 +196,23 @@ class Journal:
         self._broken = None
         self.entries = 0
 
-    def _open(self):
-        created = True
+    def hold(self):
+        """Take the lock of the journal, which exists, before this run
+        writes its first line: a restore holds it from its read of the
+        journal to its mark, so that no other run appends in between
+        (its mark would then follow a run it never read). Refused, as a
+        write is, while another run holds it.
+        """
+        with self._lock:
+            if self._fd is None:
+                self._open(create=False)
+
+    def _open(self, create=True):
+        created = create
         try:
             try:
+                if not create:
+                    raise FileExistsError
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL |
                              os.O_APPEND, 0o600)
             except FileExistsError:

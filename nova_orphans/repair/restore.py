@@ -33,6 +33,7 @@ repair/providers.py).
 
 import collections
 import concurrent.futures
+import os
 import urllib.parse
 
 from nova_orphans.clients import auth as auth_mod
@@ -53,14 +54,21 @@ from nova_orphans.repair import streams as streams_mod
 from nova_orphans.repair import writes
 
 
-def load(path, placement, cloud=None, journal_clouds=()):
+def load(path, placement, cloud=None, journal_clouds=(), mark=None):
     """The journal at ``path``, every line verified (journal_verify),
     refused, before anything is written, if it is damaged or altered, or
     of another cloud than the one reached now (see check_cloud:
     ``placement`` is its endpoint and ``cloud`` what names it, as a
     run's header records them).
+
+    ``mark``: the restore's own journal.Journal on ``path``, which takes
+    the journal's lock before it is read and keeps it (Journal.hold);
+    without it (a dry run), a journal another run holds is refused all
+    the same.
     """
-    if journal.in_use(path):
+    if mark is not None and os.path.exists(path):
+        mark.hold()
+    elif journal.in_use(path):
         raise exception.JournalError(path=path, reason=journal.IN_USE)
     contents = journal.load(path)
     check_cloud(path, contents.runs, placement, cloud, journal_clouds)

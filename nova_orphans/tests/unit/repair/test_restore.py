@@ -9,6 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
+import os
 from unittest import mock
 
 import fixtures
@@ -364,3 +365,43 @@ class RestoreAgainTestCase(base.BaseTestCase):
         refused = dict(self.older, applied=False)
         self.assertEqual({'vm': doc(), 'mig': doc(src=1)},
                          restore._origins([refused, self.newer]))
+
+
+class LoadHoldsTheJournalTestCase(base.BaseTestCase):
+    """A restore keeps the journal's lock from its read to its mark."""
+
+    def setUp(self):
+        super().setUp()
+        self.path = os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'j.jsonl')
+        clean = journal.Journal(self.path, placement='http://p')
+        clean.record(entry('vm'))
+        self.assertIsNone(clean.close())
+
+    def test_no_clean_appends_between_read_and_mark(self):
+        mark = journal.Journal(self.path, command='restore',
+                               placement='http://p')
+        contents = restore.load(self.path, 'http://p', mark=mark)
+        self.assertEqual(1, len(contents.entries))
+        self.assertTrue(journal.in_use(self.path))
+        clean = journal.Journal(self.path, placement='http://p')
+        e = self.assertRaises(exception.JournalError, clean.record,
+                              entry('vm2'))
+        self.assertIn(journal.IN_USE, str(e))
+        mark.restored(1, 0)
+        self.assertIsNone(mark.close())
+        self.assertFalse(journal.in_use(self.path))
+        after = journal.load(self.path)
+        self.assertEqual([1], [len(r.entries) for r in after.runs])
+        self.assertEqual([(1, 0, 'http://p')], [
+            (m['done'], m['failed'], m['placement']) for m in after.restores])
+        self.assertEqual([], after.unended)
+
+    def test_a_journal_held_by_another_run_is_refused(self):
+        other = journal.Journal(self.path, placement='http://p')
+        other.hold()
+        self.addCleanup(other.close)
+        for mark in (None, journal.Journal(self.path, command='restore')):
+            e = self.assertRaises(exception.JournalError, restore.load,
+                                  self.path, 'http://p', mark=mark)
+            self.assertIn(journal.IN_USE, str(e))
