@@ -310,19 +310,15 @@ def lean_target(adapter):
 
     None whenever a plain connection might not reach placement the way
     keystoneauth does: a proxy, a mocked or intercepted transport (tests,
-    nova's functional harness), a rate limit or concurrency the adapter
-    was made with, an endpoint or token that cannot be had now
-    (keystoneauth then raises its own error). Only public interfaces
+    nova's functional harness), an endpoint or token that cannot be had
+    now (keystoneauth then raises its own error). Only public interfaces
     are read: keystoneauth's session and adapter (get_endpoint,
-    get_auth_headers), requests' session and urllib3's classes.
-    keystoneauth's adapter does not say whether it has a rate limit: a
-    retry.RetryingAdapter does (the tool's adapters have none: neither
-    nova.conf's keystoneauth options nor the openstack plugin give one).
+    get_auth_headers), requests' session and urllib3's classes. The
+    tool's adapters have no rate limit, which these requests would
+    bypass: neither nova.conf's keystoneauth options nor the openstack
+    plugin give one.
     """
     try:
-        if (getattr(adapter, 'rate_limit', None) or
-                getattr(adapter, 'concurrency', None)):
-            return None
         session = adapter.session
         http_session = session.session
         endpoint = adapter.get_endpoint()

@@ -269,18 +269,11 @@ class RetryingAdapter:
 
     ``service``: the name the counts and messages use; the retry options
     default to the wrapped adapter's, then to this module's defaults.
-    ``rate_limit`` and ``concurrency``: the limits the wrapped adapter
-    was made with (keystoneauth keeps them to itself), which requests
-    that do not go through it must not bypass (see
-    clients.placement.lean_target).
     """
 
-    def __init__(self, adapter, retries, service=None, timeout=None,
-                 rate_limit=None, concurrency=None):
+    def __init__(self, adapter, retries, service=None, timeout=None):
         self._adapter = adapter
         self.retries = retries
-        self.rate_limit = rate_limit
-        self.concurrency = concurrency
         self.service = service or adapter.service_type
         self.connect_retries = _first(adapter.connect_retries, RETRIES)
         self.status_code_retries = _first(adapter.status_code_retries,

@@ -201,17 +201,7 @@ class BulkReadsTestCase(base.BaseTestCase):
         self.addCleanup(requests_intercept.uninstall)
         self.assertIsNone(placement.lean_target(self.adapter))
 
-    def test_rate_limited_adapter(self):
-        # keystoneauth's adapter keeps its limits to itself: the
-        # RetryingAdapter made over it says what they are.
-        for limits in ({'rate_limit': 10}, {'concurrency': 2}):
-            adapter = retry.RetryingAdapter(
-                ks_adapter.Adapter(self.session, service_type='placement',
-                                   **limits), retry.Retries(), **limits)
-            self.assertIsNone(placement.lean_target(adapter))
-            with placement.PlacementClient(adapter).bulk_reads() as bulk:
-                self.assertEqual({'path': '/rp/1'}, bulk.get('/rp/1'))
-                self.assertNotIsInstance(bulk, placement.LeanGets)
+    def test_retrying_adapter(self):
         self.assertIsNotNone(placement.lean_target(retry.RetryingAdapter(
             self.adapter, retry.Retries())))
 
