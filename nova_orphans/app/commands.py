@@ -35,6 +35,7 @@ from nova_orphans.app import report as report_mod
 from nova_orphans.app.report import CommandLine
 from nova_orphans.app.report import Line
 from nova_orphans.app import sentences
+from nova_orphans.app import sources
 from nova_orphans import exit_codes
 from nova_orphans.i18n import _
 from nova_orphans import interrupt
@@ -205,9 +206,9 @@ def _scope(values, show_all=False):
 
 def _metrics(values):
     if values.get('metrics_file') or values.get('format') == 'prometheus':
-        return allocations.Metrics(values.get('metrics_file'),
-                                   values.get('metrics_max_projects') or
-                                   opts.METRICS_MAX_PROJECTS.config_default)
+        return allocations.Metrics(
+            values.get('metrics_file'),
+            sources.value(values, opts.METRICS_MAX_PROJECTS))
     return None
 
 
