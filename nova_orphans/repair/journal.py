@@ -58,9 +58,6 @@ LOG = logging.getLogger(__name__)
 # Written by this release, and read (see journal_verify): version 3
 # lines carry checksums; versions 1 and 2 are an earlier release's.
 VERSION = journal_verify.VERSION
-READABLE = journal_verify.READABLE
-Run = journal_verify.Run
-Contents = journal_verify.Contents
 load = journal_verify.load
 COMPLETED = journal_verify.COMPLETED
 ERROR = journal_verify.ERROR
@@ -414,17 +411,6 @@ def _lines_backwards(fd, end):
             start -= len(chunk)
         yield start, os.pread(fd, end - start, start)
         end = start - 1
-
-
-def read(path):
-    """All entries of a journal, oldest first; refuses a damaged file.
-
-    See :func:`journal_verify.load`; its warnings are logged here.
-    """
-    contents = load(path)
-    for warning in contents.warnings:
-        LOG.warning('%s', warning)
-    return contents.entries
 
 
 def _now():

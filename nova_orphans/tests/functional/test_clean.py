@@ -106,7 +106,7 @@ class RepairTestCase(base.FunctionalTestCase):
         return dict(row, outcome=outcome)
 
     def entries(self, path=None):
-        return journal_mod.read(path or self.journal)
+        return journal_mod.load(path or self.journal).entries
 
     # Building state -----------------------------------------------------
 

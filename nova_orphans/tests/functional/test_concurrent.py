@@ -203,7 +203,7 @@ class ConcurrentTestCase(base.FunctionalTestCase):
         self.assertEqual(
             {(False, 'consumer generation conflict')},
             {(e.get('applied'), e.get('reason'))
-             for e in journal_mod.read(loser)})
+             for e in journal_mod.load(loser).entries})
 
         rows = self.restore(loser, 0)
         self.assertEqual(

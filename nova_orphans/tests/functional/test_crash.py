@@ -94,7 +94,8 @@ class _CrashTestCase(base.FunctionalTestCase):
                 if self.before[c] != self.repaired.get(c)}
 
     def journaled(self, path):
-        return {c for e in journal_mod.read(path) for c in e['consumers']}
+        return {c for e in journal_mod.load(path).entries
+                for c in e['consumers']}
 
     def kill_clean(self, hold, forward=True):
         """Start clean, kill it at ``hold``, let the held request go on

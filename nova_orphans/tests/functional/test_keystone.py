@@ -155,7 +155,7 @@ class PasswordCredentialsTestCase(KeystoneTestCase):
         # both consumers are journaled.
         self.assertEqual(
             sorted(self.orphans() + [vm for vm, _mig in self.cloud.returned]),
-            sorted({c for e in journal_mod.read(self.journal)
+            sorted({c for e in journal_mod.load(self.journal).entries
                     for c in e['consumers']}))
 
         _rc, out, err = self.run_json(
@@ -232,7 +232,7 @@ class TokenExpiryTestCase(KeystoneTestCase):
         self.assertEqual(cloud.repaired(before), cloud.state())
         moved = [vm for vm, _mig in cloud.returned]
         self.assertEqual(sorted(orphans + moved), sorted(
-            {c for e in journal_mod.read(self.journal)
+            {c for e in journal_mod.load(self.journal).entries
              for c in e['consumers']}))
 
         # The held requests met expired tokens and were refused ...

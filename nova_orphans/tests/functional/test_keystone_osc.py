@@ -194,7 +194,8 @@ class OpenStackTestCase(OpenStackBase):
                          self.cloud.state())
         moved = [vm for vm, _mig in self.cloud.returned]
         self.assertEqual(sorted(self.orphans + moved), sorted(
-            {c for e in journal_mod.read(journal) for c in e['consumers']}))
+            {c for e in journal_mod.load(journal).entries
+             for c in e['consumers']}))
 
         self.debug(cloud, 'allocation', 'orphan', 'restore',
                    '--journal', journal, rc=REPAIRED,

@@ -57,7 +57,7 @@ class ProviderCrashTestCase(test_providers.ProvidersTestCase):
         proc = runners.start(self.argv('providers', 'clean',
                                        '--journal', self.killed))
         hold.wait(proc)
-        entries = journal_mod.read(self.killed)
+        entries = journal_mod.load(self.killed).entries
         # The consumer was repaired, and the child's record is on disk
         # before its DELETE is sent.
         self.assertEqual(['delete_consumer', 'delete_provider'],

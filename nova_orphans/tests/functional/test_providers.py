@@ -211,7 +211,7 @@ class ProvidersTestCase(_ProvidersBase):
         self.assertEqual(
             ['/resource_providers/%s' % u for u in (pf, agent, root)],
             [r.path for r in self.proxy.requests('DELETE')])
-        entries = journal_mod.read(self.journal)
+        entries = journal_mod.load(self.journal).entries
         self.assertEqual(['delete_consumer', 'delete_provider',
                           'delete_provider', 'delete_provider'],
                          [e['action'] for e in entries])

@@ -115,7 +115,7 @@ class Cleaner(threading.Thread):
     def applied(self):
         """Every change the cleaner made, from its journals."""
         return [entry for path in self.journals if os.path.exists(path)
-                for entry in journal_mod.read(path)
+                for entry in journal_mod.load(path).entries
                 if entry.get('applied', True)]
 
 

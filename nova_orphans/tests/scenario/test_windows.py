@@ -244,7 +244,7 @@ class WindowTestBase(cycle.CycleTestCase):
     def applied(self, path):
         if not os.path.exists(path):
             return []
-        return [e for e in journal_mod.read(path)
+        return [e for e in journal_mod.load(path).entries
                 if e.get('applied', True)]
 
     def listed(self):

@@ -36,7 +36,7 @@ class JournalTestCase(base.BaseTestCase):
         self.assertEqual(0o600, stat.S_IMODE(os.stat(path).st_mode))
         self.assertEqual(['c0', 'c1', 'c2'],
                          [list(e['consumers'])[0]
-                          for e in journal.read(path)])
+                          for e in journal.load(path).entries])
 
     def test_default_path_creates_private_state_dir(self):
         state = os.path.join(self.dir, 'state')
@@ -50,11 +50,11 @@ class JournalTestCase(base.BaseTestCase):
         with open(path, 'w') as f:
             f.write(json.dumps({'version': 1, 'consumers': {}}) + '\n')
             f.write('{not json\n')
-        e = self.assertRaises(exception.JournalError, journal.read, path)
+        e = self.assertRaises(exception.JournalError, journal.load, path)
         self.assertIn('line 2', str(e))
 
     def test_missing_journal_is_invalid_input(self):
-        self.assertRaises(exception.InvalidInput, journal.read,
+        self.assertRaises(exception.InvalidInput, journal.load,
                           os.path.join(self.dir, 'nope'))
 
 
@@ -75,7 +75,7 @@ class JournalSafetyTestCase(base.BaseTestCase):
         j.record(self.entry('c2'))
         j.not_applied(first, '409 conflict')
         j.close()
-        entries = journal.read(self.path)
+        entries = journal.load(self.path).entries
         self.assertEqual([('c1', False, '409 conflict'), ('c2', None, None)],
                          [(list(e['consumers'])[0], e.get('applied'),
                            e.get('reason')) for e in entries])
@@ -87,13 +87,13 @@ class JournalSafetyTestCase(base.BaseTestCase):
         with open(self.path, 'a') as f:
             f.write('{"version": 1, "consumers": {"c2"')
         self.assertEqual(['c1'], [list(e['consumers'])[0]
-                                  for e in journal.read(self.path)])
+                                  for e in journal.load(self.path).entries])
 
     def test_not_applied_for_an_unknown_entry_is_refused(self):
         j = journal.Journal(self.path)
         j.not_applied('nope', 'x')
         j.close()
-        e = self.assertRaises(exception.JournalError, journal.read,
+        e = self.assertRaises(exception.JournalError, journal.load,
                               self.path)
         self.assertIn('refers to no earlier entry', str(e))
 
@@ -123,7 +123,7 @@ class RecordManyTestCase(base.BaseTestCase):
         self.assertEqual(3, fsync.call_count)
         self.assertEqual(3, j.entries)
         j.close()
-        entries = journal.read(path)
+        entries = journal.load(path).entries
         self.assertEqual(ids, [e['id'] for e in entries])
         self.assertEqual([True, False, False],
                          [e.get('applied', True) for e in entries])

@@ -43,7 +43,7 @@ class ProviderEntryTestCase(base.BaseTestCase):
                           'findings': []})
         j.not_applied(entry, '409 in use')
         j.close()
-        entries = journal.read(self.path)
+        entries = journal.load(self.path).entries
         self.assertEqual(RECORD, entries[1]['provider'])
         self.assertEqual((False, '409 in use'),
                          (entries[1]['applied'], entries[1]['reason']))
@@ -52,7 +52,7 @@ class ProviderEntryTestCase(base.BaseTestCase):
         with open(self.path, 'w') as f:
             f.write(json.dumps({'version': 2, 'action': 'delete_provider',
                                 'provider': {'name': 'no uuid'}}) + '\n')
-        e = self.assertRaises(exception.JournalError, journal.read,
+        e = self.assertRaises(exception.JournalError, journal.load,
                               self.path)
         self.assertIn('a malformed provider record', str(e))
 

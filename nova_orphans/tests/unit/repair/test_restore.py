@@ -19,6 +19,7 @@ from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.repair import actions
 from nova_orphans.repair import journal
+from nova_orphans.repair import journal_verify
 from nova_orphans.repair import restore
 
 
@@ -34,7 +35,7 @@ def run(placement, *entries, cloud=None, version=3):
         else None
     if header and cloud:
         header['cloud'] = cloud
-    r = journal.Run(header)
+    r = journal_verify.Run(header)
     r.entries = list(entries)
     return r
 
