@@ -139,9 +139,9 @@ def _files(directory):
     return sorted(glob.glob(os.path.join(directory, PATTERN)))
 
 
-def list_runs(directory, warn=None, cloud=None):
-    """Every run of every journal in ``directory``, oldest first; with
-    ``cloud``, only the runs against that cloud (see of_cloud).
+def list_runs(directory, warn=None):
+    """Every run of every journal in ``directory``, oldest first (the
+    runs against one cloud: see of_cloud).
 
     A journal that cannot be read is told to ``warn(line)`` and skipped:
     the others are still listed.
@@ -156,8 +156,6 @@ def list_runs(directory, warn=None, cloud=None):
             continue
         rows += [JournalRun(path, run, contents.restores)
                  for run in contents.runs]
-    if cloud:
-        rows = [r for r in rows if of_cloud(r, cloud)]
     rows.sort(key=lambda r: (r.started or '', r.journal))
     return rows
 

@@ -73,8 +73,8 @@ class ListTestCase(base.BaseTestCase):
                 ('admin', [])):
             self.assertEqual(
                 expected,
-                [r.journal for r in journals.list_runs(self.dir,
-                                                       cloud=cloud)],
+                [r.journal for r in journals.list_runs(self.dir)
+                 if journals.of_cloud(r, cloud)],
                 cloud)
 
 
