@@ -317,17 +317,15 @@ def emit_box(headers, row, stream, width):
 def _wrapped(value, room):
     if not isinstance(value, str) or len(value) <= room:
         return value
-    return '\n'.join(
-        '\n'.join(textwrap.wrap(line, room, break_long_words=False,
-                                break_on_hyphens=False) or [''])
-        for line in value.split('\n'))
+    return '\n'.join(wrap(line, room) for line in value.split('\n'))
 
 
 def sort_rows(rows, names, descending=False):
     """``rows`` (dicts) sorted as cliff's ``--sort-column`` sorts a
     table: by each of ``names`` (a key, or a header, as -c takes them,
     in any case and with underscores for spaces), the first first; an
-    empty value after the others; names of no column ignored.
+    empty value after the others (before them, ``descending``); names of
+    no column ignored.
     """
     wanted = []
     for name in names or ():
