@@ -191,6 +191,7 @@ class Journal:
         self._sum = None
         self._lines = 0
         self._broken = None
+        self._created = False
         self.entries = 0
 
     def hold(self):
@@ -234,6 +235,7 @@ class Journal:
             os.close(fd)
             raise
         self._fd = fd
+        self._created = created
         self._newline = newline
         self._pending = [dict(self.header, follows=follows)]
         if cut is not None:
@@ -354,9 +356,23 @@ class Journal:
             except exception.JournalError as e:
                 return e.kwargs.get('reason')
             finally:
-                os.close(self._fd)
-                self._fd = None
+                self._let_go()
         return None
+
+    def _let_go(self):
+        """Close the file; one this run created and never wrote a line
+        to (its first write failed and was taken back) is removed, not
+        left as an empty file that restore would refuse as no journal.
+        """
+        try:
+            if (self._created and not self._lines and
+                    not os.fstat(self._fd).st_size):
+                os.unlink(self.path)
+        except OSError as e:
+            LOG.debug('Empty journal %s left in place: %s', self.path, e)
+        finally:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _fsync_directory(path):

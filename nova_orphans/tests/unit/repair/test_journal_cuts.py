@@ -270,6 +270,29 @@ class CutTestCase(base.BaseTestCase):
                          (consumers(contents.entries), contents.warnings,
                           contents.unended))
 
+    def test_first_write_failing_leaves_no_file(self):
+        """A new journal whose first write fails is taken back to
+        nothing: the run's close removes it, instead of leaving an
+        empty file that restore refuses as no journal.
+        """
+        j = journal.Journal(self.path, placement=ENDPOINT)
+
+        def full(fd, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        with fixtures.MonkeyPatch('nova_orphans.repair.journal.os.write',
+                                  full):
+            self.assertRaises(exception.JournalError, j.record,
+                              entry('a', pad=0))
+        self.assertEqual(0, os.path.getsize(self.path))
+        self.assertIsNone(j.close())
+        self.assertFalse(os.path.exists(self.path))
+        # An existing journal is never removed, even one left empty.
+        open(self.path, 'w').close()
+        j = journal.Journal(self.path, placement=ENDPOINT)
+        j.hold()
+        self.assertIsNone(j.close())
+        self.assertTrue(os.path.exists(self.path))
+
     def test_write_that_cannot_be_taken_back(self):
         """The file cannot even be truncated: the run writes nothing
         more to it, and says so; restore then says the journal cannot
