@@ -131,11 +131,15 @@ class DatabaseSources(Sources):
 
     ``values``: the run's option values (options.resolve's, nova.conf's
     defaults filled in); None: the options' own defaults.
+    ``config_dirs``: every --config-dir the command line gave, which
+    oslo.config reads but does not list (its ``config_dir`` keeps the
+    last); without them, those it found by default.
     """
 
-    def __init__(self, conf, values=None):
+    def __init__(self, conf, values=None, config_dirs=()):
         self.conf = conf
         self.values = values
+        self.config_dirs = list(config_dirs or conf.config_dir or ())
         group = conf.nova_orphans
         self.concurrency = group.placement_concurrency
         self.state_path = group.state_path
@@ -198,9 +202,9 @@ class DatabaseSources(Sources):
         cloud = {'front_end': FRONT_END,
                  'config_files': [os.path.abspath(path) for path in
                                   self.conf.config_file or ()]}
-        dirs = _config_dirs(self.conf)
-        if dirs:
-            cloud['config_dirs'] = [os.path.abspath(path) for path in dirs]
+        if self.config_dirs:
+            cloud['config_dirs'] = [os.path.abspath(path)
+                                    for path in self.config_dirs]
         # keystoneauth registers the auth plugin's options (auth_url)
         # when the client is made.
         self.placement
@@ -221,7 +225,7 @@ class DatabaseSources(Sources):
         if self.placement_db is not None:
             text += ' (%s for the bulk reads)' % self.placement_db.label
         return '%s, as configured by %s' % (text, ', '.join(
-            list(self.conf.config_file or ()) + _config_dirs(self.conf))
+            list(self.conf.config_file or ()) + self.config_dirs)
             or 'nothing')
 
     def _api_reader(self):
@@ -279,11 +283,3 @@ class _OnFirstUse:
         if self._obj is None:
             self._obj = self._factory()
         return getattr(self._obj, name)
-
-
-def _config_dirs(conf):
-    """The --config-dir values given: oslo.config keeps every one, as a
-    list (a string in releases before it allowed several).
-    """
-    dirs = conf.config_dir or []
-    return [dirs] if isinstance(dirs, str) else list(dirs)

@@ -112,7 +112,16 @@ class Config(cfg.ConfigOpts):
     def __init__(self):
         # Before oslo.config registers its own.
         self.cli_flags = {'--config-file', '--config-dir'}
+        self.config_dirs_given = []
         super().__init__()
+
+    def __call__(self, args=None, **kwargs):
+        # oslo.config reads every --config-dir given, but its config_dir
+        # keeps only the last: the command to paste and the journal's
+        # cloud need them all.
+        self.config_dirs_given = _config_dirs_in(
+            sys.argv[1:] if args is None else args)
+        return super().__call__(args, **kwargs)
 
     def _note(self, opt):
         if opt.positional:
@@ -341,6 +350,24 @@ def _misplaced(conf, argv):
         'category': argv[first]}
 
 
+def _config_dirs_in(argv):
+    """Every --config-dir before the category, in order, as argparse
+    takes it (``--config-dir=DIR``, or abbreviated to ``--config-d``).
+    """
+    dirs = []
+    words = argv[:_first_category(argv)]
+    for i, word in enumerate(words):
+        flag, equals, value = word.partition('=')
+        if len(flag) < len('--config-d') or \
+                not '--config-dir'.startswith(flag):
+            continue
+        if equals:
+            dirs.append(value)
+        elif i + 1 < len(words):
+            dirs.append(words[i + 1])
+    return dirs
+
+
 def _first_category(argv):
     """Where the category is in ``argv`` (its length if nowhere)."""
     return next((i for i, word in enumerate(argv)
@@ -436,7 +463,9 @@ class Action:
             self.values = opts.resolve(self.command.options, self.given,
                                        self.config())
             self.context = commands.Context(
-                lambda: sources_mod.DatabaseSources(self.conf, self.values),
+                lambda: sources_mod.DatabaseSources(
+                    self.conf, self.values,
+                    config_dirs=self.conf.config_dirs_given),
                 stop, lambda line: print(line, file=sys.stderr),
                 progress=progress, notice=commands.STOPPING,
                 state_path=self.conf.nova_orphans.state_path)
@@ -484,13 +513,8 @@ class Action:
         if files != list(self.conf.default_config_files or ()):
             for path in files:
                 words += ['--config-file', path]
-        # oslo.config keeps every --config-dir given, as a list.
-        dirs = self.conf.config_dir or ()
-        if isinstance(dirs, str):
-            dirs = [dirs]
-        if list(dirs) != list(self.conf.default_config_dirs or ()):
-            for path in dirs:
-                words += ['--config-dir', path]
+        for path in self.conf.config_dirs_given:
+            words += ['--config-dir', path]
         words += [command.category, command.action] + command.argv
         return ' '.join(shlex.quote(w) for w in words)
 

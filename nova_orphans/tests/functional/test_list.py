@@ -415,15 +415,19 @@ class FilterTestCase(base.FunctionalTestCase):
         self.assertIn('DISK_GB=1, MEMORY_MB=512, VCPU=1', lines[0])
 
     def test_config_dir_is_in_the_command_to_paste(self):
-        # oslo.config keeps --config-dir as a list: the table's closing
-        # line used to end the run with 255 on it.
-        conf_dir = self.useFixture(fixtures.TempDir()).path
+        # oslo.config keeps --config-dir as a list (the table's closing
+        # line used to end the run with 255 on it), and only the last of
+        # several.
+        conf_dir, other = (self.useFixture(fixtures.TempDir()).path
+                           for _n in '12')
         with open(os.path.join(conf_dir, 'extra.conf'), 'w') as f:
             f.write('[DEFAULT]\n')
-        rc, out, err = self.manage('--config-dir', conf_dir,
-                                   'allocations', 'list')
+        rc, out, err = self.manage('--config-dir', other, '--config-dir',
+                                   conf_dir, 'allocations', 'list',
+                                   '--max-width', '0')
         self.assertEqual((3, ''), (rc, err))
-        self.assertIn('--config-dir %s allocations clean' % conf_dir, out)
+        self.assertIn('--config-dir %s --config-dir %s allocations clean' % (
+            other, conf_dir), out)
         # The journal records the directory as the cloud's configuration,
         # and restore reads it back.
         before = self.placement.dump_state()

@@ -116,3 +116,27 @@ class RefusedTestCase(base.BaseTestCase):
         self.assertEqual((7, '', 1), (code, out, len(err)))
         self.assertTrue(err[0].startswith(
             'ERROR: Configuration error: Value for option deadline '), err)
+
+
+class ConfigDirsTestCase(base.BaseTestCase):
+    """Every --config-dir given, which oslo.config reads but lists only
+    the last of.
+    """
+
+    def test_every_one_before_the_category(self):
+        self.assertEqual(
+            ['/a', '/b', '/c'],
+            manage._config_dirs_in([
+                '--config-dir', '/a', '--config-file', '/f',
+                '--config-dir=/b', '--config-d', '/c', 'allocations',
+                'list', '--config-dir', '/late']))
+        self.assertEqual([], manage._config_dirs_in(
+            ['--config-file', '/f', 'journals', 'list']))
+
+    def test_the_config_keeps_them_all(self):
+        dirs = [self.useFixture(fixtures.TempDir()).path for _n in '12']
+        conf = manage.Config()
+        conf(['--config-dir', dirs[0], '--config-dir', dirs[1]],
+             project='nova', default_config_files=[],
+             default_config_dirs=[])
+        self.assertEqual(dirs, conf.config_dirs_given)
