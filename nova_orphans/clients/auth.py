@@ -21,7 +21,6 @@ service at all (7). ``endpoint`` does that part first, so a client's
 own errors are its service's alone.
 """
 
-import re
 import urllib.parse
 
 from keystoneauth1 import exceptions as ks_exc
@@ -30,19 +29,11 @@ from oslo_log import log as logging
 
 from nova_orphans.clients import diagnose
 from nova_orphans.clients import retry
+from nova_orphans.clients import urls
 from nova_orphans import exception
 from nova_orphans.i18n import _
 
 LOG = logging.getLogger(__name__)
-# The version at the end of an auth URL (/v3, /v2.0).
-_VERSION = re.compile(r'/v\d+(?:\.\d+)?/?$')
-
-
-def unversioned(path):
-    """An auth URL's path without its version (/v3, /v2.0): keystone
-    is the same service at either, as keystoneauth's discovery finds.
-    """
-    return _VERSION.sub('', path).rstrip('/')
 
 
 def _one_line(error):
@@ -159,7 +150,7 @@ def log_identity_requests(session, auth_url):
         return
     parts = urllib.parse.urlsplit(auth_url)
     prefix = '%s://%s%s' % (parts.scheme, parts.netloc,
-                            unversioned(parts.path))
+                            urls.unversioned(parts.path))
 
     def logged(resp, *args, **kwargs):
         if resp.url.startswith(prefix) and LOG.isEnabledFor(logging.DEBUG):

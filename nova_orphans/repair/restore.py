@@ -36,7 +36,7 @@ import concurrent.futures
 import os
 import urllib.parse
 
-from nova_orphans.clients import auth as auth_mod
+from nova_orphans.clients import urls
 from nova_orphans.engine import classify
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
@@ -100,7 +100,7 @@ def identity(placement, cloud, legacy=False):
             'placement')):
         # Reached at /v3 or without it, keystone is the same.
         scheme, host, path = _endpoint(auth_url)
-        kinds['keystone'] = (scheme, host, auth_mod.unversioned(path))
+        kinds['keystone'] = (scheme, host, urls.unversioned(path))
     if cloud.get('region'):
         kinds['region'] = cloud['region']
     database = cloud.get('api_database')
