@@ -18,8 +18,16 @@ so that a restore never undoes what was never done. ``write`` sends one
 request for any number of consumers, each carrying the consumer
 generation it was verified at; when only its answer may have been lost
 (a reset, a timeout, a proxy's 502), reading the consumers back says
-whether it was applied, rather than sending it again blindly.
+whether it was applied, rather than sending it again blindly. A write
+placement refused only because a provider it touches kept changing
+under placement's own retries (another writer's allocations on that
+provider, not on these consumers) is sent again as it was, as nova's
+report client does: placement still checks every consumer generation
+it carries.
 """
+
+import random
+import time
 
 from oslo_log import log as logging
 
@@ -29,6 +37,12 @@ from nova_orphans.readers import placement_api
 from nova_orphans.repair import documents
 
 LOG = logging.getLogger(__name__)
+# How many times a write refused for a provider generation conflict is
+# sent again, each after a random delay of up to PROVIDER_RACE_DELAY
+# seconds times its number (nova's report client: 3, and 2 s).
+PROVIDER_RACE_RETRIES = 3
+PROVIDER_RACE_DELAY = 0.5
+_sleep = time.sleep
 
 
 class Retry(Exception):
@@ -99,12 +113,24 @@ def write(client, targets):
         method, url, json = 'POST', '/allocations', bodies
     lost = False
     attempt = 0
+    races = 0
     while True:
         try:
             client.request(method, url, json=json, version=version,
                            expected=(204,))
             return
         except exception.GenerationConflict as e:
+            if not lost and not _of_consumer(e.detail) and \
+                    races < PROVIDER_RACE_RETRIES:
+                # Not applied, and no consumer of it changed.
+                races += 1
+                delay = random.uniform(0, PROVIDER_RACE_DELAY * races)
+                LOG.debug('%(method)s %(url)s: a provider changed under '
+                          'placement\'s own retries; sending it again in '
+                          '%(delay).2f s', {'method': method, 'url': url,
+                                            'delay': delay})
+                _sleep(delay)
+                continue
             if not lost:
                 raise Retry(_conflict(e.detail))
             # An earlier try whose answer was lost may have landed since
@@ -172,6 +198,10 @@ def _conflict(detail):
     ("Inventory and/or allocations changed while attempting to
     allocate"): only the first is the consumer's.
     """
-    if 'consumer generation' in detail:
+    if _of_consumer(detail):
         return _('consumer generation conflict')
     return _('resource provider generation conflict')
+
+
+def _of_consumer(detail):
+    return 'consumer generation' in (detail or '')

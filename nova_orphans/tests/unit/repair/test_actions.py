@@ -13,6 +13,7 @@ import json
 import signal
 from unittest import mock
 
+import fixtures
 from oslotest import base
 import requests
 
@@ -173,38 +174,75 @@ class StopTestCase(base.BaseTestCase):
 
 
 class ConflictTestCase(base.BaseTestCase):
-    """Which generation a refused write names, from placement's words."""
+    """Which generation a refused write names, from placement's words,
+    and which refusal is sent again.
+    """
 
-    def _refused(self, detail):
-        resp = requests.models.Response()
-        resp.status_code = 409
-        resp.headers['Content-Type'] = 'application/json'
-        resp._content = json.dumps({'errors': [{
-            'status': 409, 'title': 'Conflict', 'detail': detail,
-            'code': 'placement.concurrent_update'}]}).encode()
-        client = mock.Mock(version=(1, 39))
-        client.request.side_effect = (
-            lambda method, url, **kw: placement_client._check(
-                method, url, resp, (204,)))
-        target = {'allocations': {}, 'project_id': 'p', 'user_id': 'u',
-                  'consumer_generation': 1, 'consumer_type': 'INSTANCE'}
-        e = self.assertRaises(writes.Retry, writes.write, client,
-                              {'c1': (target, 1), 'c2': (target, 1)})
+    # What placement says when a provider's inventory or allocations
+    # changed under its own retries.
+    PROVIDER = ('Inventory and/or allocations changed while attempting to '
+                'allocate: Another thread concurrently updated the data. '
+                'Please retry your update')
+
+    def setUp(self):
+        super().setUp()
+        self.delays = []
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_orphans.repair.writes._sleep', self.delays.append))
+        self.sent = []
+
+    def _answers(self, *details):
+        """A client whose writes are refused with ``details`` in turn
+        (a 409 placement.concurrent_update each), then applied.
+        """
+        answers = list(details)
+
+        def request(method, url, **kw):
+            self.sent.append((method, url, kw.get('json')))
+            resp = requests.models.Response()
+            resp.status_code = 409 if answers else 204
+            resp.headers['Content-Type'] = 'application/json'
+            resp._content = json.dumps({'errors': [{
+                'status': 409, 'title': 'Conflict',
+                'detail': answers.pop(0),
+                'code': 'placement.concurrent_update'}]}).encode() \
+                if answers else b''
+            return placement_client._check(method, url, resp, (204,))
+        return mock.Mock(version=(1, 39), request=request)
+
+    TARGETS = {c: ({'allocations': {}, 'project_id': 'p', 'user_id': 'u',
+                    'consumer_generation': 1, 'consumer_type': 'INSTANCE'},
+                   1) for c in ('c1', 'c2')}
+
+    def _refused(self, *details):
+        e = self.assertRaises(writes.Retry, writes.write,
+                              self._answers(*details), self.TARGETS)
         return str(e)
 
     def test_consumer_generation(self):
         self.assertEqual('consumer generation conflict', self._refused(
             'consumer generation conflict - expected 1 but got 2'))
+        self.assertEqual((1, []), (len(self.sent), self.delays))
 
-    def test_provider_generation(self):
-        # What placement says when a provider's inventory or allocations
-        # changed under its own retries.
+    def test_provider_generation_sent_again(self):
+        writes.write(self._answers(self.PROVIDER, self.PROVIDER),
+                     self.TARGETS)
+        self.assertEqual(3, len(self.sent))
+        # The same request each time: the same consumer generations.
+        self.assertEqual(1, len({repr(s) for s in self.sent}))
+        self.assertEqual(2, len(self.delays))
+        self.assertTrue(0 <= self.delays[0] <= writes.PROVIDER_RACE_DELAY)
+
+    def test_provider_generation_until_the_limit(self):
         self.assertEqual('resource provider generation conflict',
-                         self._refused(
-                             'Inventory and/or allocations changed while '
-                             'attempting to allocate: Another thread '
-                             'concurrently updated the data. Please retry '
-                             'your update'))
+                         self._refused(*[self.PROVIDER] * 4))
+        self.assertEqual(1 + writes.PROVIDER_RACE_RETRIES, len(self.sent))
+
+    def test_consumer_changed_after_a_provider_race(self):
+        self.assertEqual('consumer generation conflict', self._refused(
+            self.PROVIDER,
+            'consumer generation conflict - expected 1 but got 2'))
+        self.assertEqual(2, len(self.sent))
 
 
 class OverCapacityTestCase(base.BaseTestCase):
