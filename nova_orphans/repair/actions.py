@@ -204,10 +204,12 @@ class Repairer:
 
         def repair(stream):
             results = {}
-            for start in range(0, len(stream), BATCH):
-                if self._stopped():
-                    break
-                batch = stream[start:start + BATCH]
+            while stream and not self._stopped():
+                # A migration and its instance, both to repair, are
+                # written in turn (streams.apart).
+                batch, later = streams_mod.apart(
+                    stream[:BATCH], lambda c: {c, self._partner(c)} - {None})
+                stream = later + stream[BATCH:]
                 planned = {c: [rows[i] for i in plan[c]] for c in batch}
                 with concurrent.futures.ThreadPoolExecutor(threads) as pool:
                     results.update(self._repair_batch(pool, batch, planned))

@@ -44,3 +44,18 @@ def split(links, count):
     for group in sorted(groups.values(), key=len, reverse=True):
         min(streams, key=len).extend(group)
     return [sorted(stream) for stream in streams if stream]
+
+
+def apart(items, keys):
+    """``items`` (in order) as two lists: those whose ``keys(item)``
+    meet no earlier one's, and the others, for a later batch. One
+    batch's writes go out concurrently, from documents read before any
+    of them: two that carry one consumer would refuse each other, as
+    if another writer had changed it.
+    """
+    taken, now, later = set(), [], []
+    for item in items:
+        own = set(keys(item))
+        (later if own & taken else now).append(item)
+        taken |= own
+    return now, later

@@ -116,6 +116,28 @@ class StreamsTestCase(base.BaseTestCase):
         self.assertEqual([[(consumer, reasons.UNKNOWN_CONSUMER)]
                           for consumer in gone], verdicts)
 
+    def test_migration_and_its_instance_never_in_one_batch(self):
+        """Both to repair: written in turn, each read after the other's
+        write, never refusing each other as another writer would.
+        """
+        mig = mock.Mock(instance_uuid='vm')
+        r = self._repairer([('mig', 'A'), ('vm', 'A'), ('x', 'A')],
+                           migrations={'mig': mig},
+                           options=actions.RepairOptions(concurrency=1))
+        batches = []
+
+        def repair_batch(pool, batch, planned):
+            batches.append(batch)
+            return {c: [actions.DONE] for c in batch}
+        r._repair_batch = repair_batch
+        rows, outcomes = r.clean([
+            mock.Mock(is_orphan=True, consumer=c, action=action)
+            for c, action in (('mig', reasons.RETURN_TO_INSTANCE),
+                              ('vm', reasons.REMOVE_PROVIDER),
+                              ('x', reasons.DELETE_CONSUMER))])
+        self.assertEqual([['mig', 'x'], ['vm']], batches)
+        self.assertEqual([actions.DONE] * 3, outcomes)
+
     def test_no_fast_mode_without_a_placement_database(self):
         self.assertIsNone(self._repairer([]).placement_db)
 

@@ -1,0 +1,24 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+from oslotest import base
+
+from nova_orphans.repair import streams
+
+
+class ApartTestCase(base.BaseTestCase):
+
+    def test_items_meeting_an_earlier_one_wait(self):
+        keys = {'a': 'ab', 'b': 'b', 'c': 'c', 'd': 'ad', 'e': 'e'}
+        self.assertEqual(
+            (['a', 'c', 'e'], ['b', 'd']),
+            streams.apart('abcde', lambda item: keys[item]))
+        self.assertEqual(([], []), streams.apart([], set))
