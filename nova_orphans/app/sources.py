@@ -139,7 +139,9 @@ class DatabaseSources(Sources):
     def __init__(self, conf, values=None, config_dirs=()):
         self.conf = conf
         self.values = values
-        self.config_dirs = list(config_dirs or conf.config_dir or ())
+        dirs = config_dirs or conf.config_dir or ()
+        # A string in oslo.config releases that took one --config-dir.
+        self.config_dirs = [dirs] if isinstance(dirs, str) else list(dirs)
         group = conf.nova_orphans
         self.concurrency = group.placement_concurrency
         self.state_path = group.state_path

@@ -206,15 +206,16 @@ class Journal:
                 self._open(create=False)
 
     def _open(self, create=True):
-        created = create
+        created = False
         try:
-            try:
-                if not create:
-                    raise FileExistsError
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL |
-                             os.O_APPEND, 0o600)
-            except FileExistsError:
-                created = False
+            if create:
+                try:
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT |
+                                 os.O_EXCL | os.O_APPEND, 0o600)
+                    created = True
+                except FileExistsError:
+                    pass
+            if not created:
                 fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
         except OSError as e:
             raise exception.JournalError(path=self.path, reason=e.strerror)
