@@ -16,8 +16,15 @@ documents in, the requests made recorded (method, url, microversion).
 """
 
 import copy
+import io
 import json
+import types
 from urllib import parse
+
+from nova_orphans.clients import compute as compute_client
+from nova_orphans.clients import network as network_client
+from nova_orphans.clients import placement as placement_client
+from nova_orphans.osc import plugin
 
 PROJECT = 'f0e1d2c3b4a5968778695a4b3c2d1e0f'
 USER = '0f1e2d3c4b5a69788796a5b4c3d2e1f0'
@@ -245,3 +252,16 @@ class FakePlacement(FakeAdapter):
                                  if doc['allocations'] else None)
             return Response(204)
         return Response(404, {'errors': [{'detail': 'no route'}]})
+
+
+def osc_app(placement, compute, network=None):
+    """cliff's App for an ``openstack`` command run from the command
+    line, its clients over these fakes (``network``: none by default).
+    """
+    return types.SimpleNamespace(
+        stdout=io.StringIO(), stderr=io.StringIO(), interactive_mode=False,
+        client_manager=types.SimpleNamespace(nova_orphans=plugin.Clients(
+            placement_client.PlacementClient(placement),
+            compute_client.ComputeClient(compute),
+            None if network is None else network_client.NetworkClient(
+                network))))

@@ -20,8 +20,6 @@ from unittest import mock
 import fixtures
 from oslotest import base
 
-from nova_orphans.clients import compute
-from nova_orphans.clients import placement
 from nova_orphans.engine import model
 from nova_orphans import exit_codes
 from nova_orphans.osc import plugin
@@ -87,14 +85,7 @@ class CommandTestCase(base.BaseTestCase):
         self.placement.allocate(LIVE, RP1)
         self.placement.allocate(GONE, RP2)
         self.placement.allocate(STRANGER, RP2)
-        # cliff's App: a command run from the command line.
-        self.app = types.SimpleNamespace(
-            stdout=io.StringIO(), stderr=io.StringIO(),
-            interactive_mode=False,
-            client_manager=types.SimpleNamespace(
-                nova_orphans=plugin.Clients(
-                    placement.PlacementClient(self.placement),
-                    compute.ComputeClient(self.compute))))
+        self.app = fakes.osc_app(self.placement, self.compute)
 
     def run_cmd(self, cls, *argv):
         """Parse and run like cliff does; returns stdout."""

@@ -16,7 +16,6 @@ the network API's port bindings.
 import io
 import json
 import os
-import types
 from urllib import parse
 
 import fixtures
@@ -25,10 +24,8 @@ from oslotest import base
 
 from nova_orphans.clients import compute
 from nova_orphans.clients import network
-from nova_orphans.clients import placement
 from nova_orphans.engine import claims
 from nova_orphans.engine import model
-from nova_orphans.osc import plugin
 from nova_orphans.osc.v1 import orphan
 from nova_orphans.osc.v1 import provider_orphan
 from nova_orphans.readers import compute_api
@@ -247,15 +244,7 @@ class OrphanCommandTestCase(base.BaseTestCase):
         self.placement.allocate(VM1, RP1)
         self.placement.allocate(VM1, BW, NET_BW_EGR_KILOBIT_PER_SEC=10)
         self.placement.allocate(VM1, BW2, NET_BW_EGR_KILOBIT_PER_SEC=20)
-        # cliff's App: a command run from the command line.
-        self.app = types.SimpleNamespace(
-            stdout=io.StringIO(), stderr=io.StringIO(),
-            interactive_mode=False,
-            client_manager=types.SimpleNamespace(
-                nova_orphans=plugin.Clients(
-                    placement.PlacementClient(self.placement),
-                    compute.ComputeClient(self.compute),
-                    network.NetworkClient(self.net))))
+        self.app = fakes.osc_app(self.placement, self.compute, self.net)
 
     def rows(self, cls, *argv):
         cmd = cls(self.app, None)
