@@ -62,9 +62,6 @@ LOG = logging.getLogger(__name__)
 DONE = outcomes_mod.done()
 # Consumers re-verified against nova together, in one set of queries.
 BATCH = 100
-WRITE_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER,
-                 reasons.RETURN_TO_INSTANCE, reasons.HEAL,
-                 reasons.TRIM_PROVIDER)
 # Actions that change only the consumer's own allocations, never
 # another's: these are written many consumers to a request.
 BATCHED_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER,
