@@ -61,9 +61,9 @@ class Report:
     ``rows``: findings (``findings`` True; ``keys`` None: output.columns
     picks them) or dicts of other records with ``keys``. ``summary``
     (lines that close a table, on stdout) is made only when asked for:
-    a JSON list of a million rows never builds it. ``notes``: lines for
-    stderr after the rows, in every format. ``metrics``: the exposition
-    text, for ``--format prometheus``. ``outcomes``: the rows' outcomes
+    a long JSON list never builds it. ``notes``: lines for stderr after
+    the rows, in every format. ``metrics``: the exposition text, for
+    ``--format prometheus``. ``outcomes``: the rows' outcomes
     as shown (numbered failures), for the ``outcome`` column.
     """
 
