@@ -42,8 +42,8 @@ def safe_error(error, *urls):
         password = _password(url)
         if password:
             text = text.replace(password, '***')
-    # Imported here: it compiles its many patterns on import, some
-    # hundredths of a second of every run, which mostly mask nothing.
+    # Imported here: it compiles its many patterns on import, which
+    # every run would pay for, and they mostly mask nothing.
     from oslo_utils import strutils
     return strutils.mask_password(text)
 
@@ -156,8 +156,8 @@ class ReaderEngines:
 
     A new engine per read would open a new connection for each: with
     PyMySQL, which offers TLS unless told not to, that is a new TLS
-    context loading the system's certificates, tens of milliseconds of
-    CPU, paid by ``clean`` for every batch of consumers it re-verifies.
+    context loading the system's certificates, paid by ``clean`` for
+    every batch of consumers it re-verifies.
     Each read still gets a connection of its own from the pool, so
     concurrent reads (cells in threads, repair streams) never share one.
     """
@@ -256,9 +256,9 @@ def serial_reads(conn):
 
     sqlite hands back the interpreter lock for every row it steps
     through: bulk reads of several sqlite files in threads pass it back
-    and forth on each row, and take twice as long as one after the
-    other. So they take turns (sqlite files are local: there is no
-    network wait to overlap). Reads from a server (MySQL) need not.
+    and forth on each row, and take longer than one after the other.
+    So they take turns (sqlite files are local: there is no network wait
+    to overlap). Reads from a server (MySQL) need not.
     """
     if conn.dialect.name == 'sqlite':
         return _SQLITE_READS
@@ -277,9 +277,9 @@ def rows_in(conn, query, values, size=IN_LIST_SIZE):
     ``query`` holds ``IN_VALUES`` once and no other parameter. Its text
     is compiled once and each chunk's values handed to the driver's
     cursor: SQLAlchemy would compile a statement and a name for every
-    one of ten thousand values and make a Row of each row, which cost
-    more than the database's own work for the tens of thousands of
-    consumers of a large cloud that nothing live owns.
+    value and make a Row of each row, which cost more than the
+    database's own work for the many consumers of a large cloud that
+    nothing live owns.
     """
     compiled = query.compile(dialect=conn.dialect)
     if set(compiled.params) != {IN_VALUES.key}:

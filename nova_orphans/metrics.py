@@ -39,8 +39,8 @@ transient faults (clients.retry), the ``retries_total`` series;
     written (MetricsFileError, an InvalidInput).
 
 Both write ``metrics_file``, when given, atomically (:func:`write`).
-Built on prometheus_client, imported on first use: it costs a list that
-writes no metrics 30 ms of imports otherwise.
+Built on prometheus_client, imported on first use: a list that writes
+no metrics does not pay for its import.
 """
 
 import collections

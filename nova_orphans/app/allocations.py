@@ -312,11 +312,10 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
     The whole journal is verified first, and refused if it is damaged,
     altered or of another cloud (``journal_clouds``: the placement
     endpoints --journal-cloud names as the journal's, reached now at
-    another address). ``warn(line)`` is told of each journal line of an
-    earlier release that was cut short, and that such lines cannot be
-    verified; the result says whether the journal could prove it is
-    whole (``unproven``). ``metrics`` (a Metrics) are made of the run's
-    rows and outcomes.
+    another address). ``warn(line)`` is told when the restore's mark
+    cannot be written to the journal; the result says whether the
+    journal could prove it is whole (``unproven``). ``metrics`` (a
+    Metrics) are made of the run's rows and outcomes.
     """
     if metrics is not None:
         metrics.check()
@@ -334,10 +333,6 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
                   'in %(seconds).3f s', {
                       'path': path, 'count': len(contents.entries),
                       'seconds': time.monotonic() - started})
-        if warn is not None:
-            for line in contents.warnings + list(filter(None, [
-                    journal_verify.unverified_line(path, contents)])):
-                warn(line)
         stop.start_writing(notice)
         done = restore_mod.restore(
             client, contents.entries, dry_run=dry_run,

@@ -37,15 +37,13 @@ class JournalRun:
 
     ``cloud`` names the cloud the run reached: for ``openstack``, the
     cloud's name in clouds.yaml (else its auth URL); for
-    ``nova-orphans-manage``, the configuration files it read; empty for
-    a journal written before runs recorded it. ``placement`` is the
-    placement endpoint the run wrote to. ``ended``: how the run ended
-    (``completed``, ``error``, ``SIGINT``, ``SIGTERM``; "no end record"
-    if it was killed or the file was cut short; empty before journals
-    recorded it). ``restored``, ``restored_into`` and ``restored_by``:
-    when the last restore of the journal after the run ended, the
-    placement it restored into and its front end (empty before
-    restores recorded them).
+    ``nova-orphans-manage``, the configuration files it read.
+    ``placement`` is the placement endpoint the run wrote to.
+    ``ended``: how the run ended (``completed``, ``error``, ``SIGINT``,
+    ``SIGTERM``; "no end record" if it was killed or the file was cut
+    short). ``restored``, ``restored_into`` and ``restored_by``: when
+    the last restore of the journal after the run ended, the placement
+    it restored into and its front end (empty if none did).
     """
 
     KEYS = ('journal', 'run', 'command', 'cloud', 'placement', 'host',
@@ -56,12 +54,12 @@ class JournalRun:
         header = run.header
         self.journal = path
         self.run = header.get('run')
-        self.command = header.get('command', 'clean')
+        self.command = header.get('command')
         self.identity = run.cloud
         self.cloud = cloud_label(run.cloud)
         self.placement = run.placement
         self.host = header.get('host')
-        self.started = header.get('time') or run.entries[0].get('time')
+        self.started = header.get('time')
         self.ended = run.ended
         self.entries = len(run.entries)
         self.not_applied = sum(1 for e in run.entries
@@ -94,14 +92,9 @@ class Pruned:
 
 
 def _config_paths(cloud):
-    """The configuration files and directories a run read (a single
-    ``config_dir`` in journals of development versions).
-    """
-    paths = list(cloud.get('config_files') or [])
-    paths += cloud.get('config_dirs') or []
-    if cloud.get('config_dir'):
-        paths.append(cloud['config_dir'])
-    return paths
+    """The configuration files and directories a run read."""
+    return (list(cloud.get('config_files') or []) +
+            list(cloud.get('config_dirs') or []))
 
 
 def cloud_label(cloud):
@@ -128,11 +121,6 @@ def of_cloud(row, cloud):
             cloud, row.placement):
         return True
     return os.path.abspath(cloud) in _config_paths(identity)
-
-
-def default_directory(state_path):
-    """Where clean puts journals (see journal.default_directory)."""
-    return journal.default_directory(state_path)
 
 
 def _files(directory):

@@ -20,7 +20,7 @@ argparse actions under oslo.config (metavars as written, ``UUID``),
 Neither front end declares an option of its own but what its framework
 already has (oslo.config's and osc's global options; cliff's ``-f``,
 ``-c``, ``--max-width`` and ``--fit-width``, which nova-orphans-manage
-offers as cliff does: output.OUTPUT_OPTIONS).
+offers as cliff does: cmd/manage.py's OUTPUT_OPTIONS).
 """
 
 from nova_orphans.app import foreign

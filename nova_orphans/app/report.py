@@ -14,16 +14,13 @@
 A ``Report`` holds a run's rows, the lines that close a table (its
 summary, its "Outcomes:" and "Next:" lines), the lines said on stderr
 after the rows (failures, the journal, the command that undoes the run,
-what a signal stopped, retries), its outcome counts, its warnings and
-its exit code. A line that names a command to run holds it as a
-``CommandLine`` (category, action, arguments): each front end writes it
-as its users type it, ``nova-orphans-manage --config-file ... allocations
-clean ...`` or ``openstack --os-cloud ... allocation orphan clean ...``.
+what a signal stopped, retries), its warnings and its exit code. A
+line that names a command to run holds it as a ``CommandLine``
+(category, action, arguments): each front end writes it as its users
+type it, ``nova-orphans-manage --config-file ... allocations clean ...``
+or ``openstack --os-cloud ... allocation orphan clean ...``.
 """
 
-import collections
-
-from nova_orphans.app import sentences
 from nova_orphans import output
 
 
@@ -64,9 +61,9 @@ class Report:
     ``rows``: findings (``findings`` True; ``keys`` None: output.columns
     picks them) or dicts of other records with ``keys``. ``summary``
     (lines that close a table, on stdout) is made only when asked for:
-    a JSON list of a million rows never builds it. ``notes``: lines for
-    stderr after the rows, in every format. ``metrics``: the exposition
-    text, for ``--format prometheus``. ``outcomes``: the rows' outcomes
+    a long JSON list never builds it. ``notes``: lines for stderr after
+    the rows, in every format. ``metrics``: the exposition text, for
+    ``--format prometheus``. ``outcomes``: the rows' outcomes
     as shown (numbered failures), for the ``outcome`` column.
     """
 
@@ -88,12 +85,6 @@ class Report:
         if callable(self._summary):
             self._summary = self._summary()
         return lines(self._summary or ())
-
-    @property
-    def outcome_counts(self):
-        """{outcome as the summary counts it: rows}."""
-        return collections.Counter(sentences.counted(o)
-                                   for o in self.outcomes or ())
 
     def dicts(self):
         """The rows as dicts, the outcome column included."""

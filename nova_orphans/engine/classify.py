@@ -340,8 +340,8 @@ def _finding(index, owner, provider, node, alloc, verdict):
         provider_name, root_provider = provider.name, provider.root_uuid
     else:
         provider_name = root_provider = None
-    # Positional, in FINDING_KEYS order: keyword arguments would double
-    # the cost of the one object built for every allocation. Records
+    # Positional, in FINDING_KEYS order: keyword arguments cost more,
+    # and this is the one object built for every allocation. Records
     # are never changed once built, so the resources need no copy.
     return model.Finding(
         alloc.consumer, owner.consumer_type, instance_uuid, alloc.provider,

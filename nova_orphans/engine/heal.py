@@ -66,8 +66,8 @@ def missing_allocations(index):
              [uuid for uuid in placement.missing_among if uuid in instances])
     # Whether it holds allocations (in scope or elsewhere), asked first,
     # of every instance, in C: most do, and it is then the one question
-    # asked of them (a set of every instance, made to take a difference,
-    # cost twice as much). The order does not matter: classify sorts.
+    # asked of them, with no set of every instance made to take a
+    # difference. The order does not matter: classify sorts.
     elsewhere = placement.consumers_elsewhere
     for uuid in itertools.filterfalse(index.by_consumer.__contains__,
                                       among):

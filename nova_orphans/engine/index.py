@@ -262,7 +262,7 @@ def _each(held):
 
 def consumers_of(allocations):
     """The consumers holding these allocations, a set or a set-like view
-    (of a reader's grouping, rather than a million-entry set made again).
+    (of a reader's grouping, rather than a set of every one made again).
     """
     grouped = _grouping(allocations)
     if grouped is not None:
@@ -272,7 +272,7 @@ def consumers_of(allocations):
 
 def held_by(allocations, consumers):
     """The allocations of these consumers, from a reader's grouping when
-    there is one (a few consumers' out of a million allocations).
+    there is one (a few consumers' out of every allocation).
     """
     grouped = _grouping(allocations)
     if grouped is None:

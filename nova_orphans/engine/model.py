@@ -15,9 +15,8 @@ Plain records with no I/O: readers build them from placement and nova,
 unit tests build them by hand, and the engine never needs to know which.
 Nothing changes a record once it is built (``dataclasses.replace`` makes
 a new one). The per-row records are ``slots`` dataclasses (``record``)
-rather than frozen ones: a frozen dataclass costs three to four times as
-much to create, and a fast-mode run creates several hundred thousand of
-them.
+rather than frozen ones, which cost more to create: a run creates one
+per allocation.
 """
 
 import dataclasses
@@ -53,8 +52,8 @@ def record(cls):
     3.10 does, the class is made again with ``__slots__`` holding its
     fields, and without their defaults as class attributes (a slot and a
     class attribute of one name cannot coexist; ``__init__`` keeps the
-    defaults). Without ``__slots__``, each of a fast-mode run's million
-    records would carry a ``__dict__``: about twice the memory.
+    defaults). Without ``__slots__``, each of a run's records (one per
+    allocation) would carry a ``__dict__`` as well.
     """
     cls = dataclasses.dataclass(cls)
     names = tuple(f.name for f in dataclasses.fields(cls))
@@ -120,8 +119,8 @@ class GroupedAllocations(list):
     Allocation} for a consumer holding on several providers}. A reader
     that has to group the rows it reads by consumer anyway (placement's
     database gives one row per resource class) hands that grouping on,
-    so the engine's index need not make it again from a million
-    allocations (engine.index.SnapshotIndex).
+    so the engine's index need not make it again from every allocation
+    (engine.index.SnapshotIndex).
     """
 
     __slots__ = ('by_consumer',)
@@ -480,7 +479,7 @@ class Finding:
 
     def to_dict(self):
         # Spelled out, in FINDING_KEYS order (a unit test compares): it
-        # is called for every row printed, a million in a large cloud.
+        # is called for every row printed.
         return {
             'consumer': self.consumer, 'consumer_type': self.consumer_type,
             'instance': self.instance,

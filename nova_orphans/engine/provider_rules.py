@@ -91,13 +91,6 @@ def tree_roots(providers):
     return trees
 
 
-def bottom_up(providers, root):
-    """The tree's providers, children before their parents: the order
-    placement lets them be deleted in.
-    """
-    return list(reversed(tree_roots(providers).get(root, [root])))
-
-
 def judge_root(root, nova):
     """(reason, action, details, compute node or None) of one root."""
     if root.foreign_owner is not None:

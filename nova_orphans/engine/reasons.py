@@ -72,10 +72,8 @@ UNTYPED = 'unknown'
 # Resource provider trees (``providers list``; see provider_rules). The
 # whole tree of a root shares its root's reason and action.
 DELETE_PROVIDER = 'delete_provider'
-PROVIDER_ACTIONS = (DELETE_PROVIDER, NONE)
 # The tree's root is a compute node nova deleted: an orphan.
 DELETED_COMPUTE_NODE = 'deleted_compute_node'
-PROVIDER_ORPHAN_REASONS = (DELETED_COMPUTE_NODE,)
 # Trees that are fine: a live compute node's; one nova never knew as a
 # compute node (another service's, a sharing provider); one nobody can
 # judge while a cell cannot be read (UNVERIFIABLE, as above).
@@ -85,9 +83,6 @@ UNMANAGED = 'unmanaged'
 # its capacity is reserved: capacity nobody holds, reported, never
 # cleaned (see provider_rules.fully_reserved_details).
 FULLY_RESERVED = 'fully_reserved'
-PROVIDER_HEALTHY_REASONS = (LIVE_COMPUTE_NODE, FULLY_RESERVED, UNMANAGED,
-                            UNVERIFIABLE)
-PROVIDER_REASONS = PROVIDER_ORPHAN_REASONS + PROVIDER_HEALTHY_REASONS
 
 # What a restore's row did: the clean's action undone. A restore's rows
 # name these, never the clean's action, so that they cannot be read as a

@@ -83,8 +83,7 @@ MIGRATION_TIMES = _table('migrations', 'instance_uuid', 'created_at',
 # Of an action and its events, only the times nova's API shows: the
 # compute API reader sees no others, and both front ends must name the
 # same moment. An event's updated_at is written when conductor saves it,
-# after the finish_time the compute host took: a second later, under
-# load.
+# after the finish_time the compute host took: later, under load.
 ACTIONS = _table('instance_actions', 'id', 'instance_uuid', 'updated_at',
                  'start_time')
 ACTION_EVENTS = _table('instance_actions_events', 'action_id', 'event',
@@ -163,8 +162,8 @@ class CellRead:
     def lookup(self, consumers, instance_uuids):
         """Deleted, then archived, rows for the given uuids.
 
-        Tens of thousands of them in a large cloud: sqlite cells take
-        turns, as for live() (see db_utils.serial_reads).
+        Many in a large cloud: sqlite cells take turns, as for live()
+        (see db_utils.serial_reads).
         """
         with db_utils.serial_reads(self.db):
             for table, loader, uuids in (
@@ -329,8 +328,9 @@ class CellRead:
         instance = model.Instance
         # Hosts, nodes, vm_states, projects and users repeat from
         # instance to instance, but the driver makes a new string for
-        # every value: keep one of each (they took a third of a large
-        # run's memory). task_state is mostly NULL, always the same None.
+        # every value: keep one of each, and a large cloud's rows hold
+        # far less memory. task_state is mostly NULL, always the same
+        # None.
         same = {}.setdefault
         for (uuid, host, node, vm_state, task_state, project_id, user_id,
              deleted, is_hidden, compute_id) in self._rows(table, where,

@@ -45,8 +45,6 @@ from nova_orphans.readers import scatter
 
 LOG = logging.getLogger(__name__)
 
-CELL0_UUID = '00000000-0000-0000-0000-000000000000'
-
 # Where a look-up's uuids go (see db_utils.rows_in).
 _IN = db_utils.IN_VALUES
 _table = nova_schema.table

@@ -62,9 +62,6 @@ LOG = logging.getLogger(__name__)
 DONE = outcomes_mod.done()
 # Consumers re-verified against nova together, in one set of queries.
 BATCH = 100
-WRITE_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER,
-                 reasons.RETURN_TO_INSTANCE, reasons.HEAL,
-                 reasons.TRIM_PROVIDER)
 # Actions that change only the consumer's own allocations, never
 # another's: these are written many consumers to a request.
 BATCHED_ACTIONS = (reasons.DELETE_CONSUMER, reasons.REMOVE_PROVIDER,
@@ -167,10 +164,10 @@ class Repairer:
         self.conflicts = 0
 
     def clean(self, findings):
-        """Repair the orphans among ``findings``; returns their outcomes.
+        """Repair the orphans among ``findings``: returns ``(rows,
+        outcomes)``, the orphans in order and the Outcome of each.
 
-        The result has one outcome string per finding, in order; findings
-        with action ``none`` are never touched and get no row.
+        Findings with action ``none`` are never touched and get no row.
         """
         options, progress = self.options, self.options.progress
         rows = [f for f in findings if f.is_orphan]
@@ -195,10 +192,9 @@ class Repairer:
         # Half of the requests placement may have in flight are streams
         # of batches, each with one write in flight at a time: while a
         # stream reads and journals its next batch, the others' writes
-        # keep placement's workers busy (two streams for two workers
-        # left a worker idle a tenth of the time). Each stream has an
-        # equal share of the requests for its one-by-one reads and
-        # writes, so no more than placement_concurrency are ever sent.
+        # keep placement's workers busy. Each stream has an equal share
+        # of the requests for its one-by-one reads and writes, so no
+        # more than placement_concurrency are ever sent.
         streams = self._streams(consumers, max(1, options.concurrency // 2))
         threads = max(1, options.concurrency // max(1, len(streams)))
 

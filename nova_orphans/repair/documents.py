@@ -20,8 +20,6 @@ holding allocations decide that: an emptied consumer is deleted by
 placement, type and all, so at 1.38 any valid type will do for it.
 """
 
-import copy
-
 UNTYPED_WRITE_VERSION = (1, 37)
 TYPED_WRITE_VERSION = (1, 38)
 UNKNOWN_TYPE = 'unknown'
@@ -52,14 +50,6 @@ def empty():
 def same_allocations(a, b):
     return (a or {}).get('allocations', {}) == (b or {}).get(
         'allocations', {})
-
-
-def without_providers(doc, providers):
-    result = copy.deepcopy(doc)
-    result['allocations'] = {rp: body for rp, body
-                             in doc['allocations'].items()
-                             if rp not in providers}
-    return result
 
 
 def _typed(consumer_type):

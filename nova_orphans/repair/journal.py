@@ -55,9 +55,7 @@ from nova_orphans.repair import journal_verify
 
 LOG = logging.getLogger(__name__)
 
-# Written by this release, and read (see journal_verify): version 3
-# lines carry checksums; versions 1 and 2 are an earlier release's.
-VERSION = journal_verify.VERSION
+# Read back and verified by journal_verify.
 load = journal_verify.load
 COMPLETED = journal_verify.COMPLETED
 ERROR = journal_verify.ERROR
@@ -388,8 +386,7 @@ def _tail(fd):
     """What a run appending to an existing journal writes first, and
     chains after: (a newline if the file does not end with one, the
     offset where its last line ends if that line is cut short, else
-    None, the sum of its last whole line, None if it has none or is of
-    an earlier release).
+    None, the sum of its last whole line, None if it has none).
     """
     size = os.fstat(fd).st_size
     if not size:
@@ -410,8 +407,7 @@ def _tail(fd):
                 cut = start + len(line)
             first = False
             continue
-        return newline, cut, last.get('sum') if last.get(
-            'version') == VERSION else None
+        return newline, cut, last['sum']
     return newline, cut, None
 
 

@@ -14,15 +14,14 @@
 ``restore`` writes into placement what a journal says was there; a
 journal that is not the one its runs wrote (bit rot, a hand edit, a
 partial copy, two files pasted together) would have it write the wrong
-thing. So every line of a version 3 journal carries ``sum``: the
-SHA-256 of the line's canonical JSON (sorted keys, no spaces, ``sum``
-left out) after the ``sum`` of the line before it in its run. A run's
-header starts its chain; its run id is the chain's nonce, so lines
-cannot move from one run to another. The header also records
-``follows``, the ``sum`` of the last whole line the file held when the
-run began (None: none, or one of an earlier release), so whole runs
-cannot be removed from between others, duplicated or reordered. A run
-that ends (normally, on an error, on SIGINT or SIGTERM) writes an
+thing. So every line carries ``sum``: the SHA-256 of the line's
+canonical JSON (sorted keys, no spaces, ``sum`` left out) after the
+``sum`` of the line before it in its run. A run's header starts its
+chain; its run id is the chain's nonce, so lines cannot move from one
+run to another. The header also records ``follows``, the ``sum`` of the
+last whole line the file held when the run began (None: none), so whole
+runs cannot be removed from between others, duplicated or reordered. A
+run that ends (normally, on an error, on SIGINT or SIGTERM) writes an
 ``end`` record counting its lines and entries; a run without one was
 killed, or the file was cut short after it.
 
@@ -35,8 +34,8 @@ it, with its number. A line cut short is tolerated only where a killed
 next opened the file, whose chained ``cut`` mark names the byte offset
 where the cut line ends.
 
-Versions 1 and 2 (earlier releases) have no checksums: they are read as
-those releases read them, and said to be unverified.
+A line of another ``version`` is not a journal entry: refused as any
+other.
 """
 
 import collections
@@ -48,10 +47,6 @@ from nova_orphans import exception
 from nova_orphans.i18n import _
 
 VERSION = 3
-READABLE = (1, 2, 3)
-# Where a whole entry may start inside a line (json.dumps with
-# sort_keys): an entry a run of an earlier release glued onto a cut line.
-_GLUED = re.compile(rb'\{"action": ')
 # The end of a number, or of a \u escape, cut short, as json reports it.
 _NUMBER = re.compile(r'-?[0-9]*\.?[0-9]*([eE][-+]?[0-9]*)?')
 _NUMBER_TAIL = re.compile(r'\.|[eE][-+]?')
@@ -61,7 +56,7 @@ _SUM = re.compile(r'[0-9a-f]{64}')
 # How a run ended, as its end record says (see Journal.close).
 COMPLETED = 'completed'
 ERROR = 'error'
-# What journals list shows for a version 3 run without an end record.
+# What journals list shows for a run without an end record.
 NO_END = 'no end record'
 
 
@@ -86,15 +81,14 @@ def seal(line, previous):
 
 
 class Run:
-    """The entries one run wrote, and its header (empty before version
-    2, or after a cut line without one).
+    """The entries one run wrote, and its header.
 
-    ``end``: its end record (version 3), None if it has none;
-    ``first_line`` and ``last_line``: where it is in the file.
+    ``end``: its end record, None if it has none; ``first_line`` and
+    ``last_line``: where it is in the file.
     """
 
-    def __init__(self, header=None, line=None):
-        self.header = header or {}
+    def __init__(self, header, line):
+        self.header = header
         self.entries = []
         self.end = None
         self.first_line = self.last_line = line
@@ -104,36 +98,26 @@ class Run:
         self.sum = self.header.get('sum')
 
     @property
-    def version(self):
-        return self.header.get('version')
-
-    @property
-    def verified(self):
-        return (self.version or 0) >= VERSION
-
-    @property
     def placement(self):
         return self.header.get('placement')
 
     @property
     def cloud(self):
-        """What names the run's cloud ({} before it was recorded): for
+        """What names the run's cloud ({} if nothing does): for
         ``openstack``, ``name`` (clouds.yaml's), ``auth_url``, ``region``
-        and ``project``; for ``nova-orphans-manage``, ``config_files``
-        and, from version 3, ``auth_url``, ``region`` and
-        ``api_database``; ``front_end`` from version 3.
+        and ``project``; for ``nova-orphans-manage``, ``config_files``,
+        ``config_dirs``, ``auth_url``, ``region`` and ``api_database``;
+        ``front_end`` for both.
         """
         cloud = self.header.get('cloud')
         return cloud if isinstance(cloud, dict) else {}
 
     @property
     def ended(self):
-        """How it ended (its end record's ``how``), NO_END for a run of
-        this version without one, None before version 3.
-        """
+        """How it ended (its end record's ``how``), NO_END without one."""
         if self.end is not None:
             return self.end.get('how')
-        return NO_END if self.verified else None
+        return NO_END
 
     def describe(self):
         """The run as a sentence names it."""
@@ -147,15 +131,12 @@ class Run:
 
 
 # What load() returns. ``runs``: [Run] with entries, oldest first;
-# ``warnings``: one line per line of an earlier release's run cut
-# short; ``restores``: the marks restores left, oldest first, each
-# with the cloud and front end of the restore; ``unended``: [Run] of
-# version 3 without an end record, and the numbers of cut lines no
-# run's header precedes (a run killed inside its first write, or the
-# file cut there); ``unverified``: the number of lines of an earlier
-# release, which carry no checksum.
-Contents = collections.namedtuple(
-    'Contents', 'entries warnings runs restores unended unverified')
+# ``restores``: the marks restores left, oldest first, each with the
+# cloud and front end of the restore; ``unended``: [Run] without an end
+# record, and the numbers of cut lines no run's header precedes (a run
+# killed inside its first write, or the file cut there).
+Contents = collections.namedtuple('Contents',
+                                  'entries runs restores unended')
 
 
 def load(path):
@@ -186,31 +167,20 @@ def _items(path, data):
     for number, line in enumerate(data.split(b'\n'), 1):
         end = start + len(line)
         if line.strip():
-            items.extend(_read_line(number, end, line))
+            items.append(_read_line(number, end, line))
         start = end + 1
     return items
 
 
 def _read_line(number, end, line):
     try:
-        return [_Item(number, end, parse(line), None)]
+        return _Item(number, end, parse(line), None)
+    except _Glued as e:
+        return _Item(number, end, False, e)
     except ValueError as e:
-        error = e
-    glued = _unglue(line)
-    if glued is not None:
-        start, entry = glued
-        try:
-            # Whole, and only its newline missing.
-            first = _Item(number, end, parse(line[:start]), None)
-        except ValueError as e:
-            first = _Item(number, end,
-                          None if cut_short(line[:start]) else False, e)
-        return [first, _Item(number, end, entry, None)]
-    if isinstance(error, _Glued):
-        return [_Item(number, end, False, error)]
-    # None: cut short, where a killed run may have left it; False:
-    # damaged wherever it is.
-    return [_Item(number, end, None if cut_short(line) else False, error)]
+        # None: cut short, where a killed run may have left it; False:
+        # damaged wherever it is.
+        return _Item(number, end, None if cut_short(line) else False, e)
 
 
 class _Glued(ValueError):
@@ -228,34 +198,33 @@ def parse(line):
     try:
         entry = json.loads(text)
     except json.JSONDecodeError as e:
-        if e.msg == 'Extra data' and _of_this_version(text[:e.pos]):
+        if e.msg == 'Extra data' and _is_line(text[:e.pos]):
             raise _Glued(_('two lines glued together: the newline '
                            'between them is missing'))
         raise ValueError(str(e))
     if not isinstance(entry, dict):
         raise ValueError(_('not a JSON object'))
     version = entry.get('version')
-    if version not in READABLE:
+    if version != VERSION:
         raise ValueError(_('version %(version)s; this release reads '
-                           'versions %(readable)s') % {
-            'version': version,
-            'readable': ', '.join(str(v) for v in READABLE)})
-    if version >= 3 and not (isinstance(entry.get('sum'), str) and
-                             _SUM.fullmatch(entry['sum'])):
+                           'version %(readable)s') % {
+            'version': version, 'readable': VERSION})
+    if not (isinstance(entry.get('sum'), str) and
+            _SUM.fullmatch(entry['sum'])):
         raise ValueError(_('no checksum'))
     if 'not_applied' in entry:
         refused = entry['not_applied']
-        if not (isinstance(refused, str) or isinstance(refused, list) and
+        if not (isinstance(refused, list) and
                 all(isinstance(r, str) for r in refused)):
             raise ValueError(_('a malformed "not applied" mark'))
     elif 'end' in entry:
         end = entry['end']
-        if version < 3 or not (isinstance(end, dict) and all(
+        if not (isinstance(end, dict) and all(
                 isinstance(end.get(k), int) for k in ('lines', 'entries'))):
             raise ValueError(_('a malformed end record'))
     elif 'run' in entry or 'cut' in entry or 'restored' in entry:
-        if version < 2:
-            raise ValueError(_('a run header in a version 1 line'))
+        # A run's header, a cut mark, a restore's mark.
+        pass
     elif 'provider' in entry:
         # A resource provider deleted by "providers clean": its record.
         if not isinstance(entry['provider'], dict) or not isinstance(
@@ -266,11 +235,12 @@ def parse(line):
     return entry
 
 
-def _of_this_version(text):
+def _is_line(text):
     try:
-        return parse(text.encode('utf-8'))['version'] == VERSION
+        parse(text.encode('utf-8'))
     except ValueError:
         return False
+    return True
 
 
 def cut_short(line):
@@ -301,53 +271,18 @@ def cut_short(line):
     return False
 
 
-def _unglue(line):
-    """The whole entry of an earlier release at the end of a line that
-    starts cut short.
-
-    Releases before version 3 appended a new run's first entry to the
-    cut last line of a killed one. Returns (where it starts, the
-    entry), or None.
-    """
-    for match in _GLUED.finditer(line, 1):
-        try:
-            entry = parse(line[match.start():])
-        except ValueError:
-            continue
-        if entry['version'] < 3 and ('consumers' in entry or
-                                     'provider' in entry):
-            return match.start(), entry
-    return None
-
-
-def _legacy_follows(items, i):
-    """Whether the next whole line after items[i] is of an earlier
-    release (a cut line in a journal it wrote).
-    """
-    for item in items[i + 1:]:
-        if item.entry:
-            return item.entry['version'] < VERSION
-    return False
-
-
 class _Reader:
     """One pass over a journal's lines, in order, verifying each."""
 
     def __init__(self, path):
         self.path = path
-        self.warnings, self.runs, self.restores = [], [], []
+        self.runs, self.restores = [], []
         self.entries, self.by_id = [], {}
-        self.unended, self.unverified = [], 0
-        # The run lines go to (any version), and the version 3 run
-        # whose chain is open (no end record yet).
-        self.run = Run()
-        self.runs.append(self.run)
+        self.unended = []
+        # The run whose chain is open (no end record yet).
         self.open = None
-        # The sum of the last whole line (None: of an earlier release,
-        # or none), and whether it was of this version.
+        # The sum of the last whole line (None: none).
         self.last_sum = None
-        self.last_v3 = False
-        self.whole = False
         # The end of the last cut line since the last whole line, and
         # the offset the open run's next line (its cut mark) must name.
         self.cut_at = None
@@ -368,61 +303,36 @@ class _Reader:
                     '(%(error)s)'), error=item.error)
             if item.entry is None:
                 self.cut(items, i)
-            elif item.entry['version'] >= VERSION:
-                self.verified(item)
             else:
-                self.legacy(item)
+                self.verified(item)
         if self.open is not None:
             self.unended.append(self.open)
-        return Contents(self.entries, self.warnings,
-                        [r for r in self.runs if r.entries], self.restores,
-                        self.unended, self.unverified)
+        return Contents(self.entries, [r for r in self.runs if r.entries],
+                        self.restores, self.unended)
 
     def cut(self, items, i):
         item = items[i]
         following = items[i + 1] if i + 1 < len(items) else None
         # A killed run's last line: the file ends there, or the run
-        # that next opened it begins (or an earlier release's entry is
-        # glued onto it, or that run was killed too).
-        if following is not None and not (
-                following.entry is None or
-                following.number == item.number or
-                'run' in following.entry or 'cut' in following.entry):
+        # that next opened it begins (or that run was killed too).
+        if following is not None and not (following.entry is None or
+                                          'run' in following.entry):
             self.refuse(item.number, _(
                 'line %(line)d is cut short, yet the run that wrote it '
                 'went on after it: the journal is damaged'))
-        glued = following is not None and following.number == item.number
         if self.open is not None:
             self.open.last_line = item.number
             self.open.cut = True
             self.unended.append(self.open)
             self.open = None
-        elif not glued and (self.last_v3 or not self.whole and
-                            not _legacy_follows(items, i)):
-            # A run killed inside its first write (its header), or the
-            # file cut there: no run of this version ends before it.
-            self.unended.append(item.number)
-        elif glued:
-            self.warnings.append(_(
-                'WARNING: journal %(path)s, line %(line)d: starts with '
-                'an entry cut short when the run writing it was killed '
-                '(skipped: a change is only sent once its whole entry '
-                'is on disk); the entry glued after it is read.') %
-                {'path': self.path, 'line': item.number})
         else:
-            self.warnings.append(_(
-                'WARNING: journal %(path)s, line %(line)d: cut short '
-                'when the run writing it was killed; skipped (a change '
-                'is only sent once its whole entry is on disk).') %
-                {'path': self.path, 'line': item.number})
+            # A run killed inside its first write (its header), or the
+            # file cut there.
+            self.unended.append(item.number)
         self.cut_at = item.end
-        # What follows is another run's, header or not.
-        self.run = Run()
-        self.runs.append(self.run)
 
     def verified(self, item):
         entry, number = item.entry, item.number
-        self.whole = True
         if 'run' in entry:
             if self.open is not None:
                 # Killed between two writes; another run appended.
@@ -435,8 +345,8 @@ class _Reader:
             if entry['sum'] != digest(None, entry):
                 self.refuse(number, _(
                     'line %(line)d does not verify: the line was altered'))
-            self.run = self.open = Run(entry, number)
-            self.runs.append(self.run)
+            self.open = Run(entry, number)
+            self.runs.append(self.open)
             self.expect_cut, self.cut_at = self.cut_at, None
         else:
             run = self.open
@@ -467,7 +377,7 @@ class _Reader:
             else:
                 run.lines += 1
                 self.dispatch(entry, number, run)
-        self.last_sum, self.last_v3 = entry['sum'], True
+        self.last_sum = entry['sum']
 
     def end(self, run, entry, number):
         counted = (entry['end']['lines'], entry['end']['entries'])
@@ -480,43 +390,17 @@ class _Reader:
         run.end = entry['end']
         self.open = None
 
-    def legacy(self, item):
-        entry, number = item.entry, item.number
-        if self.open is not None:
-            if 'run' not in entry and 'cut' not in entry:
-                self.refuse(number, _(
-                    'line %(line)d: a version %(version)d line inside a '
-                    'version %(current)d run'),
-                    version=entry['version'], current=VERSION)
-            # An earlier release appended to it after it was killed.
-            self.unended.append(self.open)
-            self.open = None
-        self.whole = True
-        self.unverified += 1
-        self.last_sum, self.last_v3 = None, False
-        self.cut_at = self.expect_cut = None
-        if 'run' in entry or self.run.verified:
-            # A header, or an earlier release's line after this one's
-            # run: another run.
-            self.run = Run(entry if 'run' in entry else None, number)
-            self.runs.append(self.run)
-        if 'run' not in entry:
-            self.dispatch(entry, number, self.run)
-
     def dispatch(self, entry, number, run):
         """An entry, a "not applied" or "restored" mark, or a cut mark."""
         if 'cut' in entry:
             return
         if 'restored' in entry:
-            mark = dict(entry['restored'], time=entry.get('time'))
-            if run.verified:
-                mark.update(placement=run.placement, cloud=run.cloud)
-            self.restores.append(mark)
+            self.restores.append(dict(
+                entry['restored'], time=entry.get('time'),
+                placement=run.placement, cloud=run.cloud))
             return
         if 'not_applied' in entry:
-            refused = entry['not_applied']
-            for entry_id in ([refused] if isinstance(refused, str)
-                             else refused):
+            for entry_id in entry['not_applied']:
                 target = self.by_id.get(entry_id)
                 if target is None:
                     self.refuse(number, _(
@@ -564,16 +448,3 @@ def proof_lines(path, contents):
             'killed, run "clean" again: the changes it made are in the '
             'entries read.'))
     return lines
-
-
-def unverified_line(path, contents):
-    """The one line saying an earlier release's lines cannot be
-    verified, or None.
-    """
-    if not contents.unverified:
-        return None
-    return _('WARNING: journal %(path)s: %(count)d line(s) were written by '
-             'an earlier release (journal version 1 or 2), without '
-             'checksums: they cannot be verified, and are restored as that '
-             'release restores them.') % {'path': path,
-                                          'count': contents.unverified}

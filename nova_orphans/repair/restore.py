@@ -82,22 +82,17 @@ _KINDS = (('placement', _('placement %(address)s')),
           ('api_database', _('API database %(address)s')))
 
 
-def identity(placement, cloud, legacy=False):
+def identity(placement, cloud):
     """The addresses a run recorded of its cloud: {kind: value}, for
     the kinds it knows of placement's endpoint, keystone's auth URL, the
     region, and (nova-orphans-manage) the API database's host and name.
-
-    Runs of earlier releases (``legacy``) recorded as their ``auth_url``
-    the token endpoint of an ``admin_token`` cloud, which is placement:
-    no keystone.
     """
     cloud = cloud or {}
     kinds = {}
     if placement:
         kinds['placement'] = _endpoint(placement)
     auth_url = cloud.get('auth_url')
-    if auth_url and not (legacy and _endpoint(auth_url) == kinds.get(
-            'placement')):
+    if auth_url:
         # Reached at /v3 or without it, keystone is the same.
         scheme, host, path = _endpoint(auth_url)
         kinds['keystone'] = (scheme, host, urls.unversioned(path))
@@ -112,11 +107,11 @@ def identity(placement, cloud, legacy=False):
     return kinds
 
 
-def describe(placement, cloud, legacy=False):
+def describe(placement, cloud):
     """A cloud as a line names it: its addresses, and its clouds.yaml
     name or configuration files.
     """
-    kinds = identity(placement, cloud, legacy)
+    kinds = identity(placement, cloud)
     shown = {'placement': placement, 'keystone': (cloud or {}).get(
         'auth_url')}
     words = [text % {'address': shown.get(kind, kinds[kind])}
@@ -144,13 +139,11 @@ def check_cloud(path, runs, placement, cloud=None, journal_clouds=()):
     another address (an internal and a public endpoint, a new name) is
     restored into only when the operator names the journal's cloud by
     the placement endpoint its runs recorded (``journal_clouds``,
-    --journal-cloud). Journals written before runs had headers record
-    nothing to compare.
+    --journal-cloud).
     """
     here = identity(placement, cloud)
     named = {_endpoint(c) for c in journal_clouds}
-    recorded = [run for run in runs if run.header]
-    unused = named - {_endpoint(r.placement) for r in recorded}
+    unused = named - {_endpoint(r.placement) for r in runs}
     if unused:
         raise exception.JournalError(path=path, reason=_(
             '--journal-cloud %(named)s names no run of it (its runs wrote '
@@ -158,10 +151,10 @@ def check_cloud(path, runs, placement, cloud=None, journal_clouds=()):
             'named': ', '.join(c for c in journal_clouds
                                if _endpoint(c) in unused),
             'theirs': ', '.join(sorted({r.placement or '-'
-                                        for r in recorded}))})
+                                        for r in runs}))})
     others = []
-    for run in recorded:
-        theirs = identity(run.placement, run.cloud, not run.verified)
+    for run in runs:
+        theirs = identity(run.placement, run.cloud)
         if (any(k in here and v != here[k] for k, v in theirs.items()) and
                 _endpoint(run.placement) not in named):
             others.append(run)
@@ -174,7 +167,7 @@ def check_cloud(path, runs, placement, cloud=None, journal_clouds=()):
         'written against another cloud (%(theirs)s) than the one this run '
         'reaches (%(here)s): nothing was restored. If it is the same cloud, '
         'now reached at another address, restore with %(option)s') % {
-        'theirs': describe(run.placement, run.cloud, not run.verified),
+        'theirs': describe(run.placement, run.cloud),
         'here': describe(placement, cloud), 'option': option})
 
 

@@ -396,30 +396,31 @@ class KilledRunTestCase(test_clean.RepairTestCase):
         self.assertEqual(['done'] * 20 +
                          ['skipped: already as before'] * whole, outcomes)
 
-    def test_glued_by_an_earlier_release(self):
-        """What an earlier release wrote: the re-run's entries, of its
-        journal version 1, the first glued onto the cut line (no header,
-        no fresh line). They are read, and said unverified.
+    def test_line_of_another_version_is_refused_before_any_write(self):
+        """A line of another journal version (an entry as a version
+        without checksums had it) is no journal entry: refused with its
+        number, as any other.
         """
-        cut = self.killed_run()
-        other = os.path.join(self.tmp, 'rerun.jsonl')
-        rc, rows = self._run('clean', ('--journal', other), None)
-        self.assertEqual(4, rc)
-        with open(other, 'rb') as f:
-            lines = [json.loads(line) for line in f]
-        old = [dict({k: v for k, v in line.items() if k != 'sum'},
-                    version=1) for line in lines
-               if 'consumers' in line]
-        with open(self.journal, 'ab') as f:
-            f.write(b''.join(json.dumps(line, sort_keys=True).encode() +
-                             b'\n' for line in old))
-        outcomes = self.restore_both(
-            r'^WARNING: journal .*: 12 line\(s\) were written by an earlier '
-            r'release \(journal version 1 or 2\), without checksums',
-            *self.unended(cut))
-        self.assertEqual(['done'] * 20 +
-                         ['skipped: already as before'] * (cut - 10),
-                         outcomes)
+        self.assertEqual(4, self.clean()[0])
+        with open(self.journal, 'rb') as f:
+            lines = f.read().split(b'\n')
+        line = json.loads(lines[1])
+        del line['sum']
+        lines[1] = json.dumps(dict(line, version=2),
+                              sort_keys=True).encode()
+        with open(self.journal, 'wb') as f:
+            f.write(b'\n'.join(lines))
+        after = self.placement.dump_state()
+        writes = len(self.writes())
+        rc, out, err = self.manage('allocations', 'restore', '--journal',
+                                   self.journal)
+        self.assertEqual((127, ''), (rc, out))
+        self.assertEqual(
+            ['ERROR: Journal %s: line 2 is not a nova-orphans journal entry '
+             '(version 2; this release reads version 3)' % self.journal],
+            err.splitlines())
+        self.assertEqual(after, self.placement.dump_state())
+        self.assertEqual(writes, len(self.writes()))
 
     def test_damaged_journal_is_refused_before_any_write(self):
         self.assertEqual(4, self.clean()[0])

@@ -93,8 +93,9 @@ class ProviderRulesTestCase(base.BaseTestCase):
         self.assertEqual(
             'Compute node %s (host9 on host host9) is deleted in cell '
             'cell1; no cell has it live.' % dead, rows[1].details)
-        self.assertEqual(provider_rules.bottom_up(
-            self.cloud.placement.providers, dead), [pf, agent, dead])
+        # Parents before children: deleted the other way round.
+        self.assertEqual([dead, agent, pf], provider_rules.tree_roots(
+            self.cloud.placement.providers)[dead])
 
     def test_unknown_consumer_on_deleted_node_is_an_orphan(self):
         # The link: on nova's deleted node, a consumer nova has no trace

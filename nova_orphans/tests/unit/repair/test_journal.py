@@ -9,7 +9,6 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-import json
 import os
 import stat
 
@@ -47,11 +46,14 @@ class JournalTestCase(base.BaseTestCase):
 
     def test_damaged_journal_is_refused(self):
         path = os.path.join(self.dir, 'bad.jsonl')
-        with open(path, 'w') as f:
-            f.write(json.dumps({'version': 1, 'consumers': {}}) + '\n')
+        j = journal.Journal(path)
+        j.record({'action': 'delete_consumer', 'consumers': {}})
+        j.close()
+        with open(path, 'a') as f:
             f.write('{not json\n')
+        # After the header, the entry and the end record.
         e = self.assertRaises(exception.JournalError, journal.load, path)
-        self.assertIn('line 2', str(e))
+        self.assertIn('line 4', str(e))
 
     def test_missing_journal_is_invalid_input(self):
         self.assertRaises(exception.InvalidInput, journal.load,
@@ -85,7 +87,7 @@ class JournalSafetyTestCase(base.BaseTestCase):
         j.record(self.entry('c1'))
         j.close()
         with open(self.path, 'a') as f:
-            f.write('{"version": 1, "consumers": {"c2"')
+            f.write('{"version": 3, "consumers": {"c2"')
         self.assertEqual(['c1'], [list(e['consumers'])[0]
                                   for e in journal.load(self.path).entries])
 

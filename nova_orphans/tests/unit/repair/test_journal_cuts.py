@@ -101,8 +101,7 @@ class CutTestCase(base.BaseTestCase):
                              line['sum'])
             previous = line['sum']
         contents = journal.load(self.path)
-        self.assertEqual(([], [], 0), (contents.warnings, contents.unended,
-                                       contents.unverified))
+        self.assertEqual([], contents.unended)
         self.assertEqual(['a', 'b'], consumers(contents.entries))
         run, = contents.runs
         self.assertEqual((ENDPOINT, ['a', 'b'], 'completed'),
@@ -133,7 +132,6 @@ class CutTestCase(base.BaseTestCase):
         contents = journal.load(self.path)
         self.assertEqual(['a'] + ['b%02d' % n for n in range(cut_line - 5)],
                          consumers(contents.entries))
-        self.assertEqual([], contents.warnings)
         self.assertUnended(contents, 'b00')
         self.assertEqual((4, cut_line), (contents.unended[0].first_line,
                                          contents.unended[0].last_line))
@@ -167,8 +165,7 @@ class CutTestCase(base.BaseTestCase):
         self.run_(['big'], pad=3 * PAGE)
         self.assertEqual(2, self.kill_at(PAGE))
         contents = journal.load(self.path)
-        self.assertEqual(([], [], []), (contents.entries, contents.runs,
-                                        contents.warnings))
+        self.assertEqual(([], []), (contents.entries, contents.runs))
         # Its header alone: a run without an end record.
         self.assertUnended(contents, None)
         self.run_(['next'], pad=0)
@@ -178,13 +175,12 @@ class CutTestCase(base.BaseTestCase):
 
     def test_only_line_cut(self):
         """Nothing whole: nothing to tell of it but that it is cut."""
-        line = json.dumps(dict(entry('big', pad=2 * PAGE), id='x',
-                               version=1, time='t'), sort_keys=True)
-        with open(self.path, 'w') as f:
+        line, _sum = journal_verify.seal(dict(entry('big', pad=2 * PAGE),
+                                              id='x', time='t'), None)
+        with open(self.path, 'wb') as f:
             f.write(line[:PAGE])
         contents = journal.load(self.path)
-        self.assertEqual(([], [], []), (contents.entries, contents.runs,
-                                        contents.warnings))
+        self.assertEqual(([], []), (contents.entries, contents.runs))
         self.assertUnended(contents, 1)
 
     def test_rerun_killed_inside_its_first_write_too(self):
@@ -206,41 +202,8 @@ class CutTestCase(base.BaseTestCase):
         contents = journal.load(self.path)
         self.assertEqual(['a'] + ['b%02d' % n for n in range(first - 5)] +
                          ['d'], consumers(contents.entries))
-        self.assertEqual([], contents.warnings)
         # The killed run, and the re-run killed inside its header.
         self.assertUnended(contents, 'b00', second)
-
-    def test_glued_by_an_earlier_release(self):
-        """A journal an earlier release left: its re-run's first entry
-        glued onto the cut line. The cut part is reported, the glued
-        entry and the rest of that run read, none of it verified.
-        """
-        lines = [{'run': 'r1', 'placement': ENDPOINT, 'version': 2}] + [
-            dict(entry('b%02d' % n, 300), id='id-b%d' % n, version=2)
-            for n in range(20)]
-        data = ''.join(json.dumps(e, sort_keys=True) + '\n' for e in lines)
-        old = [dict(entry(c, pad=0), id='id-' + c, version=1, time='t')
-               for c in ('c0', 'c1')]
-        with open(self.path, 'w') as f:
-            f.write(data[:2 * PAGE])
-            f.write(''.join(json.dumps(e, sort_keys=True) + '\n'
-                            for e in old))
-            f.write(json.dumps({'not_applied': 'id-c1', 'reason': 'x',
-                                'version': 1, 'time': 't'}) + '\n')
-        cut_line = data[:2 * PAGE].count('\n') + 1
-        contents = journal.load(self.path)
-        self.assertEqual(['b%02d' % n for n in range(cut_line - 2)] +
-                         ['c0', 'c1'], consumers(contents.entries))
-        self.assertEqual([None, False], [e.get('applied')
-                                         for e in contents.entries[-2:]])
-        self.assertEqual(
-            ['WARNING: journal %s, line %d: starts with an entry cut short '
-             'when the run writing it was killed (skipped: a change is '
-             'only sent once its whole entry is on disk); the entry glued '
-             'after it is read.' % (self.path, cut_line)],
-            contents.warnings)
-        self.assertEqual(([], cut_line + 2),
-                         (contents.unended, contents.unverified))
 
     def test_write_failing_halfway_then_the_next_batch(self):
         """A full file system: part of a batch reached the file, the
@@ -266,9 +229,8 @@ class CutTestCase(base.BaseTestCase):
         j.record(entry('c', pad=0))
         self.assertIsNone(j.close())
         contents = journal.load(self.path)
-        self.assertEqual((['a', 'c'], [], []),
-                         (consumers(contents.entries), contents.warnings,
-                          contents.unended))
+        self.assertEqual((['a', 'c'], []),
+                         (consumers(contents.entries), contents.unended))
 
     def test_first_write_failing_leaves_no_file(self):
         """A new journal whose first write fails is taken back to
@@ -352,7 +314,7 @@ class CutTestCase(base.BaseTestCase):
         self.run_(['c'], pad=0)
         contents = journal.load(self.path)
         self.assertEqual((['a', 'b', 'c'], []),
-                         (consumers(contents.entries), contents.warnings))
+                         (consumers(contents.entries), contents.unended))
         # No cut was recorded: nothing was cut.
         self.assertFalse(any(b'"cut"' in line for line in self.lines()))
 
@@ -395,22 +357,6 @@ class CutTestCase(base.BaseTestCase):
                          {(e['applied'], e['reason'])
                           for e in contents.entries})
 
-    def test_version_1_journal_is_read(self):
-        lines = [dict(entry(c, 0), id='id-' + c, version=1, time='t')
-                 for c in ('a', 'b')]
-        lines.append({'not_applied': 'id-a', 'reason': 'r', 'version': 1,
-                      'time': 't'})
-        with open(self.path, 'w') as f:
-            f.write(''.join(json.dumps(e) + '\n' for e in lines))
-        contents = journal.load(self.path)
-        self.assertEqual([(False, 'r'), (None, None)],
-                         [(e.get('applied'), e.get('reason'))
-                          for e in contents.entries])
-        run, = contents.runs
-        self.assertEqual((None, None, 3, []),
-                         (run.placement, run.ended, contents.unverified,
-                          contents.unended))
-
 
 class DamageTestCase(base.BaseTestCase):
     """Lines no killed run leaves: refused, with their number."""
@@ -429,9 +375,15 @@ class DamageTestCase(base.BaseTestCase):
                               self.path)
         self.assertEqual('Journal %s: %s' % (self.path, text), str(e))
 
-    def whole(self, consumer):
-        return (json.dumps(dict(entry(consumer), version=2),
-                           sort_keys=True) + '\n').encode()
+    def run_(self, *lines):
+        """A run's lines as its journal has them: its header, then each
+        line chained after the one before.
+        """
+        data, last = [], None
+        for line in ({'run': 'r', 'follows': None},) + lines:
+            encoded, last = journal_verify.seal(line, last)
+            data.append(encoded)
+        return data
 
     def test_empty_file(self):
         for data in (b'', b'\n\n', b'  \n'):
@@ -441,35 +393,41 @@ class DamageTestCase(base.BaseTestCase):
                                'something)')
 
     def test_cut_line_in_the_middle_of_a_run(self):
-        cut = self.whole('b')[:100] + b'\n'
-        self.write(self.whole('a'), cut, self.whole('c'))
-        self.assertRefused('line 2 is cut short, yet the run that wrote it '
+        lines = self.run_(entry('a'), entry('b'), entry('c'))
+        lines[2] = lines[2][:100] + b'\n'
+        self.write(*lines)
+        self.assertRefused('line 3 is cut short, yet the run that wrote it '
                            'went on after it: the journal is damaged')
 
     def test_line_that_is_not_an_entry(self):
+        header, whole = self.run_(entry('a'))
         for lines, text in (
-                ((self.whole('a'), b'{not json\n', self.whole('c')),
-                 'line 2 is not a nova-orphans journal entry (Expecting '
+                ((header, whole, b'{not json\n'),
+                 'line 3 is not a nova-orphans journal entry (Expecting '
                  'property name enclosed in double quotes: line 1 column 2 '
                  '(char 1))'),
                 # Not JSON, even as the last line: not a cut entry.
-                ((self.whole('a'), b'this is not JSON'),
-                 'line 2 is not a nova-orphans journal entry (Expecting '
+                ((header, whole, b'this is not JSON'),
+                 'line 3 is not a nova-orphans journal entry (Expecting '
                  'value: line 1 column 1 (char 0))'),
                 ((b'{"hello": "world"}\n',),
                  'line 1 is not a nova-orphans journal entry (version '
-                 'None; this release reads versions 1, 2, 3)'),
-                ((self.whole('a'), b'{"version": 4, "consumers": {}}\n'),
-                 'line 2 is not a nova-orphans journal entry (version 4; '
-                 'this release reads versions 1, 2, 3)'),
-                ((self.whole('a'), b'{"version": 3, "consumers": {}}\n'),
-                 'line 2 is not a nova-orphans journal entry (no '
+                 'None; this release reads version 3)'),
+                # Another version, older or newer, whatever it holds.
+                ((b'{"version": 2, "consumers": {}}\n',),
+                 'line 1 is not a nova-orphans journal entry (version 2; '
+                 'this release reads version 3)'),
+                ((header, whole, b'{"version": 4, "consumers": {}}\n'),
+                 'line 3 is not a nova-orphans journal entry (version 4; '
+                 'this release reads version 3)'),
+                ((header, whole, b'{"version": 3, "consumers": {}}\n'),
+                 'line 3 is not a nova-orphans journal entry (no '
                  'checksum)'),
-                ((b'{"version": 2, "run": "x"}\n', b'[1, 2]\n'),
+                ((header, b'[1, 2]\n'),
                  'line 2 is not a nova-orphans journal entry (not a JSON '
                  'object)'),
-                ((b'{"version": 2, "not_applied": ["nope"]}\n',),
-                 'line 1: refers to no earlier entry'),
+                (self.run_({'not_applied': ['nope']}),
+                 'line 2: refers to no earlier entry'),
                 ((b'\xff\xfe{}\n',),
                  'line 1 is not a nova-orphans journal entry (not UTF-8)')):
             self.write(*lines)

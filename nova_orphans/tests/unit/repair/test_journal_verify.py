@@ -13,9 +13,9 @@
 duplicate, move and glue of a real journal's lines, in turn.
 
 The journal is written once by the real writer, from the entries of a
-real clean of the sandbox (``journals/v2-sandbox.jsonl``, an earlier
-release's journal of ``allocations clean`` twice, ``providers clean``
-and a restore): four runs, a "not applied" line, a restore's mark.
+real clean of the sandbox: four runs, a "not applied" line, a restore's
+mark. They are read from ``journals/sandbox.jsonl``, the same four runs
+as this writer wrote them, which every later reader must still read.
 """
 
 import json
@@ -35,26 +35,29 @@ from nova_orphans.repair import actions
 from nova_orphans.repair import journal
 from nova_orphans.repair import journal_verify
 
-V2 = os.path.join(os.path.dirname(__file__), 'journals', 'v2-sandbox.jsonl')
+SANDBOX = os.path.join(os.path.dirname(__file__), 'journals',
+                       'sandbox.jsonl')
 PLACEMENT = 'http://placement.example:8778'
 CLOUD = {'front_end': 'nova-orphans-manage',
          'config_files': ['/etc/nova/nova.conf'],
          'api_database': {'host': 'db.example', 'name': 'nova_api'}}
 
 
-def _v2_entries():
-    with open(V2) as f:
-        lines = [json.loads(line) for line in f]
-    return [{k: v for k, v in line.items()
-             if k not in ('id', 'time', 'version')}
-            for line in lines if 'consumers' in line or 'provider' in line]
+def _entries():
+    """The sandbox journal's entries, as a clean gives them to be
+    written.
+    """
+    return [{k: v for k, v in entry.items()
+             if k not in ('id', 'time', 'version', 'sum', 'applied',
+                          'reason')}
+            for entry in journal.load(SANDBOX).entries]
 
 
 def _write_journal(path):
     """Four runs: two cleans (one with a refused request), a providers
     clean, a restore's mark.
     """
-    entries = _v2_entries()
+    entries = _entries()
     j = journal.Journal(path, placement=PLACEMENT, cloud=CLOUD)
     j.record_many(entries[:2])
     j.record(entries[2])
@@ -129,8 +132,7 @@ class RealJournalTestCase(base.BaseTestCase):
              'run', 'provider', 'end', 'run', 'restored', 'end'], kinds)
         contents = self.load(self.data)
         self.assertRead(contents, len(self.lines))
-        self.assertEqual(([], [], 0), (contents.warnings, contents.unended,
-                                       contents.unverified))
+        self.assertEqual([], contents.unended)
         self.assertEqual(['completed', 'error', 'SIGTERM'],
                          [r.ended for r in contents.runs])
         mark, = contents.restores
@@ -152,7 +154,6 @@ class RealJournalTestCase(base.BaseTestCase):
             self.assertRead(contents, count)
             self.assertEqual('end' not in self.parsed[count - 1],
                              bool(contents.unended), count)
-            self.assertEqual([], contents.warnings)
             if contents.unended:
                 run, = contents.unended
                 self.assertEqual(count, run.last_line)
@@ -176,7 +177,6 @@ class RealJournalTestCase(base.BaseTestCase):
                 contents = self.load(self.data[:offset + cut])
                 self.assertRead(contents, number - 1)
                 self.assertTrue(contents.unended, (number, cut))
-                self.assertEqual([], contents.warnings)
             offset += len(line) + 1
 
     def test_one_byte_or_one_number_changed_in_each_line(self):
@@ -268,7 +268,7 @@ class RealJournalTestCase(base.BaseTestCase):
         with open(self.path, 'wb') as f:
             f.write(self.data[:cut])
         j = journal.Journal(self.path, placement=PLACEMENT, cloud=CLOUD)
-        j.record(_v2_entries()[0])
+        j.record(_entries()[0])
         j.close()
         contents = journal.load(self.path)
         self.assertEqual(1, len(contents.unended))
@@ -285,48 +285,6 @@ class RealJournalTestCase(base.BaseTestCase):
                                    b'"cut": %d' % (cut - 1)),
                       data[:cut - 1] + data[cut:]):
             self.assertIn('line 9', self.refused(wrong))
-
-
-class EarlierReleaseTestCase(base.BaseTestCase):
-
-    def test_version_2_journal_is_read_and_said_unverified(self):
-        contents = journal.load(V2)
-        self.assertEqual(
-            (6, 3, [], [], 11),
-            (len(contents.entries), len(contents.runs), contents.warnings,
-             contents.unended, contents.unverified))
-        self.assertEqual([None] * 3, [r.ended for r in contents.runs])
-        self.assertEqual(
-            'WARNING: journal %s: 11 line(s) were written by an earlier '
-            'release (journal version 1 or 2), without checksums: they '
-            'cannot be verified, and are restored as that release restores '
-            'them.' % V2, journal_verify.unverified_line(V2, contents))
-        self.assertEqual([], journal_verify.proof_lines(V2, contents))
-
-    def test_version_3_run_appended_to_it(self):
-        path = os.path.join(self.useFixture(fixtures.TempDir()).path, 'j')
-        with open(V2, 'rb') as f:
-            data = f.read()
-        with open(path, 'wb') as f:
-            f.write(data)
-        j = journal.Journal(path, placement=PLACEMENT)
-        j.record(_v2_entries()[0])
-        j.close()
-        contents = journal.load(path)
-        self.assertEqual((7, 11, []), (len(contents.entries),
-                                       contents.unverified,
-                                       contents.unended))
-        # An earlier release's line inside this release's run: damage.
-        lines = data.split(b'\n')
-        with open(path, 'ab') as f:
-            f.write(lines[1] + b'\n')
-        with open(path, 'rb') as f:
-            text = f.read()
-        end = text.rindex(b'{"end"')
-        with open(path, 'wb') as f:
-            f.write(text[:end] + lines[1] + b'\n' + text[end:])
-        e = self.assertRaises(exception.JournalError, journal.load, path)
-        self.assertIn('a version 2 line inside a version 3 run', str(e))
 
 
 class ExitCodeTestCase(base.BaseTestCase):
@@ -370,7 +328,7 @@ class EndRecordTestCase(base.BaseTestCase):
         sources.cloud.return_value = CLOUD
 
         def work(repairer, journal_):
-            journal_.record(_v2_entries()[0])
+            journal_.record(_entries()[0])
             raise RuntimeError('boom')
         self.assertRaises(
             RuntimeError, allocations.repair, sources, mock.Mock(),

@@ -11,7 +11,6 @@
 #    under the License.
 """The journal's provider entries (``providers clean``)."""
 
-import json
 import os
 
 import fixtures
@@ -19,6 +18,7 @@ from oslotest import base
 
 from nova_orphans import exception
 from nova_orphans.repair import journal
+from nova_orphans.repair import journal_verify
 from nova_orphans.repair import restore
 
 RECORD = {'uuid': 'd0d0d0d0-d0d0-40d0-80d0-d0d0d0d0d0d0', 'name': 'host9',
@@ -49,23 +49,13 @@ class ProviderEntryTestCase(base.BaseTestCase):
                          (entries[1]['applied'], entries[1]['reason']))
 
     def test_malformed_provider_record_is_damage(self):
-        with open(self.path, 'w') as f:
-            f.write(json.dumps({'version': 2, 'action': 'delete_provider',
-                                'provider': {'name': 'no uuid'}}) + '\n')
+        with open(self.path, 'wb') as f:
+            f.write(journal_verify.seal({'action': 'delete_provider',
+                                         'provider': {'name': 'no uuid'}},
+                                        None)[0])
         e = self.assertRaises(exception.JournalError, journal.load,
                               self.path)
         self.assertIn('a malformed provider record', str(e))
-
-    def test_glued_provider_entry_is_read(self):
-        # An older release glued the next run's first entry onto a cut
-        # line.
-        whole = json.dumps({'action': 'delete_provider', 'provider': RECORD,
-                            'findings': [], 'version': 2}, sort_keys=True)
-        with open(self.path, 'w') as f:
-            f.write('{"action": "delete_consumer", "consu' + whole + '\n')
-        contents = journal.load(self.path)
-        self.assertEqual([RECORD], [e['provider'] for e in contents.entries])
-        self.assertEqual(1, len(contents.warnings))
 
     def test_provider_entry_is_a_batch_of_its_own(self):
         def alloc(c):

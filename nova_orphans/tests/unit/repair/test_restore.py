@@ -30,12 +30,11 @@ def entry(*consumers, providers=('rp1',)):
         'after': {}} for c in consumers}}
 
 
-def run(placement, *entries, cloud=None, version=3):
-    header = {'placement': placement, 'version': version} if placement \
-        else None
-    if header and cloud:
+def run(placement, *entries, cloud=None):
+    header = {'placement': placement, 'version': journal_verify.VERSION}
+    if cloud:
         header['cloud'] = cloud
-    r = journal_verify.Run(header)
+    r = journal_verify.Run(header, 1)
     r.entries = list(entries)
     return r
 
@@ -169,19 +168,6 @@ class CheckCloudTestCase(base.BaseTestCase):
         restore.check_cloud('j', runs, 'http://placement-a:8778', OSC_A,
                             ['http://placement-b:8778',
                              'http://placement-c:8778'])
-
-    def test_earlier_releases_runs(self):
-        # Before version 3 openstack recorded admin_token's endpoint,
-        # placement's, as its auth URL: no keystone.
-        legacy = run('http://placement-a:8778', entry('c'), version=2,
-                     cloud={'name': 'a', 'auth_url':
-                            'http://placement-a:8778'})
-        self.check(legacy, ('http://placement-a:8778', OSC_A))
-        legacy.header['cloud']['auth_url'] = 'http://ks-b:5000/v3'
-        self.refused(legacy, ('http://placement-a:8778', OSC_A))
-        # Version 1: no header, nothing recorded.
-        self.check(run(None, entry('c')), ('http://placement-b:8778',
-                                           OSC_A))
 
 
 class BatchesTestCase(base.BaseTestCase):
