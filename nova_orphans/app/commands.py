@@ -201,7 +201,7 @@ def _scope(values, show_all=False):
     return allocations.Scope(
         values.get('resource_provider'), values.get('host'),
         values.get('reasons'), show_all, project=values.get('project'),
-        user=values.get('user'))
+        user=values.get('user'), full_read=values.get('full_read'))
 
 
 def _metrics(values):
@@ -406,6 +406,8 @@ def _prune_journals(command, values, context):
 # The commands -------------------------------------------------------------
 
 _RUN = [opts.RETRY_BUDGET, opts.DEADLINE]
+# How a list reads placement through its API (readers/kept_reads.py).
+_KEPT = [opts.FULL_READ, opts.FULL_READ_INTERVAL]
 _FOREIGN = [opts.GRACE_PERIOD, opts.FOREIGN_PROJECT,
             opts.FOREIGN_CONSUMER_TYPE]
 _ALLOCATIONS_SCOPE = [opts.RESOURCE_PROVIDER, opts.HOST, opts.REASON,
@@ -451,7 +453,7 @@ COMMANDS = [
           '--user.'),
         exit_codes.LIST_CODES,
         _ALLOCATIONS_SCOPE + [opts.ALL, opts.GROUP_BY, opts.METRICS_FILE,
-                              opts.METRICS_MAX_PROJECTS] + _RUN,
+                              opts.METRICS_MAX_PROJECTS] + _KEPT + _RUN,
         _list_allocations, formats=('prometheus',), progress=_READ),
     Command(
         'allocations', 'clean', 'allocation orphan clean',
@@ -484,7 +486,7 @@ COMMANDS = [
           'mark (OWNER_NOVA or COMPUTE_NODE) and no hypervisor has its '
           'uuid, every cell answering.'),
         exit_codes.LIST_CODES,
-        _PROVIDERS_SCOPE + [_PROVIDERS_ALL] + _RUN, _list_providers,
+        _PROVIDERS_SCOPE + [_PROVIDERS_ALL] + _KEPT + _RUN, _list_providers,
         progress=_READ),
     Command(
         'providers', 'clean', 'resource provider orphan clean',
