@@ -1,0 +1,435 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Kept reads never change what a scan says: seeded random sequences.
+
+Each sequence builds a small cloud (two cells, compute nodes carrying
+nova's COMPUTE_NODE trait, live servers, a deleted instance's and an
+unknown consumer's allocations), then changes it step by step the way
+nova and operators do: an orphan's allocations deleted with DELETE, a
+live server moved by a PUT that drops its old host (its instance row
+moved with it), a new unknown consumer, an instance deleted in SQL or
+archived, inventory and trait changes, a server's allocations emptied
+by PUT, a migration swap by POST, a provider deleted and re-created, a
+compute node deleted in nova with its provider left behind, a new
+server. After every step, each front end's default scans (kept reads,
+one state directory for the whole sequence) and ``--full-read`` scans
+(another) must give the same rows and exit code: ``allocations list``
+and ``providers list`` of both, and nova-orphans-manage's Prometheus
+metrics but for their times.
+
+A failure names the seed and the steps so far; ``KEPT_SEEDS`` (comma
+separated) in the environment runs other seeds.
+"""
+
+import datetime
+import json
+import os
+import random
+import re
+import uuid as uuidlib
+
+from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional.fixtures import nova_db
+from nova_orphans.tests.functional.fixtures import placement as placement_fx
+from nova_orphans.tests.functional import front_ends
+from nova_orphans.tests import runners
+
+# Steps of each sequence.
+STEPS = 6
+NODE_TRAITS = ['COMPUTE_NODE']
+OTHER_TRAITS = ['COMPUTE_STATUS_DISABLED', 'CUSTOM_KEPT_READS']
+# Migration statuses of a swap: in progress, and over (what is left on
+# the source is then an orphan).
+IN_PROGRESS = ('migrating', 'post-migrating')
+OVER = ('confirmed', 'error', 'completed')
+# What a metrics scan prints that differs from run to run.
+TIMES = re.compile(r'^nova_orphans_(scan_duration_seconds|'
+                   r'last_scan_timestamp_seconds|scan_full_read) .*$',
+                   re.MULTILINE)
+
+
+def settled():
+    """When nova last changed what a step moves (naive UTC): outside the
+    grace period, so that what is left behind is an orphan to repair.
+    """
+    return datetime.datetime.now(datetime.timezone.utc).replace(
+        tzinfo=None) - nova_db.SETTLED_FOR
+
+
+# The scans beside both front ends' allocation lists, one after each
+# change in turn.
+SCANS = (
+    lambda case: ('manage providers', case.manage_scan,
+                  ('providers', 'list', '--format', 'json')),
+    lambda case: ('manage metrics', case.manage_scan,
+                  ('allocations', 'list', '--format', 'prometheus')),
+    lambda case: ('openstack providers', case.osc_scan,
+                  ('resource', 'provider', 'orphan', 'list', '-f', 'json')),
+)
+
+
+class Sequences(front_ends.FrontEndsTestCase):
+    """The sequences of ``SEEDS`` (CI's: each builds its cloud afresh and
+    takes STEPS steps), one test each.
+    """
+
+    SEEDS = ()
+
+    def setUp(self):
+        super().setUp()
+        self.homes = {}
+        self.confs = {}
+        for chain in ('kept', 'full'):
+            home = os.path.join(self.tmp, chain)
+            os.makedirs(home)
+            self.homes[chain] = home
+            self.confs[chain] = self.nova_conf(
+                self.placement.endpoint, name='%s.conf' % chain,
+                nova_orphans={'state_path': os.path.join(home,
+                                                         'nova-orphans')})
+
+    # The scans ------------------------------------------------------------
+
+    def manage_scan(self, chain, *argv):
+        rc, out, err = runners.manage_main(
+            ['--config-file', self.confs[chain]] + list(argv) +
+            (['--full-read'] if chain == 'full' else []))
+        self.assertNotIn('Traceback', err)
+        return rc, out
+
+    def osc_scan(self, chain, *argv):
+        rc, out, err = runners.openstack_shell(
+            ['--os-cloud', 'cloud'] + list(argv) +
+            (['--full-read'] if chain == 'full' else []),
+            {'OS_CLIENT_CONFIG_FILE': self.clouds_yaml,
+             'XDG_STATE_HOME': self.homes[chain]})
+        self.assertNotIn('Traceback', err)
+        return rc, out
+
+    def scans(self, chain, step):
+        """{scan: (exit code, what it printed)} of one chain after the
+        ``step``-th change: both front ends' ``allocations list`` each
+        time, and in turn one of the other scans (each costs the compute
+        API's time: openstack's scans most).
+        """
+        extra = SCANS[step % len(SCANS)]
+        found = {}
+        for name, scan, argv in (
+                ('manage allocations', self.manage_scan,
+                 ('allocations', 'list', '--format', 'json')),
+                ('openstack allocations', self.osc_scan,
+                 ('allocation', 'orphan', 'list', '-f', 'json')),
+                extra(self)):
+            rc, out = scan(chain, *argv)
+            if name.endswith('metrics'):
+                found[name] = (rc, TIMES.sub('', out))
+            else:
+                found[name] = (rc, json.loads(out) if out.strip() else out)
+        return found
+
+    def check(self, seed, steps):
+        step = len(steps)
+        kept, full = self.scans('kept', step), self.scans('full', step)
+        for name in kept:
+            self.assertEqual(
+                full[name], kept[name],
+                'seed %d, after %s: %s differs from --full-read' % (
+                    seed, ' / '.join(steps) or 'nothing', name))
+
+    # The cloud ------------------------------------------------------------
+
+    def build(self, rng):
+        self.rng = rng
+        self.nodes = []
+        for cell in front_ends.CELLS:
+            for i in range(3):
+                host = '%s-host%d' % (cell, i)
+                uuid = self.nova.add_compute_node(cell, host)
+                self.placement.create_provider(
+                    host, uuid=uuid, inventory=base.INVENTORY,
+                    traits=NODE_TRAITS)
+                self.nodes.append({'host': host, 'cell': cell, 'rp': uuid,
+                                   'live': True})
+        # A bandwidth child on the first node: an unknown consumer's leak.
+        self.child = self.placement.create_provider(
+            'bw', parent=self.nodes[0]['rp'],
+            inventory={'NET_BW_EGR_KILOBIT_PER_SEC': 100000})
+        self.servers = {}
+        for node in self.nodes:
+            for _i in range(2):
+                self.boot_on(node)
+        # Orphans: their consumers, whose allocations may be deleted.
+        self.orphans = set()
+        gone = self.nova.add_instance('cell1', host=self.nodes[1]['host'],
+                                      node=self.nodes[1]['host'],
+                                      deleted=True)
+        self.allocate(gone, self.nodes[1]['rp'])
+        self.orphans.add(gone)
+        self.orphans.add(self.new_consumer({
+            self.nodes[0]['rp']: base.FLAVOR,
+            self.child: {'NET_BW_EGR_KILOBIT_PER_SEC': 1000}}))
+        self.archived = False
+
+    def new_consumer(self, allocations):
+        """A consumer nova has no trace of, holding ``{rp: resources}``."""
+        consumer = str(uuidlib.uuid4())
+        self.allocate(consumer, allocations)
+        return consumer
+
+    def boot_on(self, node):
+        uuid = self.nova.add_instance(node['cell'], host=node['host'],
+                                      node=node['host'])
+        self.allocate(uuid, node['rp'])
+        self.servers[uuid] = dict(node=node, holds=True)
+        return uuid
+
+    def live_nodes(self, cell=None):
+        return [n for n in self.nodes if n['live'] and
+                (cell is None or n['cell'] == cell)]
+
+    def holding(self):
+        """Live servers that hold allocations, sorted."""
+        return sorted(u for u, s in self.servers.items() if s['holds'])
+
+    def move_row(self, uuid, node):
+        """The instance's row on ``node``, as nova leaves it after a move
+        (settled: outside the grace period).
+        """
+        cell = node['cell']
+        instances = self.nova.table(cell, 'instances')
+        nodes = self.nova.table(cell, 'compute_nodes')
+        compute_id = self.nova.execute(cell, nodes.select().with_only_columns(
+            nodes.c.id).where(nodes.c.uuid == node['rp']))[0][0]
+        self.nova.execute(cell, instances.update().where(
+            instances.c.uuid == uuid).values(
+            host=node['host'], node=node['host'], compute_id=compute_id,
+            updated_at=settled()))
+        self.servers[uuid]['node'] = node
+
+    def other_node(self, node):
+        others = [n for n in self.live_nodes(node['cell']) if n is not node]
+        return self.rng.choice(others) if others else None
+
+    # The changes: each returns its name, or None when it cannot apply -----
+
+    def delete_orphan(self):
+        if not self.orphans:
+            return None
+        consumer = self.rng.choice(sorted(self.orphans))
+        self.placement.request('DELETE', '/allocations/%s' % consumer)
+        self.orphans.discard(consumer)
+        return 'DELETE of orphan %s' % consumer[:8]
+
+    def move_server(self):
+        choices = [u for u in self.holding()
+                   if self.other_node(self.servers[u]['node'])]
+        if not choices:
+            return None
+        uuid = self.rng.choice(choices)
+        target = self.other_node(self.servers[uuid]['node'])
+        self.allocate(uuid, target['rp'])
+        self.move_row(uuid, target)
+        return 'server %s moved by PUT to %s' % (uuid[:8], target['host'])
+
+    def new_unknown(self):
+        node = self.rng.choice(self.live_nodes())
+        self.orphans.add(self.new_consumer({node['rp']: base.FLAVOR}))
+        return 'unknown consumer on %s' % node['host']
+
+    def delete_in_sql(self):
+        choices = sorted(self.servers)
+        if not choices:
+            return None
+        uuid = self.rng.choice(choices)
+        server = self.servers.pop(uuid)
+        self.nova.force_delete_instance(server['node']['cell'], uuid)
+        if server['holds']:
+            self.orphans.add(uuid)
+        return 'instance %s deleted in SQL' % uuid[:8]
+
+    def archive(self):
+        if self.archived:
+            return None
+        # nova's own soft delete, then nova-manage's archive of the cell.
+        cells = [s['node']['cell'] for s in self.servers.values()]
+        if not cells:
+            return None
+        cell = self.rng.choice(sorted(cells))
+        uuid = self.rng.choice(sorted(
+            u for u, s in self.servers.items() if s['node']['cell'] == cell))
+        server = self.servers.pop(uuid)
+        self.nova.force_delete_instance(cell, uuid)
+        self.nova.archive(cell)
+        if server['holds']:
+            self.orphans.add(uuid)
+        self.archived = True
+        return 'instance %s deleted and %s archived' % (uuid[:8], cell)
+
+    def inventory(self):
+        node = self.rng.choice(self.live_nodes())
+        inventory = dict(base.INVENTORY,
+                         VCPU=self.rng.choice((16, 24, 32)))
+        gen = self.placement.provider_allocations(node['rp'])[
+            'resource_provider_generation']
+        self.placement.request(
+            'PUT', '/resource_providers/%s/inventories' % node['rp'], json={
+                'resource_provider_generation': gen,
+                'inventories': {rc: {'total': total, 'max_unit': total}
+                                for rc, total in inventory.items()}})
+        return 'inventory of %s' % node['host']
+
+    def traits(self):
+        node = self.rng.choice(self.live_nodes())
+        traits = NODE_TRAITS + [t for t in OTHER_TRAITS
+                                if self.rng.random() < 0.5]
+        self.placement.request('PUT', '/traits/CUSTOM_KEPT_READS')
+        gen = self.placement.provider_allocations(node['rp'])[
+            'resource_provider_generation']
+        self.placement.request(
+            'PUT', '/resource_providers/%s/traits' % node['rp'], json={
+                'resource_provider_generation': gen, 'traits': traits})
+        return 'traits of %s: %s' % (node['host'], ', '.join(traits))
+
+    def empty_server(self):
+        choices = self.holding()
+        if not choices:
+            return None
+        uuid = self.rng.choice(choices)
+        self.allocate(uuid, {})
+        self.servers[uuid]['holds'] = False
+        return 'server %s emptied by PUT' % uuid[:8]
+
+    def migration_swap(self):
+        choices = [u for u in self.holding()
+                   if self.other_node(self.servers[u]['node'])]
+        if not choices:
+            return None
+        uuid = self.rng.choice(choices)
+        source = self.servers[uuid]['node']
+        target = self.other_node(source)
+        migration = str(uuidlib.uuid4())
+        status = self.rng.choice(IN_PROGRESS + OVER)
+        current = self.placement.get_allocations(uuid)
+        resp = self.placement.request('POST', '/allocations', json={
+            migration: {'allocations': {source['rp']: {
+                'resources': base.FLAVOR}},
+                'project_id': base.PROJECT, 'user_id': base.USER,
+                'consumer_generation': None},
+            uuid: {'allocations': {target['rp']: {
+                'resources': base.FLAVOR}},
+                'project_id': base.PROJECT, 'user_id': base.USER,
+                'consumer_generation': current['consumer_generation']}},
+            version=placement_fx.UNTYPED_VERSION)
+        self.assertEqual(204, resp.status_code, resp.text)
+        self.nova.add_migration(
+            source['cell'], uuid, uuid=migration,
+            migration_type='migration', status=status,
+            source_compute=source['host'], source_node=source['host'],
+            dest_compute=target['host'], dest_node=target['host'])
+        self.move_row(uuid, target)
+        if status in OVER:
+            self.orphans.add(migration)
+        return 'migration %s of %s (%s) by POST' % (
+            migration[:8], uuid[:8], status)
+
+    def recreate_provider(self):
+        """A node nothing live holds on, its orphans' allocations deleted
+        first (placement refuses to delete a provider holding any).
+        """
+        held = {s['node']['rp'] for s in self.servers.values()
+                if s['holds']}
+        choices = [n for n in self.nodes[1:] if n['rp'] not in held]
+        if not choices:
+            return None
+        node = self.rng.choice(choices)
+        for consumer in self.placement.provider_allocations(node['rp'])[
+                'allocations']:
+            self.placement.request('DELETE', '/allocations/%s' % consumer)
+            self.orphans.discard(consumer)
+        resp = self.placement.delete_provider(node['rp'])
+        self.assertEqual(204, resp.status_code, resp.text)
+        self.placement.create_provider(node['host'], uuid=node['rp'],
+                                       inventory=base.INVENTORY,
+                                       traits=NODE_TRAITS)
+        return 'provider of %s deleted and re-created' % node['host']
+
+    def delete_node(self):
+        """nova deletes a compute node and its service, its provider left
+        behind (placement refused: something still holds there).
+        """
+        held = {s['node']['rp'] for s in self.servers.values()}
+        choices = [n for n in self.live_nodes()[1:]
+                   if n['rp'] not in held and len(self.live_nodes(
+                       n['cell'])) > 1]
+        if not choices:
+            return None
+        node = self.rng.choice(choices)
+        cell = node['cell']
+        nodes = self.nova.table(cell, 'compute_nodes')
+        services = self.nova.table(cell, 'services')
+        self.nova.execute(cell, nodes.update().where(
+            nodes.c.uuid == node['rp']).values(deleted=nodes.c.id))
+        self.nova.execute(cell, services.update().where(
+            services.c.host == node['host']).values(deleted=services.c.id))
+        node['live'] = False
+        return 'compute node %s deleted in nova' % node['host']
+
+    def boot(self):
+        node = self.rng.choice(self.live_nodes())
+        return 'server %s booted on %s' % (self.boot_on(node)[:8],
+                                           node['host'])
+
+    # What a generation does not show (an orphan deleted, a server moved
+    # off a provider) twice as often as the rest.
+    CHANGES = ('delete_orphan', 'delete_orphan', 'move_server',
+               'move_server', 'new_unknown',
+               'delete_in_sql', 'archive', 'inventory', 'traits',
+               'empty_server', 'migration_swap', 'recreate_provider',
+               'delete_node', 'boot')
+
+    def check_sequence(self, seed):
+        rng = random.Random(seed)
+        self.build(rng)
+        steps = []
+        self.check(seed, steps)
+        while len(steps) < STEPS:
+            step = getattr(self, rng.choice(self.CHANGES))()
+            if step is None:
+                continue
+            steps.append(step)
+            self.check(seed, steps)
+
+
+class EquivalenceTestCase(Sequences):
+
+    SEEDS = (11, 23, 37)
+
+
+class MoreEquivalenceTestCase(Sequences):
+    """More sequences, on a cloud of their own (another worker's)."""
+
+    SEEDS = (41, 59, 67)
+
+
+def _add_tests(given):
+    for case in (EquivalenceTestCase, MoreEquivalenceTestCase):
+        if given:
+            seeds = ([int(seed) for seed in given.split(',')]
+                     if case is EquivalenceTestCase else [])
+        else:
+            seeds = case.SEEDS
+        for seed in seeds:
+            setattr(case, 'test_seed_%d' % seed,
+                    lambda self, seed=seed: self.check_sequence(seed))
+
+
+_add_tests(os.environ.get('KEPT_SEEDS'))
