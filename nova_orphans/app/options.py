@@ -257,8 +257,8 @@ FULL_READ_INTERVAL = Option(
            'a reported finding rests on. An allocation removed by DELETE '
            '/allocations/{consumer} moves no generation: a live server '
            'whose allocations were deleted so is reported '
-           'missing_allocations at most one interval late. 0: every scan '
-           'reads everything.'))
+           'missing_allocations at most one full_read_interval late. 0: '
+           'every scan reads everything.'))
 
 # Repairs ------------------------------------------------------------------
 

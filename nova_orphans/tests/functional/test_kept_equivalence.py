@@ -30,7 +30,9 @@ A failure names the seed and the steps so far; ``KEPT_SEEDS`` (comma
 separated) in the environment runs other seeds.
 """
 
+import collections
 import datetime
+import glob
 import json
 import os
 import random
@@ -412,6 +414,62 @@ class Sequences(front_ends.FrontEndsTestCase):
 class EquivalenceTestCase(Sequences):
 
     SEEDS = (11, 23, 37)
+
+    def test_openstack_reads_what_changed(self):
+        """openstack on this cloud: a second scan reads the provider list
+        and what its findings rest on; a damaged file is a full read with
+        the same rows; clean and restore after kept scans stay exact.
+        """
+        self.build(random.Random(5))
+        listing = ('allocation', 'orphan', 'list', '-f', 'json')
+        mark = len(self.placement.requests)
+        first = self.osc_scan('kept', *listing)
+        cold = self.placement.requests_since(mark)
+        self.assertEqual(3, first[0])
+        providers = sorted([n['rp'] for n in self.nodes] + [self.child])
+        self.assertEqual(providers, placement_fx.allocation_reads(cold))
+        mark = len(self.placement.requests)
+        self.assertEqual(first, self.osc_scan('kept', *listing))
+        kept = self.placement.requests_since(mark)
+        # The deleted instance's node, the unknown consumer's node and
+        # child; every other request as the first scan sent it.
+        rest_on = sorted([self.nodes[0]['rp'], self.nodes[1]['rp'],
+                          self.child])
+        self.assertEqual(rest_on, placement_fx.allocation_reads(kept))
+        unread = collections.Counter(
+            ('GET', '/resource_providers/%s/allocations' % rp)
+            for rp in set(providers) - set(rest_on))
+        self.assertEqual(collections.Counter(cold) - unread,
+                         collections.Counter(kept))
+        # Damaged: a full read, the same rows.
+        path, = glob.glob(os.path.join(self.homes['kept'], 'nova-orphans',
+                                       'kept-reads-*.json'))
+        with open(path, 'r+b') as f:
+            f.truncate(os.path.getsize(path) // 2)
+        mark = len(self.placement.requests)
+        self.assertEqual(first, self.osc_scan('kept', *listing))
+        self.assertEqual(providers, self.placement.allocation_reads(mark))
+        # A clean after kept scans repairs what a full read finds, and its
+        # restore puts everything back.
+        self.osc_scan('kept', *listing)
+        before = self.placement.dump_state(generations=False)
+        journal = os.path.join(self.tmp, 'clean.jsonl')
+        rc, out = self.osc_scan('kept', 'allocation', 'orphan', 'clean',
+                                '-f', 'json', '--journal', journal)
+        self.assertEqual(4, rc, out)
+        self.assertEqual(sorted(self.orphans),
+                         sorted({r['consumer'] for r in json.loads(out)}))
+        self.assertEqual(
+            {c: state for c, state in before.items()
+             if c not in self.orphans},
+            self.placement.dump_state(generations=False))
+        rc, out = self.osc_scan('kept', *listing)
+        self.assertEqual((0, []), (rc, json.loads(out)))
+        rc, out = self.osc_scan('kept', 'allocation', 'orphan', 'restore',
+                                '-f', 'json', '--journal', journal)
+        self.assertEqual(4, rc, out)
+        self.assertEqual(before, self.placement.dump_state(generations=False))
+        self.assertEqual(first, self.osc_scan('kept', *listing))
 
 
 class MoreEquivalenceTestCase(Sequences):

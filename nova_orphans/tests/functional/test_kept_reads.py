@@ -36,17 +36,11 @@ import fixtures
 
 from nova_orphans.readers import kept_reads
 from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional.fixtures import placement as placement_fx
 
 ALLOCATIONS = '/allocations'
 PROVIDERS = '/resource_providers/'
-
-
-def allocation_reads(requests):
-    """The providers whose allocations these requests read, sorted."""
-    return sorted(path[len(PROVIDERS):-len(ALLOCATIONS)]
-                  for method, path in requests
-                  if method == 'GET' and path.startswith(PROVIDERS) and
-                  path.endswith(ALLOCATIONS))
+allocation_reads = placement_fx.allocation_reads
 
 
 class KeptReadsTestCase(base.FunctionalTestCase):
