@@ -162,9 +162,10 @@ class PlacementAPIReader(base.PlacementReader):
             if held is None:
                 result.extend(read[uuid])
                 continue
+            # The kept dicts themselves: nothing changes a record's.
             result.extend(
                 model.Allocation(consumer=consumer, provider=uuid,
-                                 resources=dict(resources))
+                                 resources=resources)
                 for consumer, resources in held.items())
             if progress:
                 progress()
@@ -218,7 +219,7 @@ class PlacementAPIReader(base.PlacementReader):
                     self._kept.put(uuid, generation, held)
                 result[uuid] = [
                     model.Allocation(consumer=consumer, provider=uuid,
-                                     resources=dict(resources))
+                                     resources=resources)
                     for consumer, resources in held.items()]
                 if progress:
                     progress()
