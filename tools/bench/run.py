@@ -250,6 +250,13 @@ def bench_steady(args, providers, cells):
     rand = random.Random(providers)
     runs = {kind: [] for kind, _what, _extra in STEADY}
     try:
+        # Untimed: the first scan of a cloud just built warms placement's
+        # workers and the page cache, which the first timed run would
+        # otherwise pay for.
+        log('%d compute nodes: warm-up (untimed)' % providers)
+        bench.run('api', timeout=args.timeout, extra=('--full-read',))
+        if args.baseline:
+            bench.run('api', timeout=args.timeout, repo=args.baseline)
         for round_ in range(args.repeat):
             for kind, _what, extra in STEADY:
                 if kind == 'today' and not args.baseline:
