@@ -45,6 +45,7 @@ from nova_orphans.engine import index as index_mod
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
 from nova_orphans.engine import rules as rules_mod
+from nova_orphans.engine import shapes
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans import outcomes as outcomes_mod
@@ -568,7 +569,7 @@ class Repairer:
         if finding.resource_provider not in self.audit.placement.providers:
             return _('the compute node has no resource provider')
         return {consumer: {finding.resource_provider: {
-            'resources': heal_mod.resources_from_flavor(
+            'resources': shapes.resources_from_flavor(
                 flavor, boot_from_volume)}}}
 
     def _targets(self, docs, change):
