@@ -218,10 +218,18 @@ class HostView:
 
 
 def usage(allocations):
-    """{provider: Counter(class: amount)}: what the allocations sum to."""
-    used = collections.defaultdict(collections.Counter)
+    """{provider: {class: amount}}: what the allocations sum to, in
+    plain dicts rather than Counters (it runs once per allocation of
+    the cloud).
+    """
+    used = {}
+    get = used.get
     for alloc in allocations:
-        used[alloc.provider].update(alloc.resources)
+        per = get(alloc.provider)
+        if per is None:
+            per = used[alloc.provider] = {}
+        for rc, amount in alloc.resources.items():
+            per[rc] = per.get(rc, 0) + amount
     return used
 
 
@@ -282,7 +290,7 @@ def _row(node, root, members, offered, inventories, used, back, shapes,
             given_back[p.name] = dict(shapes_mod.ordered(amounts))
         for rc, inv in inventories.get(p.uuid, {}).items():
             capacity[rc] += inv.capacity
-            free[rc] += inv.capacity - used[p.uuid][rc]
+            free[rc] += inv.capacity - used.get(p.uuid, {}).get(rc, 0)
     after = {rc: free[rc] + held[rc] for rc in free}
     fits = []
     for shape in shapes:
@@ -321,7 +329,7 @@ def _slots(shape, offered, inventories, used, back, traits):
             if inv is None or not inv.takes(amount) or (
                     carried & shape.forbidden):
                 continue
-            room = inv.capacity - used[p.uuid][rc]
+            room = inv.capacity - used.get(p.uuid, {}).get(rc, 0)
             given = back.get(p.uuid, {}).get(rc, 0)
             now[rc].append((max(0, room // amount), carried))
             after[rc].append((max(0, (room + given) // amount), carried))
