@@ -233,6 +233,34 @@ def usage(allocations):
     return used
 
 
+def providers_to_read(snapshot, findings, every=False):
+    """The providers whose inventories host_view needs: with ``every``,
+    those of every compute node's tree and the sharing providers they
+    use; else only those of the trees a clean gives something back on,
+    and their sharing providers.
+
+    Without ``every`` the other trees' rows have no inventory: their
+    ``free`` is empty and nothing fits them, so only the rows shown
+    (HostView.shown()) and the summary's ``more`` and ``hosts`` are
+    whole, less what a clean gives back on a sharing provider to trees
+    with nothing held of their own.
+    """
+    placement, nova = snapshot.placement, snapshot.nova
+    providers = placement.providers
+    back = changes.given_back(findings, placement.allocations,
+                              nova.migrations)
+    roots = {uuid for uuid, node in nova.compute_nodes.items()
+             if not node.deleted and uuid in providers}
+    if not every:
+        roots &= {providers[rp].root_uuid for rp in back if rp in providers}
+    members = [p for p in providers.values() if p.root_uuid in roots]
+    aggregates = frozenset().union(*(p.aggregates for p in members))
+    return {p.uuid for p in members} | {
+        p.uuid for p in providers.values()
+        if p.sharing and p.foreign_owner is None and
+        p.aggregates & aggregates}
+
+
 def host_view(snapshot, findings, inventories, shapes=(), traits=None):
     """The HostView of ``snapshot``'s compute nodes (not deleted).
 

@@ -372,3 +372,35 @@ class InventoryTestCase(base.BaseTestCase):
     def test_defaults_are_placements(self):
         self.assertEqual(dataclasses.astuple(hosts.Inventory(5)),
                          (5, 0, 1.0, 1, 2147483647, 1))
+
+
+class ProvidersToReadTestCase(HostViewTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.host1 = self.cloud.node('host1', aggregates=['agg'])
+        self.child = self.cloud.provider('host1:pf', parent=self.host1)
+        self.host2 = self.cloud.node('host2')
+        self.host3 = self.cloud.node('host3', aggregates=['agg'])
+        self.nfs = self.cloud.provider('nfs', sharing=True,
+                                       aggregates=['agg'])
+        self.other = self.cloud.provider('elsewhere')
+        gone = self.cloud.node('host4', deleted=True)
+        self.orphan(gone)
+
+    def to_read(self, every=False):
+        return hosts.providers_to_read(self.cloud.snapshot(),
+                                       self.cloud.findings(), every)
+
+    def test_trees_a_clean_gives_back_on(self):
+        self.assertEqual(set(), self.to_read())
+        self.orphan(self.child, **{VF: 1})
+        self.assertEqual({self.host1, self.child, self.nfs}, self.to_read())
+        self.orphan(self.host2)
+        self.assertEqual({self.host1, self.child, self.nfs, self.host2},
+                         self.to_read())
+
+    def test_every_tree(self):
+        self.assertEqual(
+            {self.host1, self.child, self.host2, self.host3, self.nfs},
+            self.to_read(every=True))
