@@ -73,6 +73,11 @@ DRY_RUN_OUTCOMES = (DRY_RUN, FAILED, SKIPPED)
 # and of consumers whose project is not known.
 OTHER_PROJECTS = 'other'
 UNKNOWN_PROJECT = 'unknown'
+# host_resources' labels of the hosts beyond max_hosts, summed; the
+# states of flavor_servers.
+OTHER_HOSTS = 'other'
+NOW = 'now'
+AFTER_CLEAN = 'after_clean'
 
 
 def outcome_kind(outcome):
@@ -222,6 +227,61 @@ def project_resources(findings, max_projects):
             label = total.project_id
         for rc, amount in total.resources.items():
             amounts[(label, rc)] += amount
+    return _sorted(amounts)
+
+
+def add_capacity(out, rows, flavors, max_hosts):
+    """Add a scan's capacity families to ``out`` (its _Families).
+
+    ``rows``: engine.hosts.HostRow of the compute nodes, most held first
+    (HostView.rows); ``flavors``: engine.hosts.ShapeTotal of each flavor
+    of ``[nova_orphans] capacity_flavors`` and ``--flavor``, in order;
+    ``max_hosts``: how many hosts get series of their own
+    (host_resources).
+    """
+    out.gauge('host_resources',
+              'Resources a clean would give back, by compute host, '
+              'resource provider and resource class; the hosts beyond '
+              'metrics_max_hosts, by the largest share of a class\'s '
+              'capacity held, summed as host="%s" and '
+              'resource_provider_name="%s".' % (OTHER_HOSTS, OTHER_HOSTS),
+              host_resources(rows, max_hosts),
+              labels=['host', 'resource_provider_name', 'resource_class'])
+    flavors = list(flavors)
+    out.gauge('flavor_servers',
+              'Servers of the flavor placement would accept on the compute '
+              'nodes, summed over them, now and after a clean (state); a '
+              'sharing provider\'s room counts on each node it serves.',
+              [((f.shape, state), value) for f in flavors
+               for state, value in ((AFTER_CLEAN, f.after_clean),
+                                    (NOW, f.now))],
+              labels=['flavor', 'state'])
+    out.gauge('flavor_hosts',
+              'Compute nodes on which a clean would make room for at least '
+              'one more server of the flavor.',
+              [((f.shape,), f.hosts) for f in flavors], labels=['flavor'])
+
+
+def host_resources(rows, max_hosts):
+    """((host, provider name, resource class), amount) of what a clean
+    gives back on the compute nodes' providers: the ``max_hosts`` hosts
+    first among ``rows`` each, the others summed as OTHER_HOSTS.
+
+    As project_resources, bounded: a series per host of a large cloud
+    would be one per host that ever leaked an allocation.
+    """
+    ranked = []
+    for row in rows:
+        if row.given_back and row.host not in ranked:
+            ranked.append(row.host)
+    kept = frozenset(ranked[:max_hosts])
+    amounts = collections.Counter()
+    for row in rows:
+        for name, held in row.given_back.items():
+            for rc, amount in held.items():
+                key = ((row.host, name) if row.host in kept
+                       else (OTHER_HOSTS, OTHER_HOSTS))
+                amounts[key + (rc,)] += amount
     return _sorted(amounts)
 
 

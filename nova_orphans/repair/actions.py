@@ -40,11 +40,13 @@ import typing
 
 from oslo_log import log as logging
 
+from nova_orphans.engine import changes
 from nova_orphans.engine import classify
 from nova_orphans.engine import index as index_mod
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
 from nova_orphans.engine import rules as rules_mod
+from nova_orphans.engine import shapes
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans import outcomes as outcomes_mod
@@ -536,19 +538,12 @@ class Repairer:
         doc = docs[consumer]
         if action == reasons.HEAL:
             return self._heal(consumer, act[0], fresh)
-        drop = {f.resource_provider for f in act}
-        after = {rp: body for rp, body in doc['allocations'].items()
-                 if rp not in drop}
-        if action != reasons.RETURN_TO_INSTANCE:
+        after, target = changes.after(
+            action, doc['allocations'], {f.resource_provider for f in act},
+            docs[partner]['allocations']
+            if action == reasons.RETURN_TO_INSTANCE else None)
+        if target is None:
             return {consumer: after}
-        moved = {rp: body for rp, body in doc['allocations'].items()
-                 if rp in drop}
-        target = dict(docs[partner]['allocations'])
-        for rp, body in moved.items():
-            resources = dict(target.get(rp, {}).get('resources', {}))
-            for rc, amount in body['resources'].items():
-                resources[rc] = resources.get(rc, 0) + amount
-            target[rp] = {'resources': resources}
         if docs[partner]['project_id'] is None:
             # The instance has no consumer yet: it inherits the owner.
             docs[partner] = dict(docs[partner],
@@ -568,7 +563,7 @@ class Repairer:
         if finding.resource_provider not in self.audit.placement.providers:
             return _('the compute node has no resource provider')
         return {consumer: {finding.resource_provider: {
-            'resources': heal_mod.resources_from_flavor(
+            'resources': shapes.resources_from_flavor(
                 flavor, boot_from_volume)}}}
 
     def _targets(self, docs, change):

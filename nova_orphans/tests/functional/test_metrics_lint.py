@@ -58,3 +58,4 @@ ProjectResourcesTestCase = linted(
     'test_projects_beyond_the_bound_are_summed_as_other')
 RepairTestCase = linted(test_metrics.RepairTestCase, 'test_exact_text',
                         'test_restore', 'test_dry_run_is_no_clean')
+CapacityTestCase = linted(test_metrics.CapacityTestCase, 'test_exact_text')

@@ -231,5 +231,5 @@ class MonitoringTestCase(base.FunctionalTestCase):
                                                 'scan_'))
                 else (0, 1), (len(scan), len(clean)), situation)
             health = server.rule_health()
-            self.assertEqual(6, len(health))
+            self.assertEqual(9, len(health))
             self.assertEqual({('ok', '')}, set(health.values()))

@@ -41,6 +41,7 @@ SHIPPED = {
         'etc/prometheus/nova-orphans.rules.yaml',
     'prometheus/nova-orphans.rules.test.yaml':
         'etc/prometheus/nova-orphans.rules.test.yaml',
+    'grafana/nova-orphans.json': 'etc/grafana/nova-orphans.json',
 }
 for _name in ('nova-orphans-metrics', 'nova-orphans-clean'):
     for _path in (_name + '.service', _name + '.timer',
