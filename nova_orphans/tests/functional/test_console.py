@@ -61,7 +61,7 @@ class ConsoleTestCase(base.FunctionalTestCase):
             self.assertEqual(ok, done.returncode, done.stderr)
         self.assertNotIn(PASSWORD, done.stdout + done.stderr)
         if '--debug' not in argv:
-            self.assertNotIn('Traceback', done.stderr)
+            self.assertRanCleanly(done)
         return done
 
     def conf(self, name, **sections):

@@ -125,7 +125,7 @@ class OpenStackFaultsTestCase(test_keystone_osc.OpenStackBase):
         self.assertEqual((OPENSTACKS_OWN, ''), (code, out), err)
         for word in words:
             self.assertIn(word, err)
-        self.assertNotIn('Traceback', err)
+        self.assertRanCleanly((code, out, err))
         self.assertEqual(self.before, self.cloud.state())
 
     def test_wrong_password(self):
