@@ -262,6 +262,17 @@ def _read(stream):
                             encoding='utf-8').read()
 
 
+def _set_environ(env):
+    """os.environ becomes ``env``, variable by variable: the process's
+    other threads never see it empty.
+    """
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+
+
 def _set_handlers(handlers):
     for signum, handler in handlers.items():
         if signal.getsignal(signum) is not handler:
@@ -333,8 +344,7 @@ def _as_process(argv, env, cwd, stdin, stdout, stderr, own=True):
     saved_tempdir = tempfile.tempdir
     try:
         with _logging_kept():
-            os.environ.clear()
-            os.environ.update(env)
+            _set_environ(env)
             if env.get('TMPDIR'):
                 tempfile.tempdir = env['TMPDIR']
             if cwd is not None:
@@ -353,8 +363,7 @@ def _as_process(argv, env, cwd, stdin, stdout, stderr, own=True):
     finally:
         sys.argv = saved_argv
         os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_environ)
+        _set_environ(saved_environ)
         tempfile.tempdir = saved_tempdir
         (sys.excepthook, threading.excepthook, warnings.showwarning,
          warnings.filters[:]) = hooks
