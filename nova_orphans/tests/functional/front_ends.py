@@ -9,7 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Both console scripts, as processes, against one cloud.
+"""Both console scripts against one cloud.
 
 ``nova-orphans-manage`` reads nova's databases; ``openstack`` reads the
 same databases through nova's real compute API, served by
@@ -165,25 +165,22 @@ class FrontEndsTestCase(base.TestCase):
         return runners.openstack_argv(*argv, cloud=cloud)
 
     def environment(self):
+        """Runs find the clouds in this test's clouds.yaml."""
         return runners.environment(OS_CLIENT_CONFIG_FILE=self.clouds_yaml)
 
-    def start(self, argv, env=None, warm=False):
-        """The console script ``argv`` running: the script itself, which
-        a test can signal at any instant, or with ``warm`` a warm run.
+    def start(self, argv, env=None):
+        """The console script ``argv`` running as a process, which a
+        test can signal at any instant.
         """
-        return runners.start(argv, env=env or self.environment(),
-                             warm_run=warm)
+        return runners.start(argv, env=env or self.environment())
 
-    def run_all(self, *commands, timeout=180):
-        """Run the commands (argv lists) at once, as reading commands can
-        be, warm: [(return code, stdout, stderr)] in their order.
+    def run_all(self, *commands):
+        """[(return code, stdout, stderr)] of the commands (argv lists,
+        or (argv, environment) pairs), in their order (runners.run_all).
         """
         env = self.environment()
-        return runners.run_all([(argv, env) for argv in commands],
-                               timeout=timeout)
-
-    def run_one(self, argv, timeout=180):
-        return self.run_all(argv, timeout=timeout)[0]
+        return runners.run_all([c if isinstance(c, tuple) else (c, env)
+                                for c in commands])
 
     def manage_run(self, *argv, conf_file=None):
         return self.run_one(self.manage_argv(*argv, conf_file=conf_file))

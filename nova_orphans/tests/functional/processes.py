@@ -24,9 +24,8 @@ step of a repair by holding one of its requests in the fault proxy:
 * held after placement answered, the change is applied and the tool
   has not heard so.
 
-The processes are runners.start's; a run that a test only waits for is
-runners.manage's, a warm run (nova_orphans.tests.warm): a process too,
-without the second of imports.
+The processes are runners.start's; a run that a test only waits for
+(the restore after a kill) is runners.manage's, in the test's process.
 """
 
 import json

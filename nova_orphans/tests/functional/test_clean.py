@@ -77,12 +77,9 @@ class RepairTestCase(base.FunctionalTestCase):
     # Running the tool ---------------------------------------------------
 
     def _run(self, action, argv, conf_file):
-        rc, out, err = self.manage('allocations', action, '--format', 'json',
-                                   *argv, conf_file=conf_file)
-        self.stderr = err
-        self.assertNotIn('Traceback', err)
-        self.assertIn(rc, (0, 1, 2, 3, 4, 5, 11), err)
-        return rc, json.loads(out)
+        return self.run_json('allocations', action, *argv,
+                             conf_file=conf_file,
+                             codes=(0, 1, 2, 3, 4, 5, 11))
 
     def clean(self, *argv, conf_file=None):
         """(rc, JSON rows) of ``clean``, journaling to self.journal."""
@@ -1173,7 +1170,7 @@ class BadInputTestCase(RepairTestCase):
         self.assertEqual((127, ''), (rc, out), err)
         self.assertEqual(1, len(err.strip().splitlines()), err)
         self.assertIn(text, err)
-        self.assertNotIn('Traceback', err)
+        self.assertRanCleanly((rc, out, err))
         self.assertEqual(before, self.placement.dump_state())
         self.assertEqual([], self.writes())
 

@@ -80,9 +80,8 @@ class _CrashTestCase(base.FunctionalTestCase):
             *extra, conf_file=self.conf_file)
 
     def run_to_end(self, action, journal, rc=4):
-        code, out, err = runners.run(self.argv(action, journal))
-        self.assertNotIn('Traceback', err)
-        self.assertEqual(rc, code, err)
+        _code, out, _err = self.assertRanCleanly(
+            runners.run(self.argv(action, journal)), rc)
         return json.loads(out)
 
     def start(self, action, journal, *extra):
@@ -106,8 +105,7 @@ class _CrashTestCase(base.FunctionalTestCase):
         if hold.when == 'before':
             # The whole batch is on disk before its request is sent.
             self.assertLessEqual(held, self.journaled(self.killed))
-        err = processes.kill(proc)
-        self.assertNotIn('Traceback', err)
+        self.assertRanCleanly((proc.returncode, '', processes.kill(proc)))
         hold.release(forward)
         self.proxy.wait_idle()
         return held

@@ -405,15 +405,13 @@ class ExitCodesTestCase(front_ends.FrontEndsTestCase):
         # No nova.conf anywhere oslo.config looks.
         home = os.path.join(self.tmp, 'home')
         os.mkdir(home)
-        unconfigured = self.start(
-            runners.manage_argv('allocations', 'clean'),
-            env=dict(self.environment(), HOME=home), warm=True)
-        missing_rc, rules_rc, wrong_rc = self.run_all(
+        missing_rc, rules_rc, wrong_rc, unconfigured = self.run_all(
             self.manage_argv('allocations', 'clean', conf_file=missing),
             self.manage_argv('allocations', 'clean', conf_file=rules),
             self.openstack_argv('allocation', 'orphan', 'clean',
-                                cloud='wrong'))
-        out, err = unconfigured.communicate(timeout=60)
+                                cloud='wrong'),
+            (runners.manage_argv('allocations', 'clean'),
+             dict(self.environment(), HOME=home)))
         self.assertFailed(
             missing_rc, exit_codes.CONFIG_ERROR,
             'ERROR: Configuration error: Failed to find some config files: %s'
@@ -432,7 +430,7 @@ class ExitCodesTestCase(front_ends.FrontEndsTestCase):
                for d in ('/etc/nova', '/etc')):
             return  # this machine has a nova.conf of its own
         self.assertFailed(
-            (unconfigured.returncode, out, err), exit_codes.CONFIG_ERROR,
+            unconfigured, exit_codes.CONFIG_ERROR,
             'ERROR: Configuration error: no configuration file was found: '
             'looked for nova.conf and nova-orphans-manage.conf in ~/.nova, ~, '
             '/etc/nova, /etc; give one with --config-file PATH (before the '

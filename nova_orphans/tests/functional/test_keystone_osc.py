@@ -148,8 +148,7 @@ class OpenStackBase(test_keystone.KeystoneTestCase):
         done = runners.openstack(*argv, '-f', 'json',
                                  env=runners.environment(**variables),
                                  timeout=300)
-        self.assertNotIn('Traceback', done.stderr)
-        return done
+        return self.assertRanCleanly(done)
 
     def openstack(self, variables, *argv, rc=0):
         code, out, err = self.run_openstack(variables, *argv)

@@ -454,7 +454,7 @@ class FilterTestCase(base.FunctionalTestCase):
             self.assertEqual((127, ''), (rc, out), argv)
             self.assertEqual(1, len(err.strip().splitlines()), err)
             self.assertIn(text, err)
-            self.assertNotIn('Traceback', err)
+            self.assertRanCleanly((rc, out, err))
 
     def test_unreadable_config_is_a_config_error(self):
         rc, out, err = self.manage('allocations', 'list',
