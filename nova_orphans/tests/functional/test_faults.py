@@ -74,8 +74,8 @@ def retries_total(path, command):
 class _FlakyControlPlane(front_ends.FrontEndsTestCase):
     """The proxies, the cloud's states and the runs through them. The
     tests are in three classes, each with its own cloud, so that
-    stestr's workers can share them out (tools/test-workers.py keeps a
-    class that shares its cloud whole).
+    stestr's workers can share them out (.stestr.conf keeps a class,
+    which shares its cloud, in one worker).
     """
 
     def setUp(self):
