@@ -75,6 +75,7 @@ BATCH_MIN = 8
 
 skipped = outcomes_mod.skipped
 failed = outcomes_mod.failed
+failed_by = outcomes_mod.failed_by
 dry_run = outcomes_mod.dry_run
 interrupted = outcomes_mod.interrupted
 
@@ -428,7 +429,7 @@ class Repairer:
         LOG.debug('Repair of consumer %(consumer)s failed: %(error)s',
                   {'consumer': consumer, 'error': error})
         why = capacity.repair_refused(error, self._provider_name)
-        return [failed(why or str(error))] * len(planned)
+        return [failed_by(error, why)] * len(planned)
 
     def _attempt(self, consumer, planned, docs, fresh):
         """One verify-journal-write round for one consumer."""
