@@ -35,6 +35,7 @@ rows, and the write carries the generations read there.
 import collections
 import concurrent.futures
 import dataclasses
+import os
 import threading
 import typing
 
@@ -131,12 +132,17 @@ class RepairOptions:
     stop: typing.Any = None
     notice: typing.Any = None
 
-    def check(self):
-        """Refuse a --journal that cannot be written, before anything is
-        read.
+    def check(self, directory=None):
+        """Refuse a --journal that cannot be written, or without one a
+        journals' ``directory`` other users could write, before anything
+        is read.
         """
-        if self.journal is not None and not self.dry_run:
+        if self.dry_run:
+            return
+        if self.journal is not None:
             journal_mod.check_path(self.journal)
+        elif directory is not None and os.path.isdir(directory):
+            journal_mod.check_directory(os.stat(directory), directory)
 
 
 class Repairer:

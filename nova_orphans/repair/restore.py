@@ -56,10 +56,11 @@ from nova_orphans.repair import writes
 
 def load(path, placement, cloud=None, journal_clouds=(), mark=None):
     """The journal at ``path``, every line verified (journal_verify),
-    refused, before anything is written, if it is damaged or altered, or
-    of another cloud than the one reached now (see check_cloud:
-    ``placement`` is its endpoint and ``cloud`` what names it, as a
-    run's header records them).
+    refused, before anything is written, if it is damaged or altered,
+    if another user could have written it (journal.check_file, before
+    a line is read), or of another cloud than the one reached now (see
+    check_cloud: ``placement`` is its endpoint and ``cloud`` what names
+    it, as a run's header records them).
 
     ``mark``: the restore's own journal.Journal on ``path``, which takes
     the journal's lock before it is read and keeps it (Journal.hold);
@@ -70,7 +71,7 @@ def load(path, placement, cloud=None, journal_clouds=(), mark=None):
         mark.hold()
     elif journal.in_use(path):
         raise exception.JournalError(path=path, reason=journal.IN_USE)
-    contents = journal.load(path)
+    contents = journal.load(path, check=journal.check_file)
     check_cloud(path, contents.runs, placement, cloud, journal_clouds)
     return contents
 
