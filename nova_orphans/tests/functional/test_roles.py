@@ -27,6 +27,7 @@ from nova import policies as nova_policies
 from oslotest import base
 from placement import policies as placement_policies
 import requests
+from sqlalchemy.engine import url as sa_url
 import yaml
 
 from nova_orphans.engine import reasons
@@ -264,6 +265,76 @@ class ServiceRoleTestCase(RolesBase):
         return resp.status_code, error
 
 
+class SelectOnlyTestCase(ServiceRoleTestCase):
+    """nova-orphans-manage with database accounts that may only SELECT:
+    nova's API and cell databases, and placement's for fast mode, on
+    MariaDB as production runs them; placement's user holds only
+    ``service``. Every command as with nova's own accounts.
+    """
+
+    MARIADB = True
+    # Only the commands, again (unittest collects callable tests only).
+    test_user_holds_service_only = test_refused_without_the_role = None
+    READER = 'orphans_reader'
+    READER_PASSWORD = 'reader-secret'
+
+    def setUp(self):
+        super().setUp()
+        maria = self.nova.mariadb
+        urls = dict(self.nova.cell_urls, api=self.nova.api_url,
+                    placement=self.placement.db_url)
+        self.databases = {name: sa_url.make_url(url).database
+                          for name, url in urls.items()}
+        maria.execute("CREATE USER IF NOT EXISTS '%s'@'127.0.0.1' "
+                      "IDENTIFIED BY '%s'" % (self.READER,
+                                              self.READER_PASSWORD))
+        for database in self.databases.values():
+            maria.execute("GRANT SELECT ON `%s`.* TO '%s'@'127.0.0.1'" % (
+                database, self.READER))
+        self.addCleanup(maria.execute, "DROP USER '%s'@'127.0.0.1'" %
+                        self.READER)
+        self.reader = {name: self.as_reader(url)
+                       for name, url in urls.items()}
+        # The cells' URLs as templates, filled from the [database]
+        # connection of the one who reads them (nova does the same).
+        for cell in self.nova.cell_urls:
+            self.nova.set_cell_url(cell, (
+                '{scheme}://{username}:{password}@{hostname}:{port}/%s'
+                '?{query}' % self.databases[cell]))
+
+    def as_reader(self, url):
+        return sa_url.make_url(url).set(
+            username=self.READER, password=self.READER_PASSWORD
+        ).render_as_string(hide_password=False)
+
+    def conf(self, user):
+        return self.nova_conf(
+            dict(test_keystone.shipped_placement_section(),
+                 **self.keystone.password_section(user=user)),
+            name='%s.conf' % user,
+            api_database={'connection': self.reader['api']},
+            database={'connection': self.reader[self.nova.local_cell]},
+            placement_database={'connection': self.reader['placement']})
+
+    def test_reader_may_only_select(self):
+        """The grants are what the tests claim: a write is refused."""
+        import pymysql
+        maria = self.nova.mariadb
+        conn = pymysql.connect(host='127.0.0.1', port=maria.port,
+                               user=self.READER,
+                               password=self.READER_PASSWORD,
+                               database=self.databases['api'],
+                               ssl_disabled=True)
+        self.addCleanup(conn.close)
+        with conn.cursor() as cur:
+            cur.execute('SELECT COUNT(*) FROM cell_mappings')
+            self.assertEqual((len(self.nova.rows('api', 'cell_mappings')),),
+                             cur.fetchone())
+            e = self.assertRaises(pymysql.err.OperationalError, cur.execute,
+                                  'DELETE FROM cell_mappings')
+            self.assertEqual(1142, e.args[0])
+
+
 class AuditorTestCase(RolesBase):
     """The shipped placement sample loaded by placement: the auditor
     (``orphan-auditor`` only) reads what ``list`` and the dry runs read,
@@ -422,3 +493,18 @@ class OpenStackAuditorTestCase(test_keystone_osc.OpenStackBase):
             'code': 403, 'message': "Policy doesn't allow "
             "os_compute_api:os-services:list to be performed."}}),
             (resp.status_code, resp.json()))
+
+    def test_restore_with_service_only(self):
+        """A restore reads no nova: placement's service role is enough
+        for openstack too.
+        """
+        journal = os.path.join(self.tmp, 'journal.jsonl')
+        self.openstack(self.os_variables(), 'allocation', 'orphan', 'clean',
+                       '--journal', journal, rc=exit_codes.REPAIRED)
+        self.assertEqual(self.cloud.repaired(self.before),
+                         self.cloud.state())
+        found = self.openstack(self.variables('nova-orphans'), 'allocation',
+                               'orphan', 'restore', '--journal', journal,
+                               rc=exit_codes.REPAIRED)
+        self.assertEqual({'done'}, {r['outcome'] for r in found})
+        self.assertEqual(self.before, self.cloud.state())
