@@ -116,14 +116,12 @@ class RolesBase(test_keystone.KeystoneTestCase):
         return self.password_conf(name='%s.conf' % user, user=user)
 
     def run_tool(self, user, category, action, *argv, rc):
-        """``CATEGORY ACTION --format json ARGV`` as ``user``: its rows
-        (JSON) and stderr, once its exit code was checked.
+        """``CATEGORY ACTION --format json ARGV`` as ``user`` (run_json),
+        ending with ``rc``: its rows and stderr.
         """
-        code, out, err = self.manage(category, action, '--format', 'json',
-                                     *argv, conf_file=self.conf(user))
-        self.assertNotIn('Traceback', err)
-        self.assertEqual(rc, code, err)
-        return (json.loads(out) if out.strip() else []), err
+        _code, found = self.run_json(category, action, *argv,
+                                     conf_file=self.conf(user), codes=rc)
+        return found or [], self.stderr
 
     def rows(self, found):
         return sorted((r['consumer'], r['reason'], r['action'])
@@ -216,10 +214,9 @@ class ServiceRoleTestCase(RolesBase):
                                     rc=exit_codes.CREDENTIALS_REFUSED)
         self.assertIn('placement:resource_providers:list', err)
         conf = self.nova_conf(self.system_section(), name='system.conf')
-        code, _out, err = self.manage('allocations', 'clean',
-                                      conf_file=conf)
-        self.assertEqual(exit_codes.CREDENTIALS_REFUSED, code, err)
-        self.assertIn('placement:resource_providers:list', err)
+        self.run_json('allocations', 'clean', conf_file=conf,
+                      codes=exit_codes.CREDENTIALS_REFUSED)
+        self.assertIn('placement:resource_providers:list', self.stderr)
         self.assertEqual(self.before, self.cloud.state())
 
         # placement's own answers (request ids aside).
