@@ -65,8 +65,9 @@ MEANINGS = {
     UNREACHABLE: _('a service could not be reached (placement, keystone, '
                    'neutron); nothing was changed'),
     CREDENTIALS_REFUSED: _('the credentials were refused (keystone, or '
-                           'placement and nova: the admin role is '
-                           'needed); nothing was changed'),
+                           'placement and nova: their policies do not '
+                           'grant the user\'s roles what the command '
+                           'needs); nothing was changed'),
     NOVA_UNREADABLE: _('nova could not be read: its API database, or its '
                        'compute API; nothing was changed'),
     JOURNAL_UNPROVEN: _('the journal a restore read cannot prove it is '
@@ -76,7 +77,8 @@ MEANINGS = {
                         'to check'),
     INVALID_INPUT: _('invalid input on the command line (an option, a '
                      'uuid, a host, a journal that is empty, damaged, '
-                     'altered or of another cloud); nothing was changed'),
+                     'altered, of another cloud or writable by another '
+                     'user); nothing was changed'),
     INTERRUPTED: _('interrupted by SIGINT; what was done is printed first'),
     TERMINATED: _('terminated by SIGTERM; what was done is printed first'),
     UNEXPECTED: _('unexpected error: a bug in nova-orphans'),

@@ -31,6 +31,9 @@ KINDS = (DONE, SKIPPED, FAILED)
 # Causes code asks about.
 INTERRUPTED = 'interrupted'
 DRY_RUN = 'dry_run'
+# The service refused the write for the credentials (401, 403): its
+# policy does not grant the run's roles what the repair needs.
+CREDENTIALS_REFUSED = 'credentials_refused'
 
 
 class Outcome:
@@ -99,6 +102,16 @@ def failed(detail, cause=None):
     return Outcome(FAILED, detail, cause)
 
 
+def failed_by(error, detail=None):
+    """The outcome of a row ``error`` failed, told in its words (or
+    ``detail``): refused credentials when the error's code says so.
+    """
+    refused = getattr(error, 'exit_code', None) == (
+        exit_codes.CREDENTIALS_REFUSED)
+    return failed(detail or str(error),
+                  CREDENTIALS_REFUSED if refused else None)
+
+
 def dry_run():
     """The outcome of every row of a --dry-run."""
     return skipped(_('dry run'), DRY_RUN)
@@ -117,10 +130,16 @@ def count(outcomes, kind=None, cause=None):
 
 
 def exit_code(outcomes):
-    """A run's code from its rows' outcomes: 1 if one failed, 3 if an
-    orphan is left (4 only when none is), 4 if something was done, else
-    0 (nothing to do, or nothing left).
+    """A run's code from its rows' outcomes: 9 if the credentials were
+    refused a write and nothing was done (as refused credentials end a
+    run that could not read), 1 if one failed, 3 if an orphan is left
+    (4 only when none is), 4 if something was done, else 0 (nothing to
+    do, or nothing left).
     """
+    outcomes = list(outcomes)
+    if (any(o.cause == CREDENTIALS_REFUSED for o in outcomes) and
+            not any(o.kind == DONE for o in outcomes)):
+        return exit_codes.CREDENTIALS_REFUSED
     codes = {o.exit_code for o in outcomes}
     for code in (exit_codes.REPAIR_FAILED, exit_codes.ORPHANS_FOUND,
                  exit_codes.REPAIRED):

@@ -230,7 +230,7 @@ def clean(sources, scope, options, stop, progress=None, audited=None,
     warns there of the cells it could not read. ``metrics`` (a Metrics)
     are made of the run's rows and outcomes.
     """
-    options.check()
+    options.check(sources.journal_dir())
     if metrics is not None:
         metrics.check()
     listing = audit(sources, scope, scope.shown(), progress)

@@ -89,7 +89,7 @@ def clean(sources, scope, options, stop, progress=None, audited=None):
     allocations are repaired first, and a tree still holding others is
     skipped. ``audited``: as for app.allocations.clean.
     """
-    options.check()
+    options.check(sources.journal_dir())
     listing = list_providers(sources, scope, progress)
     if audited is not None:
         audited(listing)

@@ -35,6 +35,7 @@ rows, and the write carries the generations read there.
 import collections
 import concurrent.futures
 import dataclasses
+import os
 import threading
 import typing
 
@@ -75,6 +76,7 @@ BATCH_MIN = 8
 
 skipped = outcomes_mod.skipped
 failed = outcomes_mod.failed
+failed_by = outcomes_mod.failed_by
 dry_run = outcomes_mod.dry_run
 interrupted = outcomes_mod.interrupted
 
@@ -130,12 +132,17 @@ class RepairOptions:
     stop: typing.Any = None
     notice: typing.Any = None
 
-    def check(self):
-        """Refuse a --journal that cannot be written, before anything is
-        read.
+    def check(self, directory=None):
+        """Refuse a --journal that cannot be written, or without one a
+        journals' ``directory`` other users could write, before anything
+        is read.
         """
-        if self.journal is not None and not self.dry_run:
+        if self.dry_run:
+            return
+        if self.journal is not None:
             journal_mod.check_path(self.journal)
+        elif directory is not None and os.path.isdir(directory):
+            journal_mod.check_directory(os.stat(directory), directory)
 
 
 class Repairer:
@@ -428,7 +435,7 @@ class Repairer:
         LOG.debug('Repair of consumer %(consumer)s failed: %(error)s',
                   {'consumer': consumer, 'error': error})
         why = capacity.repair_refused(error, self._provider_name)
-        return [failed(why or str(error))] * len(planned)
+        return [failed_by(error, why)] * len(planned)
 
     def _attempt(self, consumer, planned, docs, fresh):
         """One verify-journal-write round for one consumer."""

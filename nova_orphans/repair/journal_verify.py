@@ -41,6 +41,7 @@ other.
 import collections
 import hashlib
 import json
+import os
 import re
 
 from nova_orphans import exception
@@ -139,12 +140,16 @@ Contents = collections.namedtuple('Contents',
                                   'entries runs restores unended')
 
 
-def load(path):
+def load(path, check=None):
     """A journal's entries and runs, every line verified; refuses an
     empty, damaged or altered file (exception.JournalError, 127).
+    ``check(stat, path)`` is given the stat of the file opened, before
+    it is read, to refuse it (journal.check_file).
     """
     try:
         with open(path, 'rb') as f:
+            if check is not None:
+                check(os.fstat(f.fileno()), path)
             data = f.read()
     except OSError as e:
         raise exception.JournalError(path=path, reason=e.strerror)

@@ -197,7 +197,7 @@ class ProviderCleaner:
         try:
             kept = self._kept(uuids)
         except exception.NovaOrphansException as e:
-            return {u: actions.failed(str(e)) for u in uuids}
+            return {u: actions.failed_by(e) for u in uuids}
         if kept:
             return {u: kept for u in uuids}
         order = [u for u in reversed(uuids)]
@@ -256,7 +256,7 @@ class ProviderCleaner:
                                              'run again'))
                 return self._delete_one(row, tree, again=False)
         except exception.NovaOrphansException as e:
-            return actions.failed(str(e))
+            return actions.failed_by(e)
         return actions.DONE
 
     def _delete(self, record):
@@ -357,7 +357,7 @@ def _restore_provider(client, entry, dry_run, not_back):
             return actions.dry_run()
         _create(client, record)
     except exception.NovaOrphansException as e:
-        return actions.failed(str(e))
+        return actions.failed_by(e)
     return actions.DONE
 
 

@@ -56,10 +56,11 @@ from nova_orphans.repair import writes
 
 def load(path, placement, cloud=None, journal_clouds=(), mark=None):
     """The journal at ``path``, every line verified (journal_verify),
-    refused, before anything is written, if it is damaged or altered, or
-    of another cloud than the one reached now (see check_cloud:
-    ``placement`` is its endpoint and ``cloud`` what names it, as a
-    run's header records them).
+    refused, before anything is written, if it is damaged or altered,
+    if another user could have written it (journal.check_file, before
+    a line is read), or of another cloud than the one reached now (see
+    check_cloud: ``placement`` is its endpoint and ``cloud`` what names
+    it, as a run's header records them).
 
     ``mark``: the restore's own journal.Journal on ``path``, which takes
     the journal's lock before it is read and keeps it (Journal.hold);
@@ -70,7 +71,7 @@ def load(path, placement, cloud=None, journal_clouds=(), mark=None):
         mark.hold()
     elif journal.in_use(path):
         raise exception.JournalError(path=path, reason=journal.IN_USE)
-    contents = journal.load(path)
+    contents = journal.load(path, check=journal.check_file)
     check_cloud(path, contents.runs, placement, cloud, journal_clouds)
     return contents
 
@@ -436,7 +437,7 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
         try:
             verdict = _judge(entry, docs, state.origins)
         except exception.NovaOrphansException as e:
-            outcomes[i] = actions.failed(str(e))
+            outcomes[i] = actions.failed_by(e)
             continue
         if isinstance(verdict, outcomes_mod.Outcome):
             outcomes[i] = verdict
@@ -466,7 +467,7 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
             status = (409 if isinstance(e, writes.Retry)
                       else getattr(e, 'status_code', None) or 0)
             if not 400 <= status < 500:
-                outcome = actions.failed(str(e))
+                outcome = actions.failed_by(e)
             else:
                 # Nothing of it was applied: each entry on its own.
                 for i, _targets in group:
@@ -474,7 +475,7 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
                                                  dry_run, stop)
                 continue
         except exception.NovaOrphansException as e:
-            outcome = actions.failed(str(e))
+            outcome = actions.failed_by(e)
         for i, _targets in group:
             outcomes[i] = outcome
     return outcomes
@@ -488,7 +489,7 @@ def _restore_entry(client, state, entry, dry_run, stop=None):
                                  if entry.get('applied') is not False},
                          state.origins)
     except exception.NovaOrphansException as e:
-        return actions.failed(str(e))
+        return actions.failed_by(e)
     if isinstance(verdict, outcomes_mod.Outcome):
         return verdict
     if dry_run:
@@ -574,6 +575,5 @@ def _write(client, targets, stop=None, entry=None):
         # The providers the entry's findings name, as they were named.
         names = {f.get('resource_provider'): f.get('resource_provider_name')
                  for f in (entry or {}).get('findings', ())}
-        return actions.failed(capacity.restore_refused(e, names.get) or
-                              str(e))
+        return actions.failed_by(e, capacity.restore_refused(e, names.get))
     return actions.DONE

@@ -168,6 +168,8 @@ class FunctionalTestCase(TestCase):
     # nova's and placement's databases on this process's MariaDB server
     # rather than in sqlite files (see on_mariadb).
     MARIADB = False
+    # The policy overrides placement loads (with keystone_server()).
+    PLACEMENT_POLICY = None
 
     def setUp(self):
         super().setUp()
@@ -178,7 +180,8 @@ class FunctionalTestCase(TestCase):
             placement_url = maria.fresh(mariadb.TEMPLATE_PLACEMENT,
                                         'placement')
         self.placement = self.useFixture(placement.PlacementServer(
-            db_url=placement_url, keystone=self.keystone_server()))
+            db_url=placement_url, keystone=self.keystone_server(),
+            policy_file=self.PLACEMENT_POLICY))
         self.nova = self.useFixture(nova_db.NovaDatabases(
             cells=self.CELLS, templated=self.TEMPLATED, mariadb=maria))
         self.conf_file = self.nova_conf(self.placement.endpoint)

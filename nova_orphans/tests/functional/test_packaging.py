@@ -43,6 +43,9 @@ SHIPPED = {
         'etc/prometheus/nova-orphans.rules.test.yaml',
     'grafana/nova-orphans.json': 'etc/grafana/nova-orphans.json',
 }
+for _service in ('placement', 'nova', 'neutron'):
+    SHIPPED['policy/%s-auditor.yaml' % _service] = (
+        'etc/policy/%s-auditor.yaml' % _service)
 for _name in ('nova-orphans-metrics', 'nova-orphans-clean'):
     for _path in (_name + '.service', _name + '.timer',
                   _name + '.service.d/venv.conf'):

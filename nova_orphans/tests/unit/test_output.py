@@ -367,11 +367,15 @@ class SummaryTestCase(base.BaseTestCase):
             [results.Listing(found, snap).exit_code
              for found in ([], [orphan])])
         listing = results.Listing([orphan], snap)
+        refused = outcomes.failed('403', outcomes.CREDENTIALS_REFUSED)
         self.assertEqual(
-            [2, 5, 5, 1],
+            [2, 5, 5, 1, 9],
             [results.Repair([orphan], rows, listing).exit_code
              for rows in ([], [outcomes.done()], [outcomes.dry_run()],
-                          [outcomes.failed('500')])])
+                          [outcomes.failed('500')], [refused])])
+        # Nor does a journal that cannot prove it is whole.
+        self.assertEqual(9, results.Repair([orphan], [refused],
+                                           unproven=['line']).exit_code)
         nova.unread = []
         self.assertEqual(4, results.Repair([orphan], [outcomes.done()],
                                            listing).exit_code)

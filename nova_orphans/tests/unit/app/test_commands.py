@@ -153,6 +153,33 @@ class OutcomeTestCase(base.BaseTestCase):
                  exit_codes.REPAIR_FAILED)):
             self.assertEqual(code, outcomes.exit_code(rows), rows)
 
+    def test_refused_credentials(self):
+        """A write the service refused for the credentials (an error of
+        code 9) ends the run with 9 while nothing was done; with
+        something done, a repair failed (1).
+        """
+        refused = exception.PlacementError(method='PUT', url='/x',
+                                           reason='403 Forbidden')
+        refused.exit_code = exit_codes.CREDENTIALS_REFUSED
+        other = exception.PlacementError(method='PUT', url='/x',
+                                         reason='400 Bad Request')
+        self.assertEqual(outcomes.CREDENTIALS_REFUSED,
+                         outcomes.failed_by(refused).cause)
+        self.assertEqual('failed: ' + str(refused),
+                         str(outcomes.failed_by(refused)))
+        self.assertEqual('failed: no room',
+                         str(outcomes.failed_by(refused, 'no room')))
+        self.assertIsNone(outcomes.failed_by(other).cause)
+        for rows, code in (
+                ([outcomes.failed_by(refused)],
+                 exit_codes.CREDENTIALS_REFUSED),
+                ([outcomes.failed_by(refused), outcomes.failed_by(other),
+                  outcomes.dry_run()], exit_codes.CREDENTIALS_REFUSED),
+                ([outcomes.failed_by(other)], exit_codes.REPAIR_FAILED),
+                ([outcomes.done(), outcomes.failed_by(refused)],
+                 exit_codes.REPAIR_FAILED)):
+            self.assertEqual(code, outcomes.exit_code(iter(rows)), rows)
+
     def test_a_translation_changes_no_kind(self):
         # What code asks does not depend on the text a person reads.
         translated = outcomes.Outcome(outcomes.SKIPPED, 'unterbrochen',
