@@ -109,7 +109,8 @@ def build(args, workdir, providers, cells, orphans_only=False, maria=None):
         nova_urls is not None or placement_url is not None)
     bench = runner.Bench(cloud, urls, workdir, workers=args.workers,
                          concurrency=args.concurrency,
-                         db_cpu=maria.cpu_seconds if uses_maria else None)
+                         db_cpu=maria.cpu_seconds if uses_maria else None,
+                         trees=dict(args.compare))
     try:
         checked = cloud.verify(bench.placement.endpoint)
     except BaseException:
@@ -158,6 +159,10 @@ def bench_list(args, providers, cells, maria=None):
         tools = [t for t in args.tools
                  if not (t == 'audit' and args.audit_max_providers and
                          providers > args.audit_max_providers)]
+        # Each of this checkout's modes, then the same from the others.
+        tools = [variant for t in tools for variant in [t] + [
+            '%s@%s' % (t, label) for label, _tree in args.compare
+            if t != 'audit']]
         floor = args.floor and 'fast' in tools
         counted = None
         if args.count_queries or floor:
@@ -168,7 +173,7 @@ def bench_list(args, providers, cells, maria=None):
             counted = bench.count_queries('fast')
         plan = bench.floor_plan(counted) if floor else None
         runs = {t: [] for t in tools}
-        floors = []
+        floors = {}
         for i in range(args.repeat):
             for tool in tools:
                 if tool == 'audit' and i >= args.audit_repeat:
@@ -180,7 +185,7 @@ def bench_list(args, providers, cells, maria=None):
                     '%.2fs%s' % (r['wall'], r['cpu'], r['rss_mib'],
                                  r['placement_cpu'], _db_cpu(r)))
                 runs[tool].append(r)
-                if tool == 'fast' and floor:
+                if tool.partition('@')[0] == 'fast' and floor:
                     f = bench.floor(plan, timeout=args.timeout)
                     log('  floor: %.2fs wall (%s), %.2fs CPU%s; fast mode '
                         '/ floor %.2f' % (
@@ -188,7 +193,7 @@ def bench_list(args, providers, cells, maria=None):
                                 '%s %.2fs' % (d['database'], d['seconds'])
                                 for d in f['databases']),
                             f['cpu'], _db_cpu(f), r['wall'] / f['wall']))
-                    floors.append(f)
+                    floors.setdefault(tool, []).append(f)
         for tool in tools:
             entry = {'providers': providers, 'cells': cells,
                      'allocations': truth['allocations'],
@@ -198,8 +203,8 @@ def bench_list(args, providers, cells, maria=None):
                      'generated_in': cloud.generated_in}
             entry.update(backends(bench))
             results.append(summarize(entry, runs[tool], truth))
-            if tool == 'fast' and floors:
-                entry['floor'] = floor_summary(runs['fast'], floors)
+            if tool in floors:
+                entry['floor'] = floor_summary(runs[tool], floors[tool])
         if args.count_queries:
             per_db = bench.per_database_queries(counted)
             for entry in results:
@@ -424,24 +429,25 @@ def floor_table(results):
     """Fast mode against the floor, every run."""
     lines = [
         '| compute nodes | cells | allocations | nova / placement DB | '
-        'cloud | fast mode wall (s) | floor wall (s) | wall / floor | '
+        'cloud | tool | fast mode wall (s) | floor wall (s) | wall / floor | '
         'fast mode CPU (s) | floor CPU (s) | CPU / CPU | statements, rows '
         'read | fast mode peak RSS (MiB) | all its processes at once '
         '(MiB) | load average before | other work\'s CPU during fast mode, '
         'floor (s) |',
-        '|---:|---:|---:|---|---|---|---|---|---|---|---|---|---:|---:|---|'
-        '---|']
-    for r in sorted((r for r in results if r.get('floor')), key=_key):
+        '|---:|---:|---:|---|---|---|---|---|---|---|---|---|---|---:|---:|'
+        '---|---|']
+    for r in sorted((r for r in results if r.get('floor')),
+                    key=lambda r: (_key(r), r['tool'])):
         f = r['floor']
 
         def cpu(run):
             return run['cpu'] + run.get('db_cpu', 0.0)
         lines.append('| %d | %d | %d | %s / %s | %s | %s | %s | %s | %s | '
-                     '%s | %s | %d, %d | %.0f | %.0f | %s | %s |' % (
+                     '%s | %s | %s | %d, %d | %.0f | %.0f | %s | %s |' % (
                          r['providers'], r['cells'], r['allocations'],
                          r['nova_backend'],
                          r.get('placement_backend', 'sqlite'),
-                         r.get('shape', 'plain'),
+                         r.get('shape', 'plain'), r['tool'],
                          _runs(x['wall'] for x in r['runs']),
                          _runs(x['wall'] for x in f['runs']),
                          _runs(f['wall_ratios']),
@@ -612,6 +618,16 @@ def plot(results, path, cpu_above_load=None):
     return path
 
 
+def _checkout(value):
+    """``--compare``'s LABEL=PATH: (label, the checkout's absolute path)."""
+    label, _eq, path = value.partition('=')
+    if not (label and path and os.path.isdir(
+            os.path.join(path, 'nova_orphans'))):
+        raise argparse.ArgumentTypeError(
+            'LABEL=PATH of a checkout of nova-orphans: %r' % value)
+    return label, os.path.abspath(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__.split('\n\n')[0],
@@ -683,6 +699,12 @@ def main(argv=None):
                         help='where generated clouds live (default TMPDIR)')
     parser.add_argument('--keep', action='store_true',
                         help='keep the generated clouds')
+    parser.add_argument('--compare', action='append', default=[],
+                        type=_checkout, metavar='LABEL=PATH',
+                        help='also run each mode of --tools but the audit '
+                             'from the checkout at PATH, as TOOL@LABEL, '
+                             'in turn with this one\'s on the same cloud '
+                             '(repeatable)')
     args = parser.parse_args(argv)
 
     os.makedirs(args.out, exist_ok=True)

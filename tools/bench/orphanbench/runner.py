@@ -266,8 +266,11 @@ def machine_cpu_seconds():
     return (user + nice + system + irq + softirq + steal) / _TICK
 
 
-def run_with_rusage(argv, env=None, timeout=None, stdout_path=None):
-    """Run argv; its wall time, peak RSS and CPU seconds, and its output."""
+def run_with_rusage(argv, env=None, timeout=None, stdout_path=None,
+                    cwd=REPO):
+    """Run argv in ``cwd``; its wall time, peak RSS and CPU seconds, and
+    its output.
+    """
     scratch = None
     if stdout_path:
         base = stdout_path
@@ -281,7 +284,7 @@ def run_with_rusage(argv, env=None, timeout=None, stdout_path=None):
     proc = subprocess.Popen([sys.executable, '-c', _LAUNCH, usage] + argv,
                             env=env, stdin=subprocess.DEVNULL,
                             stdout=out or subprocess.DEVNULL, stderr=err,
-                            cwd=REPO)
+                            cwd=cwd)
     try:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -308,25 +311,29 @@ def run_with_rusage(argv, env=None, timeout=None, stdout_path=None):
             'stdout': stdout, 'stderr': stderr}
 
 
-def byte_compile():
+def byte_compile(tree=REPO):
     """Compile the tool's modules, as an installed package's are.
 
     Under PYTHONDONTWRITEBYTECODE a source checkout is never compiled,
     and every timed run would compile it again.
     """
-    compileall.compile_dir(os.path.join(REPO, 'nova_orphans'), quiet=1)
+    compileall.compile_dir(os.path.join(tree, 'nova_orphans'), quiet=1)
 
 
 class Bench:
     """One generated cloud, served, and the tools run against it."""
 
     def __init__(self, cloud, urls, workdir, workers=2, concurrency=None,
-                 db_cpu=None):
+                 db_cpu=None, trees=None):
         """``db_cpu``: a callable giving the CPU seconds a database server
         has used so far (MariaDB's), recorded for every run as
-        ``db_cpu``; it shares the cores with the tools.
+        ``db_cpu``; it shares the cores with the tools. ``trees``:
+        {label: path} of other checkouts of the tool, whose runs are
+        asked for as ``TOOL@LABEL`` (see run).
         """
-        byte_compile()
+        self.trees = dict(trees or {}, **{'': REPO})
+        for tree in self.trees.values():
+            byte_compile(tree)
         self.db_cpu = db_cpu
         self.cloud = cloud
         self.urls = urls
@@ -391,11 +398,19 @@ class Bench:
                 'json']
 
     def run(self, tool, timeout=3600, delete=False):
-        """Run one tool once; returns measurements and its findings."""
+        """Run one tool once; returns measurements and its findings.
+
+        ``TOOL@LABEL`` runs the tool from the checkout ``trees`` names
+        LABEL: imported from there, and started there (``python -c``
+        imports from its working directory first).
+        """
         journal = os.path.join(self.workdir, 'journal-%d' % time.time_ns())
+        name, _at, label = tool.partition('@')
+        tree = self.trees[label]
         result = self._measured(
-            self._argv(tool, delete=delete, journal=journal), timeout,
-            os.path.join(self.workdir, 'out-%s.txt' % tool))
+            self._argv(name, delete=delete, journal=journal), timeout,
+            os.path.join(self.workdir, 'out-%s.txt' % tool),
+            env=dict(self.env, PYTHONPATH=tree), cwd=tree)
         result['tool'] = tool
         if delete:
             result['journal'] = journal
@@ -403,7 +418,7 @@ class Bench:
         if result['rc'] not in ok_codes:
             raise RuntimeError('%s failed (%d): %s' % (
                 tool, result['rc'], result['stderr'][-3000:]))
-        if tool == 'audit':
+        if name == 'audit':
             result['found'] = sorted(
                 list(m) for m in set(AUDIT_FLAG.findall(result['stdout'])))
         else:
@@ -418,7 +433,8 @@ class Bench:
         result['stderr'] = result['stderr'][-2000:]
         return result
 
-    def _measured(self, argv, timeout, stdout_path=None):
+    def _measured(self, argv, timeout, stdout_path=None, env=None,
+                  cwd=REPO):
         """run_with_rusage, with placement's (and the database server's)
         CPU seconds meanwhile and the load average before.
         """
@@ -426,8 +442,8 @@ class Bench:
         db0 = self.db_cpu() if self.db_cpu else None
         load = os.getloadavg()[0]
         machine0 = machine_cpu_seconds()
-        result = run_with_rusage(argv, env=self.env, timeout=timeout,
-                                 stdout_path=stdout_path)
+        result = run_with_rusage(argv, env=env or self.env, timeout=timeout,
+                                 stdout_path=stdout_path, cwd=cwd)
         machine = machine_cpu_seconds() - machine0
         result['placement_cpu'] = self.placement.cpu_seconds() - cpu0
         if self.db_cpu:
