@@ -70,7 +70,7 @@ def load(path, placement, cloud=None, journal_clouds=(), mark=None):
     if mark is not None and os.path.exists(path):
         mark.hold()
     elif journal.in_use(path):
-        raise exception.JournalError(path=path, reason=journal.IN_USE)
+        raise exception.JournalBusy(path=path, reason=journal.IN_USE)
     contents = journal.load(path, check=journal.check_file)
     check_cloud(path, contents.runs, placement, cloud, journal_clouds)
     return contents
