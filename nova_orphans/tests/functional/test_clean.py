@@ -582,6 +582,32 @@ class SafetyTestCase(RepairTestCase):
         self.assertEqual([], self.writes())
         self.assertFalse(os.path.exists(self.journal))
 
+    def test_row_is_what_the_write_removed(self):
+        """The allocation grew after the audit and is still an orphan:
+        the row, and its journal entry, show what the write removed,
+        not what the audit read; the restore puts that back.
+        """
+        vm = self.gone('host1', self.host1)
+        self.proxy.inject('GET', '/allocations/' + vm,
+                          before=lambda: self.allocate(vm, self.host1,
+                                                       resources=BIGGER))
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        expected = self.row(vm, self.host1, 'deleted_instance',
+                            'delete_consumer', host='host1',
+                            resources=BIGGER)
+        self.assertRows([self.done(expected)], rows)
+        entry, = self.entries()
+        self.assertEqual([BIGGER], [f['resources']
+                                    for f in entry['findings']])
+        rc, rows = self.restore()
+        self.assertEqual(4, rc)
+        self.assertRows([self.done(dict(expected,
+                                        action='restore_consumer'))], rows)
+        self.assertEqual({vm: held({self.host1: BIGGER},
+                                   consumer_type='unknown')},
+                         self.placement.dump_state())
+
     def test_concurrent_write_is_reevaluated_and_preserved(self):
         """nova writes the consumer between the tool's read and its write:
         placement answers 409, the tool reads again, still finds the
