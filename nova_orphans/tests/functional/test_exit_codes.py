@@ -538,7 +538,7 @@ class ExitCodesTestCase(front_ends.FrontEndsTestCase):
         rc, out, err = self.openstack_run(
             'allocation', 'orphan', 'restore', '-f', 'json', '--journal',
             self.journal)
-        self.assertEqual((exit_codes.REPAIRED, [gone, second]), (
+        self.assertEqual((exit_codes.REPAIRED, sorted([gone, second])), (
             rc, sorted(r['consumer'] for r in json.loads(out))), err)
         self.assertEqual(dict(before, **{gone: held}),
                          self.placement.dump_state())
