@@ -72,10 +72,10 @@ MEANINGS = {
     NOVA_UNREADABLE: _('nova could not be read: its API database, or its '
                        'compute API; nothing was changed'),
     JOURNAL_UNPROVEN: _('the journal a restore read cannot prove it is '
-                        'whole (a run in it has no end record: it was '
-                        'killed, or the file was cut short); the entries '
-                        'that verify were restored, and a line says what '
-                        'to check'),
+                        'whole (a clean\'s run in it has no end record: '
+                        'it was killed, or the file was cut short); the '
+                        'entries that verify were restored, and a line '
+                        'says what to check'),
     JOURNAL_BUSY: _('the journal is in use: another run ("clean" or '
                     '"restore" with the same --journal) is writing to it '
                     'now; nothing was written that needed it: run the same '
@@ -96,9 +96,10 @@ RESTORE_MEANINGS = {
                      'restored)'),
     ORPHANS_FOUND: _('entries would be restored (--dry-run)'),
     REPAIRED: _('everything restored'),
-    JOURNAL_UNPROVEN: _('the journal cannot prove it is whole (a run in it '
-                        'has no end record: it was killed, or the file was '
-                        'cut short); the entries that verify were restored '
+    JOURNAL_UNPROVEN: _('the journal cannot prove it is whole (a clean\'s '
+                        'run in it has no end record: it was killed, or the '
+                        'file was cut short); the entries that verify were '
+                        'restored '
                         '(with --dry-run, judged), and a line says what to '
                         'check'),
 }

@@ -93,11 +93,11 @@ class ManageHelpTestCase(base.BaseTestCase):
         self.assertIn('  3    entries would be restored (--dry-run)\n', out)
         self.assertIn('  4    everything restored\n', out)
         text = ' '.join(out.split())
-        self.assertIn('11 the journal cannot prove it is whole (a run in it '
-                      'has no end record: it was killed, or the file was '
-                      'cut short); the entries that verify were restored '
-                      '(with --dry-run, judged), and a line says what to '
-                      'check', text)
+        self.assertIn('11 the journal cannot prove it is whole (a clean\'s '
+                      'run in it has no end record: it was killed, or the '
+                      'file was cut short); the entries that verify were '
+                      'restored (with --dry-run, judged), and a line says '
+                      'what to check', text)
         self.assertIn('When several apply, the first of 130/143, 1, 12, 11, '
                       '4, 3, 0 wins.', text)
         self.assertIn('--journal-cloud PLACEMENT_URL', text)
