@@ -139,6 +139,15 @@ class JournalError(InvalidInput):
     msg_fmt = _('Journal %(path)s: %(reason)s')
 
 
+class JournalBusy(JournalError):
+    """Another run holds the journal's lock (exit code 12): nothing was
+    written through it, and the same command succeeds once that run has
+    ended.
+    """
+
+    exit_code = 12
+
+
 class MetricsFileError(InvalidInput):
     """--metrics-file names a file that cannot be written (see
     nova_orphans.metrics.check_path, refused before anything is read).

@@ -312,9 +312,10 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
     The whole journal is verified first, and refused if it is damaged,
     altered or of another cloud (``journal_clouds``: the placement
     endpoints --journal-cloud names as the journal's, reached now at
-    another address). ``warn(line)`` is told when the restore's mark
-    cannot be written to the journal; the result says whether the
-    journal could prove it is whole (``unproven``). ``metrics`` (a
+    another address). ``warn(line)`` is told of an earlier restore of
+    the journal that did not end, and when the restore's mark cannot be
+    written to the journal; the result says whether the journal could
+    prove it is whole (``unproven``). ``metrics`` (a
     Metrics) are made of the run's rows and outcomes.
     """
     if metrics is not None:
@@ -333,6 +334,11 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
                   'in %(seconds).3f s', {
                       'path': path, 'count': len(contents.entries),
                       'seconds': time.monotonic() - started})
+        if warn is not None:
+            # An earlier restore killed before its end record: said, and
+            # no reason to doubt the journal (see proof_lines).
+            for line in journal_verify.restore_lines(path, contents):
+                warn(line)
         stop.start_writing(notice)
         done = restore_mod.restore(
             client, contents.entries, dry_run=dry_run,

@@ -133,7 +133,8 @@ class Repair:
         journal cannot prove it is whole, unless an entry failed (1).
         Else the rows' (outcomes.exit_code: 4 only when no orphan found
         is left; one skipped for --max-count, --dry-run or any other
-        reason leaves 3), made 5 or 2 by what could not be read.
+        reason leaves 3), made 5 or 2 by what could not be read, but 1
+        and 12.
         """
         if self.signum is not None:
             return exit_codes.of_signal(self.signum)
@@ -145,7 +146,8 @@ class Repair:
             # Never 0, 3 or 4 from a journal that cannot prove it holds
             # every change its runs made.
             return exit_codes.JOURNAL_UNPROVEN
-        if code == exit_codes.REPAIR_FAILED or not self.incomplete:
+        if code in (exit_codes.REPAIR_FAILED, exit_codes.JOURNAL_BUSY) or (
+                not self.incomplete):
             return code
         if code in (exit_codes.ORPHANS_FOUND, exit_codes.REPAIRED):
             return exit_codes.INCOMPLETE_WITH_ORPHANS

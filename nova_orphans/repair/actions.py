@@ -171,6 +171,8 @@ class Repairer:
         # Consumers whose write met another writer's (see _reevaluate),
         # counted under _cloud_lock.
         self.conflicts = 0
+        # {(consumer, provider, action): the row as written} (see _commit).
+        self._written = {}
 
     def clean(self, findings):
         """Repair the orphans among ``findings``: returns ``(rows,
@@ -230,6 +232,8 @@ class Repairer:
                         outcomes[i] = outcome
         # The batches a signal stopped before they were read.
         outcomes = [interrupted() if o is None else o for o in outcomes]
+        rows = [self._written.get((f.consumer, f.resource_provider,
+                                   f.action), f) for f in rows]
         if progress:
             progress.finish()
         if self.conflicts:
@@ -474,18 +478,24 @@ class Repairer:
 
     def _commit(self, group):
         """Journal the prepared changes, then write them in one request
-        (see writes.commit).
+        (see writes.commit). Each row, journaled and shown, is what the
+        write changes (_as_written), not what the audit read.
         """
         targets = {}
         for p in group:
             targets.update(self._targets(p.docs, p.change))
+        rows = [[_as_written(f, p) for f in p.act] for p in group]
         writes.commit(self.client, self.journal, [{
             'action': p.act[0].action,
-            'findings': [f.to_dict() for f in p.act],
+            'findings': [f.to_dict() for f in written],
             'consumers': {c: {'before': p.docs.get(c) or documents.empty(),
                               'after': after}
                           for c, after in p.change.items()},
-        } for p in group], targets)
+        } for p, written in zip(group, rows)], targets)
+        for written in rows:
+            self._written.update(
+                ((f.consumer, f.resource_provider, f.action), f)
+                for f in written)
 
     def _partner(self, consumer):
         """A migration consumer's instance, if the consumer is one.
@@ -589,6 +599,20 @@ class Repairer:
 # One consumer's verified change, not yet journaled or written.
 _Prepared = collections.namedtuple(
     '_Prepared', 'consumer planned docs act change outcomes')
+
+
+def _as_written(finding, prepared):
+    """``finding`` as its consumer's write changes it: the resources it
+    takes away from the document read right before the write (or, a
+    heal, those it writes) and the owner placement had there.
+    """
+    doc = prepared.docs.get(finding.consumer) or documents.empty()
+    owner = {} if doc['project_id'] is None else {
+        'project_id': doc['project_id'], 'user_id': doc['user_id']}
+    return dataclasses.replace(
+        finding, resources=documents.row_resources(
+            prepared.change.get(finding.consumer), doc['allocations'],
+            finding.resource_provider), **owner)
 
 
 def _interrupted(outcomes):

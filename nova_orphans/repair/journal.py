@@ -140,7 +140,7 @@ def check_path(path):
     elif not os.access(path if os.path.exists(path) else parent, os.W_OK):
         reason = _('not writable')
     elif os.path.exists(path) and in_use(path):
-        reason = IN_USE
+        raise exception.JournalBusy(path=path, reason=IN_USE)
     else:
         check_directory(os.stat(parent), parent, path)
         if os.path.exists(path):
@@ -324,7 +324,7 @@ class Journal:
             if not created:
                 check_file(os.fstat(fd), self.path)
             if not _lock(fd, fcntl.LOCK_EX):
-                raise exception.JournalError(path=self.path, reason=IN_USE)
+                raise exception.JournalBusy(path=self.path, reason=IN_USE)
             if created:
                 # The new name must survive a crash as well as its lines.
                 os.fsync(directory)

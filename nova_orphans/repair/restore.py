@@ -70,7 +70,7 @@ def load(path, placement, cloud=None, journal_clouds=(), mark=None):
     if mark is not None and os.path.exists(path):
         mark.hold()
     elif journal.in_use(path):
-        raise exception.JournalError(path=path, reason=journal.IN_USE)
+        raise exception.JournalBusy(path=path, reason=journal.IN_USE)
     contents = journal.load(path, check=journal.check_file)
     check_cloud(path, contents.runs, placement, cloud, journal_clouds)
     return contents
@@ -278,9 +278,7 @@ def restore(client, entries, dry_run=False, concurrency=8, progress=None,
             list(pipeline.map(run, streams))
     results = []
     for entry, outcome in zip(entries, outcomes):
-        finding = (model.ProviderFinding if 'provider' in entry
-                   else model.Finding)
-        results.extend((_restored(finding.from_dict(row)), outcome)
+        results.extend((_restored(entry, row), outcome)
                        for row in entry.get('findings', ()))
     if progress:
         progress.finish()
@@ -288,8 +286,28 @@ def restore(client, entries, dry_run=False, concurrency=8, progress=None,
     return results
 
 
-def _restored(finding):
-    """The journaled row, its action now what the restore did."""
+def _restored(entry, row):
+    """The journaled row as this restore writes it: its action the
+    clean's undone, and what it names of what is written taken from the
+    document written (a provider's record; a consumer's "before"), not
+    from what the row recorded, which a journal altered and chained again
+    could make say anything.
+    """
+    if 'provider' in entry:
+        record = entry['provider']
+        finding = model.ProviderFinding.from_dict(dict(
+            row, uuid=record['uuid'], name=record.get('name'),
+            parent_provider=record.get('parent_provider_uuid')))
+    else:
+        spec = entry['consumers'].get(row['consumer']) or {}
+        before = spec.get('before') or {}
+        written = dict(row, resources=documents.row_resources(
+            before.get('allocations'), spec.get('after'),
+            row['resource_provider']))
+        if before.get('project_id') is not None:
+            written.update(project_id=before['project_id'],
+                           user_id=before.get('user_id'))
+        finding = model.Finding.from_dict(written)
     finding.action = reasons.RESTORE_ACTIONS.get(finding.action,
                                                  finding.action)
     return finding

@@ -391,10 +391,13 @@ class HealTestCase(RepairTestCase):
         self.set_instance(vm, image_ref=str(uuidlib.uuid4()))
         return vm
 
-    def heal_row(self, vm, outcome):
+    def heal_row(self, vm, outcome, resources=None):
+        """A heal's row: what it wrote, once done (else, as listed, the
+        nothing the instance holds).
+        """
         return self.done(self.row(vm, self.host2, 'missing_allocations',
-                                  'heal', host='host2', resources={}),
-                         outcome)
+                                  'heal', host='host2',
+                                  resources=resources or {}), outcome)
 
     def test_heal_from_flavor_including_boot_from_volume(self):
         image = self.instance()
@@ -414,20 +417,22 @@ class HealTestCase(RepairTestCase):
         self.set_instance(pinned, image_ref=str(uuidlib.uuid4()))
         rc, rows = self.clean('--heal')
         self.assertEqual(4, rc)
-        self.assertRows([self.heal_row(image, 'done'),
-                         self.heal_row(bfv, 'done'),
-                         self.done(self.row(
-                             pinned, host3, 'missing_allocations', 'heal',
-                             host='host3', resources={}))], rows)
         # DISK_GB: root 10 + ephemeral 2 + 1 GiB swap; no root when the
         # root disk is a volume.
+        healed = {image: {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 13},
+                  bfv: {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 3},
+                  pinned: {'PCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 13,
+                           'CUSTOM_GOLD': 1}}
+        # Each row what its write wrote.
+        self.assertRows([self.heal_row(image, 'done', healed[image]),
+                         self.heal_row(bfv, 'done', healed[bfv]),
+                         self.done(self.row(
+                             pinned, host3, 'missing_allocations', 'heal',
+                             host='host3', resources=healed[pinned]))], rows)
         self.assertEqual({
-            image: held({self.host2: {'VCPU': 2, 'MEMORY_MB': 1024,
-                                      'DISK_GB': 13}}),
-            bfv: held({self.host2: {'VCPU': 2, 'MEMORY_MB': 1024,
-                                    'DISK_GB': 3}}),
-            pinned: held({host3: {'PCPU': 2, 'MEMORY_MB': 1024,
-                                  'DISK_GB': 13, 'CUSTOM_GOLD': 1}}),
+            image: held({self.host2: healed[image]}),
+            bfv: held({self.host2: healed[bfv]}),
+            pinned: held({host3: healed[pinned]}),
         }, self.placement.dump_state())
         put = self.proxy.requests('PUT', '/allocations/' + image)[0]
         self.assertIsNone(put.body['consumer_generation'])
@@ -581,6 +586,32 @@ class SafetyTestCase(RepairTestCase):
             host='host1'), 'skipped: the allocation is gone')], rows)
         self.assertEqual([], self.writes())
         self.assertFalse(os.path.exists(self.journal))
+
+    def test_row_is_what_the_write_removed(self):
+        """The allocation grew after the audit and is still an orphan:
+        the row, and its journal entry, show what the write removed,
+        not what the audit read; the restore puts that back.
+        """
+        vm = self.gone('host1', self.host1)
+        self.proxy.inject('GET', '/allocations/' + vm,
+                          before=lambda: self.allocate(vm, self.host1,
+                                                       resources=BIGGER))
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        expected = self.row(vm, self.host1, 'deleted_instance',
+                            'delete_consumer', host='host1',
+                            resources=BIGGER)
+        self.assertRows([self.done(expected)], rows)
+        entry, = self.entries()
+        self.assertEqual([BIGGER], [f['resources']
+                                    for f in entry['findings']])
+        rc, rows = self.restore()
+        self.assertEqual(4, rc)
+        self.assertRows([self.done(dict(expected,
+                                        action='restore_consumer'))], rows)
+        self.assertEqual({vm: held({self.host1: BIGGER},
+                                   consumer_type='unknown')},
+                         self.placement.dump_state())
 
     def test_concurrent_write_is_reevaluated_and_preserved(self):
         """nova writes the consumer between the tool's read and its write:

@@ -29,6 +29,7 @@ import threading
 import uuid as uuidlib
 
 from nova_orphans import exit_codes
+from nova_orphans.repair import journal as journal_mod
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
 from nova_orphans.tests.functional.fixtures import serving
@@ -482,6 +483,65 @@ class ExitCodesTestCase(front_ends.FrontEndsTestCase):
             osc, exit_codes.NOVA_UNREADABLE,
             'ERROR: Compute request GET / failed: cannot connect to %s '
             '([Errno 111] Connection refused)' % front_ends.NOWHERE, before)
+
+    def test_12_journal_in_use(self):
+        """Another run holds the journal: 12 from every command that
+        would write it, before anything is read; a damaged journal is
+        still 127; once the other run ends, the same commands work.
+        """
+        gone = self.gone()
+        held = self.placement.dump_state()[gone]
+        self.assertEqual(exit_codes.REPAIRED, self.manage(
+            'allocations', 'clean', '--journal', self.journal)[0])
+        second = self.gone()
+        before = self.placement.dump_state()
+        damaged = os.path.join(self.tmp, 'damaged.jsonl')
+        with open(self.journal) as f:
+            lines = f.read().split('\n')
+        lines[1] = lines[1].replace('"VCPU": 1', '"VCPU": 2')
+        with open(damaged, 'w') as f:
+            f.write('\n'.join(lines))
+        # A restore of it at work, as far as a lock tells.
+        other = journal_mod.Journal(self.journal, command='restore')
+        other.hold()
+        self.addCleanup(other.close)
+        busy = ('ERROR: Journal %s: another run is writing to it now (a '
+                '"clean" or "restore" with the same journal); try again '
+                'once it has ended' % self.journal)
+        # A clean's dry run writes no journal, and is not refused.
+        results = self.run_all(*[
+            argv + ['--journal', self.journal] for argv in (
+                self.manage_argv('allocations', 'clean'),
+                self.manage_argv('allocations', 'restore'),
+                self.manage_argv('allocations', 'restore', '--dry-run'),
+                self.openstack_argv('allocation', 'orphan', 'clean'),
+                self.openstack_argv('allocation', 'orphan', 'restore'),
+                self.openstack_argv('allocation', 'orphan', 'restore',
+                                    '--dry-run'))])
+        for result in results:
+            self.assertFailed(result, exit_codes.JOURNAL_BUSY, busy, before)
+        bad = ('ERROR: Journal %s: line 2 does not verify: the line was '
+               'altered, or a line of its run before it was removed, added '
+               'or moved' % damaged)
+        for result in self.run_all(
+                self.manage_argv('allocations', 'restore', '--journal',
+                                 damaged),
+                self.openstack_argv('allocation', 'orphan', 'restore',
+                                    '--journal', damaged)):
+            self.assertFailed(result, exit_codes.INVALID_INPUT, bad, before)
+        # Run again once it has ended.
+        other.close()
+        rc, out, err = self.manage_run('allocations', 'clean', '--format',
+                                       'json', '--journal', self.journal)
+        self.assertEqual((exit_codes.REPAIRED, [second]), (
+            rc, [r['consumer'] for r in json.loads(out)]), err)
+        rc, out, err = self.openstack_run(
+            'allocation', 'orphan', 'restore', '-f', 'json', '--journal',
+            self.journal)
+        self.assertEqual((exit_codes.REPAIRED, sorted([gone, second])), (
+            rc, sorted(r['consumer'] for r in json.loads(out))), err)
+        self.assertEqual(dict(before, **{gone: held}),
+                         self.placement.dump_state())
 
     def test_127_invalid_input(self):
         self.gone()

@@ -13,7 +13,8 @@
 
 While it runs, both front ends read it: nova-orphans-manage through the
 databases, openstack through nova's own compute API. Its listing is the
-admin guide's first transcript, byte for byte; and the deleted compute
+admin guide's first transcript, byte for byte, and the commands it
+suggests are the README's and the walkthrough's; and the deleted compute
 node it seeds goes through both front ends' provider commands: listed,
 cleaned, restored. With --keystone, both front ends authenticate with
 the nova.conf and clouds.yaml it prints, through its real keystone.
@@ -156,11 +157,30 @@ class KeepTestCase(base.BaseTestCase):
         self.assertIn('openstack --os-cloud sandbox allocation orphan '
                       'journal list', printed)
 
+    def assert_readme_documented(self, out, conf):
+        """The README's example is what the sandbox prints for another
+        shell, line for line: the venv, the journal directory, the
+        commands (the sandbox's directory shown as /tmp/tmpXXXXXXXX).
+        """
+        with open(os.path.join(ROOT, 'README.rst')) as f:
+            readme = f.read().split('\n    . .venv/bin/activate\n', 1)[1]
+        readme = ['. .venv/bin/activate'] + [
+            line.strip() for line in readme.split('\n\n', 1)[0].split('\n')]
+        printed = out.split('Try, in another shell:\n', 1)[1]
+        printed = printed.split('\n("clean" prints', 1)[0].splitlines()
+        activate = re.search(r'^  \. (\S+)$', out, re.M).group(1)
+        self.assertEqual(readme, [
+            line.strip().replace(activate, '.venv/bin/activate').replace(
+                os.path.dirname(conf), '/tmp/tmpXXXXXXXX')
+            for line in printed])
+        self.assertIn('export XDG_STATE_HOME=/tmp/tmpXXXXXXXX/state', readme)
+
     def stop(self, signum):
         proc, out = self.start()
         conf = self.config_file(out)
         self.assert_listing_documented(out, conf)
         self.assert_commands_documented(out, conf)
+        self.assert_readme_documented(out, conf)
         # Still serving with stdin at end of file.
         time.sleep(1)
         self.assertIsNone(proc.poll())

@@ -484,6 +484,93 @@ class RepairTestCase(ExpositionTestCase):
             'nova_orphans_restore_last_success_timestamp_seconds': '0.0'},
             samples(text))
 
+    def test_dry_run_keeps_the_clean_s_families(self):
+        """A clean, then a dry run into its file: the clean's rows,
+        unreadable cells, duration, retries and times as the clean wrote
+        them, after the dry run's own; a second dry run keeps them too.
+        """
+        self.clean([actions.DONE, actions.failed('x'), actions.DONE],
+                   now=EARLIER, unreadable_cells=1,
+                   retries={('placement', 'timeout'): 2})
+        for duration in (1.5, 0.5):
+            text = metrics.repair(
+                'clean', self.rows[:1], [actions.dry_run()], duration,
+                metrics_file=self.path, now=NOW, dry_run=True,
+                retries={('placement', 'reset'): 1})
+            self.assertEqual(
+                '# HELP nova_orphans_clean_dry_run_rows Rows of the last '
+                'clean --dry-run by reason, action and outcome (dry_run: it '
+                'would have been changed; failed, skipped).\n'
+                '# TYPE nova_orphans_clean_dry_run_rows gauge\n'
+                'nova_orphans_clean_dry_run_rows{action="delete_consumer",'
+                'outcome="dry_run",reason="deleted_instance"} 1.0\n'
+                'nova_orphans_clean_dry_run_rows{action="delete_consumer",'
+                'outcome="failed",reason="deleted_instance"} 0.0\n'
+                'nova_orphans_clean_dry_run_rows{action="delete_consumer",'
+                'outcome="skipped",reason="deleted_instance"} 0.0\n'
+                '# HELP nova_orphans_clean_dry_run_unreadable_cells Cells '
+                'whose database the last clean --dry-run could not read.\n'
+                '# TYPE nova_orphans_clean_dry_run_unreadable_cells gauge\n'
+                'nova_orphans_clean_dry_run_unreadable_cells 0.0\n'
+                '# HELP nova_orphans_clean_dry_run_duration_seconds How long '
+                'the last clean --dry-run took.\n'
+                '# TYPE nova_orphans_clean_dry_run_duration_seconds gauge\n'
+                'nova_orphans_clean_dry_run_duration_seconds %s\n'
+                '# HELP nova_orphans_retries_total Requests of the last run '
+                'of a command sent again, or writes read back, after a '
+                'transient fault (connection error, timeout, 429, 502, 503, '
+                '504), by service and reason.\n'
+                '# TYPE nova_orphans_retries_total counter\n'
+                'nova_orphans_retries_total{command="clean",'
+                'reason="timeout",service="placement"} 2.0\n'
+                'nova_orphans_retries_total{command="clean_dry_run",'
+                'reason="reset",service="placement"} 1.0\n'
+                '# HELP nova_orphans_clean_dry_run_last_run_timestamp_seconds '
+                'When the last clean --dry-run finished (Unix time).\n'
+                '# TYPE nova_orphans_clean_dry_run_last_run_timestamp_seconds '
+                'gauge\n'
+                'nova_orphans_clean_dry_run_last_run_timestamp_seconds '
+                '1.8e+09\n'
+                '# HELP nova_orphans_clean_rows Rows of the last clean (one '
+                'consumer\'s allocation on one provider, or one provider) by '
+                'reason, action and outcome (repaired, failed, skipped).\n'
+                '# TYPE nova_orphans_clean_rows gauge\n'
+                'nova_orphans_clean_rows{action="delete_consumer",'
+                'outcome="repaired",reason="deleted_instance"} 1.0\n'
+                'nova_orphans_clean_rows{action="delete_consumer",'
+                'outcome="failed",reason="deleted_instance"} 1.0\n'
+                'nova_orphans_clean_rows{action="delete_consumer",'
+                'outcome="skipped",reason="deleted_instance"} 0.0\n'
+                'nova_orphans_clean_rows{action="delete_consumer",'
+                'outcome="repaired",reason="unknown_consumer"} 1.0\n'
+                'nova_orphans_clean_rows{action="delete_consumer",'
+                'outcome="failed",reason="unknown_consumer"} 0.0\n'
+                'nova_orphans_clean_rows{action="delete_consumer",'
+                'outcome="skipped",reason="unknown_consumer"} 0.0\n'
+                '# HELP nova_orphans_clean_unreadable_cells Cells whose '
+                'database the last clean could not read.\n'
+                '# TYPE nova_orphans_clean_unreadable_cells gauge\n'
+                'nova_orphans_clean_unreadable_cells 1.0\n'
+                '# HELP nova_orphans_clean_duration_seconds How long the last '
+                'clean took.\n'
+                '# TYPE nova_orphans_clean_duration_seconds gauge\n'
+                'nova_orphans_clean_duration_seconds 2.5\n'
+                '# HELP nova_orphans_clean_last_run_timestamp_seconds When '
+                'the last clean finished (Unix time).\n'
+                '# TYPE nova_orphans_clean_last_run_timestamp_seconds '
+                'gauge\n'
+                'nova_orphans_clean_last_run_timestamp_seconds 1.7e+09\n'
+                '# HELP nova_orphans_clean_last_success_timestamp_seconds '
+                'When the last clean that read everything and in which '
+                'nothing failed finished (Unix time; 0: none known).\n'
+                '# TYPE nova_orphans_clean_last_success_timestamp_seconds '
+                'gauge\n'
+                'nova_orphans_clean_last_success_timestamp_seconds 0.0\n'
+                % duration, text)
+            with open(self.path) as f:
+                self.assertEqual(text, f.read())
+            self.check_exposition(text)
+
 
 class WriteTestCase(base.BaseTestCase):
 

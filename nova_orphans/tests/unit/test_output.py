@@ -19,6 +19,7 @@ from nova_orphans.app import report as report_mod
 from nova_orphans.app import results
 from nova_orphans.app import sentences
 from nova_orphans.engine import model
+from nova_orphans import exception
 from nova_orphans import outcomes
 from nova_orphans import output
 
@@ -368,11 +369,15 @@ class SummaryTestCase(base.BaseTestCase):
              for found in ([], [orphan])])
         listing = results.Listing([orphan], snap)
         refused = outcomes.failed('403', outcomes.CREDENTIALS_REFUSED)
+        busy = outcomes.failed_by(exception.JournalBusy(path='j',
+                                                        reason='in use'))
         self.assertEqual(
-            [2, 5, 5, 1, 9],
+            [2, 5, 5, 1, 9, 12, 1],
             [results.Repair([orphan], rows, listing).exit_code
              for rows in ([], [outcomes.done()], [outcomes.dry_run()],
-                          [outcomes.failed('500')], [refused])])
+                          [outcomes.failed('500')], [refused],
+                          [outcomes.done(), busy],
+                          [busy, outcomes.failed('500')])])
         # Nor does a journal that cannot prove it is whole.
         self.assertEqual(9, results.Repair([orphan], [refused],
                                            unproven=['line']).exit_code)

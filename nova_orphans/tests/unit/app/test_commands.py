@@ -180,6 +180,28 @@ class OutcomeTestCase(base.BaseTestCase):
                  exit_codes.REPAIR_FAILED)):
             self.assertEqual(code, outcomes.exit_code(iter(rows)), rows)
 
+    def test_a_journal_in_use_is_a_refusal_to_run_again(self):
+        """A row another run's journal lock failed is 12, which a
+        failure of another kind (1) wins over, and which wins over what
+        the other rows did.
+        """
+        busy = outcomes.failed_by(exception.JournalBusy(
+            path='j', reason='in use'))
+        self.assertEqual(
+            ('failed: Journal j: in use', outcomes.JOURNAL_BUSY),
+            (str(busy), busy.cause))
+        other = outcomes.failed_by(exception.PlacementError(
+            method='POST', url='/allocations', reason='500'),
+            detail='error 1')
+        self.assertEqual(('failed: error 1', None),
+                         (str(other), other.cause))
+        for rows, code in (
+                ([busy], exit_codes.JOURNAL_BUSY),
+                ([outcomes.done(), busy, outcomes.dry_run()],
+                 exit_codes.JOURNAL_BUSY),
+                ([busy, other], exit_codes.REPAIR_FAILED)):
+            self.assertEqual(code, outcomes.exit_code(rows), rows)
+
     def test_a_translation_changes_no_kind(self):
         # What code asks does not depend on the text a person reads.
         translated = outcomes.Outcome(outcomes.SKIPPED, 'unterbrochen',
