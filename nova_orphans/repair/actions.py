@@ -342,7 +342,7 @@ class Repairer:
         try:
             self._commit(group)
         except (writes.Retry, exception.PlacementError) as e:
-            status = getattr(e, 'status_code', None) or 0
+            status = e.status_code or 0
             if len(group) == 1 or not 400 <= status < 500:
                 return self._after_single(group, e)
             LOG.debug('Placement refused a batch of %(count)d consumers '

@@ -482,8 +482,7 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
             writes.write(client, targets)
             outcome = actions.DONE
         except (writes.Retry, exception.PlacementError) as e:
-            status = (409 if isinstance(e, writes.Retry)
-                      else getattr(e, 'status_code', None) or 0)
+            status = e.status_code or 0
             if not 400 <= status < 500:
                 outcome = actions.failed_by(e)
             else:
