@@ -20,6 +20,7 @@ import concurrent.futures
 
 from oslo_log import log as logging
 
+from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.readers import base
@@ -33,7 +34,7 @@ class PlacementAPIReader(base.PlacementReader):
     # waits on placement, not on the tool's CPU.
     reads_in_background = True
 
-    def __init__(self, client, concurrency=8):
+    def __init__(self, client, concurrency=orphans_conf.DEFAULT_CONCURRENCY):
         self.client = client
         self.concurrency = concurrency
 

@@ -41,6 +41,7 @@ import typing
 
 from oslo_log import log as logging
 
+from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.engine import changes
 from nova_orphans.engine import classify
 from nova_orphans.engine import index as index_mod
@@ -126,7 +127,7 @@ class RepairOptions:
     max_count: typing.Optional[int] = None
     heal: bool = False
     journal: typing.Optional[str] = None
-    concurrency: int = 8
+    concurrency: int = orphans_conf.DEFAULT_CONCURRENCY
     rules: tuple = rules_mod.DEFAULT_RULES
     progress: typing.Any = None
     stop: typing.Any = None

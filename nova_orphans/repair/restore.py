@@ -37,6 +37,7 @@ import os
 import urllib.parse
 
 from nova_orphans.clients import urls
+from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.engine import classify
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
@@ -192,7 +193,8 @@ def _providers(entries):
             for rp in doc.get('allocations') or {}}
 
 
-def restore(client, entries, dry_run=False, concurrency=8, progress=None,
+def restore(client, entries, dry_run=False,
+            concurrency=orphans_conf.DEFAULT_CONCURRENCY, progress=None,
             stop=None, placement_db=None):
     """Returns [(finding, outcome)] for every finding of every entry, in
     the order they are shown (see shown_order).
