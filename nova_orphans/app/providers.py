@@ -19,10 +19,9 @@ is the allocations' one, which re-creates providers too.
 from oslo_log import log as logging
 
 from nova_orphans.app import allocations
+from nova_orphans.app import audit as audit_mod
 from nova_orphans.app import results
 from nova_orphans.engine import provider_rules
-from nova_orphans import exception
-from nova_orphans.i18n import _
 from nova_orphans.repair import providers as providers_repair
 
 LOG = logging.getLogger(__name__)
@@ -40,10 +39,7 @@ def list_providers(sources, scope, progress=None):
     rp = scope.resource_provider
     if rp is not None:
         providers = sources.placement_reader().providers()
-        if rp not in providers:
-            raise exception.InvalidInput(
-                reason=_('resource provider %(uuid)s does not exist') %
-                {'uuid': rp})
+        audit_mod.require_provider(providers, rp)
         # The whole tree: a tree goes, or stays, as a whole.
         rp = providers[rp].root_uuid
     audit = allocations.audit(sources, scope, lambda verdict: True,

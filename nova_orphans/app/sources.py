@@ -32,6 +32,7 @@ import time
 
 from nova_orphans.app import foreign as foreign_mod
 from nova_orphans.app import options as opts
+from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.conf import placement as placement_conf
 from nova_orphans import db_utils
 from nova_orphans.engine import rules as rules_mod
@@ -42,9 +43,7 @@ from nova_orphans.readers import placement_db as placement_db_mod
 from nova_orphans.readers import zun_db
 from nova_orphans.repair import journal
 
-# Requests in flight at once through the APIs, as [nova_orphans]
-# placement_concurrency's default.
-API_CONCURRENCY = 8
+API_CONCURRENCY = orphans_conf.DEFAULT_CONCURRENCY
 # How a journal's run header names the front end that wrote it.
 FRONT_END = 'nova-orphans-manage'
 

@@ -41,6 +41,7 @@ import typing
 
 from oslo_log import log as logging
 
+from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.engine import changes
 from nova_orphans.engine import classify
 from nova_orphans.engine import index as index_mod
@@ -126,7 +127,7 @@ class RepairOptions:
     max_count: typing.Optional[int] = None
     heal: bool = False
     journal: typing.Optional[str] = None
-    concurrency: int = 8
+    concurrency: int = orphans_conf.DEFAULT_CONCURRENCY
     rules: tuple = rules_mod.DEFAULT_RULES
     progress: typing.Any = None
     stop: typing.Any = None
@@ -342,7 +343,7 @@ class Repairer:
         try:
             self._commit(group)
         except (writes.Retry, exception.PlacementError) as e:
-            status = getattr(e, 'status_code', None) or 0
+            status = e.status_code or 0
             if len(group) == 1 or not 400 <= status < 500:
                 return self._after_single(group, e)
             LOG.debug('Placement refused a batch of %(count)d consumers '

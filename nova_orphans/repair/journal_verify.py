@@ -226,6 +226,15 @@ def parse(line):
     if not (isinstance(entry.get('sum'), str) and
             _SUM.fullmatch(entry['sum'])):
         raise ValueError(_('no checksum'))
+    _check_kind(entry)
+    return entry
+
+
+def _check_kind(entry):
+    """ValueError (why) if ``entry`` is not a well-formed record of its
+    kind: a mark, an end record, a run's header, a provider's record or
+    a consumers' entry.
+    """
     if 'not_applied' in entry:
         refused = entry['not_applied']
         if not (isinstance(refused, list) and
@@ -251,7 +260,6 @@ def parse(line):
             raise ValueError(_('a malformed provider record'))
     elif not isinstance(entry.get('consumers'), dict):
         raise ValueError(_('no consumers'))
-    return entry
 
 
 def _is_line(text):

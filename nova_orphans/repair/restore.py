@@ -37,6 +37,7 @@ import os
 import urllib.parse
 
 from nova_orphans.clients import urls
+from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.engine import classify
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
@@ -192,7 +193,8 @@ def _providers(entries):
             for rp in doc.get('allocations') or {}}
 
 
-def restore(client, entries, dry_run=False, concurrency=8, progress=None,
+def restore(client, entries, dry_run=False,
+            concurrency=orphans_conf.DEFAULT_CONCURRENCY, progress=None,
             stop=None, placement_db=None):
     """Returns [(finding, outcome)] for every finding of every entry, in
     the order they are shown (see shown_order).
@@ -482,8 +484,7 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
             writes.write(client, targets)
             outcome = actions.DONE
         except (writes.Retry, exception.PlacementError) as e:
-            status = (409 if isinstance(e, writes.Retry)
-                      else getattr(e, 'status_code', None) or 0)
+            status = e.status_code or 0
             if not 400 <= status < 500:
                 outcome = actions.failed_by(e)
             else:

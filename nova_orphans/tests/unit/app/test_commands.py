@@ -158,9 +158,9 @@ class OutcomeTestCase(base.BaseTestCase):
         code 9) ends the run with 9 while nothing was done; with
         something done, a repair failed (1).
         """
-        refused = exception.PlacementError(method='PUT', url='/x',
-                                           reason='403 Forbidden')
-        refused.exit_code = exit_codes.CREDENTIALS_REFUSED
+        refused = exception.PlacementError(
+            method='PUT', url='/x', reason='403 Forbidden', status_code=403,
+            exit_code=exit_codes.CREDENTIALS_REFUSED)
         other = exception.PlacementError(method='PUT', url='/x',
                                          reason='400 Bad Request')
         self.assertEqual(outcomes.CREDENTIALS_REFUSED,

@@ -388,8 +388,8 @@ class OverCapacityTestCase(base.BaseTestCase):
             'again, or upgrade placement to 14.0.0 or later', str(outcome))
         # Any other failure keeps its own words.
         other = placement_client.exception.PlacementError(
-            method='PUT', url='/allocations/c1', reason='500 boom')
-        other.status_code = 500
+            method='PUT', url='/allocations/c1', reason='500 boom',
+            status_code=500)
         self.assertEqual(
             [outcomes.failed('Placement request PUT /allocations/c1 failed: '
                              '500 boom')],
