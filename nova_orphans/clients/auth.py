@@ -21,6 +21,7 @@ service at all (7). ``endpoint`` does that part first, so a client's
 own errors are its service's alone.
 """
 
+import os
 import urllib.parse
 
 from keystoneauth1 import exceptions as ks_exc
@@ -177,6 +178,35 @@ def keep_connections(session, count):
                 pool_maxsize=count))
 
 
+# What requests reads from the environment on every request when its
+# session trusts it (requests.utils.get_environ_proxies, get_netrc_auth,
+# Session.merge_environment_settings).
+_CA_BUNDLES = ('REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE')
+_NETRC_FILES = ('~/.netrc', '~/_netrc')
+
+
+def nothing_in_environment(environ=None):
+    """Whether requests would find nothing to use in the environment:
+    no proxy variable, no CA bundle variable, no netrc file.
+    """
+    environ = os.environ if environ is None else environ
+    if any(name.lower().endswith('_proxy') for name in environ):
+        return False
+    if any(environ.get(name) for name in _CA_BUNDLES + ('NETRC',)):
+        return False
+    return not any(os.path.exists(os.path.expanduser(path))
+                   for path in _NETRC_FILES)
+
+
+def trust_environment_only_if_needed(session):
+    """Spare ``session`` (keystoneauth's, this run's own) requests'
+    look at the environment on every request when the environment has
+    nothing for it: the same requests are sent, for less CPU each.
+    """
+    if nothing_in_environment():
+        session.session.trust_env = False
+
+
 def adapter_from_conf(conf, group, retries=None, service=None,
                       connections=None):
     """A keystoneauth adapter from nova.conf's ``[group]`` (its options
@@ -205,6 +235,7 @@ def adapter_from_conf(conf, group, retries=None, service=None,
     log_identity_requests(session, getattr(auth, 'auth_url', None))
     if connections:
         keep_connections(session, connections)
+    trust_environment_only_if_needed(session)
     # Read here too: keystoneauth before 5.2 does not load it.
     adapter.retriable_status_codes = conf[group].retriable_status_codes
     return retry.RetryingAdapter(adapter, retries or retry.Retries(),
