@@ -35,6 +35,13 @@ from nova_orphans import output
 LOG = logging.getLogger(__name__)
 
 
+def usage_code(code):
+    """The exit code of a command line argparse ended: its usage error
+    (2) is the tool's invalid input, 127; help and --version are 0.
+    """
+    return exit_codes.INVALID_INPUT if code else exit_codes.SUCCESS
+
+
 def say(stream, line):
     stream.write(line + '\n')
 

@@ -26,7 +26,6 @@ logging unless run as the console script.
 import argparse
 import contextlib
 import importlib.metadata
-import io
 import logging as std_logging
 import os
 import re
@@ -103,71 +102,6 @@ OUTPUT_OPTIONS = [
 ]
 
 
-class Config(cfg.ConfigOpts):
-    """The run's own ConfigOpts, which keeps the command-line options
-    registered on it (oslo.config's and oslo.log's too): given after the
-    category, they are named in the hint that they go before it.
-    """
-
-    def __init__(self):
-        # Before oslo.config registers its own.
-        self.cli_flags = {'--config-file', '--config-dir'}
-        self.config_dirs_given = []
-        super().__init__()
-
-    def __call__(self, args=None, **kwargs):
-        # oslo.config reads every --config-dir given, but its config_dir
-        # keeps only the last: the command to paste and the journal's
-        # cloud need them all.
-        self.config_dirs_given = _config_dirs_in(
-            sys.argv[1:] if args is None else args)
-        return super().__call__(args, **kwargs)
-
-    def _note(self, opt):
-        if opt.positional:
-            return
-        names = [opt.name] + [d.name for d in opt.deprecated_opts
-                              if d.name and d.group in (None, 'DEFAULT')]
-        for name in names:
-            self.cli_flags.add('--' + name)
-            if isinstance(opt, cfg.BoolOpt):
-                self.cli_flags.add('--no' + name)
-        if opt.short:
-            self.cli_flags.add('-' + opt.short)
-
-    def register_cli_opt(self, opt, group=None, **kwargs):
-        self._note(opt)
-        return super().register_cli_opt(opt, group, **kwargs)
-
-    def register_cli_opts(self, opts, group=None, **kwargs):
-        for opt in opts:
-            self._note(opt)
-        return super().register_cli_opts(opts, group, **kwargs)
-
-
-class UsageError(Exception):
-    """A command line an action's parser refused (argparse's message)."""
-
-
-class _ActionParser(argparse.ArgumentParser):
-    """An action's parser: what it refuses raises UsageError with
-    argparse's message, rather than printing its usage and exiting, so
-    that the message is one line of nova-orphans-manage's own.
-    """
-
-    def error(self, message):
-        raise UsageError(message)
-
-    def parse_known_args(self, args=None, namespace=None):
-        # Nothing may follow an action that it does not take: the
-        # global options come before the category.
-        namespace, extras = super().parse_known_args(args, namespace)
-        if extras:
-            self.error(_('unrecognized arguments: %(args)s') % {
-                'args': ' '.join(extras)})
-        return namespace, extras
-
-
 def _filled(text):
     """``text`` for argparse.RawDescriptionHelpFormatter: paragraphs
     refilled one by one to the width argparse gives its help (the
@@ -186,6 +120,7 @@ def _filled(text):
 
 
 def _add_command_parsers(subparsers):
+    subparsers.required = True
     for category, text in commands.CATEGORIES.items():
         every = commands.of_category(category)
         parser = subparsers.add_parser(
@@ -193,8 +128,7 @@ def _add_command_parsers(subparsers):
             epilog=_filled(exit_codes.help_text(sorted(
                 {code for c in every for code in c.codes}))),
             formatter_class=argparse.RawDescriptionHelpFormatter)
-        actions = parser.add_subparsers(dest='action', metavar='ACTION',
-                                        parser_class=_ActionParser)
+        actions = parser.add_subparsers(dest='action', required=True)
         for command in every:
             epilog = command.epilog()
             if any(o.dest == 'journal' for o in command.options):
@@ -224,31 +158,24 @@ def _version():
 
 
 def _parse(conf, argv):
-    """Parse ``argv`` into ``conf`` (a Config); None, or the exit code
-    of a command line that ends here (help, or refused: one line).
+    """Parse ``argv`` into ``conf``; None, or the exit code of a command
+    line that ends here: help and --version 0, a usage error (argparse
+    prints it, as nova-manage's) 127, a configuration that cannot be
+    read 7.
     """
     conf.register_cli_opt(cfg.SubCommandOpt(
         'category', title=_('Command categories'),
         handler=_add_command_parsers))
     # --version is oslo.config's (argparse's): its text is looked up
     # only when it is asked for.
-    version = ('--version' in argv[:_first_category(argv)] and _version()
-               or '-')
+    version = '--version' in argv and _version() or '-'
     logging.register_options(conf)
     orphans_conf.register_opts(conf, placement_opts=False)
     try:
-        # What oslo.config's own parser refuses (the options before the
-        # action) it prints with its usage: the line said is ours.
-        with contextlib.redirect_stderr(io.StringIO()):
-            conf(argv, project='nova', prog='nova-orphans-manage',
-                 version=version, description=DESCRIPTION,
-                 epilog=LOGGING_HELP)
-    except UsageError as e:
-        return _refuse(conf, argv, str(e))
+        conf(argv, project='nova', prog='nova-orphans-manage',
+             version=version, description=DESCRIPTION, epilog=LOGGING_HELP)
     except SystemExit as e:
-        if not e.code:
-            return exit_codes.SUCCESS
-        return _refuse(conf, argv, _unrecognized(conf, argv))
+        return frontend.usage_code(e.code)
     except cfg.Error as e:
         return _error(exception.ConfigError(reason=db_utils.safe_error(e)))
     except OSError as e:
@@ -263,115 +190,7 @@ def _parse(conf, argv):
             'nova-orphans-manage.conf in %(dirs)s; give one with '
             '--config-file PATH (before the category).') % {
             'dirs': ', '.join(CONFIG_DIRS)}))
-    if conf.category.action is None:
-        return _error(exception.InvalidInput(reason=_missing(argv)))
     return None
-
-
-def _refuse(conf, argv, message):
-    """A refused command line: its one line, the hint for a global
-    option given after the category, exit code 127.
-    """
-    _error(exception.InvalidInput(reason=_missing(argv) or message or _(
-        'invalid arguments')))
-    hint = _misplaced(conf, argv)
-    if hint:
-        print(hint, file=sys.stderr)
-    return exit_codes.INVALID_INPUT
-
-
-def _unrecognized(conf, argv):
-    """What oslo.config's own parser refused (the options before the
-    action, as argparse reads them: whole, or a prefix of one option
-    alone): the options there that are no global option, or that could
-    be several; else the words it refused, all of them.
-    """
-    first = _first_category(argv)
-    rest = argv[first + 1:]
-    actions = ([c.action for c in commands.of_category(argv[first])]
-               if first < len(argv) else [])
-    action = next((i for i, word in enumerate(rest) if word in actions),
-                  len(rest))
-    flags = conf.cli_flags | {'-h', '--help', '--version'}
-    unknown, ambiguous = [], []
-    for word in argv[:first]:
-        name = word.split('=', 1)[0]
-        if not name.startswith('-') or name in flags:
-            continue
-        matches = sorted(f for f in flags if f.startswith(name)
-                         and name.startswith('--'))
-        if len(matches) > 1:
-            ambiguous.append(_('%(option)s could match %(matches)s') % {
-                'option': name, 'matches': ', '.join(matches)})
-        elif not matches:
-            unknown.append(word)
-    # Between the category and its action: nothing is taken there.
-    unknown += [word for word in rest[:action] if word.startswith('-')]
-    if ambiguous:
-        return _('ambiguous option: %(options)s') % {
-            'options': '; '.join(ambiguous)}
-    if unknown:
-        return _('unrecognized arguments: %(args)s') % {
-            'args': ' '.join(unknown)}
-    return _('invalid arguments: %(args)s') % {
-        'args': ' '.join(argv[:first + 1 + action])}
-
-
-def _missing(argv):
-    """What to say of a command line without a category or action:
-    the choices, rather than argparse's "arguments are required".
-    """
-    first = _first_category(argv)
-    if first == len(argv):
-        if any(w in ('-h', '--help', '--version') for w in argv):
-            return None
-        return _('give a category: %(choices)s') % {
-            'choices': ', '.join(commands.CATEGORIES)}
-    actions = [c.action for c in commands.of_category(argv[first])]
-    if not any(w in actions for w in argv[first + 1:]):
-        return _('give an action of %(category)s: %(choices)s') % {
-            'category': argv[first], 'choices': ', '.join(actions)}
-    return None
-
-
-def _misplaced(conf, argv):
-    """The hint for a global option given after the category, which
-    argparse only calls unrecognized.
-    """
-    names = conf.cli_flags
-    first = _first_category(argv)
-    late = [word.split('=')[0] for word in argv[first + 1:]
-            if word.split('=')[0] in names]
-    if first == len(argv) or not late:
-        return None
-    return _('%(options)s must come before the category, as in: '
-             'nova-orphans-manage %(option)s ... %(category)s ACTION') % {
-        'options': ', '.join(late), 'option': late[0],
-        'category': argv[first]}
-
-
-def _config_dirs_in(argv):
-    """Every --config-dir before the category, in order, as argparse
-    takes it (``--config-dir=DIR``, or abbreviated to ``--config-d``).
-    """
-    dirs = []
-    words = argv[:_first_category(argv)]
-    for i, word in enumerate(words):
-        flag, equals, value = word.partition('=')
-        if len(flag) < len('--config-d') or \
-                not '--config-dir'.startswith(flag):
-            continue
-        if equals:
-            dirs.append(value)
-        elif i + 1 < len(words):
-            dirs.append(words[i + 1])
-    return dirs
-
-
-def _first_category(argv):
-    """Where the category is in ``argv`` (its length if nowhere)."""
-    return next((i for i, word in enumerate(argv)
-                 if word in commands.CATEGORIES), len(argv))
 
 
 def _error(error):
@@ -463,9 +282,7 @@ class Action:
             self.values = opts.resolve(self.command.options, self.given,
                                        self.config())
             self.context = commands.Context(
-                lambda: sources_mod.DatabaseSources(
-                    self.conf, self.values,
-                    config_dirs=self.conf.config_dirs_given),
+                lambda: sources_mod.DatabaseSources(self.conf, self.values),
                 stop, lambda line: print(line, file=sys.stderr),
                 progress=progress, notice=commands.STOPPING,
                 state_path=self.conf.nova_orphans.state_path)
@@ -513,7 +330,7 @@ class Action:
         if files != list(self.conf.default_config_files or ()):
             for path in files:
                 words += ['--config-file', path]
-        for path in self.conf.config_dirs_given:
+        for path in self.conf.config_dirs:
             words += ['--config-dir', path]
         words += [command.category, command.action] + command.argv
         return ' '.join(shlex.quote(w) for w in words)
@@ -531,7 +348,7 @@ def main(argv=None):
         # The process is this command's alone: what it has imported
         # lives until it exits.
         memory.freeze()
-    conf = Config()
+    conf = cfg.ConfigOpts()
     try:
         rc = _parse(conf, argv)
         if rc is not None:

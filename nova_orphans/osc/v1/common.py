@@ -67,10 +67,11 @@ def _help_formatter(base):
                 (argparse.RawDescriptionHelpFormatter, base), {})
 
 
-def _usage_error(parser, message):
-    """argparse's usage error, as every fault's one line, exit code 127."""
-    parser.exit(exit_codes.INVALID_INPUT, output.error_line(
-        exception.InvalidInput(reason=message), sys.stderr) + '\n')
+def _exit(exit, status=0, message=None):
+    """argparse's exit, its usage error's code the tool's (see
+    frontend.usage_code).
+    """
+    exit(frontend.usage_code(status), message)
 
 
 class PrometheusFormatter(cliff_base.ListFormatter):
@@ -112,7 +113,7 @@ class OrphanLister(command.Lister):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.formatter_class = _help_formatter(parser.formatter_class)
-        parser.error = functools.partial(_usage_error, parser)
+        parser.exit = functools.partial(_exit, parser.exit)
         for option in self.COMMAND.options:
             parser.add_argument(*option.flags, **option.argparse_kwargs(
                 opts.metavar_osc))
