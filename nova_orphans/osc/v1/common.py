@@ -223,7 +223,7 @@ class OrphanLister(command.Lister):
             parsed_args.formatter == output.TABLE,
             sys.stderr) if self.own_stderr() else None
         self.context = self.report = None
-        with package_logging(self.app):
+        with package_level():
             return frontend.run(
                 functools.partial(self._body, parsed_args), self.stop,
                 self.app.stderr, progress=self.progress,
@@ -254,57 +254,21 @@ class OrphanLister(command.Lister):
             self.context.close()
 
 
-class PackageFormatter(logging.Formatter):
-    """This package's records in oslo.log's format (as
-    nova-orphans-manage writes them: time, process, level, logger, the
-    message); every other record as ``other`` formats it.
-    """
-
-    def __init__(self, other):
-        super().__init__()
-        # oslo.log's defaults: only this formatter reads them.
-        from oslo_config import cfg
-        from oslo_log import formatters
-        from oslo_log import log as oslo_log
-        conf = cfg.ConfigOpts()
-        oslo_log.register_options(conf)
-        self._other = other or logging.Formatter()
-        self._oslo = formatters.ContextFormatter(
-            project=PACKAGE.replace('_', '-'), config=conf,
-            datefmt=conf.log_date_format)
-
-    def format(self, record):
-        if record.name == PACKAGE or record.name.startswith(PACKAGE + '.'):
-            return self._oslo.format(record)
-        return self._other.format(record)
-
-
 @contextlib.contextmanager
-def package_logging(app):
-    """A command's log records as the ``openstack`` process shows them.
-
-    osc sets the root logger to DEBUG whatever its handlers show: this
-    package's loggers make no record below the level of every handler
-    (the lines of --debug cost a run CPU, which the default level must
-    not pay). With --debug, osc's console shows this package's records
-    in oslo.log's format, as nova-orphans-manage's --debug does.
-    Both are put back when the command ends.
+def package_level():
+    """osc sets the root logger to DEBUG whatever its handlers show:
+    this package's loggers make no record below the level of every
+    handler for the command's run (the lines of --debug cost a run CPU,
+    which the default level must not pay).
     """
     package = logging.getLogger(PACKAGE)
     levels = [h.level for h in logging.getLogger().handlers]
-    saved_level = package.level
+    saved = package.level
     package.setLevel(max(logging.DEBUG, min(levels or [logging.WARNING])))
-    console = getattr(getattr(app, 'log_configurator', None),
-                      'console_logger', None)
-    saved_format = getattr(console, 'formatter', None)
-    if console is not None and console.level <= logging.DEBUG:
-        console.setFormatter(PackageFormatter(saved_format))
     try:
         yield
     finally:
-        package.setLevel(saved_level)
-        if console is not None:
-            console.setFormatter(saved_format)
+        package.setLevel(saved)
 
 
 def command_class(name, category, action, module):
