@@ -281,20 +281,20 @@ def _repair_options(values, context):
 def _clean(command, values, context):
     metrics = _metrics(values)
     scope, options = _scope(values), _repair_options(values, context)
-
-    def audited(listing):
-        context.unreadable(listing, command.category)
-
+    sources, stop, progress = (context.sources(), context.stop,
+                               context.progress)
     if command.category == 'providers':
-        result = providers.clean(context.sources(), scope, options,
-                                 context.stop, context.progress,
-                                 audited=audited)
-        return _repaired(result, _('deletion(s)'),
+        listing = providers.read_for_clean(sources, scope, options, progress)
+        # Before the first write: no output can look complete.
+        context.unreadable(listing, command.category)
+        return _repaired(providers.clean(sources, listing, options, stop,
+                                         progress), _('deletion(s)'),
                          _('No orphaned resource providers found.'))
-    result = allocations.clean(context.sources(), scope, options,
-                               context.stop, context.progress,
-                               audited=audited, metrics=metrics)
-    return _repaired(result, _('repair(s)'),
+    listing = allocations.read_for_clean(sources, scope, options, progress,
+                                         metrics)
+    context.unreadable(listing, command.category)
+    return _repaired(allocations.clean(sources, listing, options, stop,
+                                       progress, metrics), _('repair(s)'),
                      _('No orphaned allocations found.'), metrics)
 
 

@@ -42,7 +42,6 @@ from nova_orphans.app import commands
 from nova_orphans.app import options as opts
 from nova_orphans.clients import auth as auth_faults
 from nova_orphans import exception
-from nova_orphans import exit_codes
 from nova_orphans import frontend
 from nova_orphans import interrupt
 from nova_orphans import output
