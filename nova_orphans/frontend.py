@@ -59,15 +59,14 @@ def unexpected(error):
             'error': db_utils.safe_error(error)})
 
 
-def close_report(report, table, command_line, dropped, out, err,
-                 max_width=None):
+def close_report(report, table, command_line, out, err, max_width=None):
     """The lines that close a printed report: those under its table on
     ``out``, the others on ``err`` (see output.closing_lines).
-    ``max_width``: the table's --max-width, as the front end has it.
+    ``max_width``: the table's --max-width (None: not given).
     """
     under, after = output.closing_lines(
-        report, table, command_line, dropped,
-        output.line_width(out, max_width), output.line_width(err))
+        report, table, command_line, output.line_width(out, max_width),
+        output.line_width(err))
     for line in under:
         say(out, line)
     for line in after:

@@ -86,20 +86,12 @@ JOURNAL_HELP = _(
 # was found.
 CONFIG_DIRS = ('~/.nova', '~', '/etc/nova', '/etc')
 
-# cliff's output options, which every openstack listing has.
-OUTPUT_OPTIONS = [
-    opts.Option(['-c', '--column'], action='append', dest='columns',
-                metavar='COLUMN',
-                help=_('A column to show, repeatable: a JSON key, or a '
-                       'table\'s header (default: all of them).')),
-    opts.Option(['--max-width'], metavar='N', type=int,
-                help=_('Fit the table to N columns (less than 1: do not '
-                       'fit); takes precedence over CLIFF_MAX_TERM_WIDTH.')),
-    opts.Option(['--fit-width'], action='store_true',
-                help=_('Fit the table to the terminal\'s width (the default '
-                       'when stdout is a terminal); CLIFF_FIT_WIDTH=1 does '
-                       'the same.')),
-]
+# cliff's -c, which every openstack listing has (cliff's formatters add
+# their own options: --max-width, --fit-width, --noindent ...).
+COLUMN = opts.Option(
+    ['-c', '--column'], action='append', dest='columns', metavar='COLUMN',
+    help=_('A column to show, repeatable: a JSON key, or a table\'s header '
+           '(default: all of them).'))
 
 
 def _filled(text):
@@ -146,9 +138,11 @@ def _add_command_parsers(subparsers):
                        'and csv print plain fields, resources as '
                        'VCPU=1,MEMORY_MB=512, an empty field in value as '
                        '"-".') % {'choices': ', '.join(formats)})
-            for option in command.options + OUTPUT_OPTIONS:
+            for option in command.options + [COLUMN]:
                 action.add_argument(*option.flags, **option.argparse_kwargs(
                     opts.metavar_upper))
+            for fmt in formats:
+                output.FORMATTERS[fmt]().add_argument_group(action)
 
 
 def _version():
@@ -247,7 +241,7 @@ class Action:
         parsed = conf.category
         self.command = commands.find(parsed.name, parsed.action)
         self.given = {o.dest: getattr(parsed, o.dest, None)
-                      for o in self.command.options + OUTPUT_OPTIONS}
+                      for o in self.command.options}
         self.format = self.given['format'] = parsed.format
         self.values = None
         self.context = None
@@ -303,23 +297,18 @@ class Action:
                             bug_level=std_logging.ERROR, cleanup=self.close)
 
     def render(self, report):
+        """The report's rows by the format's formatter (output.listing),
+        then the lines that close it.
+        """
         self.report = report
-        values = self.values
-        table = self.format == output.TABLE
-        dropped = ()
-        if self.format == 'prometheus':
-            sys.stdout.write(report.metrics)
-        else:
-            rows = (report.iter_dicts() if self.format == 'json'
-                    else report.dicts())
-            if rows or not table:
-                dropped = output.render(
-                    rows, self.format, sys.stdout, verbose=values['long'],
-                    max_width=values['max_width'],
-                    fit_width=values['fit_width'], keys=report.keys,
-                    selected=values['columns'])
-        frontend.close_report(report, table, self.command_line, dropped,
-                              sys.stdout, sys.stderr, values['max_width'])
+        parsed = self.conf.category
+        keys, rows = output.listing(report, self.format, parsed.long,
+                                    parsed.columns)
+        output.FORMATTERS[self.format]().emit_list(keys, rows, sys.stdout,
+                                                   parsed)
+        frontend.close_report(report, self.format == output.TABLE,
+                              self.command_line, sys.stdout, sys.stderr,
+                              parsed.max_width or None)
 
     def command_line(self, command):
         """The nova-orphans-manage command line of a report.CommandLine,

@@ -33,7 +33,6 @@ import os
 import shlex
 import sys
 
-from cliff.formatters import base as cliff_base
 from keystoneauth1 import exceptions as ks_exc
 from osc_lib.command import command
 
@@ -50,10 +49,10 @@ from nova_orphans import progress as progress_mod
 LOG = logging.getLogger(__name__)
 # The loggers of this package, whose records a command's run makes.
 PACKAGE = __name__.split('.')[0]
-# The formats of the commands that offer "-f prometheus" (setup.cfg's
-# entry points): cliff's list formatters and PrometheusFormatter.
+# The commands' formatters (setup.cfg's entry points: output.FORMATTERS);
+# those of the commands that offer "-f prometheus" too.
 FORMATTERS = 'nova_orphans.formatter.list'
-PROMETHEUS = 'prometheus'
+METRICS_FORMATTERS = 'nova_orphans.formatter.metrics'
 
 
 @functools.lru_cache(maxsize=None)
@@ -73,20 +72,6 @@ def _exit(exit, status=0, message=None):
     exit(frontend.usage_code(status), message)
 
 
-class PrometheusFormatter(cliff_base.ListFormatter):
-    """node_exporter textfile-collector metrics of the run (see
-    nova_orphans.metrics) instead of its rows, as nova-orphans-manage's
-    ``--format prometheus``: ``data`` is one row, the exposition text.
-    """
-
-    def add_argument_group(self, parser):
-        pass
-
-    def emit_list(self, column_names, data, stdout, parsed_args):
-        for row in data:
-            stdout.write(row[0])
-
-
 class OrphanLister(command.Lister):
     """Every command's base: ``COMMAND`` (an app.commands.Command) run,
     its report rendered, its exit code returned.
@@ -102,12 +87,11 @@ class OrphanLister(command.Lister):
 
     @property
     def formatter_namespace(self):
-        # "-f prometheus" for the commands that offer it only: a
-        # formatter in cliff's own namespace would be offered to every
-        # openstack listing.
-        if PROMETHEUS in self.COMMAND.formats:
-            return FORMATTERS
-        return super().formatter_namespace
+        # The commands' own formatters (output.py): "-f prometheus" for
+        # the commands that offer it only.
+        if output.PROMETHEUS in self.COMMAND.formats:
+            return METRICS_FORMATTERS
+        return FORMATTERS
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -149,51 +133,20 @@ class OrphanLister(command.Lister):
             notice=commands.STOPPING if self.own_stderr() else None,
             progress=self.progress)
         self.report = commands.run(self.COMMAND, values, self.context)
-        return self.columns(parsed_args, self.report)
+        keys, rows = output.listing(self.report, parsed_args.formatter,
+                                    parsed_args.long, parsed_args.columns)
+        # -c and --sort-column as the columns' keys, for cliff (which
+        # knows neither the headers nor the rule of -c).
+        parsed_args.columns = list(keys) if parsed_args.columns else []
+        parsed_args.sort_columns = output.named(keys,
+                                                parsed_args.sort_columns)
+        return keys, rows
 
     def own_stderr(self):
         """Progress and the signal's notice go to the process's stderr
         only: they are for a person at a terminal.
         """
         return self.app.stderr is sys.stderr
-
-    def produce_output(self, parsed_args, column_names, data):
-        """A table as nova-orphans-manage draws it (output.render_table:
-        fitted to the terminal, never a value split); the metrics by
-        PrometheusFormatter; other formats by cliff's formatter.
-        """
-        if parsed_args.formatter == PROMETHEUS:
-            self.formatter.emit_list(['metrics'], [[self.report.metrics]],
-                                     self.app.stdout, parsed_args)
-            return 0
-        if parsed_args.formatter != output.TABLE:
-            return super().produce_output(parsed_args, column_names, data)
-        # No table of no rows (cliff prints an empty line): the summary
-        # says there are none, as nova-orphans-manage's.
-        if self.report.rows:
-            parsed_args.dropped_columns = output.render_table(
-                output.sort_rows(self.report.dicts(),
-                                 parsed_args.sort_columns,
-                                 parsed_args.sort_direction == 'desc'),
-                self.app.stdout, verbose=parsed_args.long,
-                max_width=parsed_args.max_width,
-                fit_width=parsed_args.fit_width, keys=self.report.keys,
-                selected=parsed_args.columns)
-        return 0
-
-    def columns(self, parsed_args, report):
-        """(columns, rows) for cliff's formatters but the table's: the
-        manage command's keys (or those -c names, refused as
-        nova-orphans-manage refuses them).
-        """
-        fmt = parsed_args.formatter
-        if fmt == output.TABLE:
-            # produce_output draws it from the report.
-            return [], []
-        dicts = report.dicts()
-        keys = report.keys or output.columns(dicts, fmt)
-        output.select(keys, parsed_args.columns)
-        return list(keys), output.cells(dicts, keys, fmt)
 
     def say(self, line):
         frontend.say(self.app.stderr, line)
@@ -241,8 +194,7 @@ class OrphanLister(command.Lister):
                    exception.NovaOrphansException(str(e))) from e
         frontend.close_report(
             self.report, parsed_args.formatter == output.TABLE,
-            self.command_line, getattr(parsed_args, 'dropped_columns', ()),
-            self.app.stdout, self.app.stderr,
+            self.command_line, self.app.stdout, self.app.stderr,
             # cliff's --max-width is 0 when not given.
             parsed_args.max_width or None)
         return self.report.exit_code

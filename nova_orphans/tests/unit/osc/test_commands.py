@@ -242,6 +242,24 @@ class ListOrphanTestCase(CommandTestCase):
         self.assertEqual([output.header(k) for k in model.FINDING_KEYS], [
             c.strip() for c in out.splitlines()[1].strip('|').split('|')])
 
+    def test_sort_by_key_or_header_as_cliff(self):
+        """cliff's --sort-column, a header too; an empty value last (first
+        descending); names of no column shown ignored.
+        """
+        def consumers(*argv):
+            out = self.run_cmd(orphan.ListOrphan, '--all', '--long',
+                               '--max-width', '0', *argv)
+            return [line.split('|')[1].strip()
+                    for line in out.splitlines()[3:6]]
+        self.assertEqual([LIVE, GONE, STRANGER],
+                         consumers('--sort-column', 'Instance'))
+        self.assertEqual([STRANGER, GONE, LIVE],
+                         consumers('--sort-column', 'instance',
+                                   '--sort-descending'))
+        self.assertEqual(consumers('--sort-column', 'Host'),
+                         consumers('--sort-column', 'nothing',
+                                   '--sort-column', 'host'))
+
     def test_columns_and_value_format(self):
         out = self.run_cmd(orphan.ListOrphan, '-f', 'value', '-c',
                            'consumer', '-c', 'reason')
