@@ -24,14 +24,12 @@ logging unless run as the console script.
 """
 
 import argparse
-import contextlib
+import functools
 import importlib.metadata
 import logging as std_logging
-import os
 import re
 import shlex
 import shutil
-import signal
 import sys
 import textwrap
 
@@ -48,10 +46,7 @@ from nova_orphans import exception
 from nova_orphans import exit_codes
 from nova_orphans import frontend
 from nova_orphans.i18n import _
-from nova_orphans import interrupt
-from nova_orphans import memory
 from nova_orphans import output
-from nova_orphans import progress as progress_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -221,122 +216,64 @@ def _setup_logging(conf):
         root.addHandler(std_logging.NullHandler())
 
 
-def _take_late_signals():
-    """A signal after the run's report, while the process ends: said,
-    and the exit code says it too (130/143), never a traceback.
+def _config(conf, command):
+    """nova.conf's values of the command's options' ``[nova_orphans]``
+    defaults; a value oslo.config cannot read is a configuration error
+    (an int that is none, say).
     """
-    def ended(signum, frame):
-        interrupt.say(interrupt.ended(signum))
-        os._exit(exit_codes.of_signal(signum))
-    for signum in interrupt.SIGNALS:
-        signal.signal(signum, ended)
+    group = conf.nova_orphans
+    try:
+        return {o.config: group[o.config]
+                for o in command.options if o.config}
+    except cfg.Error as e:
+        raise exception.ConfigError(reason=db_utils.safe_error(e)) from e
 
 
-class Action:
-    """One action's run: its options, the report, its rendering."""
+def _command_line(conf, command):
+    """The nova-orphans-manage command line of a report.CommandLine,
+    with the configuration this run read, ready to paste.
+    """
+    words = ['nova-orphans-manage']
+    files = list(conf.config_file or ())
+    if files != list(conf.default_config_files or ()):
+        for path in files:
+            words += ['--config-file', path]
+    for path in conf.config_dirs:
+        words += ['--config-dir', path]
+    words += [command.category, command.action] + command.argv
+    return ' '.join(shlex.quote(w) for w in words)
 
-    def __init__(self, conf, console=False):
-        self.conf = conf
-        self.console = console
-        parsed = conf.category
-        self.command = commands.find(parsed.name, parsed.action)
-        self.given = {o.dest: getattr(parsed, o.dest, None)
-                      for o in self.command.options}
-        self.format = self.given['format'] = parsed.format
-        self.values = None
-        self.context = None
 
-    def config(self):
-        """nova.conf's values of the options' ``[nova_orphans]``
-        defaults; a value oslo.config cannot read is a configuration
-        error (an int that is none, say).
-        """
-        group = self.conf.nova_orphans
-        try:
-            return {o.config: group[o.config]
-                    for o in self.command.options if o.config}
-        except cfg.Error as e:
-            raise exception.ConfigError(
-                reason=db_utils.safe_error(e)) from e
+def _run(conf, console):
+    """The action's exit code, once its report is printed."""
+    parsed = conf.category
+    command = commands.find(parsed.name, parsed.action)
+    given = {o.dest: getattr(parsed, o.dest, None) for o in command.options}
+    given['format'] = parsed.format
+    run = frontend.Run(
+        command, given, functools.partial(sources_mod.DatabaseSources, conf),
+        sys.stdout, sys.stderr, config=functools.partial(_config, conf,
+                                                         command),
+        own_process=console, state_path=conf.nova_orphans.state_path)
 
-    def run(self):
-        """The action's exit code, once its report is printed.
+    def body():
+        run.execute()
+        keys, rows = run.listing(parsed.long, parsed.columns)
+        output.FORMATTERS[run.format]().emit_list(keys, rows, run.out,
+                                                  parsed)
+        run.close_report(functools.partial(_command_line, conf),
+                         parsed.max_width or None)
+        return run.report.exit_code
 
-        SIGINT and SIGTERM end it with 130 or 143, never a traceback
-        (see nova_orphans.interrupt): while it only reads, in one line;
-        once it writes, after its report.
-        """
-        stop = interrupt.Stop(
-            exit_now=interrupt.exit_now if self.console else None)
-        progress = progress_mod.for_run(
-            self.given.get('progress'), self.format == output.TABLE,
-            sys.stderr)
-
-        def body():
-            self.values = opts.resolve(self.command.options, self.given,
-                                       self.config())
-            self.context = commands.Context(
-                lambda: sources_mod.DatabaseSources(self.conf, self.values),
-                stop, lambda line: print(line, file=sys.stderr),
-                progress=progress, notice=commands.STOPPING,
-                state_path=self.conf.nova_orphans.state_path)
-            paused = (memory.paused()
-                      if self.command.action == 'list'
-                      else contextlib.nullcontext())
-            with paused:
-                self.render(commands.run(self.command, self.values,
-                                         self.context))
-                if self.console:
-                    # As main froze the imports.
-                    memory.freeze()
-            return self.report.exit_code
-
-        # A bug's traceback goes to the log (--log-file, journald,
-        # syslog), which shows errors; on stderr only with --debug.
-        return frontend.run(body, stop, sys.stderr, progress=progress,
-                            bug_level=std_logging.ERROR, cleanup=self.close)
-
-    def render(self, report):
-        """The report's rows by the format's formatter (output.listing),
-        then the lines that close it.
-        """
-        self.report = report
-        parsed = self.conf.category
-        keys, rows = output.listing(report, self.format, parsed.long,
-                                    parsed.columns)
-        output.FORMATTERS[self.format]().emit_list(keys, rows, sys.stdout,
-                                                   parsed)
-        frontend.close_report(report, self.format == output.TABLE,
-                              self.command_line, sys.stdout, sys.stderr,
-                              parsed.max_width or None)
-
-    def command_line(self, command):
-        """The nova-orphans-manage command line of a report.CommandLine,
-        with the configuration this run read, ready to paste.
-        """
-        words = ['nova-orphans-manage']
-        files = list(self.conf.config_file or ())
-        if files != list(self.conf.default_config_files or ()):
-            for path in files:
-                words += ['--config-file', path]
-        for path in self.conf.config_dirs:
-            words += ['--config-dir', path]
-        words += [command.category, command.action] + command.argv
-        return ' '.join(shlex.quote(w) for w in words)
-
-    def close(self):
-        """Let go of the database connections the run kept."""
-        if self.context is not None:
-            self.context.close()
+    # A bug's traceback goes to the log (--log-file, journald, syslog),
+    # which shows errors; on stderr only with --debug.
+    return run.end(body, bug_level=std_logging.ERROR)
 
 
 def main(argv=None):
     console = argv is None
     if console:
         argv = sys.argv[1:]
-        # The process is this command's alone: what it has imported
-        # lives until it exits.
-        memory.freeze()
     conf = cfg.ConfigOpts()
     try:
         rc = _parse(conf, argv)
@@ -349,12 +286,12 @@ def main(argv=None):
         return _error(e)
     except Exception as e:
         # Before the run (the log file cannot be opened, say): one line,
-        # as the run's own faults end (see frontend.run).
+        # as the run's own faults end (see frontend.Run.end).
         LOG.error('Unexpected error', exc_info=True)
         return _error(frontend.unexpected(e))
-    code = Action(conf, console=console).run()
+    code = _run(conf, console)
     if console:
-        _take_late_signals()
+        frontend.take_late_signals()
     return code
 
 

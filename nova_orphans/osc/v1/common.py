@@ -13,16 +13,17 @@
 
 Each command is one of app.commands' (``command_class``): its options,
 help and exit codes are declared there once, for nova-orphans-manage
-too. A command returns its rows to cliff as (columns, rows), cliff
-prints them in the format asked for, and ``run`` then prints what
-closes the report and returns the exit code of the table both front
-ends share (see nova_orphans.frontend; cliff's own convention, 1 for
-any error and 2 for a usage error, would tell a script neither what
-happened nor the same as nova-orphans-manage). Only cliff's, osc-lib's
-and argparse's public interfaces are used: the hooks a command
-overrides (``get_parser``, ``get_description``, ``formatter_namespace``,
-``take_action``, ``produce_output``, ``run``) and the parser's public
-methods.
+too. A command runs as both front ends run one (frontend.Run): it returns
+the report's rows to cliff as (columns, rows), cliff prints them with
+the format's formatter (output.py's, found in the commands' own
+formatter namespaces), and ``run`` then prints what closes the report
+and returns the exit code of the table both front ends share (cliff's
+own convention, 1 for any error and 2 for a usage error, would tell a
+script neither what happened nor the same as nova-orphans-manage). Only
+cliff's, osc-lib's and argparse's public interfaces are used: the hooks
+a command overrides (``get_parser``, ``get_description``,
+``formatter_namespace``, ``take_action``, ``run``) and the parser's
+public methods.
 """
 
 import argparse
@@ -42,9 +43,7 @@ from nova_orphans.app import options as opts
 from nova_orphans.clients import auth as auth_faults
 from nova_orphans import exception
 from nova_orphans import frontend
-from nova_orphans import interrupt
 from nova_orphans import output
-from nova_orphans import progress as progress_mod
 
 LOG = logging.getLogger(__name__)
 # The loggers of this package, whose records a command's run makes.
@@ -115,26 +114,15 @@ class OrphanLister(command.Lister):
     def own_process(self):
         """Whether this command is the ``openstack`` process itself: not
         a command of osc's interactive shell, nor of a program that runs
-        osc's shell in-process. Only then may a signal end the process
-        at once, as it ends ``nova-orphans-manage``.
+        osc's shell in-process (see frontend.Run).
         """
         return (not self.app.interactive_mode and
                 os.path.basename(sys.argv[0]) == 'openstack')
 
     def take_action(self, parsed_args):
-        given = {o.dest: getattr(parsed_args, o.dest, None)
-                 for o in self.COMMAND.options}
-        given['format'] = parsed_args.formatter
-        # openstack reads no configuration file: the options' own
-        # defaults.
-        values = opts.resolve(self.COMMAND.options, given)
-        self.context = commands.Context(
-            functools.partial(self.sources, values), self.stop, self.say,
-            notice=commands.STOPPING if self.own_stderr() else None,
-            progress=self.progress)
-        self.report = commands.run(self.COMMAND, values, self.context)
-        keys, rows = output.listing(self.report, parsed_args.formatter,
-                                    parsed_args.long, parsed_args.columns)
+        self.frontend_run.execute()
+        keys, rows = self.frontend_run.listing(parsed_args.long,
+                                               parsed_args.columns)
         # -c and --sort-column as the columns' keys, for cliff (which
         # knows neither the headers nor the rule of -c).
         parsed_args.columns = list(keys) if parsed_args.columns else []
@@ -142,22 +130,13 @@ class OrphanLister(command.Lister):
                                                 parsed_args.sort_columns)
         return keys, rows
 
-    def own_stderr(self):
-        """Progress and the signal's notice go to the process's stderr
-        only: they are for a person at a terminal.
-        """
-        return self.app.stderr is sys.stderr
-
-    def say(self, line):
-        frontend.say(self.app.stderr, line)
-
     def command_line(self, cmd):
         """The openstack command line of a report.CommandLine: against
         the cloud this run reached (--os-cloud, when clouds.yaml named
         it), whatever cloud the shell that runs it defaults to.
         """
         argv = ['openstack']
-        cloud = self.context.sources().cloud().get('name')
+        cloud = self.frontend_run.context.sources().cloud().get('name')
         if cloud:
             argv += ['--os-cloud', cloud]
         argv += commands.find(cmd.category, cmd.action).osc.split()
@@ -168,41 +147,30 @@ class OrphanLister(command.Lister):
         (cliff's own convention, 1 for any error, would tell a script
         neither what happened nor the same as nova-orphans-manage).
         """
-        self.stop = interrupt.Stop(
-            exit_now=interrupt.exit_now if self.own_process() else None)
-        self.progress = progress_mod.for_run(
-            getattr(parsed_args, 'progress', None),
-            parsed_args.formatter == output.TABLE,
-            sys.stderr) if self.own_stderr() else None
-        self.context = self.report = None
-        with package_level():
-            return frontend.run(
-                functools.partial(self._body, parsed_args), self.stop,
-                self.app.stderr, progress=self.progress,
-                cleanup=self.close)
+        given = {o.dest: getattr(parsed_args, o.dest, None)
+                 for o in self.COMMAND.options}
+        given['format'] = parsed_args.formatter
+        # openstack reads no configuration file: the options' own
+        # defaults.
+        run = self.frontend_run = frontend.Run(
+            self.COMMAND, given, self.sources, self.app.stdout,
+            self.app.stderr, own_process=self.own_process())
 
-    def _body(self, parsed_args):
-        """cliff's run (take_action, then produce_output), then what
-        closes the report; the report's exit code.
-        """
-        try:
-            super().run(parsed_args)
-        except ks_exc.ClientException as e:
-            # Authentication happens on the first request, in osc's
-            # session: keystone's answer, not a request of ours.
-            raise (auth_faults.fault(e) or
-                   exception.NovaOrphansException(str(e))) from e
-        frontend.close_report(
-            self.report, parsed_args.formatter == output.TABLE,
-            self.command_line, self.app.stdout, self.app.stderr,
+        def body():
+            try:
+                # cliff's: take_action, then the format's formatter.
+                super(OrphanLister, self).run(parsed_args)
+            except ks_exc.ClientException as e:
+                # Authentication happens on the first request, in osc's
+                # session: keystone's answer, not a request of ours.
+                raise (auth_faults.fault(e) or
+                       exception.NovaOrphansException(str(e))) from e
             # cliff's --max-width is 0 when not given.
-            parsed_args.max_width or None)
-        return self.report.exit_code
+            run.close_report(self.command_line, parsed_args.max_width or None)
+            return run.report.exit_code
 
-    def close(self):
-        """Let go of what the run kept (see commands.Context.close)."""
-        if self.context is not None:
-            self.context.close()
+        with package_level():
+            return run.end(body)
 
 
 @contextlib.contextmanager
