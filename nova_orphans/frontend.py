@@ -71,6 +71,34 @@ def unexpected(error):
             'error': db_utils.safe_error(error)})
 
 
+class Stream:
+    """A run's stream, whose reader may go (``| head -1``): what is
+    written once it has gone is dropped, ``broken`` says so, and the run
+    goes on to its own exit code, its lines on the other stream (the
+    journal, the command that undoes it) still said.
+    """
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.broken = False
+
+    def _do(self, method, *args):
+        if not self.broken:
+            try:
+                method(*args)
+            except BrokenPipeError:
+                self.broken = True
+
+    def write(self, text):
+        self._do(self.stream.write, text)
+
+    def flush(self):
+        self._do(self.stream.flush)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
 class Run:
     """One run of ``command`` (an app.commands.Command) by a front end.
 
@@ -93,13 +121,14 @@ class Run:
         self.given = given
         self.format = given['format']
         self.table = self.format == output.TABLE
-        self.out, self.err = out, err
+        self.out, self.err = Stream(out), Stream(err)
         self.own_process = own_process
         self.stop = interrupt.Stop(
             exit_now=interrupt.exit_now if own_process else None)
         own_stderr = err is sys.stderr
         self.progress = progress_mod.for_run(
-            given.get('progress'), self.table, err) if own_stderr else None
+            given.get('progress'), self.table, self.err) if own_stderr \
+            else None
         self.notice = commands.STOPPING if own_stderr else None
         self._sources, self._config = sources, config
         self.state_path = state_path
@@ -145,8 +174,12 @@ class Run:
             output.line_width(self.err))
         for line in under:
             say(self.out, line)
+        # All of stdout is out before the lines on stderr: a reader gone
+        # is known now, not as the process exits.
+        self.out.flush()
         for line in after:
             say(self.err, line)
+        self.err.flush()
 
     def end(self, body, bug_level=logging.DEBUG):
         """The run's exit code: ``body()`` executes and prints the report
@@ -180,6 +213,11 @@ class Run:
         finally:
             if self.context is not None:
                 self.context.close()
+            for stream in (self.out, self.err):
+                if stream.broken and self.own_process:
+                    # Else the interpreter's last flush fails (exit 120).
+                    os.dup2(os.open(os.devnull, os.O_WRONLY),
+                            stream.fileno())
 
 
 def take_late_signals():

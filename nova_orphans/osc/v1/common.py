@@ -160,6 +160,10 @@ class OrphanLister(command.Lister):
             try:
                 # cliff's: take_action, then the format's formatter.
                 super(OrphanLister, self).run(parsed_args)
+                run.out.flush()
+            except BrokenPipeError:
+                # The rows' reader went (see frontend.Stream).
+                run.out.broken = True
             except ks_exc.ClientException as e:
                 # Authentication happens on the first request, in osc's
                 # session: keystone's answer, not a request of ours.
