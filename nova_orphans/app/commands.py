@@ -538,6 +538,34 @@ COMMANDS = [
         _prune_journals, requests=False),
 ]
 
+# nova-orphans-manage's own help: its global options are oslo.config's
+# and oslo.log's, and its journal option is not oslo.log's --use-journal.
+DESCRIPTION = _(
+    'Find and repair placement allocations that no live nova object owns, '
+    'reading nova\'s configuration (--config-file, by default '
+    '/etc/nova/nova.conf) on a controller: "allocations list" reports '
+    'them, "allocations clean" repairs them, journaled and '
+    'generation-checked, and "allocations restore" undoes a clean. '
+    '"providers list" and "providers clean" do the same for the resource '
+    'provider trees of compute nodes nova deleted. '
+    '"nova-orphans-manage CATEGORY ACTION --help" shows an action\'s '
+    'options and return codes.')
+
+LOGGING_HELP = _(
+    'Log records (the libraries\' database and HTTP retries, the '
+    'command\'s own) go to --log-file or --log-dir, to journald with '
+    '--use-journal, to syslog with --use-syslog, and to stderr only with '
+    '--debug: without it a failure is one line on stderr. --use-journal '
+    'is about logging; the repair journal that "restore" reads is the '
+    '--journal PATH option of "allocations clean" and "allocations '
+    'restore" (and of "providers clean").')
+
+JOURNAL_HELP = _(
+    '--journal PATH is the repair journal: the file where every change is '
+    'recorded before it is made, so that "restore" can undo it. It is not '
+    'oslo.log\'s --use-journal (given before the category), which sends '
+    'log records to journald.')
+
 CATEGORIES = {
     'allocations': _('Placement allocations that no live nova object owns.'),
     'providers': _('Resource provider trees of compute nodes nova deleted.'),

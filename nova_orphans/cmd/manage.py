@@ -50,43 +50,10 @@ from nova_orphans import output
 
 LOG = logging.getLogger(__name__)
 
-DESCRIPTION = _(
-    'Find and repair placement allocations that no live nova object owns, '
-    'reading nova\'s configuration (--config-file, by default '
-    '/etc/nova/nova.conf) on a controller: "allocations list" reports '
-    'them, "allocations clean" repairs them, journaled and '
-    'generation-checked, and "allocations restore" undoes a clean. '
-    '"providers list" and "providers clean" do the same for the resource '
-    'provider trees of compute nodes nova deleted. '
-    '"nova-orphans-manage CATEGORY ACTION --help" shows an action\'s '
-    'options and return codes.')
-
-LOGGING_HELP = _(
-    'Log records (the libraries\' database and HTTP retries, the '
-    'command\'s own) go to --log-file or --log-dir, to journald with '
-    '--use-journal, to syslog with --use-syslog, and to stderr only with '
-    '--debug: without it a failure is one line on stderr. --use-journal '
-    'is about logging; the repair journal that "restore" reads is the '
-    '--journal PATH option of "allocations clean" and "allocations '
-    'restore" (and of "providers clean").')
-
-JOURNAL_HELP = _(
-    '--journal PATH is the repair journal: the file where every change is '
-    'recorded before it is made, so that "restore" can undo it. It is not '
-    'oslo.log\'s --use-journal (given before the category), which sends '
-    'log records to journald.')
-
 # Where oslo.config looks for nova.conf without --config-file (its
 # _get_config_dirs for the project "nova"), for the error that none
 # was found.
 CONFIG_DIRS = ('~/.nova', '~', '/etc/nova', '/etc')
-
-# cliff's -c, which every openstack listing has (cliff's formatters add
-# their own options: --max-width, --fit-width, --noindent ...).
-COLUMN = opts.Option(
-    ['-c', '--column'], action='append', dest='columns', metavar='COLUMN',
-    help=_('A column to show, repeatable: a JSON key, or a table\'s header '
-           '(default: all of them).'))
 
 
 def _filled(text):
@@ -119,7 +86,7 @@ def _add_command_parsers(subparsers):
         for command in every:
             epilog = command.epilog()
             if any(o.dest == 'journal' for o in command.options):
-                epilog += '\n\n' + JOURNAL_HELP
+                epilog += '\n\n' + commands.JOURNAL_HELP
             action = actions.add_parser(
                 command.action, help=command.help,
                 description=_filled(
@@ -133,7 +100,7 @@ def _add_command_parsers(subparsers):
                        'and csv print plain fields, resources as '
                        'VCPU=1,MEMORY_MB=512, an empty field in value as '
                        '"-".') % {'choices': ', '.join(formats)})
-            for option in command.options + [COLUMN]:
+            for option in command.options + [opts.COLUMN]:
                 action.add_argument(*option.flags, **option.argparse_kwargs(
                     opts.metavar_upper))
             for fmt in formats:
@@ -162,7 +129,8 @@ def _parse(conf, argv):
     orphans_conf.register_opts(conf, placement_opts=False)
     try:
         conf(argv, project='nova', prog='nova-orphans-manage',
-             version=version, description=DESCRIPTION, epilog=LOGGING_HELP)
+             version=version, description=commands.DESCRIPTION,
+             epilog=commands.LOGGING_HELP)
     except SystemExit as e:
         return frontend.usage_code(e.code)
     except cfg.Error as e:

@@ -20,6 +20,7 @@ from unittest import mock
 import fixtures
 from oslotest import base
 
+from nova_orphans.app import api_sources
 from nova_orphans.engine import model
 from nova_orphans import exit_codes
 from nova_orphans.osc import plugin
@@ -651,8 +652,9 @@ class PluginTestCase(base.BaseTestCase):
             instance = self._instance(None, region=region)
             self.assertEqual(
                 {'name': expected, 'auth_url': 'https://keystone:5000/v3',
-                 'region': 'R1', 'project': 'admin'},
-                plugin.make_client(instance).cloud)
+                 'region': 'R1', 'project': 'admin',
+                 'front_end': 'openstack'},
+                api_sources.APISources(plugin.make_client(instance)).cloud())
 
     def test_network_endpoint_override_is_honoured(self):
         clients = plugin.make_client(self._instance({
