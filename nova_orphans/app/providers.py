@@ -79,25 +79,25 @@ def _read_fully_reserved(sources, snapshot):
             sources.placement_reader().fully_reserved(empty))
 
 
-def clean(sources, scope, options, stop, progress=None, audited=None):
-    """Delete the orphaned trees in scope, children first, each
-    provider's record journaled before its DELETE; a tree's orphaned
-    allocations are repaired first, and a tree still holding others is
-    skipped. ``audited``: as for app.allocations.clean.
+def read_for_clean(sources, scope, options, progress=None):
+    """The listing a providers clean deletes from, once the options that
+    cannot work (a journal) are refused.
     """
     options.check(sources.journal_dir())
-    listing = list_providers(sources, scope, progress)
-    if audited is not None:
-        audited(listing)
-    orphans = listing.orphans
+    return list_providers(sources, scope, progress)
 
-    def delete_trees(repairer, journal_):
+
+def clean(sources, listing, options, stop, progress=None):
+    """Delete the orphaned trees of ``listing`` (read_for_clean's),
+    children first, each provider's record journaled before its DELETE;
+    a tree's orphaned allocations are repaired first, and a tree still
+    holding others is skipped.
+    """
+    with allocations.Writes(sources, listing, options, stop,
+                            progress) as writes:
         cleaner = providers_repair.ProviderCleaner(
-            sources.placement, repairer, journal=journal_,
+            sources.placement, writes.repairer, journal=writes.journal,
             dry_run=options.dry_run, max_count=options.max_count,
-            stop=repairer.options.stop)
-        rows, outcomes = cleaner.clean(orphans, listing.allocations)
-        return allocations.Done(rows, outcomes, cleaner.repair_outcomes)
-
-    return allocations.repair(sources, listing, orphans, delete_trees,
-                              options, stop, progress)
+            stop=stop)
+        rows, outcomes = cleaner.clean(listing.orphans, listing.allocations)
+    return writes.result(rows, outcomes, cleaner.repair_outcomes)

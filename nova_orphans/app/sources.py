@@ -130,17 +130,14 @@ class DatabaseSources(Sources):
 
     ``values``: the run's option values (options.resolve's, nova.conf's
     defaults filled in); None: the options' own defaults.
-    ``config_dirs``: every --config-dir the command line gave, which
-    oslo.config reads but does not list (its ``config_dir`` keeps the
-    last); without them, those it found by default.
     """
 
-    def __init__(self, conf, values=None, config_dirs=()):
+    def __init__(self, conf, values=None):
         self.conf = conf
         self.values = values
-        dirs = config_dirs or conf.config_dir or ()
-        # A string in oslo.config releases that took one --config-dir.
-        self.config_dirs = [dirs] if isinstance(dirs, str) else list(dirs)
+        # Every --config-dir given (config_dir keeps only the last), else
+        # those oslo.config found by default.
+        self.config_dirs = list(conf.config_dirs or conf.config_dir or ())
         group = conf.nova_orphans
         self.concurrency = group.placement_concurrency
         self.state_path = group.state_path

@@ -1195,22 +1195,33 @@ class MailingListTestCase(RepairTestCase):
 
 class BadInputTestCase(RepairTestCase):
 
-    def assert_invalid(self, argv, text):
+    def assert_invalid(self, argv, text, usage=False):
+        """127, nothing changed: one line naming ``text``, or with
+        ``usage`` argparse's usage and its error line.
+        """
         before = self.placement.dump_state()
         rc, out, err = self.manage('allocations', *argv)
         self.assertEqual((127, ''), (rc, out), err)
-        self.assertEqual(1, len(err.strip().splitlines()), err)
-        self.assertIn(text, err)
+        lines = err.strip().splitlines()
+        if usage:
+            prog = 'nova-orphans-manage allocations ' + argv[0]
+            self.assertTrue(lines[0].startswith('usage: ' + prog), err)
+            self.assertEqual('%s: error: %s' % (prog, text), lines[-1])
+        else:
+            self.assertEqual(1, len(lines), err)
+            self.assertIn(text, err)
         self.assertRanCleanly((rc, out, err))
         self.assertEqual(before, self.placement.dump_state())
         self.assertEqual([], self.writes())
 
     def test_max_count_must_be_positive(self):
         self.gone('host1', self.host1)
-        for value, text in (('0', '--max-count must be at least 1'),
-                            ('-1', '--max-count must be at least 1'),
-                            ('x', "invalid int value: 'x'")):
-            self.assert_invalid(['clean', '--max-count', value], text)
+        for value in ('0', '-1'):
+            self.assert_invalid(['clean', '--max-count', value],
+                                '--max-count must be at least 1')
+        self.assert_invalid(['clean', '--max-count', 'x'],
+                            "argument --max-count: invalid int value: 'x'",
+                            usage=True)
 
     def test_clean_needs_a_writable_journal(self):
         self.gone('host1', self.host1)
@@ -1237,7 +1248,7 @@ class BadInputTestCase(RepairTestCase):
                 (foreign, 'not a nova-orphans journal entry')):
             self.assert_invalid(['restore', '--journal', path], text)
         self.assert_invalid(['restore'], 'the following arguments are '
-                                         'required: --journal')
+                                         'required: --journal', usage=True)
 
 
 # Repairs, their re-verification and their races with nova's databases

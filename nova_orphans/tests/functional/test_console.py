@@ -28,6 +28,7 @@ import fixtures
 
 from nova_orphans.app import results
 from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional import front_ends
 from nova_orphans.tests import runners
 from nova_orphans.tests.unit.conf import test_conf
 
@@ -213,3 +214,58 @@ class ImportsTestCase(base.TestCase):
         out = subprocess.run([sys.executable, '-c', code], check=True,
                              capture_output=True, text=True).stdout
         self.assertEqual('', out.strip())
+
+
+class ClosedPipeTestCase(front_ends.FrontEndsTestCase):
+    """Both console scripts with stdout into a pipe whose reader is gone
+    (``| head -1``): the run's own exit code, its lines on stderr (the
+    journal, the command that undoes it) all said, and nothing else: no
+    error, no traceback. Processes: the pipe is the console script's own
+    stdout.
+    """
+
+    def setUp(self):
+        super().setUp()
+        front_ends._sandbox().seed(self.placement, self.nova)
+
+    def closed(self, argv):
+        """(exit code, stderr) of ``argv``, its stdout a pipe whose read
+        end is closed before it starts: every write to it fails.
+        """
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            proc = subprocess.Popen(
+                argv, env=self.environment(), stdin=subprocess.DEVNULL,
+                stdout=write, stderr=subprocess.PIPE, text=True)
+        finally:
+            os.close(write)
+        err = proc.communicate(timeout=runners.TIMEOUT)[1]
+        return proc.returncode, err
+
+    def held(self):
+        """{consumer: its allocations}: what a restore puts back."""
+        return {c: d['allocations']
+                for c, d in self.placement.dump_state().items()}
+
+    def test_the_runs_own_exit_code_and_lines(self):
+        before = self.held()
+        for front_end, argv_of, words in (
+                ('manage', self.manage_argv, ['allocations']),
+                ('openstack', self.openstack_argv, ['allocation', 'orphan'])):
+            journal = os.path.join(self.tmp, front_end + '.jsonl')
+            for action, fmt in (('list', 'table'), ('list', 'json')):
+                self.assertEqual((3, ''), self.closed(argv_of(
+                    *words, action, '-f', fmt)), front_end)
+            rc, err = self.closed(argv_of(*words, 'clean', '--journal',
+                                          journal))
+            self.assertEqual(4, rc, err)
+            self.assertNotEqual(before, self.held())
+            journal_line, undo = err.splitlines()
+            self.assertEqual('Journal: %s' % journal, journal_line)
+            self.assertTrue(undo.startswith('To undo: '), undo)
+            self.assertTrue(undo.endswith(' restore --journal %s' % journal),
+                            undo)
+            self.assertEqual((4, ''), self.closed(argv_of(
+                *words, 'restore', '--journal', journal, '-f', 'json')))
+            self.assertEqual(before, self.held())

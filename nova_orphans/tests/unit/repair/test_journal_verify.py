@@ -386,13 +386,14 @@ class EndRecordTestCase(base.BaseTestCase):
         sources.placement.endpoint = PLACEMENT
         sources.cloud.return_value = CLOUD
 
-        def work(repairer, journal_):
-            journal_.record(_entries()[0])
-            raise RuntimeError('boom')
-        self.assertRaises(
-            RuntimeError, allocations.repair, sources, mock.Mock(),
-            [mock.Mock()], work, actions.RepairOptions(journal=path),
-            interrupt.Stop())
+        def clean():
+            with allocations.Writes(
+                    sources, mock.Mock(orphans=[mock.Mock()]),
+                    actions.RepairOptions(journal=path),
+                    interrupt.Stop()) as writes:
+                writes.journal.record(_entries()[0])
+                raise RuntimeError('boom')
+        self.assertRaises(RuntimeError, clean)
         run, = journal.load(path).runs
         self.assertEqual(('error', CLOUD, PLACEMENT),
                          (run.ended, run.cloud, run.placement))
