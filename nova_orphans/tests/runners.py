@@ -299,12 +299,16 @@ def _logging_kept():
         before = {h for _l, _v, handlers, *_r in saved for h in handlers}
         added = set()
         known = {id(logger) for logger, *_r in saved}
+        # The levels are assigned, not set with setLevel(): each
+        # setLevel() empties every logger's cache of effective levels,
+        # and there are thousands of loggers. logging.disable() below
+        # empties them once.
         for logger in manager.loggerDict.values():
             if isinstance(logger, logging.Logger) and (
                     id(logger) not in known) and logger.level:
                 # A level the run gave a logger it made (oslo.log's
                 # default_log_levels).
-                logger.setLevel(logging.NOTSET)
+                logger.level = logging.NOTSET
         for logger, level, handlers, filters, propagate, disabled in saved:
             added.update(h for h in logger.handlers if h not in before)
             if logger.handlers != handlers:
@@ -312,10 +316,7 @@ def _logging_kept():
             logger.filters[:] = filters
             logger.propagate = propagate
             logger.disabled = disabled
-            # Only where it changed: each setLevel() clears every
-            # logger's level cache, and there are thousands.
-            if logger.level != level:
-                logger.setLevel(level)
+            logger.level = level
         logging.disable(disable)
         for handler in added - before:
             handler.close()
