@@ -11,6 +11,7 @@
 #    under the License.
 """Exceptions the front ends turn into one line and an exit code."""
 
+from nova_orphans import exit_codes
 from nova_orphans.i18n import _
 
 
@@ -18,56 +19,57 @@ class NovaOrphansException(Exception):
     """Base class; ``msg_fmt`` is filled with the keyword arguments.
 
     ``exit_code`` is the code both front ends end with when this error
-    stops a run (see nova_orphans.exit_codes); 255 is kept for bugs.
+    stops a run (see nova_orphans.exit_codes): the class's, unless the
+    keyword gives another; UNEXPECTED (255) is kept for bugs.
     """
 
     msg_fmt = _('An unknown error occurred.')
-    exit_code = 255
+    exit_code = exit_codes.UNEXPECTED
 
-    def __init__(self, message=None, **kwargs):
+    def __init__(self, message=None, exit_code=None, **kwargs):
         self.kwargs = kwargs
         if not message:
             message = self.msg_fmt % kwargs
         super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
 
 
 class InvalidInput(NovaOrphansException):
-    """The operator asked for something that cannot be (exit code 127)."""
+    """The operator asked for something that cannot be."""
 
     msg_fmt = _('Invalid input: %(reason)s')
-    exit_code = 127
+    exit_code = exit_codes.INVALID_INPUT
 
 
 class ConfigError(NovaOrphansException):
     """The configuration cannot work: no file, an option missing or
-    invalid, no endpoint of the service in the catalog (exit code 7).
+    invalid, no endpoint of the service in the catalog.
     """
 
     msg_fmt = _('Configuration error: %(reason)s')
-    exit_code = 7
+    exit_code = exit_codes.CONFIG_ERROR
 
 
 class ServiceUnreachable(NovaOrphansException):
-    """Placement, keystone or neutron could not be reached (exit code 8)."""
+    """Placement, keystone or neutron could not be reached."""
 
     msg_fmt = _('%(service)s could not be reached: %(reason)s')
-    exit_code = 8
+    exit_code = exit_codes.UNREACHABLE
 
 
 class CredentialsRefused(NovaOrphansException):
-    """Keystone, placement or nova refused the credentials (exit code 9)."""
+    """Keystone, placement or nova refused the credentials."""
 
     msg_fmt = _('%(service)s refused the credentials: %(reason)s')
-    exit_code = 9
+    exit_code = exit_codes.CREDENTIALS_REFUSED
 
 
 class NovaUnreachable(NovaOrphansException):
-    """nova's API database, or its compute API, could not be read
-    (exit code 10).
-    """
+    """nova's API database, or its compute API, could not be read."""
 
     msg_fmt = _('nova could not be read: %(reason)s')
-    exit_code = 10
+    exit_code = exit_codes.NOVA_UNREADABLE
 
 
 class PlacementError(NovaOrphansException):
@@ -77,7 +79,12 @@ class PlacementError(NovaOrphansException):
     """
 
     msg_fmt = _('Placement request %(method)s %(url)s failed: %(reason)s')
-    transient = None
+
+    def __init__(self, message=None, status_code=None, transient=None,
+                 **kwargs):
+        super().__init__(message, **kwargs)
+        self.status_code = status_code
+        self.transient = transient
 
 
 class PlacementVersionTooOld(ConfigError):
@@ -92,18 +99,18 @@ class ComputeVersionTooOld(ConfigError):
 
 
 class WrongEndpoint(ConfigError):
-    """An endpoint answered, but not as the service would (exit 7)."""
+    """An endpoint answered, but not as the service would."""
 
     msg_fmt = _('%(service)s at %(url)s answered %(answer)s, not '
                 '%(expected)s: %(hint)s')
 
 
 class EndpointUnavailable(NovaOrphansException):
-    """The service answered that it cannot serve now (exit 8)."""
+    """The service answered that it cannot serve now."""
 
     msg_fmt = _('%(service)s at %(url)s answered %(answer)s, not '
                 '%(expected)s: %(hint)s')
-    exit_code = 8
+    exit_code = exit_codes.UNREACHABLE
 
 
 class GenerationConflict(NovaOrphansException):
@@ -121,14 +128,13 @@ class GenerationConflict(NovaOrphansException):
 
 
 class PlacementDatabaseUnreadable(NovaOrphansException):
-    """Fast mode could not read placement's database: nothing was checked.
-
-    (exit code 2, incomplete)
+    """Fast mode could not read placement's database: nothing was checked
+    (the run is incomplete).
     """
 
     msg_fmt = _('The placement database %(url)s could not be read: '
                 '%(error)s')
-    exit_code = 2
+    exit_code = exit_codes.INCOMPLETE
 
 
 class CellUnreachable(NovaOrphansException):
@@ -137,6 +143,15 @@ class CellUnreachable(NovaOrphansException):
 
 class JournalError(InvalidInput):
     msg_fmt = _('Journal %(path)s: %(reason)s')
+
+
+class JournalBusy(JournalError):
+    """Another run holds the journal's lock (exit code 12): nothing was
+    written through it, and the same command succeeds once that run has
+    ended.
+    """
+
+    exit_code = 12
 
 
 class MetricsFileError(InvalidInput):
@@ -148,9 +163,9 @@ class MetricsFileError(InvalidInput):
 
 
 class UnsupportedSchema(NovaOrphansException):
-    """A nova database lacks what the readers select (exit code 6)."""
+    """A nova database lacks what the readers select."""
 
     msg_fmt = _('%(database)s has no %(missing)s: nova-orphans reads the '
                 'databases of nova %(oldest)s to %(newest)s, each upgraded '
                 'by its own nova-manage (api_db sync, db sync).')
-    exit_code = 6
+    exit_code = exit_codes.UNSUPPORTED_SCHEMA

@@ -38,6 +38,7 @@ UNREACHABLE = 8
 CREDENTIALS_REFUSED = 9
 NOVA_UNREADABLE = 10
 JOURNAL_UNPROVEN = 11
+JOURNAL_BUSY = 12
 INVALID_INPUT = 127
 INTERRUPTED = 130
 TERMINATED = 143
@@ -65,18 +66,24 @@ MEANINGS = {
     UNREACHABLE: _('a service could not be reached (placement, keystone, '
                    'neutron); nothing was changed'),
     CREDENTIALS_REFUSED: _('the credentials were refused (keystone, or '
-                           'placement and nova: the admin role is '
-                           'needed); nothing was changed'),
+                           'placement and nova: their policies do not '
+                           'grant the user\'s roles what the command '
+                           'needs); nothing was changed'),
     NOVA_UNREADABLE: _('nova could not be read: its API database, or its '
                        'compute API; nothing was changed'),
     JOURNAL_UNPROVEN: _('the journal a restore read cannot prove it is '
-                        'whole (a run in it has no end record: it was '
-                        'killed, or the file was cut short); the entries '
-                        'that verify were restored, and a line says what '
-                        'to check'),
+                        'whole (a clean\'s run in it has no end record: '
+                        'it was killed, or the file was cut short); the '
+                        'entries that verify were restored, and a line '
+                        'says what to check'),
+    JOURNAL_BUSY: _('the journal is in use: another run ("clean" or '
+                    '"restore" with the same --journal) is writing to it '
+                    'now; nothing was written that needed it: run the same '
+                    'command again once that run has ended'),
     INVALID_INPUT: _('invalid input on the command line (an option, a '
                      'uuid, a host, a journal that is empty, damaged, '
-                     'altered or of another cloud); nothing was changed'),
+                     'altered, of another cloud or writable by another '
+                     'user); nothing was changed'),
     INTERRUPTED: _('interrupted by SIGINT; what was done is printed first'),
     TERMINATED: _('terminated by SIGTERM; what was done is printed first'),
     UNEXPECTED: _('unexpected error: a bug in nova-orphans'),
@@ -89,9 +96,10 @@ RESTORE_MEANINGS = {
                      'restored)'),
     ORPHANS_FOUND: _('entries would be restored (--dry-run)'),
     REPAIRED: _('everything restored'),
-    JOURNAL_UNPROVEN: _('the journal cannot prove it is whole (a run in it '
-                        'has no end record: it was killed, or the file was '
-                        'cut short); the entries that verify were restored '
+    JOURNAL_UNPROVEN: _('the journal cannot prove it is whole (a clean\'s '
+                        'run in it has no end record: it was killed, or the '
+                        'file was cut short); the entries that verify were '
+                        'restored '
                         '(with --dry-run, judged), and a line says what to '
                         'check'),
 }
@@ -109,21 +117,26 @@ _FAULTS = (UNSUPPORTED_SCHEMA, CONFIG_ERROR, UNREACHABLE,
            INTERRUPTED, TERMINATED, UNEXPECTED)
 LIST_CODES = (SUCCESS, INCOMPLETE, ORPHANS_FOUND,
               INCOMPLETE_WITH_ORPHANS) + _FAULTS
-CLEAN_CODES = (SUCCESS, REPAIR_FAILED, INCOMPLETE, ORPHANS_FOUND, REPAIRED,
-               INCOMPLETE_WITH_ORPHANS) + _FAULTS
+CLEAN_CODES = tuple(sorted((SUCCESS, REPAIR_FAILED, INCOMPLETE,
+                            ORPHANS_FOUND, REPAIRED, INCOMPLETE_WITH_ORPHANS,
+                            JOURNAL_BUSY) + _FAULTS))
 RESTORE_CODES = (SUCCESS, REPAIR_FAILED, ORPHANS_FOUND, REPAIRED,
                  CONFIG_ERROR, UNREACHABLE, CREDENTIALS_REFUSED,
-                 JOURNAL_UNPROVEN, INVALID_INPUT, INTERRUPTED, TERMINATED,
-                 UNEXPECTED)
+                 JOURNAL_UNPROVEN, JOURNAL_BUSY, INVALID_INPUT, INTERRUPTED,
+                 TERMINATED, UNEXPECTED)
 JOURNAL_LIST_CODES = (SUCCESS, CONFIG_ERROR, INVALID_INPUT, INTERRUPTED,
                       TERMINATED, UNEXPECTED)
 JOURNAL_PRUNE_CODES = (SUCCESS, REPAIR_FAILED, ORPHANS_FOUND, CONFIG_ERROR,
                        INVALID_INPUT, INTERRUPTED, TERMINATED, UNEXPECTED)
 ALL_CODES = tuple(sorted(MEANINGS))
 
-# Which code wins when several apply, first to last.
-ORDER = (INTERRUPTED, REPAIR_FAILED, INCOMPLETE_WITH_ORPHANS, INCOMPLETE,
-         JOURNAL_UNPROVEN, REPAIRED, ORPHANS_FOUND, SUCCESS)
+# Which code wins when several apply, first to last. A clean whose
+# journal another run took between its check and its first write fails
+# the rows it could not journal with 12 (outcomes.JOURNAL_BUSY): after a
+# failure a person must look at (1), before what could not be read (the
+# run is to be run again either way).
+ORDER = (INTERRUPTED, REPAIR_FAILED, JOURNAL_BUSY, INCOMPLETE_WITH_ORPHANS,
+         INCOMPLETE, JOURNAL_UNPROVEN, REPAIRED, ORPHANS_FOUND, SUCCESS)
 # A list's 3: nothing was repaired, nor asked to be.
 LIST_MEANINGS = {ORPHANS_FOUND: _('orphans found')}
 SAME_CODES = _('The codes are the same for nova-orphans-manage and the '

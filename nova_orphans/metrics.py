@@ -30,7 +30,7 @@ metrics_file=None, now=None, retries=None, dry_run=False)``
     the text of a ``clean`` or ``restore`` (``command``), from its rows
     (anything with ``reason`` and ``action``) and their outcomes; a
     dry run's are its own (``<command>_dry_run_*``), and leave the
-    command's last run and last success as they were;
+    command's own families in ``metrics_file`` as they were;
 
 ``retries`` ({(service, reason): count}) are the run's retries after
 transient faults (clients.retry), the ``retries_total`` series;
@@ -56,6 +56,7 @@ from nova_orphans.i18n import _
 from nova_orphans import outcomes
 
 PREFIX = 'nova_orphans_'
+RETRIES = PREFIX + 'retries'
 # Orphans, what could not be checked, and what nova is still working on
 # (in_progress: above zero for hours, a compute died in an operation).
 COUNTED_REASONS = reasons.ORPHAN_REASONS + (reasons.UNVERIFIABLE,
@@ -73,6 +74,11 @@ DRY_RUN_OUTCOMES = (DRY_RUN, FAILED, SKIPPED)
 # and of consumers whose project is not known.
 OTHER_PROJECTS = 'other'
 UNKNOWN_PROJECT = 'unknown'
+# host_resources' labels of the hosts beyond max_hosts, summed; the
+# states of flavor_servers.
+OTHER_HOSTS = 'other'
+NOW = 'now'
+AFTER_CLEAN = 'after_clean'
 
 
 def outcome_kind(outcome):
@@ -103,8 +109,9 @@ class _Families:
                                for v in label_values], sample)
         self.families.append(family)
 
-    def retries(self, command, counts):
-        """retries_total: the run's retries after transient faults.
+    def retries(self, command, counts, kept=()):
+        """retries_total: the run's retries after transient faults, after
+        the ``kept`` samples (another command's, as a file held them).
 
         Labelled with the command too: a scan's and a clean's files are
         read by one textfile collector, which refuses a series that two
@@ -112,11 +119,12 @@ class _Families:
         """
         from prometheus_client import core
         family = core.CounterMetricFamily(
-            PREFIX + 'retries',
+            RETRIES,
             'Requests of the last run of a command sent again, or writes '
             'read back, after a transient fault (connection error, '
             'timeout, 429, 502, 503, 504), by service and reason.',
             labels=['command', 'service', 'reason'])
+        family.samples.extend(kept)
         for (service, reason), count in _sorted(counts or {}):
             family.add_metric([command, service, reason], count)
         self.families.append(family)
@@ -232,6 +240,61 @@ def project_resources(findings, max_projects):
     return _sorted(amounts)
 
 
+def add_capacity(out, rows, flavors, max_hosts):
+    """Add a scan's capacity families to ``out`` (its _Families).
+
+    ``rows``: engine.hosts.HostRow of the compute nodes, most held first
+    (HostView.rows); ``flavors``: engine.hosts.ShapeTotal of each flavor
+    of ``[nova_orphans] capacity_flavors`` and ``--flavor``, in order;
+    ``max_hosts``: how many hosts get series of their own
+    (host_resources).
+    """
+    out.gauge('host_resources',
+              'Resources a clean would give back, by compute host, '
+              'resource provider and resource class; the hosts beyond '
+              'metrics_max_hosts, by the largest share of a class\'s '
+              'capacity held, summed as host="%s" and '
+              'resource_provider_name="%s".' % (OTHER_HOSTS, OTHER_HOSTS),
+              host_resources(rows, max_hosts),
+              labels=['host', 'resource_provider_name', 'resource_class'])
+    flavors = list(flavors)
+    out.gauge('flavor_servers',
+              'Servers of the flavor placement would accept on the compute '
+              'nodes, summed over them, now and after a clean (state); a '
+              'sharing provider\'s room counts on each node it serves.',
+              [((f.shape, state), value) for f in flavors
+               for state, value in ((AFTER_CLEAN, f.after_clean),
+                                    (NOW, f.now))],
+              labels=['flavor', 'state'])
+    out.gauge('flavor_hosts',
+              'Compute nodes on which a clean would make room for at least '
+              'one more server of the flavor.',
+              [((f.shape,), f.hosts) for f in flavors], labels=['flavor'])
+
+
+def host_resources(rows, max_hosts):
+    """((host, provider name, resource class), amount) of what a clean
+    gives back on the compute nodes' providers: the ``max_hosts`` hosts
+    first among ``rows`` each, the others summed as OTHER_HOSTS.
+
+    As project_resources, bounded: a series per host of a large cloud
+    would be one per host that ever leaked an allocation.
+    """
+    ranked = []
+    for row in rows:
+        if row.given_back and row.host not in ranked:
+            ranked.append(row.host)
+    kept = frozenset(ranked[:max_hosts])
+    amounts = collections.Counter()
+    for row in rows:
+        for name, held in row.given_back.items():
+            for rc, amount in held.items():
+                key = ((row.host, name) if row.host in kept
+                       else (OTHER_HOSTS, OTHER_HOSTS))
+                amounts[key + (rc,)] += amount
+    return _sorted(amounts)
+
+
 def repair(command, rows, rows_outcomes, duration, unreadable_cells=0,
            metrics_file=None, now=None, incomplete=False, retries=None,
            dry_run=False):
@@ -313,17 +376,21 @@ def dry_run_metrics(command, rows, rows_outcomes, duration,
     """The families of a ``command --dry-run``: what it would do,
     under ``<command>_dry_run_*`` names (rows by outcome: ``dry_run``
     for those it would change, ``failed`` and ``skipped`` as in a real
-    run), and ``command``'s own last run and last success read back
-    from ``metrics_file`` as they were (0: none known).
+    run), and ``command``'s own families as ``metrics_file`` holds them
+    (its rows, duration, unreadable cells, retries, last run and last
+    success), kept as they were; its last run and last success 0 where
+    none is known.
 
     A scheduled dry run that shares the clean's metrics file thus
-    neither hides a failed clean nor passes for one: with no clean
+    neither hides a clean's results nor passes for one: with no clean
     ever run, the last success stays 0, and NovaOrphansCleanStale
     fires (etc/prometheus).
     """
     kinds = [DRY_RUN if o.cause == outcomes.DRY_RUN else outcome_kind(o)
              for o in rows_outcomes]
     name = command + '_dry_run'
+    before = _read(metrics_file)
+    own = [f for f in before if _of_command(f.name, command)]
     out = _Families()
     out.gauge(
         name + '_rows',
@@ -338,14 +405,26 @@ def dry_run_metrics(command, rows, rows_outcomes, duration,
     out.gauge(name + '_duration_seconds',
               'How long the last %s --dry-run took.' % command,
               value=round(duration, 3))
-    out.retries(name, retries)
+    out.retries(name, retries, kept=[
+        s for f in before if f.name == RETRIES for s in f.samples
+        if s.labels.get('command') == command])
     out.gauge(name + '_last_run_timestamp_seconds',
               'When the last %s --dry-run finished (Unix time).' % command,
               value=now)
-    before = read_back(metrics_file, command) if metrics_file else {}
-    _run_times(out, command, before.get('last_run'),
-               before.get('last_success'))
+    out.families.extend(own)
+    times = _Families()
+    _run_times(times, command, 0, 0)
+    kept = {f.name for f in own}
+    out.families.extend(f for f in times.families if f.name not in kept)
     return out
+
+
+def _of_command(name, command):
+    """Whether family ``name`` is one of ``command``'s own (a real run's,
+    not its dry run's).
+    """
+    own = PREFIX + command + '_'
+    return name.startswith(own) and not name.startswith(own + 'dry_run_')
 
 
 def _finish(families, metrics_file):
@@ -358,31 +437,26 @@ def _finish(families, metrics_file):
 def last_success(path, command):
     """``nova_orphans_<command>_last_success_timestamp_seconds`` as the
     metrics file at ``path`` holds it; None if the file is missing, not
-    readable or has no such sample.
+    readable, damaged or has no such sample (or 0).
     """
-    return read_back(path, command).get('last_success')
+    name = '%s%s_last_success_timestamp_seconds' % (PREFIX, command)
+    return next((s.value for f in _read(path) for s in f.samples
+                 if s.name == name and s.value), None)
 
 
-def read_back(path, command):
-    """{'last_run': ..., 'last_success': ...}: ``command``'s
-    ``_last_run_timestamp_seconds`` and ``_last_success_timestamp_seconds``
-    as the metrics file at ``path`` holds them, those it holds (none of
-    a file that is missing, not readable or damaged, and no zero).
+def _read(path):
+    """The families of the metrics file at ``path``, as prometheus_client
+    parses them: none of a file that is missing, not readable or
+    damaged (or of no ``path``).
     """
+    if not path:
+        return []
     from prometheus_client import parser
-    names = {'%s%s_%s_timestamp_seconds' % (PREFIX, command, key): key
-             for key in ('last_run', 'last_success')}
-    found = {}
     try:
         with open(path, encoding='utf-8') as f:
-            text = f.read()
-        for family in parser.text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name in names and sample.value:
-                    found[names[sample.name]] = sample.value
+            return list(parser.text_string_to_metric_families(f.read()))
     except (OSError, ValueError, UnicodeDecodeError):
-        return {}
-    return found
+        return []
 
 
 def check_path(path):

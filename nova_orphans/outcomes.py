@@ -31,6 +31,14 @@ KINDS = (DONE, SKIPPED, FAILED)
 # Causes code asks about.
 INTERRUPTED = 'interrupted'
 DRY_RUN = 'dry_run'
+# The service refused the write for the credentials (401, 403): its
+# policy does not grant the run's roles what the repair needs.
+CREDENTIALS_REFUSED = 'credentials_refused'
+# Failed, not journaled: another run held the journal (exit 12).
+JOURNAL_BUSY = 'journal_busy'
+# The causes of a failure that its error's exit code names.
+_CAUSES = {exit_codes.CREDENTIALS_REFUSED: CREDENTIALS_REFUSED,
+           exit_codes.JOURNAL_BUSY: JOURNAL_BUSY}
 
 
 class Outcome:
@@ -56,7 +64,8 @@ class Outcome:
     def exit_code(self):
         """The code of a run of this one row (see exit_code below)."""
         if self.kind == FAILED:
-            return exit_codes.REPAIR_FAILED
+            return (exit_codes.JOURNAL_BUSY if self.cause == JOURNAL_BUSY
+                    else exit_codes.REPAIR_FAILED)
         if self.kind == DONE:
             return exit_codes.REPAIRED
         return exit_codes.SUCCESS if self.resolved else (
@@ -99,6 +108,16 @@ def failed(detail, cause=None):
     return Outcome(FAILED, detail, cause)
 
 
+def failed_by(error, detail=None):
+    """The outcome of a row ``error`` failed, told in its words (or
+    ``detail``): refused credentials, or a journal another run holds
+    (whose code, 12, says to run again, not to look), when the error's
+    code says so.
+    """
+    return failed(detail or str(error),
+                  _CAUSES.get(getattr(error, 'exit_code', None)))
+
+
 def dry_run():
     """The outcome of every row of a --dry-run."""
     return skipped(_('dry run'), DRY_RUN)
@@ -117,13 +136,20 @@ def count(outcomes, kind=None, cause=None):
 
 
 def exit_code(outcomes):
-    """A run's code from its rows' outcomes: 1 if one failed, 3 if an
-    orphan is left (4 only when none is), 4 if something was done, else
-    0 (nothing to do, or nothing left).
+    """A run's code from its rows' outcomes: 9 if the credentials were
+    refused a write and nothing was done (as refused credentials end a
+    run that could not read), 1 if one failed, 12 if one could not be
+    journaled (another run held the journal), 3 if an orphan is left
+    (4 only when none is), 4 if something was done, else 0 (nothing to
+    do, or nothing left).
     """
+    outcomes = list(outcomes)
+    if (any(o.cause == CREDENTIALS_REFUSED for o in outcomes) and
+            not any(o.kind == DONE for o in outcomes)):
+        return exit_codes.CREDENTIALS_REFUSED
     codes = {o.exit_code for o in outcomes}
-    for code in (exit_codes.REPAIR_FAILED, exit_codes.ORPHANS_FOUND,
-                 exit_codes.REPAIRED):
+    for code in (exit_codes.REPAIR_FAILED, exit_codes.JOURNAL_BUSY,
+                 exit_codes.ORPHANS_FOUND, exit_codes.REPAIRED):
         if code in codes:
             return code
     return exit_codes.SUCCESS

@@ -13,13 +13,16 @@
 
 JSON is the contract: a list of objects with exactly
 ``model.FINDING_KEYS`` (plus ``outcome`` for repairs), nothing else on
-stdout. Every format draws on the same columns and cells (``columns``,
-``cells``): value and csv print plain fields (resources as
-``VCPU=1,MEMORY_MB=512``, an empty field for nothing), json and yaml
-the values themselves. Tables are for people: drawn by cliff's table
-formatter, as the osc plugin's are, so both front ends fit a terminal
-the same way, and closed by the report's summary (app/sentences.py
-words it; closing_lines fits it to the terminal).
+stdout. A report is rendered as cliff renders any listing: ``listing``
+makes its (columns, rows), the same for both front ends in every format
+(-c applied), and a cliff formatter prints them: ``openstack`` finds
+them in the commands' own formatter namespaces (setup.cfg), and
+``nova-orphans-manage`` calls the same classes (``FORMATTERS``). value
+and csv print plain fields (resources as ``VCPU=1,MEMORY_MB=512``, an
+empty field for nothing), json and yaml the values themselves. Tables
+are for people: ``TableFormatter`` fits cliff's table to a terminal
+without splitting a value, and the report's summary closes it
+(app/sentences.py words it; closing_lines fits it to the terminal).
 """
 
 import argparse
@@ -29,9 +32,12 @@ import shutil
 import sys
 import textwrap
 
+from cliff.formatters import base as cliff_base
 from cliff.formatters import commaseparated
+from cliff.formatters import json_format
 from cliff.formatters import table as cliff_table
 from cliff.formatters import value as cliff_value
+from cliff.formatters import yaml_format
 from cliff import utils as cliff_utils
 
 from nova_orphans.engine import model
@@ -69,6 +75,12 @@ DROP_ORDER = ('consumer_type', 'host', 'resources', 'action',
               'command', 'cloud', 'ended', 'modified', 'entries')
 
 TABLE = 'table'
+JSON = 'json'
+PROMETHEUS = 'prometheus'
+# A key a row of another kind does not have (a provider's row in a
+# restore of a providers clean has no consumer): not in its JSON object,
+# nor in its table.
+ABSENT = type('Absent', (), {'__repr__': lambda self: 'ABSENT'})()
 # The key of journals list's and prune's rows that holds a journal.
 JOURNAL = 'journal'
 VALUE = 'value'
@@ -108,23 +120,48 @@ def header(key):
     return key.replace('_', ' ').capitalize()
 
 
-def columns(dicts, fmt, long=False):
-    """The keys shown for these rows: every key, except in a table that
-    is not ``long``, which shows the short set.
+def _provider(row):
+    if isinstance(row, dict):
+        return 'uuid' in row
+    return isinstance(row, model.ProviderFinding)
 
-    A restore of a provider clean has rows of both kinds: the
-    providers' keys follow the allocations', empty where a row has none.
+
+def _merged(first, second):
+    """The keys of both, each list's in its order (the keys both have
+    are in the same order in both).
     """
-    providers = any('uuid' in d for d in dicts)
-    allocations = not dicts or any('consumer' in d for d in dicts)
+    keys, start = [], 0
+    for key in first:
+        if key in second:
+            at = second.index(key)
+            keys += second[start:at]
+            start = at + 1
+        keys.append(key)
+    return keys + list(second[start:])
+
+
+def columns(rows, fmt, long=False, outcome=None):
+    """The keys shown for these rows (findings, or their dicts): every
+    key, except in a table that is not ``long``, which shows the short
+    set. ``outcome``: whether they have one (by default, whether the
+    first dict has).
+
+    A restore of a provider clean has rows of both kinds: the keys of
+    both, each kind's in its own order (its table's and its JSON
+    object's).
+    """
+    providers = any(_provider(r) for r in rows)
+    allocations = not rows or not all(_provider(r) for r in rows)
+    if outcome is None:
+        outcome = bool(rows) and OUTCOME in rows[0]
     keys, short = [], set()
     if allocations:
-        keys += model.FINDING_KEYS
+        keys = list(model.FINDING_KEYS)
         short |= set(TABLE_COLUMNS)
     if providers:
-        keys += [k for k in model.PROVIDER_KEYS if k not in keys]
+        keys = _merged(keys, model.PROVIDER_KEYS)
         short |= set(PROVIDER_TABLE_COLUMNS)
-    if dicts and OUTCOME in dicts[0]:
+    if outcome:
         keys.append(OUTCOME)
         short.add(OUTCOME)
     if fmt == TABLE and not long:
@@ -143,9 +180,9 @@ def cell(key, value, fmt):
         if fmt not in PLAIN_FORMATS:
             return value
         value = plain_resources(value)
-    if value is None and (fmt == TABLE or fmt in PLAIN_FORMATS):
+    if value is None and fmt in PLAIN_FORMATS:
         value = ''
-    if key == JOURNAL and fmt == TABLE and value:
+    if key == JOURNAL and fmt == TABLE and value and value is not ABSENT:
         # Every journal a table lists is in one directory, which its
         # summary names: a path would not fit, whole, at 80 columns.
         value = os.path.basename(value)
@@ -155,7 +192,39 @@ def cell(key, value, fmt):
 
 
 def cells(dicts, keys, fmt):
-    return [tuple(cell(k, d.get(k), fmt) for k in keys) for d in dicts]
+    """The rows' fields in ``keys``' order, one row at a time; in a
+    table and in JSON, a key a row does not have is ABSENT.
+    """
+    missing = ABSENT if fmt in (TABLE, JSON) else None
+    for d in dicts:
+        yield tuple([cell(k, d.get(k, missing), fmt) for k in keys])
+
+
+def listing(report, fmt, long=False, selected=None):
+    """(columns, rows) of a report (app.report.Report) for ``fmt``'s
+    formatter: the columns -c (``selected``) names, else those of the
+    format (a table's short set unless ``long``); one row at a time,
+    for JSON to stream. The metrics' one row is their text.
+    """
+    if report.keys is not None:
+        keys, dicts = list(report.keys), report.rows
+    else:
+        keys = columns(report.rows, fmt, long=long or bool(selected),
+                       outcome=(report.outcomes is not None
+                                if report.findings else None))
+        dicts = report.iter_dicts()
+    keys = select(keys, selected)
+    if fmt == PROMETHEUS:
+        return ['metrics'], [[report.metrics]]
+    return keys, cells(dicts, keys, fmt)
+
+
+def named(keys, names):
+    """The keys of ``names`` (a key, or a header), as --sort-column
+    takes them; names of no column ignored, as cliff ignores them.
+    """
+    return [k for name in names or () for k in keys
+            if name in (k, header(k))]
 
 
 def rows_as_dicts(findings, outcomes=None):
@@ -167,133 +236,9 @@ def rows_as_dicts(findings, outcomes=None):
 
 
 def iter_dicts(findings):
-    """rows_as_dicts' rows one at a time, for render_json to stream."""
+    """rows_as_dicts' rows one at a time, for a JSON list to stream."""
     for f in findings:
         yield f.to_dict()
-
-
-def render_json(rows, stream):
-    """``json.dump(rows, stream, indent=2)`` and a newline, byte for byte.
-
-    ``rows`` can be any iterable: each row is written (in batches of a
-    thousand) once it is made, so what is printed is never all in
-    memory at once. Every key and value is encoded by json.dumps; only
-    a row's layout, as json.dump lays out an object in a list, is made
-    here, from a template of its keys (made once per set of keys).
-    json's indenting encoder (json.dump, a JSONEncoder with an indent)
-    runs in pure Python through nested functions that refer to each
-    other, a reference cycle on every call, which nothing collects
-    while a listing is shown (memory.paused): one call per row held 37
-    MiB more at 14,701 rows (tools/bench at 10,000 compute nodes).
-    """
-    rows = iter(rows)
-    for first in rows:
-        break
-    else:
-        stream.write('[]\n')
-        return
-    templates, nested = {}, {}
-    stream.write('[\n  ' + _json_row(first, templates, nested))
-    batch = []
-    for row in rows:
-        batch.append(',\n  ' + _json_row(row, templates, nested))
-        if len(batch) == 1000:
-            stream.write(''.join(batch))
-            batch = []
-    batch.append('\n]\n')
-    stream.write(''.join(batch))
-
-
-def _json_row(row, templates, nested):
-    """One row as json.dumps(row, indent=2) writes it in a list."""
-    if type(row) is not dict or not row or not all(
-            type(k) is str for k in row):
-        return json.dumps(row, indent=2).replace('\n', '\n  ')
-    keys = tuple(row)
-    template = templates.get(keys)
-    if template is None:
-        template = templates[keys] = '{\n%s\n  }' % ',\n'.join(
-            '    ' + json.dumps(k).replace('%', '%%') + ': %s' for k in keys)
-    return template % tuple([_json_value(v, nested) for v in row.values()])
-
-
-def _json_value(value, nested):
-    """A row's value, as json.dumps(row, indent=2) writes it. The few
-    distinct {str: int} dicts rows hold (a flavor's resources) are
-    encoded once each.
-    """
-    if type(value) is str:
-        return json.dumps(value)
-    if value is None:
-        return 'null'
-    # Only {str: int}: 1, 1.0 and True are equal keys, not equal JSON.
-    if type(value) is dict and all(
-            type(k) is str and type(v) is int for k, v in value.items()):
-        key = tuple(value.items())
-        text = nested.get(key)
-        if text is None:
-            text = nested[key] = json.dumps(value, indent=2).replace(
-                '\n', '\n    ')
-        return text
-    return json.dumps(value, indent=2).replace('\n', '\n    ')
-
-
-def width_options(max_width=None, fit_width=None):
-    """``--max-width``/``--fit-width`` with cliff's defaults, read now.
-
-    As openstackclient: the options win over ``CLIFF_MAX_TERM_WIDTH`` and
-    ``CLIFF_FIT_WIDTH``; a table on a terminal is fitted to it anyway.
-    """
-    if max_width is None:
-        max_width = int(os.environ.get('CLIFF_MAX_TERM_WIDTH') or 0)
-    if not fit_width:
-        fit_width = bool(int(os.environ.get('CLIFF_FIT_WIDTH') or 0))
-    return argparse.Namespace(max_width=max_width, fit_width=fit_width,
-                              print_empty=False)
-
-
-def render_table(rows, stream, verbose=False, max_width=None,
-                 fit_width=None, keys=None, selected=None):
-    """Rows as cliff draws a table, fitted as ``openstack`` fits its own,
-    but for what it never does: split a value (a uuid, a name, a path)
-    over lines. Returns the headers of the columns left out.
-
-    On a terminal narrower than the table, the columns fit_columns may
-    drop are left out until the rest fits whole (named below the table
-    by the caller, dropped_note). When it still does not fit, or every
-    column was asked for (``verbose``, ``selected``), each row is a
-    table of its own, a line per field (as ``openstack server show``
-    prints one), with every column: nothing is left out, nothing split.
-
-    ``keys``: the columns of other records than findings (journals,
-    projects); findings have theirs (``columns``). Rows of both kinds
-    of findings (a restore of a provider clean) make a table each, the
-    allocations' first. ``selected`` (-c): only these columns.
-    """
-    options = width_options(max_width, fit_width)
-    width = _table_width(options)
-    dropped = []
-    kinds = [rows] if keys is not None else [
-        [r for r in rows if 'consumer' in r],
-        [r for r in rows if 'consumer' not in r]]
-    for kind in kinds:
-        if not kind and keys is None:
-            continue
-        shown = select(keys or columns(
-            kind, TABLE, long=verbose or bool(selected)), selected)
-        data = cells(kind, shown, TABLE)
-        fitted, fitted_data, left_out = shown, data, []
-        if not (verbose or selected):
-            fitted, fitted_data, left_out = fit_columns(shown, data, width)
-        headers = [header(k) for k in fitted]
-        if width is None or table_width(headers, fitted_data) <= width:
-            cliff_table.TableFormatter().emit_list(headers, fitted_data,
-                                                   stream, options)
-            dropped += [h for h in left_out if h not in dropped]
-            continue
-        for row in data:
-            emit_box([header(k) for k in shown], row, stream, width)
-    return dropped
 
 
 # cliff's options for a table drawn as it is: its values are wrapped
@@ -305,57 +250,48 @@ _AS_DRAWN = argparse.Namespace(max_width=sys.maxsize, fit_width=False,
 def emit_box(headers, row, stream, width):
     """One row as a table of its own, a line per field, within
     ``width``: each value wrapped at its spaces, never inside a word
-    (cliff would wrap at the hyphens of a uuid). A word longer than
-    the room (a path) is kept whole and makes its box wider.
+    (cliff would wrap at the hyphens of a uuid). Where a value's word (a
+    journal's name) leaves too little room beside the headers, the
+    headers are wrapped too, their next lines indented by a space; a
+    word longer than any room (a path) is kept whole and makes its box
+    wider.
     """
-    room = max(1, width - 7 - max(len(h) for h in list(headers) + [
+    longest = max(len(word) for value in row for word in
+                  str('' if value is None else value).split() + [''])
+    headers = [_wrapped(h, max(4, width - 7 - longest), indent=' ')
+               for h in headers]
+    room = max(1, width - 7 - max(_text_width(h) for h in headers + [
         'Field']))
     values = [_wrapped(value, room) for value in row]
     cliff_table.TableFormatter().emit_one(headers, values, stream, _AS_DRAWN)
 
 
-def _wrapped(value, room):
+def _wrapped(value, room, indent=''):
     if not isinstance(value, str) or len(value) <= room:
         return value
+    if indent:
+        # A header: its words broken only when nothing else fits.
+        return '\n'.join(textwrap.wrap(
+            value, room, subsequent_indent=indent, break_on_hyphens=False))
     return '\n'.join(wrap(line, room) for line in value.split('\n'))
-
-
-def sort_rows(rows, names, descending=False):
-    """``rows`` (dicts) sorted as cliff's ``--sort-column`` sorts a
-    table: by each of ``names`` (a key, or a header, as -c takes them,
-    in any case and with underscores for spaces), the first first; an
-    empty value after the others (before them, ``descending``); names of
-    no column ignored.
-    """
-    wanted = []
-    for name in names or ():
-        folded = name.lower().replace('_', ' ')
-        key = next((k for k in (rows[0] if rows else ()) if name == k or
-                    folded in (header(k).lower(), k.replace('_', ' '))),
-                   None)
-        if key is not None:
-            wanted.append(key)
-    for key in reversed(wanted):
-        rows = sorted(rows, key=lambda r: (
-            r.get(key) is None, cell(key, r.get(key), TABLE)),
-            reverse=descending)
-    return rows
 
 
 def select(keys, selected):
     """The ``keys`` that -c (``selected``) names, in their order; every
-    key without -c. -c takes keys (``resource_provider``), and a
-    table's headers too (``Provider UUID``), as openstack's -c does.
+    key without -c. Each name is a key (``resource_provider``) or a
+    table's header (``Provider UUID``), in every format; a name that is
+    neither is refused, whatever else is named.
     """
     if not selected:
         return list(keys)
-    wanted = set(selected)
-    shown = [k for k in keys if k in wanted or header(k) in wanted]
-    if not shown:
+    names = set(keys) | {header(k) for k in keys}
+    unknown = [name for name in selected if name not in names]
+    if unknown:
         raise exception.InvalidInput(reason=_(
             'no column named %(selected)s; the columns are %(keys)s') % {
-            'selected': ', '.join(selected), 'keys': ', '.join(keys)})
-    return shown
+            'selected': ', '.join(unknown), 'keys': ', '.join(keys)})
+    wanted = set(selected)
+    return [k for k in keys if k in wanted or header(k) in wanted]
 
 
 def _text_width(value):
@@ -415,28 +351,99 @@ def _table_width(options):
     return None
 
 
-def render(rows, fmt, stream, verbose=False, max_width=None,
-           fit_width=None, keys=None, selected=None):
-    """Rows (dicts) in any of FORMATS; json streams an iterable.
+class TableFormatter(cliff_table.TableFormatter):
+    """cliff's table, fitted as ``openstack`` fits its own, but for what
+    it never does: split a value (a uuid, a name, a path) over lines.
 
-    ``keys``: the columns of other records than findings (see
-    render_table); ``selected``: -c. Returns the headers of the columns
-    a table left out for its width.
+    On a terminal narrower than the table, the columns fit_columns may
+    drop are left out until the rest fits whole, and named on a line
+    under the table (dropped_note). When it still does not fit, or
+    every column was asked for (``--long``, -c), each row is a table of
+    its own, a line per field (as ``openstack server show`` prints one),
+    with every column: nothing is left out, nothing split. Rows of two
+    kinds (a restore of a provider clean: the allocations', then the
+    providers') make a table each, of the columns each has. No table of
+    no rows (unless --print-empty): the summary says there are none.
     """
-    if fmt == TABLE:
-        return render_table(list(rows), stream, verbose, max_width,
-                            fit_width, keys, selected)
-    if fmt == 'json' and not selected:
-        render_json(rows, stream)
-        return []
-    rows = list(rows)
-    shown = select(keys or columns(rows, fmt), selected)
-    if fmt == 'json':
-        render_json([{k: r.get(k) for k in shown} for r in rows], stream)
-    else:
-        _formatter(fmt).emit_list(shown, cells(rows, shown, fmt), stream,
-                                  argparse.Namespace(quote_mode='nonnumeric'))
-    return []
+
+    def emit_list(self, column_names, data, stdout, parsed_args):
+        width = _table_width(parsed_args)
+        every = getattr(parsed_args, 'long', False) or bool(
+            parsed_args.columns)
+        kinds = {}
+        for row in data:
+            present = tuple(i for i, v in enumerate(row) if v is not ABSENT)
+            kinds.setdefault(present, []).append(
+                tuple(['' if row[i] is None else row[i] for i in present]))
+        if not kinds and parsed_args.print_empty:
+            super().emit_list([header(k) for k in column_names], [], stdout,
+                              parsed_args)
+        dropped = []
+        # The allocations' table first (sorted() keeps the rest's order).
+        for present, rows in sorted(kinds.items(), key=lambda kind: (
+                'consumer' not in [column_names[i] for i in kind[0]])):
+            shown = [column_names[i] for i in present]
+            fitted, fitted_rows, left_out = shown, rows, []
+            if not every:
+                fitted, fitted_rows, left_out = fit_columns(shown, rows,
+                                                            width)
+            headers = [header(k) for k in fitted]
+            if width is None or table_width(headers, fitted_rows) <= width:
+                super().emit_list(headers, fitted_rows, stdout, parsed_args)
+                dropped += [h for h in left_out if h not in dropped]
+                continue
+            for row in rows:
+                emit_box([header(k) for k in shown], row, stdout, width)
+        if dropped:
+            stdout.write(wrap(dropped_note(dropped), width) + '\n')
+
+
+class JSONFormatter(json_format.JSONFormatter):
+    """cliff's JSON, byte for byte (``json.dump`` of the rows' objects,
+    and a newline), written as the rows come, a thousand at a time: what
+    is printed is never all in memory at once. A key a row does not have
+    (ABSENT) is not in its object.
+    """
+
+    def emit_list(self, column_names, data, stdout, parsed_args):
+        indent = None if getattr(parsed_args, 'noindent', False) else 2
+        first, between, last = (('[\n  ', ',\n  ', '\n]\n') if indent
+                                else ('[', ', ', ']\n'))
+        batch, sep = [], first
+        for row in data:
+            text = json.dumps({k: v for k, v in zip(column_names, row)
+                               if v is not ABSENT}, indent=indent)
+            batch.append(sep + (text.replace('\n', '\n  ') if indent
+                                else text))
+            sep = between
+            if len(batch) == 1000:
+                stdout.write(''.join(batch))
+                batch = []
+        batch.append(last if sep is between else '[]\n')
+        stdout.write(''.join(batch))
+
+
+class PrometheusFormatter(cliff_base.ListFormatter):
+    """node_exporter textfile-collector metrics of the run (see
+    nova_orphans.metrics) instead of its rows: the one row is the
+    exposition text (see listing).
+    """
+
+    def add_argument_group(self, parser):
+        pass
+
+    def emit_list(self, column_names, data, stdout, parsed_args):
+        for row in data:
+            stdout.write(row[0])
+
+
+# What each format's rows are printed by: the classes setup.cfg's
+# formatter namespaces name, which nova-orphans-manage calls too.
+FORMATTERS = {TABLE: TableFormatter, JSON: JSONFormatter,
+              'value': cliff_value.ValueFormatter,
+              'csv': commaseparated.CSVLister,
+              'yaml': yaml_format.YAMLFormatter,
+              PROMETHEUS: PrometheusFormatter}
 
 
 def amounts(resources):
@@ -449,17 +456,6 @@ def project_records(totals):
     render_records: one row per project.
     """
     return projects.PROJECT_KEYS, [t.to_dict() for t in totals]
-
-
-def _formatter(fmt):
-    """cliff's formatter of a plain or yaml format."""
-    formatter = {'value': cliff_value.ValueFormatter,
-                 'csv': commaseparated.CSVLister}.get(fmt)
-    if formatter is None:
-        # PyYAML only for yaml: every run would pay for its import.
-        from cliff.formatters import yaml_format
-        formatter = yaml_format.YAMLFormatter
-    return formatter()
 
 
 def line_width(stream, max_width=None):
@@ -488,20 +484,17 @@ def wrap(line, width, command=False):
         break_on_hyphens=False, subsequent_indent='    '))
 
 
-def closing_lines(report, table, command_line, dropped=(), width=None,
-                  err_width=None):
+def closing_lines(report, table, command_line, width=None, err_width=None):
     """(stdout, stderr): the lines that follow a report's rows, as both
-    front ends print them. On stdout, under a table only: the columns
-    it left out, its summary (the "Outcomes:" and "Next:" lines); on
-    stderr, in every format, the report's notes. ``command_line(cmd)``
-    writes a report.CommandLine as the front end's users type it.
-    ``width`` and ``err_width``: each stream's (line_width), to which
-    its lines are wrapped, a command with backslashes.
+    front ends print them. On stdout, under a table only, its summary
+    (the "Outcomes:" and "Next:" lines); on stderr, in every format, the
+    report's notes. ``command_line(cmd)`` writes a report.CommandLine
+    as the front end's users type it. ``width`` and ``err_width``: each
+    stream's (line_width), to which its lines are wrapped, a command
+    with backslashes.
     """
     out = []
     if table:
-        if dropped:
-            out.append(wrap(dropped_note(dropped), width))
         out += [wrap(line.render(command_line), width,
                      line.command is not None) for line in report.summary]
     return out, [wrap(line.render(command_line), err_width,

@@ -16,7 +16,6 @@ either category goes through ``repair``, and both categories' journals
 through ``restore``.
 """
 
-import collections
 import dataclasses
 import time
 
@@ -232,88 +231,92 @@ def projects(listing):
         if projects_mod.charged(f.action))
 
 
-def clean(sources, scope, options, stop, progress=None, audited=None,
-          metrics=None):
-    """Repair the orphans in scope, each re-verified right before its
-    write, generation-checked and journaled first.
-
-    ``audited(listing)`` is called before the first write: a front end
-    warns there of the cells it could not read. ``metrics`` (a Metrics)
-    are made of the run's rows and outcomes.
+def read_for_clean(sources, scope, options, progress=None, metrics=None):
+    """The audit a clean repairs from, once the options that cannot work
+    (a journal, a metrics file) are refused: its rows the orphans in
+    scope.
     """
-    options.check()
+    options.check(sources.journal_dir())
     if metrics is not None:
         metrics.check()
     listing = audit(sources, scope, scope.shown(), progress)
     listing.findings = listing.rows = scope.owned(listing.findings)
-    if audited is not None:
-        audited(listing)
-    orphans = listing.orphans
+    return listing
 
-    def work(repairer, journal_):
-        return Done(*repairer.clean(orphans))
 
-    result = repair(sources, listing, orphans, work, options, stop,
-                    progress, max_count=options.max_count,
-                    heal=options.heal)
+def clean(sources, listing, options, stop, progress=None, metrics=None):
+    """Repair the orphans of ``listing`` (read_for_clean's), each
+    re-verified right before its write, generation-checked and journaled
+    first. ``metrics`` (a Metrics) are made of the run's rows and
+    outcomes.
+    """
+    with Writes(sources, listing, options, stop, progress,
+                max_count=options.max_count, heal=options.heal) as writes:
+        rows, outcomes = writes.repairer.clean(listing.orphans)
+    result = writes.result(rows, outcomes)
     if metrics is not None:
         metrics.repair('clean', result, sources.retries,
                        dry_run=options.dry_run)
     return result
 
 
-class Done(collections.namedtuple(
-        'Done', ('rows', 'outcomes', 'allocation_outcomes'),
-        defaults=((),))):
-    """What a clean's writes did: its rows and their outcomes, and for
-    a providers clean the outcomes of the allocation repairs it made
-    first.
+class Writes:
+    """The writes of one clean run of either category, as a block: the
+    journal (opened only when there is something to write, its end
+    record written however the block ends) and the Repairer that writes
+    through it; ``result(...)`` once the block is done.
     """
 
+    def __init__(self, sources, listing, options, stop, progress=None,
+                 max_count=None, heal=False):
+        self.listing = listing
+        self.stop = stop
+        self.notice = options.notice
+        self.journal = None
+        self.unended = None
+        if listing.orphans and not options.dry_run:
+            self.journal = journal.Journal(
+                options.journal or journal.default_path(
+                    sources.journal_dir()),
+                placement=sources.placement.endpoint, cloud=sources.cloud())
+        LOG.debug('%(count)d orphan(s) to repair%(dry)s; journal %(path)s', {
+            'count': len(listing.orphans),
+            'dry': ' (dry run)' if options.dry_run else '',
+            'path': self.journal.path if self.journal else 'none'})
+        self.repairer = actions.Repairer(
+            sources.placement, sources.nova(), listing.snapshot,
+            journal=self.journal, options=dataclasses.replace(
+                options, max_count=max_count, heal=heal,
+                concurrency=sources.concurrency, rules=sources.rules,
+                progress=progress, stop=stop),
+            placement_db=sources.placement_db, zun_reader=sources.zun())
 
-def repair(sources, listing, orphans, work, options, stop, progress=None,
-           max_count=None, heal=False):
-    """One clean run of either category, around ``work``.
+    def __enter__(self):
+        self.stop.start_writing(self.notice)
+        return self
 
-    ``work(repairer, journal)`` does the writes and returns what they
-    did (Done). The journal is opened only when there is something to
-    write, and closed whatever happens.
-    """
-    journal_ = None
-    if orphans and not options.dry_run:
-        journal_ = journal.Journal(
-            options.journal or journal.default_path(sources.journal_dir()),
-            placement=sources.placement.endpoint, cloud=sources.cloud())
-    LOG.debug('%(count)d orphan(s) to repair%(dry)s; journal %(path)s', {
-        'count': len(orphans), 'dry': ' (dry run)' if options.dry_run
-        else '', 'path': journal_.path if journal_ is not None else 'none'})
-    repairer = actions.Repairer(
-        sources.placement, sources.nova(), listing.snapshot,
-        journal=journal_, options=dataclasses.replace(
-            options, max_count=max_count, heal=heal,
-            concurrency=sources.concurrency, rules=sources.rules,
-            progress=progress, stop=stop),
-        placement_db=sources.placement_db, zun_reader=sources.zun())
-    stop.start_writing(options.notice)
-    ended = journal.ERROR
-    try:
-        done = work(repairer, journal_)
-        ended = journal.COMPLETED
-    finally:
-        unended = None
-        if journal_ is not None:
+    def __exit__(self, error_type, error, traceback):
+        if self.journal is not None:
             # Its end record says how it ended (see journal_verify).
-            unended = journal_.close(
-                ended if stop.signum is None
-                else interrupt.signal_name(stop.signum))
-    return results.Repair(
-        done.rows, done.outcomes, listing,
-        journal_path=(journal_.path if journal_ is not None and
-                      journal_.entries else None),
-        signum=stop.signum, conflicts=repairer.conflicts,
-        allocation_outcomes=done.allocation_outcomes,
-        cloud=journal_.header.get('cloud') if journal_ is not None else None,
-        unended=unended)
+            ended = (journal.ERROR if error_type else journal.COMPLETED)
+            if self.stop.signum is not None:
+                ended = interrupt.signal_name(self.stop.signum)
+            self.unended = self.journal.close(ended)
+
+    def result(self, rows, outcomes, allocation_outcomes=()):
+        """The run's results.Repair: ``rows`` and their ``outcomes``, and
+        for a providers clean the outcomes of the allocation repairs it
+        made first.
+        """
+        journal_ = self.journal
+        return results.Repair(
+            rows, outcomes, self.listing,
+            journal_path=(journal_.path if journal_ is not None and
+                          journal_.entries else None),
+            signum=self.stop.signum, conflicts=self.repairer.conflicts,
+            allocation_outcomes=allocation_outcomes,
+            cloud=journal_.header.get('cloud') if journal_ else None,
+            unended=self.unended)
 
 
 def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
@@ -323,9 +326,10 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
     The whole journal is verified first, and refused if it is damaged,
     altered or of another cloud (``journal_clouds``: the placement
     endpoints --journal-cloud names as the journal's, reached now at
-    another address). ``warn(line)`` is told when the restore's mark
-    cannot be written to the journal; the result says whether the
-    journal could prove it is whole (``unproven``). ``metrics`` (a
+    another address). ``warn(line)`` is told of an earlier restore of
+    the journal that did not end, and when the restore's mark cannot be
+    written to the journal; the result says whether the journal could
+    prove it is whole (``unproven``). ``metrics`` (a
     Metrics) are made of the run's rows and outcomes.
     """
     if metrics is not None:
@@ -344,6 +348,11 @@ def restore(sources, path, stop, dry_run=False, progress=None, warn=None,
                   'in %(seconds).3f s', {
                       'path': path, 'count': len(contents.entries),
                       'seconds': time.monotonic() - started})
+        if warn is not None:
+            # An earlier restore killed before its end record: said, and
+            # no reason to doubt the journal (see proof_lines).
+            for line in journal_verify.restore_lines(path, contents):
+                warn(line)
         stop.start_writing(notice)
         done = restore_mod.restore(
             client, contents.entries, dry_run=dry_run,

@@ -66,11 +66,27 @@ class APISources(sources.Sources):
         return self.clients.placement
 
     def cloud(self):
-        """osc's cloud: its clouds.yaml name, keystone's auth URL, the
-        region and project (see osc/plugin.py's cloud_identity).
+        """What names the cloud reached, from osc's cloud region
+        (openstacksdk's): the cloud's name in clouds.yaml (None when the
+        command line or OS_* variables alone give it), keystone's auth
+        URL (None for a plugin without keystone: ``admin_token``'s
+        endpoint is the service's own), region and project. The name
+        alone may differ from one workstation to the next; the rest
+        tells clouds apart wherever the journal is read.
         """
-        return dict(getattr(self.clients, 'cloud', None) or {},
-                    front_end=FRONT_END)
+        region = getattr(self.clients, 'region', None)
+        if region is None:
+            return {'front_end': FRONT_END}
+        auth = region.config.get('auth') or {}
+        # openstacksdk's names for "no cloud named"; osc's loader names
+        # a region without one ''.
+        name = region.name
+        return {'front_end': FRONT_END,
+                'name': None if name in ('envvars', 'defaults') else
+                name or None,
+                'auth_url': auth.get('auth_url'),
+                'region': region.get_region_name() or None,
+                'project': auth.get('project_name') or auth.get('project_id')}
 
     def describe(self):
         return ('the placement, compute and network APIs, and Zun\'s '

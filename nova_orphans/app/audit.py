@@ -57,6 +57,16 @@ def validate_uuid(value, what):
     return str(uuidlib.UUID(value))
 
 
+def require_provider(providers, uuid):
+    """Refuse a resource provider ``uuid`` that ``providers`` (placement's,
+    by uuid) do not hold.
+    """
+    if uuid not in providers:
+        raise exception.InvalidInput(
+            reason=_('resource provider %(uuid)s does not exist') %
+            {'uuid': uuid})
+
+
 def subtree(providers, root_uuid):
     """The provider and all its descendants."""
     children = {}
@@ -75,10 +85,7 @@ def select_scope(providers, nova, resource_provider=None, host=None):
     """Provider uuids to read, or None for all; validates the filters."""
     scope = None
     if resource_provider is not None:
-        if resource_provider not in providers:
-            raise exception.InvalidInput(
-                reason=_('resource provider %(uuid)s does not exist') %
-                {'uuid': resource_provider})
+        require_provider(providers, resource_provider)
         scope = subtree(providers, resource_provider)
     if host is not None:
         nodes = [n for n in nova.compute_nodes.values() if n.host == host]
@@ -132,7 +139,8 @@ class Audit:
         the rules' verdicts, see classify.classify); the consumer records
         (project, user, type) of those whose owner nova cannot name are
         read from placement. ``shown=None`` returns every finding and
-        reads no record (metrics need none).
+        reads no record (metrics need none). ``resource_provider``: a
+        uuid as validate_uuid gives it.
 
         ``reported(finding)`` says which of the findings returned the run
         reports or acts on (None: all of them), and ``trees(snapshot,
@@ -140,8 +148,6 @@ class Audit:
         none): each is judged only from allocations read in this run
         (see _verified).
         """
-        resource_provider = validate_uuid(resource_provider,
-                                          _('Resource provider'))
         with memory.paused():
             return self._run(resource_provider, host, shown, reported,
                              trees)

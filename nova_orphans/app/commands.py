@@ -281,20 +281,20 @@ def _repair_options(values, context):
 def _clean(command, values, context):
     metrics = _metrics(values)
     scope, options = _scope(values), _repair_options(values, context)
-
-    def audited(listing):
-        context.unreadable(listing, command.category)
-
+    sources, stop, progress = (context.sources(), context.stop,
+                               context.progress)
     if command.category == 'providers':
-        result = providers.clean(context.sources(), scope, options,
-                                 context.stop, context.progress,
-                                 audited=audited)
-        return _repaired(result, _('deletion(s)'),
+        listing = providers.read_for_clean(sources, scope, options, progress)
+        # Before the first write: no output can look complete.
+        context.unreadable(listing, command.category)
+        return _repaired(providers.clean(sources, listing, options, stop,
+                                         progress), _('deletion(s)'),
                          _('No orphaned resource providers found.'))
-    result = allocations.clean(context.sources(), scope, options,
-                               context.stop, context.progress,
-                               audited=audited, metrics=metrics)
-    return _repaired(result, _('repair(s)'),
+    listing = allocations.read_for_clean(sources, scope, options, progress,
+                                         metrics)
+    context.unreadable(listing, command.category)
+    return _repaired(allocations.clean(sources, listing, options, stop,
+                                       progress, metrics), _('repair(s)'),
                      _('No orphaned allocations found.'), metrics)
 
 
@@ -539,6 +539,34 @@ COMMANDS = [
         [opts.JOURNAL_DIR, opts.OLDER_THAN, opts.PRUNE_DRY_RUN],
         _prune_journals, requests=False),
 ]
+
+# nova-orphans-manage's own help: its global options are oslo.config's
+# and oslo.log's, and its journal option is not oslo.log's --use-journal.
+DESCRIPTION = _(
+    'Find and repair placement allocations that no live nova object owns, '
+    'reading nova\'s configuration (--config-file, by default '
+    '/etc/nova/nova.conf) on a controller: "allocations list" reports '
+    'them, "allocations clean" repairs them, journaled and '
+    'generation-checked, and "allocations restore" undoes a clean. '
+    '"providers list" and "providers clean" do the same for the resource '
+    'provider trees of compute nodes nova deleted. '
+    '"nova-orphans-manage CATEGORY ACTION --help" shows an action\'s '
+    'options and return codes.')
+
+LOGGING_HELP = _(
+    'Log records (the libraries\' database and HTTP retries, the '
+    'command\'s own) go to --log-file or --log-dir, to journald with '
+    '--use-journal, to syslog with --use-syslog, and to stderr only with '
+    '--debug: without it a failure is one line on stderr. --use-journal '
+    'is about logging; the repair journal that "restore" reads is the '
+    '--journal PATH option of "allocations clean" and "allocations '
+    'restore" (and of "providers clean").')
+
+JOURNAL_HELP = _(
+    '--journal PATH is the repair journal: the file where every change is '
+    'recorded before it is made, so that "restore" can undo it. It is not '
+    'oslo.log\'s --use-journal (given before the category), which sends '
+    'log records to journald.')
 
 CATEGORIES = {
     'allocations': _('Placement allocations that no live nova object owns.'),

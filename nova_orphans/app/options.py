@@ -19,8 +19,8 @@ argparse actions under oslo.config (metavars as written, ``UUID``),
 ``openstack``'s cliff parsers (metavars as osc writes them, ``<uuid>``).
 Neither front end declares an option of its own but what its framework
 already has (oslo.config's and osc's global options; cliff's ``-f``,
-``-c``, ``--max-width`` and ``--fit-width``, which nova-orphans-manage
-offers as cliff does: cmd/manage.py's OUTPUT_OPTIONS).
+``-c`` (``COLUMN``, which nova-orphans-manage offers as cliff does) and
+its formatters' options, which both get from the formatters).
 """
 
 from nova_orphans.app import foreign
@@ -319,6 +319,11 @@ DEADLINE = Option(
     config='deadline',
     help=_('Seconds the run may last: once they have passed no request is '
            'sent (0: none).'))
+# cliff's -c, which every openstack listing has.
+COLUMN = Option(
+    ['-c', '--column'], action='append', dest='columns', metavar='COLUMN',
+    help=_('A column to show, repeatable: a JSON key, or a table\'s header '
+           '(default: all of them).'))
 LONG = Option(
     ['--long', '--verbose'], action='store_true', dest='long', default=False,
     help=_('Show every column in tables (other formats always have them '

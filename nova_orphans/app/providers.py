@@ -19,10 +19,9 @@ is the allocations' one, which re-creates providers too.
 from oslo_log import log as logging
 
 from nova_orphans.app import allocations
+from nova_orphans.app import audit as audit_mod
 from nova_orphans.app import results
 from nova_orphans.engine import provider_rules
-from nova_orphans import exception
-from nova_orphans.i18n import _
 from nova_orphans.repair import providers as providers_repair
 
 LOG = logging.getLogger(__name__)
@@ -40,10 +39,7 @@ def list_providers(sources, scope, progress=None):
     rp = scope.resource_provider
     if rp is not None:
         providers = sources.placement_reader().providers()
-        if rp not in providers:
-            raise exception.InvalidInput(
-                reason=_('resource provider %(uuid)s does not exist') %
-                {'uuid': rp})
+        audit_mod.require_provider(providers, rp)
         # The whole tree: a tree goes, or stays, as a whole.
         rp = providers[rp].root_uuid
     # The trees shown rest on what their providers hold, each read in
@@ -88,25 +84,25 @@ def _read_fully_reserved(sources, snapshot):
             sources.placement_reader().fully_reserved(empty))
 
 
-def clean(sources, scope, options, stop, progress=None, audited=None):
-    """Delete the orphaned trees in scope, children first, each
-    provider's record journaled before its DELETE; a tree's orphaned
-    allocations are repaired first, and a tree still holding others is
-    skipped. ``audited``: as for app.allocations.clean.
+def read_for_clean(sources, scope, options, progress=None):
+    """The listing a providers clean deletes from, once the options that
+    cannot work (a journal) are refused.
     """
-    options.check()
-    listing = list_providers(sources, scope, progress)
-    if audited is not None:
-        audited(listing)
-    orphans = listing.orphans
+    options.check(sources.journal_dir())
+    return list_providers(sources, scope, progress)
 
-    def delete_trees(repairer, journal_):
+
+def clean(sources, listing, options, stop, progress=None):
+    """Delete the orphaned trees of ``listing`` (read_for_clean's),
+    children first, each provider's record journaled before its DELETE;
+    a tree's orphaned allocations are repaired first, and a tree still
+    holding others is skipped.
+    """
+    with allocations.Writes(sources, listing, options, stop,
+                            progress) as writes:
         cleaner = providers_repair.ProviderCleaner(
-            sources.placement, repairer, journal=journal_,
+            sources.placement, writes.repairer, journal=writes.journal,
             dry_run=options.dry_run, max_count=options.max_count,
-            stop=repairer.options.stop)
-        rows, outcomes = cleaner.clean(orphans, listing.allocations)
-        return allocations.Done(rows, outcomes, cleaner.repair_outcomes)
-
-    return allocations.repair(sources, listing, orphans, delete_trees,
-                              options, stop, progress)
+            stop=stop)
+        rows, outcomes = cleaner.clean(listing.orphans, listing.allocations)
+    return writes.result(rows, outcomes, cleaner.repair_outcomes)

@@ -128,21 +128,26 @@ class Repair:
     def exit_code(self):
         """130/143 if a signal came once writing had begun, whatever was
         left undone: the operator asked the run to stop, and a script
-        must not read it as finished. 11 for a restore whose journal
-        cannot prove it is whole, unless an entry failed (1). Else the
-        rows' (outcomes.exit_code:
-        4 only when no orphan found is left; one skipped for
-        --max-count, --dry-run or any other reason leaves 3), made 5 or
-        2 by what could not be read.
+        must not read it as finished. 9 when the credentials were
+        refused a write and nothing was done. 11 for a restore whose
+        journal cannot prove it is whole, unless an entry failed (1).
+        Else the rows' (outcomes.exit_code: 4 only when no orphan found
+        is left; one skipped for --max-count, --dry-run or any other
+        reason leaves 3), made 5 or 2 by what could not be read, but 1
+        and 12.
         """
         if self.signum is not None:
             return exit_codes.of_signal(self.signum)
         code = outcomes.exit_code(self.outcomes)
+        if code == exit_codes.CREDENTIALS_REFUSED:
+            # Nothing was written: as a run refused its first read.
+            return code
         if self.unproven and code != exit_codes.REPAIR_FAILED:
             # Never 0, 3 or 4 from a journal that cannot prove it holds
             # every change its runs made.
             return exit_codes.JOURNAL_UNPROVEN
-        if code == exit_codes.REPAIR_FAILED or not self.incomplete:
+        if code in (exit_codes.REPAIR_FAILED, exit_codes.JOURNAL_BUSY) or (
+                not self.incomplete):
             return code
         if code in (exit_codes.ORPHANS_FOUND, exit_codes.REPAIRED):
             return exit_codes.INCOMPLETE_WITH_ORPHANS

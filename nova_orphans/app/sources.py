@@ -32,6 +32,7 @@ import time
 
 from nova_orphans.app import foreign as foreign_mod
 from nova_orphans.app import options as opts
+from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.conf import placement as placement_conf
 from nova_orphans import db_utils
 from nova_orphans.engine import rules as rules_mod
@@ -42,9 +43,7 @@ from nova_orphans.readers import placement_db as placement_db_mod
 from nova_orphans.readers import zun_db
 from nova_orphans.repair import journal
 
-# Requests in flight at once through the APIs, as [nova_orphans]
-# placement_concurrency's default.
-API_CONCURRENCY = 8
+API_CONCURRENCY = orphans_conf.DEFAULT_CONCURRENCY
 # How a journal's run header names the front end that wrote it.
 FRONT_END = 'nova-orphans-manage'
 
@@ -133,17 +132,14 @@ class DatabaseSources(Sources):
 
     ``values``: the run's option values (options.resolve's, nova.conf's
     defaults filled in); None: the options' own defaults.
-    ``config_dirs``: every --config-dir the command line gave, which
-    oslo.config reads but does not list (its ``config_dir`` keeps the
-    last); without them, those it found by default.
     """
 
-    def __init__(self, conf, values=None, config_dirs=()):
+    def __init__(self, conf, values=None):
         self.conf = conf
         self.values = values
-        dirs = config_dirs or conf.config_dir or ()
-        # A string in oslo.config releases that took one --config-dir.
-        self.config_dirs = [dirs] if isinstance(dirs, str) else list(dirs)
+        # Every --config-dir given (config_dir keeps only the last), else
+        # those oslo.config found by default.
+        self.config_dirs = list(conf.config_dirs or conf.config_dir or ())
         group = conf.nova_orphans
         self.concurrency = group.placement_concurrency
         self.state_path = group.state_path

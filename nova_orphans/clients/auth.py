@@ -21,11 +21,14 @@ service at all (7). ``endpoint`` does that part first, so a client's
 own errors are its service's alone.
 """
 
+import os
 import urllib.parse
 
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import session as ks_session
 from oslo_log import log as logging
+import requests
 
 from nova_orphans.clients import diagnose
 from nova_orphans.clients import retry
@@ -163,12 +166,55 @@ def log_identity_requests(session, auth_url):
     hooks.setdefault('response', []).append(logged)
 
 
-def adapter_from_conf(conf, group, retries=None, service=None):
+def keep_connections(session, count):
+    """Keep up to ``count`` connections per host open for reuse on
+    ``session`` (keystoneauth's), for that many threads sending at once:
+    beyond requests' pool (DEFAULT_POOLSIZE), each would open a
+    connection for every request and drop it after.
+    """
+    if count > requests.adapters.DEFAULT_POOLSIZE:
+        for scheme in ('https://', 'http://'):
+            session.session.mount(scheme, ks_session.TCPKeepAliveAdapter(
+                pool_maxsize=count))
+
+
+# What requests reads from the environment on every request when its
+# session trusts it (requests.utils.get_environ_proxies, get_netrc_auth,
+# Session.merge_environment_settings).
+_CA_BUNDLES = ('REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE')
+_NETRC_FILES = ('~/.netrc', '~/_netrc')
+
+
+def nothing_in_environment(environ=None):
+    """Whether requests would find nothing to use in the environment:
+    no proxy variable, no CA bundle variable, no netrc file.
+    """
+    environ = os.environ if environ is None else environ
+    if any(name.lower().endswith('_proxy') for name in environ):
+        return False
+    if any(environ.get(name) for name in _CA_BUNDLES + ('NETRC',)):
+        return False
+    return not any(os.path.exists(os.path.expanduser(path))
+                   for path in _NETRC_FILES)
+
+
+def trust_environment_only_if_needed(session):
+    """Spare ``session`` (keystoneauth's, this run's own) requests'
+    look at the environment on every request when the environment has
+    nothing for it: the same requests are sent, for less CPU each.
+    """
+    if nothing_in_environment():
+        session.session.trust_env = False
+
+
+def adapter_from_conf(conf, group, retries=None, service=None,
+                      connections=None):
     """A keystoneauth adapter from nova.conf's ``[group]`` (its options
     registered), as nova builds its clients for placement and neutron,
     whose reads are retried (a retry.RetryingAdapter: ``retries`` is the
     run's retry.Retries, a new one if None; ``service`` the name its
-    counts use, by default the service type).
+    counts use, by default the service type; ``connections``: how many
+    requests it sends at once, see keep_connections).
 
     Raises ConfigError when the options cannot work, or name no auth
     plugin (``auth_type`` unset: nova needs one for both services).
@@ -187,6 +233,9 @@ def adapter_from_conf(conf, group, retries=None, service=None):
         raise exception.ConfigError(
             reason=_('[%(group)s] auth_type is not set') % {'group': group})
     log_identity_requests(session, getattr(auth, 'auth_url', None))
+    if connections:
+        keep_connections(session, connections)
+    trust_environment_only_if_needed(session)
     # Read here too: keystoneauth before 5.2 does not load it.
     adapter.retriable_status_codes = conf[group].retriable_status_codes
     return retry.RetryingAdapter(adapter, retries or retry.Retries(),

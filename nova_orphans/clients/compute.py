@@ -106,20 +106,18 @@ class ComputeClient:
                     reason=diagnose.connection_error(e, endpoint))
             # Re-authenticating on the way: keystone's fault, its code.
             known = auth_faults.fault(e, self._adapter)
-            err = ComputeError(method=method, url=url or '/',
-                               reason=known or e)
-            if known is not None:
-                err.exit_code = known.exit_code
-            raise err
+            raise ComputeError(
+                method=method, url=url or '/', reason=known or e,
+                exit_code=known.exit_code if known is not None else None)
 
     def _request(self, method, url, version=VERSION, expected=(200,)):
         resp = self._send(method, url, version)
         if resp.status_code not in expected:
-            err = ComputeError(method=method, url=url, reason='%s %s' % (
-                resp.status_code, _fault(resp)))
-            if resp.status_code in (401, 403):
-                err.exit_code = exception.CredentialsRefused.exit_code
-            raise err
+            raise ComputeError(
+                method=method, url=url,
+                reason='%s %s' % (resp.status_code, _fault(resp)),
+                exit_code=(exception.CredentialsRefused.exit_code
+                           if resp.status_code in (401, 403) else None))
         return resp
 
     def get(self, url, params=None):

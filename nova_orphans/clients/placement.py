@@ -13,25 +13,14 @@
 
 Reads use the highest microversion both sides know (consumer types from
 1.38); nothing below 1.28 is accepted because consumer-generation-checked
-writes need it. Writes pick their own microversion per request.
-
-Bulk reads (one GET per provider) go over kept-alive http.client
-connections (see LeanGets); everything else through keystoneauth.
+writes need it. Writes pick their own microversion per request. Every
+request goes through the keystoneauth adapter (see clients.retry).
 """
 
-import contextlib
-import http.client
-import json as jsonlib
-import os
-import socket
-import ssl
 import threading
-import urllib.parse
 
 from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
-import requests
-import urllib3
 
 from nova_orphans.clients import auth as auth_faults
 from nova_orphans.clients import diagnose
@@ -83,12 +72,14 @@ class PlacementClient:
 
     @classmethod
     def from_conf(cls, conf, retries=None):
-        """nova.conf's ``[placement]``; ``retries``: the run's
-        retry.Retries (a new one if None).
+        """nova.conf's ``[placement]``, with as many connections kept
+        open as ``[nova_orphans] placement_concurrency`` sends requests
+        at once; ``retries``: the run's retry.Retries (a new one if None).
         """
         return cls(auth_faults.adapter_from_conf(
-            conf, placement_conf.GROUP, retries=retries,
-            service=SERVICE), settings=CONF_SETTINGS)
+            conf, placement_conf.GROUP, retries=retries, service=SERVICE,
+            connections=conf.nova_orphans.placement_concurrency),
+            settings=CONF_SETTINGS)
 
     def answer_lost(self, error, method, url):
         """A write failed with a fault that may have lost only its
@@ -121,9 +112,8 @@ class PlacementClient:
         return self.version >= CONSUMER_TYPES_VERSION
 
     def _negotiate(self):
-        # Not redirected: keystoneauth would follow a redirect here, but
-        # the kept-alive reads (LeanGets) would not, and a write must not
-        # be sent on to wherever a redirect points.
+        # Not redirected: a write must not be sent on to wherever a
+        # redirect of the endpoint points.
         resp = self._send('GET', '/', version=None, redirect=False)
         doc = diagnose.version_document(
             resp, _('Placement'), self.endpoint,
@@ -162,24 +152,21 @@ class PlacementClient:
         except ks_exc.ClientException as e:
             reason = retry.fault_reason(e)
             if reason is not None:
-                err = exception.PlacementError(
+                raise exception.PlacementError(
                     method=method, url=url,
                     reason=_('%(error)s; check that placement runs there, '
                              'and %(settings)s') % {
                         'error': diagnose.connection_error(e, endpoint),
-                        'settings': self._settings})
-                err.exit_code = exception.ServiceUnreachable.exit_code
-                # A write's answer may be all that was lost.
-                err.transient = reason
-                raise err
+                        'settings': self._settings},
+                    exit_code=exception.ServiceUnreachable.exit_code,
+                    # A write's answer may be all that was lost.
+                    transient=reason)
             # Re-authenticating on the way (an expired token): keystone's
             # fault, with its code, on this request's row.
             known = auth_faults.fault(e, self._adapter)
-            err = exception.PlacementError(method=method, url=url,
-                                           reason=known or e)
-            if known is not None:
-                err.exit_code = known.exit_code
-            raise err
+            raise exception.PlacementError(
+                method=method, url=url, reason=known or e,
+                exit_code=known.exit_code if known is not None else None)
 
     def request(self, method, url, json=None, version=None,
                 expected=(200,)):
@@ -203,27 +190,6 @@ class PlacementClient:
         return self.request('GET', url, version=version,
                             expected=expected).json()
 
-    @contextlib.contextmanager
-    def bulk_reads(self):
-        """Something with this client's ``get``, for many GETs at once.
-
-        Kept-alive http.client connections where they reach placement
-        exactly as keystoneauth would (see lean_target); this client
-        otherwise. The connections are closed on exit.
-        """
-        target = lean_target(self._adapter)
-        if target is None:
-            yield self
-            return
-        LOG.debug('Placement\'s bulk GETs go over kept-alive http.client '
-                  'connections to %(host)s:%(port)s', {
-                      'host': target.host, 'port': target.port})
-        lean = LeanGets(self, target)
-        try:
-            yield lean
-        finally:
-            lean.close()
-
 
 def _has_max_version(version):
     return isinstance(version, dict) and bool(version.get('max_version'))
@@ -239,30 +205,29 @@ def _is_version_document(doc):
 def _check(method, url, resp, expected,
            retriable=retry.RETRIABLE_STATUS_CODES):
     """The response if its status is expected; else the typed error
-    (``transient`` set for a status of ``retriable``).
+    (``transient`` set for a status of ``retriable``): GenerationConflict
+    for placement's generation conflict, else PlacementError.
     """
-    if resp.status_code in expected:
+    status = resp.status_code
+    if status in expected:
         return resp
     codes, text = _errors(resp)
-    reason = '%s %s' % (resp.status_code, text)
     if CONCURRENT_UPDATE in codes:
-        err = exception.GenerationConflict(consumer=url.rsplit('/')[-1],
+        raise exception.GenerationConflict(consumer=url.rsplit('/')[-1],
                                            detail=text)
-    else:
-        if resp.status_code in (401, 403):
-            reason = _('%(reason)s (nova-orphans needs a user with the '
-                       'admin role, or placement\'s service role: it uses '
-                       'placement\'s admin APIs)') % {'reason': reason}
-        err = exception.PlacementError(method=method, url=url,
-                                       reason=reason)
-    err.status_code = resp.status_code
-    if resp.status_code in retriable:
-        err.transient = str(resp.status_code)
-    if resp.status_code in (401, 403):
-        err.exit_code = exception.CredentialsRefused.exit_code
-    elif resp.status_code >= 500:
-        err.exit_code = exception.ServiceUnreachable.exit_code
-    raise err
+    reason = '%s %s' % (status, text)
+    exit_code = None
+    if status in (401, 403):
+        reason = _('%(reason)s (nova-orphans needs a user with the '
+                   'admin role, or placement\'s service role: it uses '
+                   'placement\'s admin APIs)') % {'reason': reason}
+        exit_code = exception.CredentialsRefused.exit_code
+    elif status >= 500:
+        exit_code = exception.ServiceUnreachable.exit_code
+    raise exception.PlacementError(
+        method=method, url=url, reason=reason, status_code=status,
+        transient=str(status) if status in retriable else None,
+        exit_code=exit_code)
 
 
 def _errors(resp):
@@ -280,228 +245,3 @@ def _errors(resp):
             ' '.join('; '.join(e.get('detail') or e.get('title', '')
                                for e in errors).split()) or
             diagnose.body_summary(resp))
-
-
-class LeanTarget:
-    """Where and how LeanGets connects: what keystoneauth would use."""
-
-    def __init__(self, endpoint, headers, timeout=None, context=None):
-        parsed = urllib.parse.urlsplit(endpoint)
-        self.https = parsed.scheme == 'https'
-        self.host = parsed.hostname
-        # Explicit, or http.client reads an IPv6 address's end as a port.
-        self.port = parsed.port or (443 if self.https else 80)
-        self.base = parsed.path.rstrip('/')
-        self.headers = headers
-        self.timeout = timeout
-        self.context = context
-
-    def connect(self):
-        if self.https:
-            return http.client.HTTPSConnection(
-                self.host, self.port, timeout=self.timeout,
-                context=self.context)
-        return http.client.HTTPConnection(self.host, self.port,
-                                          timeout=self.timeout)
-
-
-def lean_target(adapter):
-    """A LeanTarget for this keystoneauth adapter, or None.
-
-    None whenever a plain connection might not reach placement the way
-    keystoneauth does: a proxy, a mocked or intercepted transport (tests,
-    nova's functional harness), an endpoint or token that cannot be had
-    now (keystoneauth then raises its own error). Only public interfaces
-    are read: keystoneauth's session and adapter (get_endpoint,
-    get_auth_headers), requests' session and urllib3's classes. The
-    tool's adapters have no rate limit, which these requests would
-    bypass: neither nova.conf's keystoneauth options nor the openstack
-    plugin give one.
-    """
-    try:
-        session = adapter.session
-        http_session = session.session
-        endpoint = adapter.get_endpoint()
-        scheme = urllib.parse.urlsplit(endpoint or '').scheme
-        if scheme not in ('http', 'https'):
-            return None
-        # Unless requests itself would send it (not a mock, a recorder or
-        # an adapter of someone's own), keystoneauth sends it.
-        transport = type(http_session.get_adapter(endpoint))
-        if (type(http_session).send is not requests.Session.send or
-                requests.Session.send.__module__ != 'requests.sessions' or
-                transport.send is not requests.adapters.HTTPAdapter.send):
-            return None
-        pools = urllib3.connectionpool
-        if (pools.HTTPConnectionPool.ConnectionCls is not
-                urllib3.connection.HTTPConnection or
-                pools.HTTPSConnectionPool.ConnectionCls is not
-                urllib3.connection.HTTPSConnection):
-            return None
-        settings = http_session.merge_environment_settings(
-            endpoint, {}, None, session.verify, session.cert)
-        if requests.utils.select_proxy(endpoint, settings['proxies']):
-            return None
-        context = None
-        if scheme == 'https':
-            context = _ssl_context(settings['verify'], settings['cert'])
-        headers = {'Accept': 'application/json',
-                   'User-Agent': 'nova-orphans'}
-        headers.update(adapter.additional_headers or {})
-        if adapter.global_request_id:
-            headers['X-OpenStack-Request-ID'] = adapter.global_request_id
-        headers.update(session.get_auth_headers(adapter.auth) or {})
-        if not any(k.lower() == 'x-auth-token' for k in headers):
-            return None
-        return LeanTarget(endpoint, headers,
-                          session.timeout or getattr(adapter, 'timeout', None),
-                          context)
-    except Exception as e:
-        LOG.debug('Bulk reads go through keystoneauth: %s', e)
-        return None
-
-
-def _ssl_context(verify, cert):
-    """An SSL context for requests' verify and cert settings."""
-    if verify is False:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    else:
-        bundle = verify if isinstance(verify, str) else \
-            requests.utils.DEFAULT_CA_BUNDLE_PATH
-        if os.path.isdir(bundle):
-            context = ssl.create_default_context(capath=bundle)
-        else:
-            context = ssl.create_default_context(cafile=bundle)
-    if cert:
-        if isinstance(cert, str):
-            context.load_cert_chain(cert)
-        else:
-            context.load_cert_chain(*cert)
-    return context
-
-
-class _Response:
-    """What _check reads of a response."""
-
-    def __init__(self, status_code, body):
-        self.status_code = status_code
-        self.body = body
-
-    @property
-    def text(self):
-        return self.body.decode('utf-8', 'replace')
-
-    def json(self):
-        return jsonlib.loads(self.body)
-
-
-# How the log says a GET of LeanGets went.
-_KEPT_ALIVE = 'kept-alive connection'
-
-
-class LeanGets:
-    """PlacementClient.get over kept-alive http.client connections.
-
-    requests and keystoneauth cost the tool about 1.5 ms of CPU per
-    request, http.client about a third of that, and a bulk read sends
-    one GET per provider. One connection per thread, reused. A GET that
-    fails on its connection (closed by the server, reset, timed out) or
-    meets 401 or a status the adapter retries is sent again once,
-    through keystoneauth, so its retries, re-authentication and errors
-    apply unchanged; other statuses give the errors keystoneauth's
-    responses would. Only for GETs: writes never go this way.
-    """
-
-    def __init__(self, client, target):
-        self._client = client
-        self._target = target
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._conns = []
-        self._headers = {}
-        self._retries = client.retries
-        self._resend = {401}
-        if getattr(client._adapter, 'status_code_retries', None):
-            self._resend.update(client._retriable)
-        # Through a RetryingAdapter, a GET sent again after a fault here
-        # is counted as this one request's retry, not as another's.
-        self._counted = isinstance(client._adapter, retry.RetryingAdapter)
-
-    def get(self, url, version=None, expected=(200,)):
-        version = version or self._client.version
-        self._retries.check(SERVICE, 'GET', url)
-        resp, fault = self._lean(url, version)
-        if resp is not None and resp.status_code not in self._resend:
-            self._retries.answered(SERVICE)
-        else:
-            kwargs = {}
-            if fault is not None and self._counted:
-                # Counted once here; keystoneauth's try is the retry.
-                self._retries.counted(SERVICE, fault)
-                kwargs['retried'] = True
-            resp = self._client._send('GET', url, version, **kwargs)
-            if resp.status_code != 401:
-                # keystoneauth may have re-authenticated meanwhile.
-                self._refresh()
-        return _check('GET', url, resp, expected,
-                      self._client._retriable).json()
-
-    def _lean(self, url, version):
-        """(response, None), or (None or the response, the reason of a
-        transient fault to count): None for a kept-alive connection the
-        server closed, which is no fault.
-        """
-        conn = getattr(self._local, 'conn', None)
-        fresh = conn is None
-        if fresh:
-            conn = self._local.conn = self._target.connect()
-            with self._lock:
-                self._conns.append(conn)
-        headers = self._headers.get(version)
-        if headers is None:
-            headers = self._headers[version] = dict(
-                self._target.headers,
-                **{'OpenStack-API-Version': 'placement %s' % _fmt(version)})
-        started = self._retries.now()
-        try:
-            conn.request('GET', self._target.base + url, headers=headers)
-            resp = conn.getresponse()
-            body = resp.read()
-        except (http.client.HTTPException, OSError) as e:
-            self._retries.timed(SERVICE, 'GET', url, started, e,
-                                connection=_KEPT_ALIVE)
-            LOG.debug('GET %s on a kept-alive connection: %s; again '
-                      'through keystoneauth', url, e)
-            conn.close()
-            self._local.conn = None
-            timed_out = isinstance(e, (socket.timeout, TimeoutError))
-            reason = retry.TIMEOUT_REASON if timed_out else retry.CONNECTION
-            return None, reason if fresh else None
-        if resp.will_close:
-            conn.close()
-            self._local.conn = None
-        status = resp.status
-        answer = _Response(status, body)
-        self._retries.timed(SERVICE, 'GET', url, started, answer,
-                            connection=_KEPT_ALIVE)
-        return answer, (
-            str(status) if status in self._resend and status != 401
-            else None)
-
-    def _refresh(self):
-        """Take the auth headers keystoneauth has now."""
-        adapter = self._client._adapter
-        try:
-            headers = adapter.session.get_auth_headers(adapter.auth) or {}
-        except Exception:
-            return
-        self._target.headers = dict(self._target.headers, **headers)
-        self._headers = {}
-
-    def close(self):
-        with self._lock:
-            conns, self._conns = self._conns, []
-        for conn in conns:
-            conn.close()

@@ -62,9 +62,9 @@ from nova_orphans.i18n import _
 
 LOG = logging.getLogger(__name__)
 
-# The defaults (see conf/service.py). The delays of eight retries (about
-# 5 s, see Retries.delay) keep a service that refuses everything from
-# holding a run for long.
+# The defaults (see conf/service.py). The delays of eight retries (see
+# Retries.delay) keep a service that refuses everything from holding a
+# run for long.
 RETRIABLE_STATUS_CODES = tuple(service_conf.RETRIABLE_STATUS_CODES)
 RETRIES = service_conf.RETRIES
 BUDGET = orphans_conf.DEFAULT_RETRY_BUDGET
@@ -152,14 +152,12 @@ class Retries:
         """The run's clock, for ``timed``."""
         return self._clock()
 
-    def timed(self, service, method, url, started, answer,
-              connection=None):
+    def timed(self, service, method, url, started, answer):
         """One request sent at ``started`` (``now()``): counted
         (``sent``, ``seconds``) and, at debug level, logged with its
         method, path, status (``answer``: a response, or the error it
         met) and time; never a header, a token or the endpoint's
-        address, only the path. ``connection``: how it went, when not
-        through keystoneauth.
+        address, only the path.
         """
         took = self._clock() - started
         with self._lock:
@@ -168,12 +166,11 @@ class Retries:
         if LOG.isEnabledFor(logging.DEBUG):
             status = getattr(answer, 'status_code', None)
             LOG.debug('%(service)s %(method)s %(path)s: %(status)s in '
-                      '%(seconds).3f s%(how)s',
+                      '%(seconds).3f s',
                       {'service': service, 'method': method,
                        'path': path_of(url), 'seconds': took,
                        'status': status if status is not None else
-                       ' '.join(str(answer).split()) or type(answer).__name__,
-                       'how': ' (%s)' % connection if connection else ''})
+                       ' '.join(str(answer).split()) or type(answer).__name__})
 
     def answered(self, service):
         """The service gave an answer that is no transient fault."""
@@ -287,12 +284,10 @@ class RetryingAdapter:
     def __getattr__(self, name):
         return getattr(self._adapter, name)
 
-    def request(self, url, method, idempotent=None, retried=False,
-                **kwargs):
+    def request(self, url, method, idempotent=None, **kwargs):
         """The wrapped adapter's ``request``, retried if ``method`` is a
         read (``idempotent``: also another method that may be sent twice,
-        such as a PUT that creates a name if absent). ``retried``: this
-        is already a retry of the request, counted as such.
+        such as a PUT that creates a name if absent).
         """
         kwargs['connect_retries'] = 0
         kwargs['status_code_retries'] = 0
@@ -314,7 +309,7 @@ class RetryingAdapter:
                         not self.retries.retry(
                             self.service, reason, self.retries.delay(
                                 connect, self.connect_retry_delay),
-                            what, first=not (connect + status or retried))):
+                            what, first=not (connect or status))):
                     raise
                 connect += 1
                 continue
@@ -328,7 +323,7 @@ class RetryingAdapter:
                         self.service, code, self.retries.delay(
                             status, self.status_code_retry_delay,
                             _retry_after(resp)),
-                        what, first=not (connect + status or retried))):
+                        what, first=not (connect or status))):
                 return resp
             status += 1
 

@@ -24,15 +24,12 @@ logging unless run as the console script.
 """
 
 import argparse
-import contextlib
+import functools
 import importlib.metadata
-import io
 import logging as std_logging
-import os
 import re
 import shlex
 import shutil
-import signal
 import sys
 import textwrap
 
@@ -49,123 +46,14 @@ from nova_orphans import exception
 from nova_orphans import exit_codes
 from nova_orphans import frontend
 from nova_orphans.i18n import _
-from nova_orphans import interrupt
-from nova_orphans import memory
 from nova_orphans import output
-from nova_orphans import progress as progress_mod
 
 LOG = logging.getLogger(__name__)
-
-DESCRIPTION = _(
-    'Find and repair placement allocations that no live nova object owns, '
-    'reading nova\'s configuration (--config-file, by default '
-    '/etc/nova/nova.conf) on a controller: "allocations list" reports '
-    'them, "allocations clean" repairs them, journaled and '
-    'generation-checked, and "allocations restore" undoes a clean. '
-    '"providers list" and "providers clean" do the same for the resource '
-    'provider trees of compute nodes nova deleted. '
-    '"nova-orphans-manage CATEGORY ACTION --help" shows an action\'s '
-    'options and return codes.')
-
-LOGGING_HELP = _(
-    'Log records (the libraries\' database and HTTP retries, the '
-    'command\'s own) go to --log-file or --log-dir, to journald with '
-    '--use-journal, to syslog with --use-syslog, and to stderr only with '
-    '--debug: without it a failure is one line on stderr. --use-journal '
-    'is about logging; the repair journal that "restore" reads is the '
-    '--journal PATH option of "allocations clean" and "allocations '
-    'restore" (and of "providers clean").')
-
-JOURNAL_HELP = _(
-    '--journal PATH is the repair journal: the file where every change is '
-    'recorded before it is made, so that "restore" can undo it. It is not '
-    'oslo.log\'s --use-journal (given before the category), which sends '
-    'log records to journald.')
 
 # Where oslo.config looks for nova.conf without --config-file (its
 # _get_config_dirs for the project "nova"), for the error that none
 # was found.
 CONFIG_DIRS = ('~/.nova', '~', '/etc/nova', '/etc')
-
-# cliff's output options, which every openstack listing has.
-OUTPUT_OPTIONS = [
-    opts.Option(['-c', '--column'], action='append', dest='columns',
-                metavar='COLUMN',
-                help=_('A column to show, repeatable: a JSON key, or a '
-                       'table\'s header (default: all of them).')),
-    opts.Option(['--max-width'], metavar='N', type=int,
-                help=_('Fit the table to N columns (less than 1: do not '
-                       'fit); takes precedence over CLIFF_MAX_TERM_WIDTH.')),
-    opts.Option(['--fit-width'], action='store_true',
-                help=_('Fit the table to the terminal\'s width (the default '
-                       'when stdout is a terminal); CLIFF_FIT_WIDTH=1 does '
-                       'the same.')),
-]
-
-
-class Config(cfg.ConfigOpts):
-    """The run's own ConfigOpts, which keeps the command-line options
-    registered on it (oslo.config's and oslo.log's too): given after the
-    category, they are named in the hint that they go before it.
-    """
-
-    def __init__(self):
-        # Before oslo.config registers its own.
-        self.cli_flags = {'--config-file', '--config-dir'}
-        self.config_dirs_given = []
-        super().__init__()
-
-    def __call__(self, args=None, **kwargs):
-        # oslo.config reads every --config-dir given, but its config_dir
-        # keeps only the last: the command to paste and the journal's
-        # cloud need them all.
-        self.config_dirs_given = _config_dirs_in(
-            sys.argv[1:] if args is None else args)
-        return super().__call__(args, **kwargs)
-
-    def _note(self, opt):
-        if opt.positional:
-            return
-        names = [opt.name] + [d.name for d in opt.deprecated_opts
-                              if d.name and d.group in (None, 'DEFAULT')]
-        for name in names:
-            self.cli_flags.add('--' + name)
-            if isinstance(opt, cfg.BoolOpt):
-                self.cli_flags.add('--no' + name)
-        if opt.short:
-            self.cli_flags.add('-' + opt.short)
-
-    def register_cli_opt(self, opt, group=None, **kwargs):
-        self._note(opt)
-        return super().register_cli_opt(opt, group, **kwargs)
-
-    def register_cli_opts(self, opts, group=None, **kwargs):
-        for opt in opts:
-            self._note(opt)
-        return super().register_cli_opts(opts, group, **kwargs)
-
-
-class UsageError(Exception):
-    """A command line an action's parser refused (argparse's message)."""
-
-
-class _ActionParser(argparse.ArgumentParser):
-    """An action's parser: what it refuses raises UsageError with
-    argparse's message, rather than printing its usage and exiting, so
-    that the message is one line of nova-orphans-manage's own.
-    """
-
-    def error(self, message):
-        raise UsageError(message)
-
-    def parse_known_args(self, args=None, namespace=None):
-        # Nothing may follow an action that it does not take: the
-        # global options come before the category.
-        namespace, extras = super().parse_known_args(args, namespace)
-        if extras:
-            self.error(_('unrecognized arguments: %(args)s') % {
-                'args': ' '.join(extras)})
-        return namespace, extras
 
 
 def _filled(text):
@@ -186,6 +74,7 @@ def _filled(text):
 
 
 def _add_command_parsers(subparsers):
+    subparsers.required = True
     for category, text in commands.CATEGORIES.items():
         every = commands.of_category(category)
         parser = subparsers.add_parser(
@@ -193,12 +82,11 @@ def _add_command_parsers(subparsers):
             epilog=_filled(exit_codes.help_text(sorted(
                 {code for c in every for code in c.codes}))),
             formatter_class=argparse.RawDescriptionHelpFormatter)
-        actions = parser.add_subparsers(dest='action', metavar='ACTION',
-                                        parser_class=_ActionParser)
+        actions = parser.add_subparsers(dest='action', required=True)
         for command in every:
             epilog = command.epilog()
             if any(o.dest == 'journal' for o in command.options):
-                epilog += '\n\n' + JOURNAL_HELP
+                epilog += '\n\n' + commands.JOURNAL_HELP
             action = actions.add_parser(
                 command.action, help=command.help,
                 description=_filled(
@@ -212,9 +100,11 @@ def _add_command_parsers(subparsers):
                        'and csv print plain fields, resources as '
                        'VCPU=1,MEMORY_MB=512, an empty field in value as '
                        '"-".') % {'choices': ', '.join(formats)})
-            for option in command.options + OUTPUT_OPTIONS:
+            for option in command.options + [opts.COLUMN]:
                 action.add_argument(*option.flags, **option.argparse_kwargs(
                     opts.metavar_upper))
+            for fmt in formats:
+                output.FORMATTERS[fmt]().add_argument_group(action)
 
 
 def _version():
@@ -224,31 +114,25 @@ def _version():
 
 
 def _parse(conf, argv):
-    """Parse ``argv`` into ``conf`` (a Config); None, or the exit code
-    of a command line that ends here (help, or refused: one line).
+    """Parse ``argv`` into ``conf``; None, or the exit code of a command
+    line that ends here: help and --version 0, a usage error (argparse
+    prints it, as nova-manage's) 127, a configuration that cannot be
+    read 7.
     """
     conf.register_cli_opt(cfg.SubCommandOpt(
         'category', title=_('Command categories'),
         handler=_add_command_parsers))
     # --version is oslo.config's (argparse's): its text is looked up
     # only when it is asked for.
-    version = ('--version' in argv[:_first_category(argv)] and _version()
-               or '-')
+    version = '--version' in argv and _version() or '-'
     logging.register_options(conf)
     orphans_conf.register_opts(conf, placement_opts=False)
     try:
-        # What oslo.config's own parser refuses (the options before the
-        # action) it prints with its usage: the line said is ours.
-        with contextlib.redirect_stderr(io.StringIO()):
-            conf(argv, project='nova', prog='nova-orphans-manage',
-                 version=version, description=DESCRIPTION,
-                 epilog=LOGGING_HELP)
-    except UsageError as e:
-        return _refuse(conf, argv, str(e))
+        conf(argv, project='nova', prog='nova-orphans-manage',
+             version=version, description=commands.DESCRIPTION,
+             epilog=commands.LOGGING_HELP)
     except SystemExit as e:
-        if not e.code:
-            return exit_codes.SUCCESS
-        return _refuse(conf, argv, _unrecognized(conf, argv))
+        return frontend.usage_code(e.code)
     except cfg.Error as e:
         return _error(exception.ConfigError(reason=db_utils.safe_error(e)))
     except OSError as e:
@@ -263,115 +147,7 @@ def _parse(conf, argv):
             'nova-orphans-manage.conf in %(dirs)s; give one with '
             '--config-file PATH (before the category).') % {
             'dirs': ', '.join(CONFIG_DIRS)}))
-    if conf.category.action is None:
-        return _error(exception.InvalidInput(reason=_missing(argv)))
     return None
-
-
-def _refuse(conf, argv, message):
-    """A refused command line: its one line, the hint for a global
-    option given after the category, exit code 127.
-    """
-    _error(exception.InvalidInput(reason=_missing(argv) or message or _(
-        'invalid arguments')))
-    hint = _misplaced(conf, argv)
-    if hint:
-        print(hint, file=sys.stderr)
-    return exit_codes.INVALID_INPUT
-
-
-def _unrecognized(conf, argv):
-    """What oslo.config's own parser refused (the options before the
-    action, as argparse reads them: whole, or a prefix of one option
-    alone): the options there that are no global option, or that could
-    be several; else the words it refused, all of them.
-    """
-    first = _first_category(argv)
-    rest = argv[first + 1:]
-    actions = ([c.action for c in commands.of_category(argv[first])]
-               if first < len(argv) else [])
-    action = next((i for i, word in enumerate(rest) if word in actions),
-                  len(rest))
-    flags = conf.cli_flags | {'-h', '--help', '--version'}
-    unknown, ambiguous = [], []
-    for word in argv[:first]:
-        name = word.split('=', 1)[0]
-        if not name.startswith('-') or name in flags:
-            continue
-        matches = sorted(f for f in flags if f.startswith(name)
-                         and name.startswith('--'))
-        if len(matches) > 1:
-            ambiguous.append(_('%(option)s could match %(matches)s') % {
-                'option': name, 'matches': ', '.join(matches)})
-        elif not matches:
-            unknown.append(word)
-    # Between the category and its action: nothing is taken there.
-    unknown += [word for word in rest[:action] if word.startswith('-')]
-    if ambiguous:
-        return _('ambiguous option: %(options)s') % {
-            'options': '; '.join(ambiguous)}
-    if unknown:
-        return _('unrecognized arguments: %(args)s') % {
-            'args': ' '.join(unknown)}
-    return _('invalid arguments: %(args)s') % {
-        'args': ' '.join(argv[:first + 1 + action])}
-
-
-def _missing(argv):
-    """What to say of a command line without a category or action:
-    the choices, rather than argparse's "arguments are required".
-    """
-    first = _first_category(argv)
-    if first == len(argv):
-        if any(w in ('-h', '--help', '--version') for w in argv):
-            return None
-        return _('give a category: %(choices)s') % {
-            'choices': ', '.join(commands.CATEGORIES)}
-    actions = [c.action for c in commands.of_category(argv[first])]
-    if not any(w in actions for w in argv[first + 1:]):
-        return _('give an action of %(category)s: %(choices)s') % {
-            'category': argv[first], 'choices': ', '.join(actions)}
-    return None
-
-
-def _misplaced(conf, argv):
-    """The hint for a global option given after the category, which
-    argparse only calls unrecognized.
-    """
-    names = conf.cli_flags
-    first = _first_category(argv)
-    late = [word.split('=')[0] for word in argv[first + 1:]
-            if word.split('=')[0] in names]
-    if first == len(argv) or not late:
-        return None
-    return _('%(options)s must come before the category, as in: '
-             'nova-orphans-manage %(option)s ... %(category)s ACTION') % {
-        'options': ', '.join(late), 'option': late[0],
-        'category': argv[first]}
-
-
-def _config_dirs_in(argv):
-    """Every --config-dir before the category, in order, as argparse
-    takes it (``--config-dir=DIR``, or abbreviated to ``--config-d``).
-    """
-    dirs = []
-    words = argv[:_first_category(argv)]
-    for i, word in enumerate(words):
-        flag, equals, value = word.partition('=')
-        if len(flag) < len('--config-d') or \
-                not '--config-dir'.startswith(flag):
-            continue
-        if equals:
-            dirs.append(value)
-        elif i + 1 < len(words):
-            dirs.append(words[i + 1])
-    return dirs
-
-
-def _first_category(argv):
-    """Where the category is in ``argv`` (its length if nowhere)."""
-    return next((i for i, word in enumerate(argv)
-                 if word in commands.CATEGORIES), len(argv))
 
 
 def _error(error):
@@ -408,130 +184,65 @@ def _setup_logging(conf):
         root.addHandler(std_logging.NullHandler())
 
 
-def _take_late_signals():
-    """A signal after the run's report, while the process ends: said,
-    and the exit code says it too (130/143), never a traceback.
+def _config(conf, command):
+    """nova.conf's values of the command's options' ``[nova_orphans]``
+    defaults; a value oslo.config cannot read is a configuration error
+    (an int that is none, say).
     """
-    def ended(signum, frame):
-        interrupt.say(interrupt.ended(signum))
-        os._exit(exit_codes.of_signal(signum))
-    for signum in interrupt.SIGNALS:
-        signal.signal(signum, ended)
+    group = conf.nova_orphans
+    try:
+        return {o.config: group[o.config]
+                for o in command.options if o.config}
+    except cfg.Error as e:
+        raise exception.ConfigError(reason=db_utils.safe_error(e)) from e
 
 
-class Action:
-    """One action's run: its options, the report, its rendering."""
+def _command_line(conf, command):
+    """The nova-orphans-manage command line of a report.CommandLine,
+    with the configuration this run read, ready to paste.
+    """
+    words = ['nova-orphans-manage']
+    files = list(conf.config_file or ())
+    if files != list(conf.default_config_files or ()):
+        for path in files:
+            words += ['--config-file', path]
+    for path in conf.config_dirs:
+        words += ['--config-dir', path]
+    words += [command.category, command.action] + command.argv
+    return ' '.join(shlex.quote(w) for w in words)
 
-    def __init__(self, conf, console=False):
-        self.conf = conf
-        self.console = console
-        parsed = conf.category
-        self.command = commands.find(parsed.name, parsed.action)
-        self.given = {o.dest: getattr(parsed, o.dest, None)
-                      for o in self.command.options + OUTPUT_OPTIONS}
-        self.format = self.given['format'] = parsed.format
-        self.values = None
-        self.context = None
 
-    def config(self):
-        """nova.conf's values of the options' ``[nova_orphans]``
-        defaults; a value oslo.config cannot read is a configuration
-        error (an int that is none, say).
-        """
-        group = self.conf.nova_orphans
-        try:
-            return {o.config: group[o.config]
-                    for o in self.command.options if o.config}
-        except cfg.Error as e:
-            raise exception.ConfigError(
-                reason=db_utils.safe_error(e)) from e
+def _run(conf, console):
+    """The action's exit code, once its report is printed."""
+    parsed = conf.category
+    command = commands.find(parsed.name, parsed.action)
+    given = {o.dest: getattr(parsed, o.dest, None) for o in command.options}
+    given['format'] = parsed.format
+    run = frontend.Run(
+        command, given, functools.partial(sources_mod.DatabaseSources, conf),
+        sys.stdout, sys.stderr, config=functools.partial(_config, conf,
+                                                         command),
+        own_process=console, state_path=conf.nova_orphans.state_path)
 
-    def run(self):
-        """The action's exit code, once its report is printed.
+    def body():
+        run.execute()
+        keys, rows = run.listing(parsed.long, parsed.columns)
+        output.FORMATTERS[run.format]().emit_list(keys, rows, run.out,
+                                                  parsed)
+        run.close_report(functools.partial(_command_line, conf),
+                         parsed.max_width or None)
+        return run.report.exit_code
 
-        SIGINT and SIGTERM end it with 130 or 143, never a traceback
-        (see nova_orphans.interrupt): while it only reads, in one line;
-        once it writes, after its report.
-        """
-        stop = interrupt.Stop(
-            exit_now=interrupt.exit_now if self.console else None)
-        progress = progress_mod.for_run(
-            self.given.get('progress'), self.format == output.TABLE,
-            sys.stderr)
-
-        def body():
-            self.values = opts.resolve(self.command.options, self.given,
-                                       self.config())
-            self.context = commands.Context(
-                lambda: sources_mod.DatabaseSources(
-                    self.conf, self.values,
-                    config_dirs=self.conf.config_dirs_given),
-                stop, lambda line: print(line, file=sys.stderr),
-                progress=progress, notice=commands.STOPPING,
-                state_path=self.conf.nova_orphans.state_path)
-            paused = (memory.paused()
-                      if self.command.action == 'list'
-                      else contextlib.nullcontext())
-            with paused:
-                self.render(commands.run(self.command, self.values,
-                                         self.context))
-                if self.console:
-                    # As main froze the imports.
-                    memory.freeze()
-            return self.report.exit_code
-
-        # A bug's traceback goes to the log (--log-file, journald,
-        # syslog), which shows errors; on stderr only with --debug.
-        return frontend.run(body, stop, sys.stderr, progress=progress,
-                            bug_level=std_logging.ERROR, cleanup=self.close)
-
-    def render(self, report):
-        self.report = report
-        values = self.values
-        table = self.format == output.TABLE
-        dropped = ()
-        if self.format == 'prometheus':
-            sys.stdout.write(report.metrics)
-        else:
-            rows = (report.iter_dicts() if self.format == 'json'
-                    else report.dicts())
-            if rows or not table:
-                dropped = output.render(
-                    rows, self.format, sys.stdout, verbose=values['long'],
-                    max_width=values['max_width'],
-                    fit_width=values['fit_width'], keys=report.keys,
-                    selected=values['columns'])
-        frontend.close_report(report, table, self.command_line, dropped,
-                              sys.stdout, sys.stderr, values['max_width'])
-
-    def command_line(self, command):
-        """The nova-orphans-manage command line of a report.CommandLine,
-        with the configuration this run read, ready to paste.
-        """
-        words = ['nova-orphans-manage']
-        files = list(self.conf.config_file or ())
-        if files != list(self.conf.default_config_files or ()):
-            for path in files:
-                words += ['--config-file', path]
-        for path in self.conf.config_dirs_given:
-            words += ['--config-dir', path]
-        words += [command.category, command.action] + command.argv
-        return ' '.join(shlex.quote(w) for w in words)
-
-    def close(self):
-        """Let go of the database connections the run kept."""
-        if self.context is not None:
-            self.context.close()
+    # A bug's traceback goes to the log (--log-file, journald, syslog),
+    # which shows errors; on stderr only with --debug.
+    return run.end(body, bug_level=std_logging.ERROR)
 
 
 def main(argv=None):
     console = argv is None
     if console:
         argv = sys.argv[1:]
-        # The process is this command's alone: what it has imported
-        # lives until it exits.
-        memory.freeze()
-    conf = Config()
+    conf = cfg.ConfigOpts()
     try:
         rc = _parse(conf, argv)
         if rc is not None:
@@ -543,12 +254,12 @@ def main(argv=None):
         return _error(e)
     except Exception as e:
         # Before the run (the log file cannot be opened, say): one line,
-        # as the run's own faults end (see frontend.run).
+        # as the run's own faults end (see frontend.Run.end).
         LOG.error('Unexpected error', exc_info=True)
         return _error(frontend.unexpected(e))
-    code = Action(conf, console=console).run()
+    code = _run(conf, console)
     if console:
-        _take_late_signals()
+        frontend.take_late_signals()
     return code
 
 

@@ -36,6 +36,9 @@ DEFAULT_METRICS_MAX_PROJECTS = 20
 # placement restart behind haproxy, short enough that a service down
 # for good ends a cron run at once.
 DEFAULT_RETRY_BUDGET = 15
+# Requests in flight at once through the APIs: also the openstack
+# commands', and that of the readers and repairs given none.
+DEFAULT_CONCURRENCY = 8
 # Also the openstack commands' --full-read-interval default: a day.
 DEFAULT_FULL_READ_INTERVAL = 24 * 3600
 
@@ -58,7 +61,8 @@ ORPHANS_OPTS = [
                     'for over 100 s per unreachable database.'),
     cfg.IntOpt('db_retry_interval', default=1, min=0,
                help='Seconds between connection attempts.'),
-    cfg.IntOpt('placement_concurrency', default=8, min=1, max=64,
+    cfg.IntOpt('placement_concurrency', default=DEFAULT_CONCURRENCY, min=1,
+               max=64,
                help='Placement requests in flight at once when reading '
                     'provider allocations and when repairing: "clean" '
                     'and "restore" write in streams of batches on '

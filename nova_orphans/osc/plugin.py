@@ -61,14 +61,15 @@ class Clients:
     """
 
     def __init__(self, placement_client, compute_client,
-                 network_client=None, container_client=None, cloud=None,
+                 network_client=None, container_client=None, region=None,
                  retries=None):
         self.placement = placement_client
         self.compute = compute_client
         self.network = network_client
         self.container = container_client
-        # What names the cloud, for journals (see cloud_identity).
-        self.cloud = cloud or {}
+        # openstacksdk's cloud region: what names the cloud, for journals
+        # (app.api_sources.APISources.cloud).
+        self.region = region
         # The run's clients.retry.Retries, shared by the clients' adapters.
         self.retries = retries
 
@@ -151,29 +152,6 @@ def cataloged(instance, service_adapter):
     return has_service
 
 
-def cloud_identity(instance):
-    """What names the cloud reached, for a journal's run header: the
-    cloud's name in clouds.yaml (None when the command line or OS_*
-    variables alone give it), keystone's auth URL (None for a plugin
-    without keystone: ``admin_token``'s endpoint is the service's own),
-    region and project. The name alone may differ from one workstation
-    to the next; the rest tells clouds apart wherever the journal is
-    read.
-    """
-    region = instance.sdk_connection.config
-    auth = region.config.get('auth') or {}
-    # The name osc's loader made the region with (an empty one is
-    # kept as it is).
-    name = region.name
-    if name in ('envvars', 'defaults'):
-        # openstacksdk's names for "no cloud named".
-        name = None
-    return {'name': name or None,
-            'auth_url': auth.get('auth_url'),
-            'region': region.get_region_name() or None,
-            'project': auth.get('project_name') or auth.get('project_id')}
-
-
 def make_client(instance):
     LOG.debug('Instantiating nova-orphans placement, compute, network and '
               'container clients')
@@ -186,7 +164,7 @@ def make_client(instance):
         compute.ComputeClient(adapter(instance, 'compute', retries, auth)),
         network.NetworkClient(adapter(instance, 'network', retries, auth)),
         container.ContainerClient(zun, cataloged(instance, zun)),
-        cloud=cloud_identity(instance), retries=retries)
+        region=instance.sdk_connection.config, retries=retries)
 
 
 def build_option_parser(parser):

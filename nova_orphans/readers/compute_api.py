@@ -168,7 +168,7 @@ class _NotAsked(Exception):
 
 class ComputeAPIReader(base.NovaReader):
 
-    def __init__(self, client, concurrency=8,
+    def __init__(self, client, concurrency=orphans_conf.DEFAULT_CONCURRENCY,
                  grace_period=orphans_conf.DEFAULT_GRACE_PERIOD,
                  network=None, foreign=model.Foreign()):
         self.client = client

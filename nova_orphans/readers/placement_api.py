@@ -12,18 +12,17 @@
 """Read placement's side of the snapshot through its REST API.
 
 Placement has no "all allocations" call, so this costs one GET per
-provider in scope; they run with bounded concurrency over kept-alive
-connections (PlacementClient.bulk_reads) so the tool adds little to the
-server's own work. With kept reads (use_kept), only the providers whose
-generation moved since an earlier scan read them are read
-(readers/kept_reads.py).
+provider in scope; they run with bounded concurrency, over the
+connections the client's keystoneauth session keeps open. With kept
+reads (use_kept), only the providers whose generation moved since an
+earlier scan read them are read (readers/kept_reads.py).
 """
 
 import concurrent.futures
-import contextlib
 
 from oslo_log import log as logging
 
+from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.readers import base
@@ -38,7 +37,7 @@ class PlacementAPIReader(base.PlacementReader):
     reads_in_background = True
     keeps_reads = True
 
-    def __init__(self, client, concurrency=8):
+    def __init__(self, client, concurrency=orphans_conf.DEFAULT_CONCURRENCY):
         self.client = client
         self.concurrency = concurrency
         self._kept = None
@@ -58,12 +57,6 @@ class PlacementAPIReader(base.PlacementReader):
     @property
     def label(self):
         return 'placement\'s API at %s' % self.client.endpoint
-
-    def _bulk(self):
-        bulk_reads = getattr(self.client, 'bulk_reads', None)
-        if bulk_reads is None:
-            return contextlib.nullcontext(self.client)
-        return bulk_reads()
 
     def providers(self):
         """All providers, with sharing flags and the aggregates that matter.
@@ -197,7 +190,7 @@ class PlacementAPIReader(base.PlacementReader):
             if cancelled is not None and cancelled():
                 return None
             doc = gone_if_missing(
-                client.get, '/resource_providers/%s/allocations' % uuid,
+                self.client.get, '/resource_providers/%s/allocations' % uuid,
                 'provider', uuid)
             if doc is None:
                 # Deleted since the listing (nova deletes a compute
@@ -208,8 +201,7 @@ class PlacementAPIReader(base.PlacementReader):
                 for consumer, body in doc['allocations'].items()}
 
         result = {}
-        with self._bulk() as client, concurrent.futures.ThreadPoolExecutor(
-                self.concurrency) as pool:
+        with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
             for uuid, answer in zip(uuids, pool.map(read, uuids)):
                 if answer is None:
                     return None
@@ -231,11 +223,10 @@ class PlacementAPIReader(base.PlacementReader):
         (asked only of providers that hold nothing).
         """
         def read(uuid):
-            doc = client.get('/resource_providers/%s/inventories' % uuid)
+            doc = self.client.get('/resource_providers/%s/inventories' % uuid)
             return uuid, whole(doc.get('inventories') or {})
 
-        with self._bulk() as client, concurrent.futures.ThreadPoolExecutor(
-                self.concurrency) as pool:
+        with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
             return {uuid: classes for uuid, classes in
                     pool.map(read, sorted(provider_uuids)) if classes}
 
@@ -252,11 +243,10 @@ class PlacementAPIReader(base.PlacementReader):
         Returns ``(records, allocations_by_consumer)``.
         """
         def read(uuid):
-            return uuid, client.get('/allocations/%s' % uuid)
+            return uuid, self.client.get('/allocations/%s' % uuid)
 
         records, allocations = {}, {}
-        with self._bulk() as client, concurrent.futures.ThreadPoolExecutor(
-                self.concurrency) as pool:
+        with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
             for uuid, doc in pool.map(read, sorted(consumer_uuids)):
                 records[uuid] = consumer_from_document(uuid, doc)
                 allocations[uuid] = doc.get('allocations') or {}
@@ -271,7 +261,7 @@ def gone_if_missing(get, url, kind, uuid):
     try:
         return get(url)
     except exception.PlacementError as e:
-        if getattr(e, 'status_code', None) == 404:
+        if e.status_code == 404:
             LOG.debug('The %(kind)s %(uuid)s vanished during the run '
                       '(%(url)s: 404): gone', {'kind': kind, 'uuid': uuid,
                                                'url': url})

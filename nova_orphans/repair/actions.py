@@ -35,16 +35,20 @@ rows, and the write carries the generations read there.
 import collections
 import concurrent.futures
 import dataclasses
+import os
 import threading
 import typing
 
 from oslo_log import log as logging
 
+from nova_orphans.conf import orphans as orphans_conf
+from nova_orphans.engine import changes
 from nova_orphans.engine import classify
 from nova_orphans.engine import index as index_mod
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
 from nova_orphans.engine import rules as rules_mod
+from nova_orphans.engine import shapes
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans import outcomes as outcomes_mod
@@ -73,6 +77,7 @@ BATCH_MIN = 8
 
 skipped = outcomes_mod.skipped
 failed = outcomes_mod.failed
+failed_by = outcomes_mod.failed_by
 dry_run = outcomes_mod.dry_run
 interrupted = outcomes_mod.interrupted
 
@@ -122,18 +127,23 @@ class RepairOptions:
     max_count: typing.Optional[int] = None
     heal: bool = False
     journal: typing.Optional[str] = None
-    concurrency: int = 8
+    concurrency: int = orphans_conf.DEFAULT_CONCURRENCY
     rules: tuple = rules_mod.DEFAULT_RULES
     progress: typing.Any = None
     stop: typing.Any = None
     notice: typing.Any = None
 
-    def check(self):
-        """Refuse a --journal that cannot be written, before anything is
-        read.
+    def check(self, directory=None):
+        """Refuse a --journal that cannot be written, or without one a
+        journals' ``directory`` other users could write, before anything
+        is read.
         """
-        if self.journal is not None and not self.dry_run:
+        if self.dry_run:
+            return
+        if self.journal is not None:
             journal_mod.check_path(self.journal)
+        elif directory is not None and os.path.isdir(directory):
+            journal_mod.check_directory(os.stat(directory), directory)
 
 
 class Repairer:
@@ -162,6 +172,8 @@ class Repairer:
         # Consumers whose write met another writer's (see _reevaluate),
         # counted under _cloud_lock.
         self.conflicts = 0
+        # {(consumer, provider, action): the row as written} (see _commit).
+        self._written = {}
 
     def clean(self, findings):
         """Repair the orphans among ``findings``: returns ``(rows,
@@ -221,6 +233,8 @@ class Repairer:
                         outcomes[i] = outcome
         # The batches a signal stopped before they were read.
         outcomes = [interrupted() if o is None else o for o in outcomes]
+        rows = [self._written.get((f.consumer, f.resource_provider,
+                                   f.action), f) for f in rows]
         if progress:
             progress.finish()
         if self.conflicts:
@@ -329,7 +343,7 @@ class Repairer:
         try:
             self._commit(group)
         except (writes.Retry, exception.PlacementError) as e:
-            status = getattr(e, 'status_code', None) or 0
+            status = e.status_code or 0
             if len(group) == 1 or not 400 <= status < 500:
                 return self._after_single(group, e)
             LOG.debug('Placement refused a batch of %(count)d consumers '
@@ -426,7 +440,7 @@ class Repairer:
         LOG.debug('Repair of consumer %(consumer)s failed: %(error)s',
                   {'consumer': consumer, 'error': error})
         why = capacity.repair_refused(error, self._provider_name)
-        return [failed(why or str(error))] * len(planned)
+        return [failed_by(error, why)] * len(planned)
 
     def _attempt(self, consumer, planned, docs, fresh):
         """One verify-journal-write round for one consumer."""
@@ -465,18 +479,24 @@ class Repairer:
 
     def _commit(self, group):
         """Journal the prepared changes, then write them in one request
-        (see writes.commit).
+        (see writes.commit). Each row, journaled and shown, is what the
+        write changes (_as_written), not what the audit read.
         """
         targets = {}
         for p in group:
             targets.update(self._targets(p.docs, p.change))
+        rows = [[_as_written(f, p) for f in p.act] for p in group]
         writes.commit(self.client, self.journal, [{
             'action': p.act[0].action,
-            'findings': [f.to_dict() for f in p.act],
+            'findings': [f.to_dict() for f in written],
             'consumers': {c: {'before': p.docs.get(c) or documents.empty(),
                               'after': after}
                           for c, after in p.change.items()},
-        } for p in group], targets)
+        } for p, written in zip(group, rows)], targets)
+        for written in rows:
+            self._written.update(
+                ((f.consumer, f.resource_provider, f.action), f)
+                for f in written)
 
     def _partner(self, consumer):
         """A migration consumer's instance, if the consumer is one.
@@ -536,19 +556,12 @@ class Repairer:
         doc = docs[consumer]
         if action == reasons.HEAL:
             return self._heal(consumer, act[0], fresh)
-        drop = {f.resource_provider for f in act}
-        after = {rp: body for rp, body in doc['allocations'].items()
-                 if rp not in drop}
-        if action != reasons.RETURN_TO_INSTANCE:
+        after, target = changes.after(
+            action, doc['allocations'], {f.resource_provider for f in act},
+            docs[partner]['allocations']
+            if action == reasons.RETURN_TO_INSTANCE else None)
+        if target is None:
             return {consumer: after}
-        moved = {rp: body for rp, body in doc['allocations'].items()
-                 if rp in drop}
-        target = dict(docs[partner]['allocations'])
-        for rp, body in moved.items():
-            resources = dict(target.get(rp, {}).get('resources', {}))
-            for rc, amount in body['resources'].items():
-                resources[rc] = resources.get(rc, 0) + amount
-            target[rp] = {'resources': resources}
         if docs[partner]['project_id'] is None:
             # The instance has no consumer yet: it inherits the owner.
             docs[partner] = dict(docs[partner],
@@ -568,7 +581,7 @@ class Repairer:
         if finding.resource_provider not in self.audit.placement.providers:
             return _('the compute node has no resource provider')
         return {consumer: {finding.resource_provider: {
-            'resources': heal_mod.resources_from_flavor(
+            'resources': shapes.resources_from_flavor(
                 flavor, boot_from_volume)}}}
 
     def _targets(self, docs, change):
@@ -587,6 +600,20 @@ class Repairer:
 # One consumer's verified change, not yet journaled or written.
 _Prepared = collections.namedtuple(
     '_Prepared', 'consumer planned docs act change outcomes')
+
+
+def _as_written(finding, prepared):
+    """``finding`` as its consumer's write changes it: the resources it
+    takes away from the document read right before the write (or, a
+    heal, those it writes) and the owner placement had there.
+    """
+    doc = prepared.docs.get(finding.consumer) or documents.empty()
+    owner = {} if doc['project_id'] is None else {
+        'project_id': doc['project_id'], 'user_id': doc['user_id']}
+    return dataclasses.replace(
+        finding, resources=documents.row_resources(
+            prepared.change.get(finding.consumer), doc['allocations'],
+            finding.resource_provider), **owner)
 
 
 def _interrupted(outcomes):

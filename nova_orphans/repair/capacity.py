@@ -36,6 +36,7 @@ any provider and is never refused for capacity.
 
 import re
 
+from nova_orphans import exception
 from nova_orphans.i18n import _
 
 _OVER = re.compile(
@@ -47,7 +48,8 @@ def refused(error):
     """(provider uuid, resource class) when ``error`` is placement's 409
     for a provider over capacity, else None.
     """
-    if getattr(error, 'status_code', None) != 409:
+    if not isinstance(error, exception.PlacementError) or \
+            error.status_code != 409:
         return None
     found = _OVER.search(str(error))
     return (found.group('rp'), found.group('rc')) if found else None

@@ -47,6 +47,16 @@ def empty():
             'consumer_generation': None, 'consumer_type': None}
 
 
+def row_resources(written, other, provider):
+    """What a row of a write shows on ``provider``: the resources the
+    allocations ``written`` leave there, else those it takes away from
+    ``other`` (the allocations it replaces), else none.
+    """
+    body = ((written or {}).get(provider) or (other or {}).get(provider) or
+            {})
+    return dict(body.get('resources') or {})
+
+
 def same_allocations(a, b):
     return (a or {}).get('allocations', {}) == (b or {}).get(
         'allocations', {})

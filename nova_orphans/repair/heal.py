@@ -9,38 +9,19 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Allocations a live instance should hold, from its flavor (``--heal``).
+"""Which live instances ``--heal`` leaves alone.
 
-The same arithmetic as nova's ``scheduler.utils.resources_from_flavor``:
-VCPU (PCPU with a dedicated CPU policy), MEMORY_MB, DISK_GB with no root
-disk when booted from volume, then ``resources:*`` extra specs. Anything
-that needs nested providers is left to ``nova-manage placement
-heal_allocations``, which can ask neutron, cyborg and the PCI tracker.
+What it writes for the others is engine.shapes.resources_from_flavor,
+nova's own arithmetic. Anything that needs nested providers is left to
+``nova-manage placement heal_allocations``, which can ask neutron, cyborg
+and the PCI tracker.
 """
-
-import math
 
 from nova_orphans.i18n import _
 
 # Extra specs that make nova request resources from child providers.
 _NESTED_SPECS = ('accel:device_profile', 'pci_passthrough:alias',
                  'hw:vpmem', 'resources:VGPU')
-
-
-def resources_from_flavor(flavor, boot_from_volume):
-    swap_gb = int(math.ceil((flavor.get('swap') or 0) / 1024.0))
-    disk = ((0 if boot_from_volume else flavor.get('root_gb') or 0) +
-            (flavor.get('ephemeral_gb') or 0) + swap_gb)
-    extra_specs = flavor.get('extra_specs') or {}
-    cpu_class = ('PCPU' if extra_specs.get('hw:cpu_policy') == 'dedicated'
-                 else 'VCPU')
-    resources = {cpu_class: flavor['vcpus'],
-                 'MEMORY_MB': flavor['memory_mb'],
-                 'DISK_GB': disk}
-    for key, value in extra_specs.items():
-        if key.startswith('resources:'):
-            resources[key.split(':', 1)[1]] = int(value)
-    return {rc: amount for rc, amount in resources.items() if amount}
 
 
 def nested_reason(flavor, network_info=None):

@@ -30,6 +30,19 @@ before it (see journal_verify.py, which reads them back). One run
 writes to a journal at a time: it holds an exclusive ``flock`` while
 the file is open, so no other run's lines come between its own.
 
+The chain catches accidents, not another user: anyone who can write
+the file can rewrite it whole, chain and all. So a journal is only
+read or added to when no other user can write it (check_file: owned by
+the user the run is, writable by nobody else, its own group aside),
+and only written in a directory where no other user can replace it
+(check_directory: owned by that user or root, writable by nobody else
+unless sticky, as /tmp is), each checked on the descriptor the run
+then uses. root is no exception: like sshd with root's own keys and
+sudo with its sudoers, it refuses another user's journal until it
+takes it over (chown). A run's own group is no other user: a Debian
+user's private group, or Kubernetes' fsGroup, which makes every file
+of a volume writable by the pod's own group.
+
 A run killed inside a ``write(2)`` leaves its last line cut short (the
 kernel stops copying at a page boundary); the next run to open the
 journal starts on a fresh line and records that cut in a chained mark.
@@ -43,7 +56,9 @@ import datetime
 import errno
 import fcntl
 import os
+import pwd
 import socket
+import stat
 import threading
 import uuid
 
@@ -113,7 +128,9 @@ def default_path(state_path):
 
 def check_path(path):
     """Refuse, before anything is read or written, a journal that could
-    not be appended to.
+    not be appended to, or that another user could write or replace
+    (see check_file and check_directory, which the run's open checks
+    again on its descriptors).
     """
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
@@ -123,10 +140,78 @@ def check_path(path):
     elif not os.access(path if os.path.exists(path) else parent, os.W_OK):
         reason = _('not writable')
     elif os.path.exists(path) and in_use(path):
-        reason = IN_USE
+        raise exception.JournalBusy(path=path, reason=IN_USE)
+    else:
+        check_directory(os.stat(parent), parent, path)
+        if os.path.exists(path):
+            check_file(os.stat(path), path)
+        return
+    raise exception.JournalError(path=path, reason=reason)
+
+
+def check_file(st, path):
+    """Refuse the journal at ``path`` (``st``: its stat, of the
+    descriptor that reads it) if another user could have written it:
+    restore would undo whatever they wrote there.
+    """
+    user = os.geteuid()
+    if st.st_uid != user:
+        reason = _('is owned by %(owner)s, not by %(user)s who runs this, '
+                   'and only its owner may restore it or add to it: run '
+                   'as %(owner)s, or check it and run "chown %(user)s '
+                   '%(path)s"') % {'owner': _user_name(st.st_uid),
+                                   'user': _user_name(user), 'path': path}
+    elif _others_write(st):
+        reason = _('can be written by other users (mode %(mode)s), who '
+                   'could have rewritten it: check it and run "chmod go-w '
+                   '%(path)s"') % {'mode': _mode(st), 'path': path}
     else:
         return
     raise exception.JournalError(path=path, reason=reason)
+
+
+def check_directory(st, directory, path=None):
+    """Refuse to write a journal (``path``, or any) in ``directory``
+    (``st``: its stat) if another user could replace it there: a
+    directory owned by another user than this one or root, or that
+    others can write, unless it is sticky (as /tmp), where only a
+    file's owner may replace it and the journal must be this user's.
+    """
+    user = os.geteuid()
+    if st.st_uid not in (user, 0):
+        reason = _('the directory %(dir)s is owned by %(owner)s, who could '
+                   'replace the journal: run "chown %(user)s %(dir)s" or '
+                   'write journals in a directory of your own') % {
+            'dir': directory, 'owner': _user_name(st.st_uid),
+            'user': _user_name(user)}
+    elif _others_write(st) and not st.st_mode & stat.S_ISVTX:
+        reason = _('the directory %(dir)s can be written by other users '
+                   '(mode %(mode)s), who could replace the journal: run '
+                   '"chmod go-w %(dir)s" or write journals in a directory '
+                   'of your own') % {'dir': directory, 'mode': _mode(st)}
+    else:
+        return
+    raise exception.JournalError(path=path or directory, reason=reason)
+
+
+def _others_write(st):
+    """Whether users other than the owner may write: any user, or a
+    group other than this run's own.
+    """
+    return bool(st.st_mode & stat.S_IWOTH or (
+        st.st_mode & stat.S_IWGRP and st.st_gid != os.getegid()))
+
+
+def _mode(st):
+    return '%04o' % stat.S_IMODE(st.st_mode)
+
+
+def _user_name(uid):
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        # A container's uid without a passwd entry.
+        return str(uid)
 
 
 IN_USE = _('another run is writing to it now (a "clean" or "restore" with '
@@ -204,26 +289,45 @@ class Journal:
                 self._open(create=False)
 
     def _open(self, create=True):
+        # The directory and the file, each checked on the descriptor
+        # then used: nobody else can swap them in between.
+        parent = os.path.dirname(os.path.abspath(self.path))
+        try:
+            directory = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as e:
+            raise exception.JournalError(path=self.path, reason=e.strerror)
+        try:
+            check_directory(os.fstat(directory), parent, self.path)
+            fd, created = self._open_in(directory, create)
+        finally:
+            os.close(directory)
+        self._fd = fd
+        self._created = created
+
+    def _open_in(self, directory, create):
+        name = os.path.basename(self.path)
         created = False
         try:
             if create:
                 try:
-                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT |
-                                 os.O_EXCL | os.O_APPEND, 0o600)
+                    fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL |
+                                 os.O_APPEND, 0o600, dir_fd=directory)
                     created = True
                 except FileExistsError:
                     pass
             if not created:
-                fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+                fd = os.open(name, os.O_RDWR | os.O_APPEND,
+                             dir_fd=directory)
         except OSError as e:
             raise exception.JournalError(path=self.path, reason=e.strerror)
         try:
+            if not created:
+                check_file(os.fstat(fd), self.path)
             if not _lock(fd, fcntl.LOCK_EX):
-                raise exception.JournalError(path=self.path, reason=IN_USE)
+                raise exception.JournalBusy(path=self.path, reason=IN_USE)
             if created:
                 # The new name must survive a crash as well as its lines.
-                _fsync_directory(os.path.dirname(os.path.abspath(
-                    self.path)))
+                os.fsync(directory)
                 newline, cut, follows = b'', None, None
             else:
                 newline, cut, follows = _tail(fd)
@@ -233,12 +337,11 @@ class Journal:
         except exception.JournalError:
             os.close(fd)
             raise
-        self._fd = fd
-        self._created = created
         self._newline = newline
         self._pending = [dict(self.header, follows=follows)]
         if cut is not None:
             self._pending.append({'cut': cut})
+        return fd, created
 
     def record(self, entry):
         """Write one entry durably; the change may only follow after.
@@ -372,14 +475,6 @@ class Journal:
         finally:
             os.close(self._fd)
             self._fd = None
-
-
-def _fsync_directory(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _tail(fd):

@@ -41,6 +41,7 @@ other.
 import collections
 import hashlib
 import json
+import os
 import re
 
 from nova_orphans import exception
@@ -83,14 +84,16 @@ def seal(line, previous):
 class Run:
     """The entries one run wrote, and its header.
 
-    ``end``: its end record, None if it has none; ``first_line`` and
-    ``last_line``: where it is in the file.
+    ``end``: its end record, None if it has none; ``restored``: the mark
+    of a restore's run ({done, failed, ...}), None if it has none;
+    ``first_line`` and ``last_line``: where it is in the file.
     """
 
     def __init__(self, header, line):
         self.header = header
         self.entries = []
         self.end = None
+        self.restored = None
         self.first_line = self.last_line = line
         # Whether its last line is cut short.
         self.cut = False
@@ -111,6 +114,13 @@ class Run:
         """
         cloud = self.header.get('cloud')
         return cloud if isinstance(cloud, dict) else {}
+
+    @property
+    def restoring(self):
+        """Whether it is a restore's run: a header, a mark and an end
+        record, and no entry, whatever became of it.
+        """
+        return self.header.get('command') == 'restore' and not self.entries
 
     @property
     def ended(self):
@@ -139,12 +149,16 @@ Contents = collections.namedtuple('Contents',
                                   'entries runs restores unended')
 
 
-def load(path):
+def load(path, check=None):
     """A journal's entries and runs, every line verified; refuses an
     empty, damaged or altered file (exception.JournalError, 127).
+    ``check(stat, path)`` is given the stat of the file opened, before
+    it is read, to refuse it (journal.check_file).
     """
     try:
         with open(path, 'rb') as f:
+            if check is not None:
+                check(os.fstat(f.fileno()), path)
             data = f.read()
     except OSError as e:
         raise exception.JournalError(path=path, reason=e.strerror)
@@ -212,6 +226,15 @@ def parse(line):
     if not (isinstance(entry.get('sum'), str) and
             _SUM.fullmatch(entry['sum'])):
         raise ValueError(_('no checksum'))
+    _check_kind(entry)
+    return entry
+
+
+def _check_kind(entry):
+    """ValueError (why) if ``entry`` is not a well-formed record of its
+    kind: a mark, an end record, a run's header, a provider's record or
+    a consumers' entry.
+    """
     if 'not_applied' in entry:
         refused = entry['not_applied']
         if not (isinstance(refused, list) and
@@ -222,8 +245,13 @@ def parse(line):
         if not (isinstance(end, dict) and all(
                 isinstance(end.get(k), int) for k in ('lines', 'entries'))):
             raise ValueError(_('a malformed end record'))
-    elif 'run' in entry or 'cut' in entry or 'restored' in entry:
-        # A run's header, a cut mark, a restore's mark.
+    elif 'restored' in entry:
+        mark = entry['restored']
+        if not (isinstance(mark, dict) and all(
+                isinstance(mark.get(k), int) for k in ('done', 'failed'))):
+            raise ValueError(_('a malformed restore mark'))
+    elif 'run' in entry or 'cut' in entry:
+        # A run's header, a cut mark.
         pass
     elif 'provider' in entry:
         # A resource provider deleted by "providers clean": its record.
@@ -232,7 +260,6 @@ def parse(line):
             raise ValueError(_('a malformed provider record'))
     elif not isinstance(entry.get('consumers'), dict):
         raise ValueError(_('no consumers'))
-    return entry
 
 
 def _is_line(text):
@@ -395,6 +422,7 @@ class _Reader:
         if 'cut' in entry:
             return
         if 'restored' in entry:
+            run.restored = entry['restored']
             self.restores.append(dict(
                 entry['restored'], time=entry.get('time'),
                 placement=run.placement, cloud=run.cloud))
@@ -418,9 +446,15 @@ def proof_lines(path, contents):
     """What restore says of a journal that cannot prove it is whole
     (``contents.unended``), one line each, then what to check; [] for a
     journal that can.
+
+    A restore's run without an end record is no such run: it wrote no
+    entry, so whether the journal holds every change is the business of
+    the runs that made them (see restore_lines).
     """
     lines = []
     for unended in contents.unended:
+        if isinstance(unended, Run) and unended.restoring:
+            continue
         if isinstance(unended, Run):
             lines.append(_(
                 'WARNING: journal %(path)s: %(run)s has no end record: the '
@@ -429,10 +463,7 @@ def proof_lines(path, contents):
                 'disk). Its %(count)d entry(ies) that verify are those read '
                 'above; any it wrote after them are not in this file.') % {
                 'path': path, 'run': unended.describe(),
-                'where': (_('at line %(line)d') if unended.cut else
-                          _('after line %(line)d')) % {
-                              'line': unended.last_line},
-                'count': len(unended.entries)})
+                'where': _where(unended), 'count': len(unended.entries)})
         else:
             lines.append(_(
                 'WARNING: journal %(path)s, line %(line)d: cut short, and '
@@ -445,6 +476,38 @@ def proof_lines(path, contents):
             'file the run wrote, not a copy, and how the run ended (the '
             'host\'s logs: journalctl, dmesg for the OOM killer); if the '
             'file was cut, restore from the whole one. If the run was '
-            'killed, run "clean" again: the changes it made are in the '
-            'entries read.'))
+            'killed, nothing it changed is missing here: it sent no change '
+            'before its entry was on disk, and each entry read was judged '
+            'above.'))
+    return lines
+
+
+def _where(run):
+    """Where a file cut short after ``run``'s lines was cut."""
+    return (_('at line %(line)d') if run.cut else
+            _('after line %(line)d')) % {'line': run.last_line}
+
+
+def restore_lines(path, contents):
+    """What restore says of each earlier restore of the journal that did
+    not end (``contents.unended``): a restore, and what its mark says it
+    had done; [] when every one ended.
+    """
+    lines = []
+    for run in contents.unended:
+        if not (isinstance(run, Run) and run.restoring):
+            continue
+        if run.restored is None:
+            done = _('before its mark, which says what it did, was written '
+                     'whole, or this file was cut short %(where)s') % {
+                'where': _where(run)}
+        else:
+            done = _('after it had restored %(done)d change(s), %(failed)d '
+                     'refused or failed, as its mark says') % run.restored
+        lines.append(_(
+            'WARNING: journal %(path)s: %(run)s has no end record: that '
+            'restore was killed (SIGKILL, the OOM killer, a power cut) '
+            '%(done)s. A restore writes no entry: the runs it restored are '
+            'judged on their own.') % {
+            'path': path, 'run': run.describe(), 'done': done})
     return lines

@@ -197,7 +197,7 @@ class ProviderCleaner:
         try:
             kept = self._kept(uuids)
         except exception.NovaOrphansException as e:
-            return {u: actions.failed(str(e)) for u in uuids}
+            return {u: actions.failed_by(e) for u in uuids}
         if kept:
             return {u: kept for u in uuids}
         order = [u for u in reversed(uuids)]
@@ -237,7 +237,7 @@ class ProviderCleaner:
             try:
                 deleted = self._delete(record)
             except exception.PlacementError as e:
-                status = getattr(e, 'status_code', 0) or 0
+                status = e.status_code or 0
                 if 400 <= status < 500:
                     self.journal.not_applied(entry_id, str(e))
                 if status == 404:
@@ -256,7 +256,7 @@ class ProviderCleaner:
                                              'run again'))
                 return self._delete_one(row, tree, again=False)
         except exception.NovaOrphansException as e:
-            return actions.failed(str(e))
+            return actions.failed_by(e)
         return actions.DONE
 
     def _delete(self, record):
@@ -280,7 +280,7 @@ class ProviderCleaner:
                                     expected=(204,))
                 return True
             except exception.PlacementError as e:
-                status = getattr(e, 'status_code', 0) or 0
+                status = e.status_code or 0
                 if lost and status in (404, 409):
                     # An earlier try, on its way past a timeout, landed:
                     # gone; or the provider changed since it was read.
@@ -357,7 +357,7 @@ def _restore_provider(client, entry, dry_run, not_back):
             return actions.dry_run()
         _create(client, record)
     except exception.NovaOrphansException as e:
-        return actions.failed(str(e))
+        return actions.failed_by(e)
     return actions.DONE
 
 
@@ -456,7 +456,7 @@ def _checked(client, uuid, method, url, body, settled, generation):
                 method, url, json=body, version=WRITE_VERSION,
                 expected=expected).json())
         except exception.PlacementError as e:
-            status = getattr(e, 'status_code', 0) or 0
+            status = e.status_code or 0
             # Refused after a lost answer: perhaps by the earlier try.
             if e.transient is None and not (lost and status == 409):
                 raise

@@ -37,6 +37,7 @@ import os
 import urllib.parse
 
 from nova_orphans.clients import urls
+from nova_orphans.conf import orphans as orphans_conf
 from nova_orphans.engine import classify
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
@@ -56,10 +57,11 @@ from nova_orphans.repair import writes
 
 def load(path, placement, cloud=None, journal_clouds=(), mark=None):
     """The journal at ``path``, every line verified (journal_verify),
-    refused, before anything is written, if it is damaged or altered, or
-    of another cloud than the one reached now (see check_cloud:
-    ``placement`` is its endpoint and ``cloud`` what names it, as a
-    run's header records them).
+    refused, before anything is written, if it is damaged or altered,
+    if another user could have written it (journal.check_file, before
+    a line is read), or of another cloud than the one reached now (see
+    check_cloud: ``placement`` is its endpoint and ``cloud`` what names
+    it, as a run's header records them).
 
     ``mark``: the restore's own journal.Journal on ``path``, which takes
     the journal's lock before it is read and keeps it (Journal.hold);
@@ -69,8 +71,8 @@ def load(path, placement, cloud=None, journal_clouds=(), mark=None):
     if mark is not None and os.path.exists(path):
         mark.hold()
     elif journal.in_use(path):
-        raise exception.JournalError(path=path, reason=journal.IN_USE)
-    contents = journal.load(path)
+        raise exception.JournalBusy(path=path, reason=journal.IN_USE)
+    contents = journal.load(path, check=journal.check_file)
     check_cloud(path, contents.runs, placement, cloud, journal_clouds)
     return contents
 
@@ -191,7 +193,8 @@ def _providers(entries):
             for rp in doc.get('allocations') or {}}
 
 
-def restore(client, entries, dry_run=False, concurrency=8, progress=None,
+def restore(client, entries, dry_run=False,
+            concurrency=orphans_conf.DEFAULT_CONCURRENCY, progress=None,
             stop=None, placement_db=None):
     """Returns [(finding, outcome)] for every finding of every entry, in
     the order they are shown (see shown_order).
@@ -277,9 +280,7 @@ def restore(client, entries, dry_run=False, concurrency=8, progress=None,
             list(pipeline.map(run, streams))
     results = []
     for entry, outcome in zip(entries, outcomes):
-        finding = (model.ProviderFinding if 'provider' in entry
-                   else model.Finding)
-        results.extend((_restored(finding.from_dict(row)), outcome)
+        results.extend((_restored(entry, row), outcome)
                        for row in entry.get('findings', ()))
     if progress:
         progress.finish()
@@ -287,8 +288,28 @@ def restore(client, entries, dry_run=False, concurrency=8, progress=None,
     return results
 
 
-def _restored(finding):
-    """The journaled row, its action now what the restore did."""
+def _restored(entry, row):
+    """The journaled row as this restore writes it: its action the
+    clean's undone, and what it names of what is written taken from the
+    document written (a provider's record; a consumer's "before"), not
+    from what the row recorded, which a journal altered and chained again
+    could make say anything.
+    """
+    if 'provider' in entry:
+        record = entry['provider']
+        finding = model.ProviderFinding.from_dict(dict(
+            row, uuid=record['uuid'], name=record.get('name'),
+            parent_provider=record.get('parent_provider_uuid')))
+    else:
+        spec = entry['consumers'].get(row['consumer']) or {}
+        before = spec.get('before') or {}
+        written = dict(row, resources=documents.row_resources(
+            before.get('allocations'), spec.get('after'),
+            row['resource_provider']))
+        if before.get('project_id') is not None:
+            written.update(project_id=before['project_id'],
+                           user_id=before.get('user_id'))
+        finding = model.Finding.from_dict(written)
     finding.action = reasons.RESTORE_ACTIONS.get(finding.action,
                                                  finding.action)
     return finding
@@ -436,7 +457,7 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
         try:
             verdict = _judge(entry, docs, state.origins)
         except exception.NovaOrphansException as e:
-            outcomes[i] = actions.failed(str(e))
+            outcomes[i] = actions.failed_by(e)
             continue
         if isinstance(verdict, outcomes_mod.Outcome):
             outcomes[i] = verdict
@@ -463,10 +484,9 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
             writes.write(client, targets)
             outcome = actions.DONE
         except (writes.Retry, exception.PlacementError) as e:
-            status = (409 if isinstance(e, writes.Retry)
-                      else getattr(e, 'status_code', None) or 0)
+            status = e.status_code or 0
             if not 400 <= status < 500:
-                outcome = actions.failed(str(e))
+                outcome = actions.failed_by(e)
             else:
                 # Nothing of it was applied: each entry on its own.
                 for i, _targets in group:
@@ -474,7 +494,7 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
                                                  dry_run, stop)
                 continue
         except exception.NovaOrphansException as e:
-            outcome = actions.failed(str(e))
+            outcome = actions.failed_by(e)
         for i, _targets in group:
             outcomes[i] = outcome
     return outcomes
@@ -488,7 +508,7 @@ def _restore_entry(client, state, entry, dry_run, stop=None):
                                  if entry.get('applied') is not False},
                          state.origins)
     except exception.NovaOrphansException as e:
-        return actions.failed(str(e))
+        return actions.failed_by(e)
     if isinstance(verdict, outcomes_mod.Outcome):
         return verdict
     if dry_run:
@@ -574,6 +594,5 @@ def _write(client, targets, stop=None, entry=None):
         # The providers the entry's findings name, as they were named.
         names = {f.get('resource_provider'): f.get('resource_provider_name')
                  for f in (entry or {}).get('findings', ())}
-        return actions.failed(capacity.restore_refused(e, names.get) or
-                              str(e))
+        return actions.failed_by(e, capacity.restore_refused(e, names.get))
     return actions.DONE

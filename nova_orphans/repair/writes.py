@@ -49,8 +49,10 @@ class Retry(Exception):
     """The consumer changed under us; evaluate it again.
 
     Its text says which generation placement found changed, for the
-    journal (see write).
+    journal (see write); its status is placement's for a conflict.
     """
+
+    status_code = 409
 
 
 class Changed(Retry):
@@ -77,10 +79,9 @@ def commit(client, journal, records, targets):
         # Unless an earlier try's answer was lost (Changed).
         if not isinstance(e, Changed):
             journal.not_applied_many(entries, str(e))
-        e.status_code = 409
         raise
     except exception.PlacementError as e:
-        if 400 <= (getattr(e, 'status_code', 0) or 0) < 500:
+        if 400 <= (e.status_code or 0) < 500:
             journal.not_applied_many(entries, str(e))
         raise
 

@@ -23,8 +23,7 @@ import tempfile
 # tests, one worker: 51.5 and 53.3 CPU-s; 45.5 and 49.6 with this). Cycles
 # are still collected, less often. Only the test processes: the tool tunes
 # its own runs (nova_orphans/memory.py), and the servers the fixtures
-# start keep their defaults, and so does a warm run's zygote (warm.py).
-DEFAULT_GC_THRESHOLD = gc.get_threshold()
+# start keep their defaults.
 gc.set_threshold(50000, 50, 50)
 
 

@@ -29,7 +29,7 @@ floor, and whether each tool's findings match the generated truth.
     python tools/bench/run.py --clean 10000         # clean vs audit --delete
     python tools/bench/run.py --providers 2000 --mariadb   # nova on MariaDB
     python tools/bench/run.py --steady 2000 10000 --situations-every 100 \
-        --baseline /path/to/another/checkout   # kept reads, steady state
+        --compare main=/path/to/another/checkout   # kept reads, steady
     python tools/bench/run.py --plot --results bench-results/results.json
 
 Results go to ``--out`` (default ./bench-results): results.json, the
@@ -114,7 +114,8 @@ def build(args, workdir, providers, cells, orphans_only=False, maria=None,
         nova_urls is not None or placement_url is not None)
     bench = runner.Bench(cloud, urls, workdir, workers=args.workers,
                          concurrency=args.concurrency,
-                         db_cpu=maria.cpu_seconds if uses_maria else None)
+                         db_cpu=maria.cpu_seconds if uses_maria else None,
+                         trees=dict(args.compare))
     try:
         checked = cloud.verify(bench.placement.endpoint)
     except BaseException:
@@ -163,6 +164,10 @@ def bench_list(args, providers, cells, maria=None):
         tools = [t for t in args.tools
                  if not (t == 'audit' and args.audit_max_providers and
                          providers > args.audit_max_providers)]
+        # Each of this checkout's modes, then the same from the others.
+        tools = [variant for t in tools for variant in [t] + [
+            '%s@%s' % (t, label) for label, _tree in args.compare
+            if t != 'audit']]
         floor = args.floor and 'fast' in tools
         counted = None
         if args.count_queries or floor:
@@ -173,7 +178,7 @@ def bench_list(args, providers, cells, maria=None):
             counted = bench.count_queries('fast')
         plan = bench.floor_plan(counted) if floor else None
         runs = {t: [] for t in tools}
-        floors = []
+        floors = {}
         for i in range(args.repeat):
             for tool in tools:
                 if tool == 'audit' and i >= args.audit_repeat:
@@ -185,7 +190,7 @@ def bench_list(args, providers, cells, maria=None):
                     '%.2fs%s' % (r['wall'], r['cpu'], r['rss_mib'],
                                  r['placement_cpu'], _db_cpu(r)))
                 runs[tool].append(r)
-                if tool == 'fast' and floor:
+                if tool.partition('@')[0] == 'fast' and floor:
                     f = bench.floor(plan, timeout=args.timeout)
                     log('  floor: %.2fs wall (%s), %.2fs CPU%s; fast mode '
                         '/ floor %.2f' % (
@@ -193,7 +198,7 @@ def bench_list(args, providers, cells, maria=None):
                                 '%s %.2fs' % (d['database'], d['seconds'])
                                 for d in f['databases']),
                             f['cpu'], _db_cpu(f), r['wall'] / f['wall']))
-                    floors.append(f)
+                    floors.setdefault(tool, []).append(f)
         for tool in tools:
             entry = {'providers': providers, 'cells': cells,
                      'allocations': truth['allocations'],
@@ -203,8 +208,8 @@ def bench_list(args, providers, cells, maria=None):
                      'generated_in': cloud.generated_in}
             entry.update(backends(bench))
             results.append(summarize(entry, runs[tool], truth))
-            if tool == 'fast' and floors:
-                entry['floor'] = floor_summary(runs['fast'], floors)
+            if tool in floors:
+                entry['floor'] = floor_summary(runs[tool], floors[tool])
         if args.count_queries:
             per_db = bench.per_database_queries(counted)
             for entry in results:
@@ -226,7 +231,7 @@ def bench_list(args, providers, cells, maria=None):
 # them: what each is, and the extra arguments of its list.
 STEADY = (
     ('cold', 'first scan: no kept reads (a full read, which it keeps)', ()),
-    ('today', 'the checkout given by --baseline (today\'s tool)', ()),
+    ('today', 'each --compare checkout\'s tool, as today@LABEL', ()),
     ('unchanged', 'nothing changed since the scan before', ()),
     ('full', '--full-read', ('--full-read',)),
     ('churn', 'after %(churn)s of the compute nodes changed', ()),
@@ -239,8 +244,8 @@ def bench_steady(args, providers, cells):
     """API-mode scans of one cloud again and again: the first (cold)
     scan, the same cloud unchanged, and after ``--churn`` of its compute
     nodes' providers changed, each beside a full read, round after
-    round, the kinds alternating. ``--baseline`` also runs another
-    checkout's tool (today's) beside the cold scan.
+    round, the kinds alternating. Each ``--compare`` checkout's tool
+    also runs beside the cold scan (``today@LABEL``).
     """
     workdir = tempfile.mkdtemp(prefix='orphanbench-steady-%d-' % providers,
                                dir=args.tmp)
@@ -248,19 +253,23 @@ def bench_steady(args, providers, cells):
                                   situations_every=args.situations_every)
     truth = cloud.truth()
     rand = random.Random(providers)
-    runs = {kind: [] for kind, _what, _extra in STEADY}
+    labels = [label for label, _tree in args.compare]
+    kinds = [(k, tool, extra) for kind, _what, extra in STEADY
+             for k, tool in (
+                 [('today@%s' % label, 'api@%s' % label)
+                  for label in labels] if kind == 'today'
+                 else [(kind, 'api')])]
+    runs = {kind: [] for kind, _tool, _extra in kinds}
     try:
         # Untimed: the first scan of a cloud just built warms placement's
         # workers and the page cache, which the first timed run would
         # otherwise pay for.
         log('%d compute nodes: warm-up (untimed)' % providers)
         bench.run('api', timeout=args.timeout, extra=('--full-read',))
-        if args.baseline:
-            bench.run('api', timeout=args.timeout, repo=args.baseline)
+        for label in labels:
+            bench.run('api@%s' % label, timeout=args.timeout)
         for round_ in range(args.repeat):
-            for kind, _what, extra in STEADY:
-                if kind == 'today' and not args.baseline:
-                    continue
+            for kind, tool, extra in kinds:
                 if kind == 'cold':
                     bench.forget_kept_reads()
                 changed = None
@@ -271,9 +280,7 @@ def bench_steady(args, providers, cells):
                     '' if changed is None else
                     ', %d providers changed' % changed,
                     os.getloadavg()[0]))
-                r = bench.run('api', timeout=args.timeout, extra=extra,
-                              repo=args.baseline if kind == 'today'
-                              else None)
+                r = bench.run(tool, timeout=args.timeout, extra=extra)
                 r['round'] = round_ + 1
                 if changed is not None:
                     r['providers_changed'] = changed
@@ -288,9 +295,7 @@ def bench_steady(args, providers, cells):
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
     results = []
-    for kind, _what, _extra in STEADY:
-        if not runs[kind]:
-            continue
+    for kind, _tool, _extra in kinds:
         entry = {'providers': providers, 'cells': cells,
                  'allocations': truth['allocations'],
                  'orphans': len(truth['orphans']),
@@ -321,7 +326,8 @@ def steady_table(results):
     steady = [r for r in results if r['tool'].startswith('steady-')]
     for r in sorted(steady, key=lambda r: (
             r['providers'], [k for k, _w, _e in STEADY].index(
-                r['tool'][len('steady-'):]))):
+                r['tool'][len('steady-'):].partition('@')[0]),
+            r['tool'])):
         kind = r['tool'][len('steady-'):]
         full = next((x for x in steady if _key(x) == _key(r) and
                      x['tool'] == ('steady-full-churn' if kind == 'churn'
@@ -555,24 +561,25 @@ def floor_table(results):
     """Fast mode against the floor, every run."""
     lines = [
         '| compute nodes | cells | allocations | nova / placement DB | '
-        'cloud | fast mode wall (s) | floor wall (s) | wall / floor | '
+        'cloud | tool | fast mode wall (s) | floor wall (s) | wall / floor | '
         'fast mode CPU (s) | floor CPU (s) | CPU / CPU | statements, rows '
         'read | fast mode peak RSS (MiB) | all its processes at once '
         '(MiB) | load average before | other work\'s CPU during fast mode, '
         'floor (s) |',
-        '|---:|---:|---:|---|---|---|---|---|---|---|---|---|---:|---:|---|'
-        '---|']
-    for r in sorted((r for r in results if r.get('floor')), key=_key):
+        '|---:|---:|---:|---|---|---|---|---|---|---|---|---|---|---:|---:|'
+        '---|---|']
+    for r in sorted((r for r in results if r.get('floor')),
+                    key=lambda r: (_key(r), r['tool'])):
         f = r['floor']
 
         def cpu(run):
             return run['cpu'] + run.get('db_cpu', 0.0)
         lines.append('| %d | %d | %d | %s / %s | %s | %s | %s | %s | %s | '
-                     '%s | %s | %d, %d | %.0f | %.0f | %s | %s |' % (
+                     '%s | %s | %s | %d, %d | %.0f | %.0f | %s | %s |' % (
                          r['providers'], r['cells'], r['allocations'],
                          r['nova_backend'],
                          r.get('placement_backend', 'sqlite'),
-                         r.get('shape', 'plain'),
+                         r.get('shape', 'plain'), r['tool'],
                          _runs(x['wall'] for x in r['runs']),
                          _runs(x['wall'] for x in f['runs']),
                          _runs(f['wall_ratios']),
@@ -746,6 +753,16 @@ def plot(results, path, cpu_above_load=None):
     return path
 
 
+def _checkout(value):
+    """``--compare``'s LABEL=PATH: (label, the checkout's absolute path)."""
+    label, _eq, path = value.partition('=')
+    if not (label and path and os.path.isdir(
+            os.path.join(path, 'nova_orphans'))):
+        raise argparse.ArgumentTypeError(
+            'LABEL=PATH of a checkout of nova-orphans: %r' % value)
+    return label, os.path.abspath(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__.split('\n\n')[0],
@@ -829,13 +846,17 @@ def main(argv=None):
                         help='steady-state clouds: only one pair of nodes '
                              'in K holds the generated situations and '
                              'orphans (default 1: every pair)')
-    parser.add_argument('--baseline', metavar='CHECKOUT',
-                        help='steady state: also run this checkout\'s '
-                             'nova-orphans (today\'s) beside the cold scan')
     parser.add_argument('--tmp', default=None,
                         help='where generated clouds live (default TMPDIR)')
     parser.add_argument('--keep', action='store_true',
                         help='keep the generated clouds')
+    parser.add_argument('--compare', action='append', default=[],
+                        type=_checkout, metavar='LABEL=PATH',
+                        help='also run each mode of --tools but the audit '
+                             'from the checkout at PATH, as TOOL@LABEL, '
+                             'in turn with this one\'s on the same cloud '
+                             '(repeatable); with --steady, its API mode '
+                             'beside the cold scan')
     args = parser.parse_args(argv)
 
     os.makedirs(args.out, exist_ok=True)

@@ -13,16 +13,17 @@
 
 Each command is one of app.commands' (``command_class``): its options,
 help and exit codes are declared there once, for nova-orphans-manage
-too. A command returns its rows to cliff as (columns, rows), cliff
-prints them in the format asked for, and ``run`` then prints what
-closes the report and returns the exit code of the table both front
-ends share (see nova_orphans.frontend; cliff's own convention, 1 for
-any error and 2 for a usage error, would tell a script neither what
-happened nor the same as nova-orphans-manage). Only cliff's, osc-lib's
-and argparse's public interfaces are used: the hooks a command
-overrides (``get_parser``, ``get_description``, ``formatter_namespace``,
-``take_action``, ``produce_output``, ``run``) and the parser's public
-methods.
+too. A command runs as both front ends run one (frontend.Run): it returns
+the report's rows to cliff as (columns, rows), cliff prints them with
+the format's formatter (output.py's, found in the commands' own
+formatter namespaces), and ``run`` then prints what closes the report
+and returns the exit code of the table both front ends share (cliff's
+own convention, 1 for any error and 2 for a usage error, would tell a
+script neither what happened nor the same as nova-orphans-manage). Only
+cliff's, osc-lib's and argparse's public interfaces are used: the hooks
+a command overrides (``get_parser``, ``get_description``,
+``formatter_namespace``, ``take_action``, ``run``) and the parser's
+public methods.
 """
 
 import argparse
@@ -33,7 +34,6 @@ import os
 import shlex
 import sys
 
-from cliff.formatters import base as cliff_base
 from keystoneauth1 import exceptions as ks_exc
 from osc_lib.command import command
 
@@ -42,19 +42,16 @@ from nova_orphans.app import commands
 from nova_orphans.app import options as opts
 from nova_orphans.clients import auth as auth_faults
 from nova_orphans import exception
-from nova_orphans import exit_codes
 from nova_orphans import frontend
-from nova_orphans import interrupt
 from nova_orphans import output
-from nova_orphans import progress as progress_mod
 
 LOG = logging.getLogger(__name__)
 # The loggers of this package, whose records a command's run makes.
 PACKAGE = __name__.split('.')[0]
-# The formats of the commands that offer "-f prometheus" (setup.cfg's
-# entry points): cliff's list formatters and PrometheusFormatter.
+# The commands' formatters (setup.cfg's entry points: output.FORMATTERS);
+# those of the commands that offer "-f prometheus" too.
 FORMATTERS = 'nova_orphans.formatter.list'
-PROMETHEUS = 'prometheus'
+METRICS_FORMATTERS = 'nova_orphans.formatter.metrics'
 
 
 @functools.lru_cache(maxsize=None)
@@ -67,24 +64,11 @@ def _help_formatter(base):
                 (argparse.RawDescriptionHelpFormatter, base), {})
 
 
-def _usage_error(parser, message):
-    """argparse's usage error, as every fault's one line, exit code 127."""
-    parser.exit(exit_codes.INVALID_INPUT, output.error_line(
-        exception.InvalidInput(reason=message), sys.stderr) + '\n')
-
-
-class PrometheusFormatter(cliff_base.ListFormatter):
-    """node_exporter textfile-collector metrics of the run (see
-    nova_orphans.metrics) instead of its rows, as nova-orphans-manage's
-    ``--format prometheus``: ``data`` is one row, the exposition text.
+def _exit(exit, status=0, message=None):
+    """argparse's exit, its usage error's code the tool's (see
+    frontend.usage_code).
     """
-
-    def add_argument_group(self, parser):
-        pass
-
-    def emit_list(self, column_names, data, stdout, parsed_args):
-        for row in data:
-            stdout.write(row[0])
+    exit(frontend.usage_code(status), message)
 
 
 class OrphanLister(command.Lister):
@@ -102,17 +86,16 @@ class OrphanLister(command.Lister):
 
     @property
     def formatter_namespace(self):
-        # "-f prometheus" for the commands that offer it only: a
-        # formatter in cliff's own namespace would be offered to every
-        # openstack listing.
-        if PROMETHEUS in self.COMMAND.formats:
-            return FORMATTERS
-        return super().formatter_namespace
+        # The commands' own formatters (output.py): "-f prometheus" for
+        # the commands that offer it only.
+        if output.PROMETHEUS in self.COMMAND.formats:
+            return METRICS_FORMATTERS
+        return FORMATTERS
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.formatter_class = _help_formatter(parser.formatter_class)
-        parser.error = functools.partial(_usage_error, parser)
+        parser.exit = functools.partial(_exit, parser.exit)
         for option in self.COMMAND.options:
             parser.add_argument(*option.flags, **option.argparse_kwargs(
                 opts.metavar_osc))
@@ -131,72 +114,21 @@ class OrphanLister(command.Lister):
     def own_process(self):
         """Whether this command is the ``openstack`` process itself: not
         a command of osc's interactive shell, nor of a program that runs
-        osc's shell in-process. Only then may a signal end the process
-        at once, as it ends ``nova-orphans-manage``.
+        osc's shell in-process (see frontend.Run).
         """
         return (not self.app.interactive_mode and
                 os.path.basename(sys.argv[0]) == 'openstack')
 
     def take_action(self, parsed_args):
-        given = {o.dest: getattr(parsed_args, o.dest, None)
-                 for o in self.COMMAND.options}
-        given['format'] = parsed_args.formatter
-        # openstack reads no configuration file: the options' own
-        # defaults.
-        values = opts.resolve(self.COMMAND.options, given)
-        self.context = commands.Context(
-            functools.partial(self.sources, values), self.stop, self.say,
-            notice=commands.STOPPING if self.own_stderr() else None,
-            progress=self.progress)
-        self.report = commands.run(self.COMMAND, values, self.context)
-        return self.columns(parsed_args, self.report)
-
-    def own_stderr(self):
-        """Progress and the signal's notice go to the process's stderr
-        only: they are for a person at a terminal.
-        """
-        return self.app.stderr is sys.stderr
-
-    def produce_output(self, parsed_args, column_names, data):
-        """A table as nova-orphans-manage draws it (output.render_table:
-        fitted to the terminal, never a value split); the metrics by
-        PrometheusFormatter; other formats by cliff's formatter.
-        """
-        if parsed_args.formatter == PROMETHEUS:
-            self.formatter.emit_list(['metrics'], [[self.report.metrics]],
-                                     self.app.stdout, parsed_args)
-            return 0
-        if parsed_args.formatter != output.TABLE:
-            return super().produce_output(parsed_args, column_names, data)
-        # No table of no rows (cliff prints an empty line): the summary
-        # says there are none, as nova-orphans-manage's.
-        if self.report.rows:
-            parsed_args.dropped_columns = output.render_table(
-                output.sort_rows(self.report.dicts(),
-                                 parsed_args.sort_columns,
-                                 parsed_args.sort_direction == 'desc'),
-                self.app.stdout, verbose=parsed_args.long,
-                max_width=parsed_args.max_width,
-                fit_width=parsed_args.fit_width, keys=self.report.keys,
-                selected=parsed_args.columns)
-        return 0
-
-    def columns(self, parsed_args, report):
-        """(columns, rows) for cliff's formatters but the table's: the
-        manage command's keys (or those -c names, refused as
-        nova-orphans-manage refuses them).
-        """
-        fmt = parsed_args.formatter
-        if fmt == output.TABLE:
-            # produce_output draws it from the report.
-            return [], []
-        dicts = report.dicts()
-        keys = report.keys or output.columns(dicts, fmt)
-        output.select(keys, parsed_args.columns)
-        return list(keys), output.cells(dicts, keys, fmt)
-
-    def say(self, line):
-        frontend.say(self.app.stderr, line)
+        self.frontend_run.execute()
+        keys, rows = self.frontend_run.listing(parsed_args.long,
+                                               parsed_args.columns)
+        # -c and --sort-column as the columns' keys, for cliff (which
+        # knows neither the headers nor the rule of -c).
+        parsed_args.columns = list(keys) if parsed_args.columns else []
+        parsed_args.sort_columns = output.named(keys,
+                                                parsed_args.sort_columns)
+        return keys, rows
 
     def command_line(self, cmd):
         """The openstack command line of a report.CommandLine: against
@@ -204,7 +136,7 @@ class OrphanLister(command.Lister):
         it), whatever cloud the shell that runs it defaults to.
         """
         argv = ['openstack']
-        cloud = self.context.sources().cloud().get('name')
+        cloud = self.frontend_run.context.sources().cloud().get('name')
         if cloud:
             argv += ['--os-cloud', cloud]
         argv += commands.find(cmd.category, cmd.action).osc.split()
@@ -215,95 +147,51 @@ class OrphanLister(command.Lister):
         (cliff's own convention, 1 for any error, would tell a script
         neither what happened nor the same as nova-orphans-manage).
         """
-        self.stop = interrupt.Stop(
-            exit_now=interrupt.exit_now if self.own_process() else None)
-        self.progress = progress_mod.for_run(
-            getattr(parsed_args, 'progress', None),
-            parsed_args.formatter == output.TABLE,
-            sys.stderr) if self.own_stderr() else None
-        self.context = self.report = None
-        with package_logging(self.app):
-            return frontend.run(
-                functools.partial(self._body, parsed_args), self.stop,
-                self.app.stderr, progress=self.progress,
-                cleanup=self.close)
+        given = {o.dest: getattr(parsed_args, o.dest, None)
+                 for o in self.COMMAND.options}
+        given['format'] = parsed_args.formatter
+        # openstack reads no configuration file: the options' own
+        # defaults.
+        run = self.frontend_run = frontend.Run(
+            self.COMMAND, given, self.sources, self.app.stdout,
+            self.app.stderr, own_process=self.own_process())
 
-    def _body(self, parsed_args):
-        """cliff's run (take_action, then produce_output), then what
-        closes the report; the report's exit code.
-        """
-        try:
-            super().run(parsed_args)
-        except ks_exc.ClientException as e:
-            # Authentication happens on the first request, in osc's
-            # session: keystone's answer, not a request of ours.
-            raise (auth_faults.fault(e) or
-                   exception.NovaOrphansException(str(e))) from e
-        frontend.close_report(
-            self.report, parsed_args.formatter == output.TABLE,
-            self.command_line, getattr(parsed_args, 'dropped_columns', ()),
-            self.app.stdout, self.app.stderr,
+        def body():
+            try:
+                # cliff's: take_action, then the format's formatter.
+                super(OrphanLister, self).run(parsed_args)
+                run.out.flush()
+            except BrokenPipeError:
+                # The rows' reader went (see frontend.Stream).
+                run.out.broken = True
+            except ks_exc.ClientException as e:
+                # Authentication happens on the first request, in osc's
+                # session: keystone's answer, not a request of ours.
+                raise (auth_faults.fault(e) or
+                       exception.NovaOrphansException(str(e))) from e
             # cliff's --max-width is 0 when not given.
-            parsed_args.max_width or None)
-        return self.report.exit_code
+            run.close_report(self.command_line, parsed_args.max_width or None)
+            return run.report.exit_code
 
-    def close(self):
-        """Let go of what the run kept (see commands.Context.close)."""
-        if self.context is not None:
-            self.context.close()
-
-
-class PackageFormatter(logging.Formatter):
-    """This package's records in oslo.log's format (as
-    nova-orphans-manage writes them: time, process, level, logger, the
-    message); every other record as ``other`` formats it.
-    """
-
-    def __init__(self, other):
-        super().__init__()
-        # oslo.log's defaults: only this formatter reads them.
-        from oslo_config import cfg
-        from oslo_log import formatters
-        from oslo_log import log as oslo_log
-        conf = cfg.ConfigOpts()
-        oslo_log.register_options(conf)
-        self._other = other or logging.Formatter()
-        self._oslo = formatters.ContextFormatter(
-            project=PACKAGE.replace('_', '-'), config=conf,
-            datefmt=conf.log_date_format)
-
-    def format(self, record):
-        if record.name == PACKAGE or record.name.startswith(PACKAGE + '.'):
-            return self._oslo.format(record)
-        return self._other.format(record)
+        with package_level():
+            return run.end(body)
 
 
 @contextlib.contextmanager
-def package_logging(app):
-    """A command's log records as the ``openstack`` process shows them.
-
-    osc sets the root logger to DEBUG whatever its handlers show: this
-    package's loggers make no record below the level of every handler
-    (the lines of --debug cost a run CPU, which the default level must
-    not pay). With --debug, osc's console shows this package's records
-    in oslo.log's format, as nova-orphans-manage's --debug does.
-    Both are put back when the command ends.
+def package_level():
+    """osc sets the root logger to DEBUG whatever its handlers show:
+    this package's loggers make no record below the level of every
+    handler for the command's run (the lines of --debug cost a run CPU,
+    which the default level must not pay).
     """
     package = logging.getLogger(PACKAGE)
     levels = [h.level for h in logging.getLogger().handlers]
-    saved_level = package.level
+    saved = package.level
     package.setLevel(max(logging.DEBUG, min(levels or [logging.WARNING])))
-    console = getattr(getattr(app, 'log_configurator', None),
-                      'console_logger', None)
-    saved_format = getattr(console, 'formatter', None)
-    if console is not None and console.level <= logging.DEBUG:
-        console.setFormatter(PackageFormatter(saved_format))
     try:
         yield
     finally:
-        package.setLevel(saved_level)
-        if console is not None:
-            console.setFormatter(saved_format)
+        package.setLevel(saved)
 
 
 def command_class(name, category, action, module):

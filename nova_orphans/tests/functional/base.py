@@ -37,7 +37,7 @@ FLAVOR = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
 INVENTORY = {'VCPU': 8, 'MEMORY_MB': 8192, 'DISK_GB': 100}
 
 
-class TestCase(base.BaseTestCase):
+class TestCase(runners.Checks, base.BaseTestCase):
     """What every functional test has: no ``OS_*`` variable of the shell
     the tests were started from (runners.environment), a temporary
     directory (``tmp``), a journals' default directory of its own
@@ -107,11 +107,35 @@ class TestCase(base.BaseTestCase):
         return runners.manage_main(
             ['--config-file', conf_file or self.conf_file] + list(argv))
 
+    def environment(self):
+        """The environment of this test's runs (runners.environment)."""
+        return runners.environment()
+
+    def run_one(self, argv, env=None):
+        """(return code, stdout, stderr) of the command line ``argv``
+        (runners.run), in ``env`` (default: environment()).
+        """
+        return runners.run(argv, env=env or self.environment())
+
+    def run_json(self, *argv, conf_file=None, codes=None, command=None):
+        """(exit code, the JSON it printed: None if nothing) of
+        ``nova-orphans-manage ARGV --format json`` run in this process
+        (manage), or of the command line ``command`` (run_one: either
+        console script, JSON asked for in it); the run ended cleanly
+        (assertRanCleanly), with one of ``codes`` if given. Its stderr
+        is ``self.stderr``.
+        """
+        if command is None:
+            result = self.manage(*argv, '--format', 'json',
+                                 conf_file=conf_file)
+        else:
+            result = self.run_one(command)
+        rc, out, self.stderr = self.assertRanCleanly(result, codes)
+        return rc, json.loads(out) if out.strip() else None
+
     def list_json(self, *argv):
-        rc, out, err = self.manage('allocations', 'list', '--format', 'json',
-                                   *argv)
-        self.assertIn(rc, (0, 2, 3, 5), err)
-        return rc, json.loads(out)
+        return self.run_json('allocations', 'list', *argv,
+                             codes=(0, 2, 3, 5))
 
     def row(self, consumer, rp, reason, action, host=None, name=None,
             root=None, resources=FLAVOR, consumer_type='instance',
@@ -144,6 +168,8 @@ class FunctionalTestCase(TestCase):
     # nova's and placement's databases on this process's MariaDB server
     # rather than in sqlite files (see on_mariadb).
     MARIADB = False
+    # The policy overrides placement loads (with keystone_server()).
+    PLACEMENT_POLICY = None
 
     def setUp(self):
         super().setUp()
@@ -154,7 +180,8 @@ class FunctionalTestCase(TestCase):
             placement_url = maria.fresh(mariadb.TEMPLATE_PLACEMENT,
                                         'placement')
         self.placement = self.useFixture(placement.PlacementServer(
-            db_url=placement_url, keystone=self.keystone_server()))
+            db_url=placement_url, keystone=self.keystone_server(),
+            policy_file=self.PLACEMENT_POLICY))
         self.nova = self.useFixture(nova_db.NovaDatabases(
             cells=self.CELLS, templated=self.TEMPLATED, mariadb=maria))
         self.conf_file = self.nova_conf(self.placement.endpoint)

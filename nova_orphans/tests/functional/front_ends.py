@@ -9,22 +9,25 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Both console scripts, as processes, against one cloud.
+"""Both console scripts against one cloud.
 
 ``nova-orphans-manage`` reads nova's databases; ``openstack`` reads the
 same databases through nova's real compute API, served by
 tools/sandbox_compute.py in a process of its own (the sandbox's
 ``compute_api``). Importing nova there takes seconds, so one compute
-API, placement and set of nova databases serve a whole test class
-(started by its first test, stopped after its last), and each test
-starts from an empty cloud: placement and the databases are emptied in
-place, which the running compute API sees as it would see nova's own
-changes.
+API and its nova databases serve every test class of a test process
+(started by the first test that needs them, stopped when the process
+ends), and placement serves a whole test class (started by its first
+test, stopped after its last); each test starts from an empty cloud:
+placement and the databases are emptied in place, which the running
+compute API sees as it would see nova's own changes.
 """
 
+import atexit
 import os
 import shutil
 import tempfile
+import types
 
 import fixtures
 import yaml
@@ -50,9 +53,9 @@ def _sandbox():
     return programs.tool('tools', 'sandbox.py')
 
 
-class Cloud(fixtures.Fixture):
-    """placement, nova's databases (two cells) and nova's compute API
-    over them.
+class Compute(fixtures.Fixture):
+    """nova's databases (two cells), in sqlite files or on the MariaDB
+    server ``maria``, and nova's compute API over them.
     """
 
     def __init__(self, maria=None):
@@ -60,27 +63,23 @@ class Cloud(fixtures.Fixture):
         self.maria = maria
 
     def _setUp(self):
-        # Outside the first test's temporary directory (oslotest's
+        # Outside any test's temporary directory (oslotest's
         # NestedTempfile), which goes with that test.
         self.dir = tempfile.mkdtemp(prefix='nova-orphans-front-ends-',
                                     dir=nova_db.system_tempdir())
         self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
         saved, tempfile.tempdir = tempfile.tempdir, self.dir
         try:
-            self._serve()
+            # Beside the databases a test of its own makes.
+            self.nova = self.useFixture(nova_db.NovaDatabases(
+                cells=CELLS, mariadb=self.maria, prefix='front_ends_'))
         finally:
             tempfile.tempdir = saved
-
-    def _serve(self):
-        placement_url = None
-        if self.maria is not None:
-            placement_url = self.maria.fresh(mariadb.TEMPLATE_PLACEMENT,
-                                             'placement')
-        self.placement = self.useFixture(placement.PlacementServer(
-            db_url=placement_url))
-        self.nova = self.useFixture(nova_db.NovaDatabases(
-            cells=CELLS, mariadb=self.maria))
-        started = _sandbox().compute_api(self.nova, self.placement)
+        # nova's compute API reaches no placement, and of the clouds.yaml
+        # written for it only the compute endpoint is read: each test
+        # class has a placement of its own.
+        started = _sandbox().compute_api(
+            self.nova, types.SimpleNamespace(endpoint=NOWHERE))
         clouds = started.__enter__()
         self.addCleanup(started.__exit__, None, None, None)
         if clouds is None:
@@ -88,8 +87,53 @@ class Cloud(fixtures.Fixture):
                 raise RuntimeError('nova\'s compute API did not start:\n'
                                    + f.read()[-3000:])
         with open(clouds) as f:
-            self.compute = yaml.safe_load(f)['clouds']['sandbox'][
+            self.endpoint = yaml.safe_load(f)['clouds']['sandbox'][
                 'compute_endpoint_override']
+
+
+# This process's Compute fixtures, by MariaDB server (None: sqlite).
+_computes = {}
+
+
+def _compute(maria):
+    """This process's Compute on ``maria``, started on first use and
+    stopped at exit.
+    """
+    compute = _computes.get(maria)
+    if compute is None:
+        compute = Compute(maria)
+        compute.setUp()
+        # Before the MariaDB server's stop, registered earlier (atexit
+        # runs the last registered first).
+        atexit.register(compute.cleanUp)
+        _computes[maria] = compute
+    return compute
+
+
+class Cloud(fixtures.Fixture):
+    """placement, and this process's nova databases and compute API
+    (Compute) on the same database server.
+    """
+
+    def __init__(self, maria=None):
+        super().__init__()
+        self.maria = maria
+
+    def _setUp(self):
+        compute = _compute(self.maria)
+        self.nova = compute.nova
+        self.compute = compute.endpoint
+        placement_url = None
+        if self.maria is not None:
+            placement_url = self.maria.fresh(mariadb.TEMPLATE_PLACEMENT,
+                                             'placement')
+        # Outside the first test's temporary directory, as the Compute.
+        saved, tempfile.tempdir = tempfile.tempdir, compute.dir
+        try:
+            self.placement = self.useFixture(placement.PlacementServer(
+                db_url=placement_url))
+        finally:
+            tempfile.tempdir = saved
 
     def reset(self):
         self.placement.reset()
@@ -165,25 +209,22 @@ class FrontEndsTestCase(base.TestCase):
         return runners.openstack_argv(*argv, cloud=cloud)
 
     def environment(self):
+        """Runs find the clouds in this test's clouds.yaml."""
         return runners.environment(OS_CLIENT_CONFIG_FILE=self.clouds_yaml)
 
-    def start(self, argv, env=None, warm=False):
-        """The console script ``argv`` running: the script itself, which
-        a test can signal at any instant, or with ``warm`` a warm run.
+    def start(self, argv, env=None):
+        """The console script ``argv`` running as a process, which a
+        test can signal at any instant.
         """
-        return runners.start(argv, env=env or self.environment(),
-                             warm_run=warm)
+        return runners.start(argv, env=env or self.environment())
 
-    def run_all(self, *commands, timeout=180):
-        """Run the commands (argv lists) at once, as reading commands can
-        be, warm: [(return code, stdout, stderr)] in their order.
+    def run_all(self, *commands):
+        """[(return code, stdout, stderr)] of the commands (argv lists,
+        or (argv, environment) pairs), in their order (runners.run_all).
         """
         env = self.environment()
-        return runners.run_all([(argv, env) for argv in commands],
-                               timeout=timeout)
-
-    def run_one(self, argv, timeout=180):
-        return self.run_all(argv, timeout=timeout)[0]
+        return runners.run_all([c if isinstance(c, tuple) else (c, env)
+                                for c in commands])
 
     def manage_run(self, *argv, conf_file=None):
         return self.run_one(self.manage_argv(*argv, conf_file=conf_file))

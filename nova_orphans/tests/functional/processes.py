@@ -24,13 +24,18 @@ step of a repair by holding one of its requests in the fault proxy:
 * held after placement answered, the change is applied and the tool
   has not heard so.
 
-The processes are runners.start's; a run that a test only waits for is
-runners.manage's, a warm run (nova_orphans.tests.warm): a process too,
-without the second of imports.
+Past its last request, a run is held where its journal's end record is
+about to be written (held_at_end_record): a hook in its own process,
+which says when it is there and then waits for the kill.
+
+The processes are runners.start's; a run that a test only waits for
+(the restore after a kill) is runners.manage's, in the test's process.
 """
 
 import json
+import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -155,6 +160,62 @@ class HoldingProxy(faults.FaultProxy):
             hold.arrived.set()
             hold._released.wait(HOLD_TIMEOUT)
         return answer
+
+
+# nova-orphans-manage in a process of its own, held for good right
+# before its journal's end record is written: every other line of its
+# run is on disk (fsync'd) when it says so on the file descriptor it is
+# given, and it writes nothing more.
+_AT_END_RECORD = """
+import os
+import sys
+import threading
+
+from nova_orphans.repair import journal
+
+append = journal.Journal._append
+
+
+def held(self, lines):
+    if any('end' in line for line in lines):
+        os.write(int(sys.argv[1]), b'at the end record')
+        threading.Event().wait()
+    return append(self, lines)
+
+
+journal.Journal._append = held
+from nova_orphans.cmd import manage  # noqa: E402
+sys.exit(manage.main(sys.argv[2:]))
+"""
+
+
+def held_at_end_record(argv, timeout=HOLD_TIMEOUT):
+    """``nova-orphans-manage`` with ``argv`` (its arguments, as
+    runners.manage_argv gives them after the script) running, once it is
+    held at its journal's end record (see _AT_END_RECORD): the process,
+    for the test to kill. Fails if it ends before.
+    """
+    read, write = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, '-c', _AT_END_RECORD, str(write)] + list(argv),
+            env=runners.environment(), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            pass_fds=(write,))
+        os.close(write)
+        write = None
+        ready, _w, _x = select.select([read], [], [], timeout)
+        said = os.read(read, 64) if ready else b''
+    finally:
+        os.close(read)
+        if write is not None:
+            os.close(write)
+    if said != b'at the end record':
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError('%s ended (%s) before its end record:\n%s\n%s'
+                             % (' '.join(argv), proc.returncode, out, err))
+    return proc
 
 
 def batch(min_size):

@@ -128,21 +128,36 @@ class BadInputTestCase(base.FunctionalTestCase):
             '("openstack project show -f value -c id NAME")',
             rc=CONFIG_ERROR, conf_file=conf)
 
+    def assertUsageError(self, argv, message, prog='nova-orphans-manage'):
+        """argparse's usage error: its usage and its error line on
+        stderr, 127, nothing on stdout, no traceback, no change.
+        """
+        code, out, err = runners.manage(*argv, conf_file=self.conf_file)
+        self.assertEqual((INVALID_INPUT, ''), (code, out), err)
+        lines = err.splitlines()
+        self.assertTrue(lines[0].startswith('usage: %s ' % prog), err)
+        self.assertEqual('%s: error: %s' % (prog, message), lines[-1])
+        self.assertNotIn('Traceback', err)
+        self.assertEqual(self.before, self.placement.dump_state())
+
     def test_bad_option(self):
-        self.assertRefused(('allocations', 'clean', '--max-count', 'many'),
-                           "argument --max-count: invalid int value: "
-                           "'many'")
+        self.assertUsageError(('allocations', 'clean', '--max-count', 'many'),
+                              "argument --max-count: invalid int value: "
+                              "'many'",
+                              prog='nova-orphans-manage allocations clean')
 
     def test_option_after_the_category(self):
         code, out, err = runners.manage('allocations', 'list',
                                         '--config-file', self.conf_file)
         self.assertEqual((INVALID_INPUT, ''), (code, out))
-        self.assertEqual([
-            'ERROR: Invalid input: unrecognized arguments: '
-            '--config-file %s' % self.conf_file,
-            '--config-file must come before the category, as in: '
-            'nova-orphans-manage --config-file ... allocations ACTION'],
-            err.splitlines())
+        lines = err.splitlines()
+        self.assertTrue(lines[0].startswith('usage: nova-orphans-manage '),
+                        err)
+        self.assertEqual(
+            'nova-orphans-manage: error: unrecognized arguments: '
+            '--config-file %s' % self.conf_file, lines[-1])
+        self.assertNotIn('Traceback', err)
+        self.assertEqual(self.before, self.placement.dump_state())
 
     def test_no_config_file_found(self):
         """Without --config-file, where oslo.config looked is named."""

@@ -77,12 +77,9 @@ class RepairTestCase(base.FunctionalTestCase):
     # Running the tool ---------------------------------------------------
 
     def _run(self, action, argv, conf_file):
-        rc, out, err = self.manage('allocations', action, '--format', 'json',
-                                   *argv, conf_file=conf_file)
-        self.stderr = err
-        self.assertNotIn('Traceback', err)
-        self.assertIn(rc, (0, 1, 2, 3, 4, 5, 11), err)
-        return rc, json.loads(out)
+        return self.run_json('allocations', action, *argv,
+                             conf_file=conf_file,
+                             codes=(0, 1, 2, 3, 4, 5, 11))
 
     def clean(self, *argv, conf_file=None):
         """(rc, JSON rows) of ``clean``, journaling to self.journal."""
@@ -394,10 +391,13 @@ class HealTestCase(RepairTestCase):
         self.set_instance(vm, image_ref=str(uuidlib.uuid4()))
         return vm
 
-    def heal_row(self, vm, outcome):
+    def heal_row(self, vm, outcome, resources=None):
+        """A heal's row: what it wrote, once done (else, as listed, the
+        nothing the instance holds).
+        """
         return self.done(self.row(vm, self.host2, 'missing_allocations',
-                                  'heal', host='host2', resources={}),
-                         outcome)
+                                  'heal', host='host2',
+                                  resources=resources or {}), outcome)
 
     def test_heal_from_flavor_including_boot_from_volume(self):
         image = self.instance()
@@ -417,20 +417,22 @@ class HealTestCase(RepairTestCase):
         self.set_instance(pinned, image_ref=str(uuidlib.uuid4()))
         rc, rows = self.clean('--heal')
         self.assertEqual(4, rc)
-        self.assertRows([self.heal_row(image, 'done'),
-                         self.heal_row(bfv, 'done'),
-                         self.done(self.row(
-                             pinned, host3, 'missing_allocations', 'heal',
-                             host='host3', resources={}))], rows)
         # DISK_GB: root 10 + ephemeral 2 + 1 GiB swap; no root when the
         # root disk is a volume.
+        healed = {image: {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 13},
+                  bfv: {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 3},
+                  pinned: {'PCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 13,
+                           'CUSTOM_GOLD': 1}}
+        # Each row what its write wrote.
+        self.assertRows([self.heal_row(image, 'done', healed[image]),
+                         self.heal_row(bfv, 'done', healed[bfv]),
+                         self.done(self.row(
+                             pinned, host3, 'missing_allocations', 'heal',
+                             host='host3', resources=healed[pinned]))], rows)
         self.assertEqual({
-            image: held({self.host2: {'VCPU': 2, 'MEMORY_MB': 1024,
-                                      'DISK_GB': 13}}),
-            bfv: held({self.host2: {'VCPU': 2, 'MEMORY_MB': 1024,
-                                    'DISK_GB': 3}}),
-            pinned: held({host3: {'PCPU': 2, 'MEMORY_MB': 1024,
-                                  'DISK_GB': 13, 'CUSTOM_GOLD': 1}}),
+            image: held({self.host2: healed[image]}),
+            bfv: held({self.host2: healed[bfv]}),
+            pinned: held({host3: healed[pinned]}),
         }, self.placement.dump_state())
         put = self.proxy.requests('PUT', '/allocations/' + image)[0]
         self.assertIsNone(put.body['consumer_generation'])
@@ -586,6 +588,32 @@ class SafetyTestCase(RepairTestCase):
             host='host1'), 'skipped: the allocation is gone')], rows)
         self.assertEqual([], self.writes())
         self.assertFalse(os.path.exists(self.journal))
+
+    def test_row_is_what_the_write_removed(self):
+        """The allocation grew after the audit and is still an orphan:
+        the row, and its journal entry, show what the write removed,
+        not what the audit read; the restore puts that back.
+        """
+        vm = self.gone('host1', self.host1)
+        self.proxy.inject('GET', '/allocations/' + vm,
+                          before=lambda: self.allocate(vm, self.host1,
+                                                       resources=BIGGER))
+        rc, rows = self.clean()
+        self.assertEqual(4, rc)
+        expected = self.row(vm, self.host1, 'deleted_instance',
+                            'delete_consumer', host='host1',
+                            resources=BIGGER)
+        self.assertRows([self.done(expected)], rows)
+        entry, = self.entries()
+        self.assertEqual([BIGGER], [f['resources']
+                                    for f in entry['findings']])
+        rc, rows = self.restore()
+        self.assertEqual(4, rc)
+        self.assertRows([self.done(dict(expected,
+                                        action='restore_consumer'))], rows)
+        self.assertEqual({vm: held({self.host1: BIGGER},
+                                   consumer_type='unknown')},
+                         self.placement.dump_state())
 
     def test_concurrent_write_is_reevaluated_and_preserved(self):
         """nova writes the consumer between the tool's read and its write:
@@ -1174,22 +1202,33 @@ class MailingListTestCase(RepairTestCase):
 
 class BadInputTestCase(RepairTestCase):
 
-    def assert_invalid(self, argv, text):
+    def assert_invalid(self, argv, text, usage=False):
+        """127, nothing changed: one line naming ``text``, or with
+        ``usage`` argparse's usage and its error line.
+        """
         before = self.placement.dump_state()
         rc, out, err = self.manage('allocations', *argv)
         self.assertEqual((127, ''), (rc, out), err)
-        self.assertEqual(1, len(err.strip().splitlines()), err)
-        self.assertIn(text, err)
-        self.assertNotIn('Traceback', err)
+        lines = err.strip().splitlines()
+        if usage:
+            prog = 'nova-orphans-manage allocations ' + argv[0]
+            self.assertTrue(lines[0].startswith('usage: ' + prog), err)
+            self.assertEqual('%s: error: %s' % (prog, text), lines[-1])
+        else:
+            self.assertEqual(1, len(lines), err)
+            self.assertIn(text, err)
+        self.assertRanCleanly((rc, out, err))
         self.assertEqual(before, self.placement.dump_state())
         self.assertEqual([], self.writes())
 
     def test_max_count_must_be_positive(self):
         self.gone('host1', self.host1)
-        for value, text in (('0', '--max-count must be at least 1'),
-                            ('-1', '--max-count must be at least 1'),
-                            ('x', "invalid int value: 'x'")):
-            self.assert_invalid(['clean', '--max-count', value], text)
+        for value in ('0', '-1'):
+            self.assert_invalid(['clean', '--max-count', value],
+                                '--max-count must be at least 1')
+        self.assert_invalid(['clean', '--max-count', 'x'],
+                            "argument --max-count: invalid int value: 'x'",
+                            usage=True)
 
     def test_clean_needs_a_writable_journal(self):
         self.gone('host1', self.host1)
@@ -1216,7 +1255,7 @@ class BadInputTestCase(RepairTestCase):
                 (foreign, 'not a nova-orphans journal entry')):
             self.assert_invalid(['restore', '--journal', path], text)
         self.assert_invalid(['restore'], 'the following arguments are '
-                                         'required: --journal')
+                                         'required: --journal', usage=True)
 
 
 # Repairs, their re-verification and their races with nova's databases

@@ -68,13 +68,12 @@ class ConcurrentTestCase(base.FunctionalTestCase):
     def finish(self, proc):
         """(rc, JSON rows, stderr lines) of a started run."""
         out, err = proc.communicate(timeout=120)
-        self.assertNotIn('Traceback', err)
+        self.assertRanCleanly((proc.returncode, out, err))
         return proc.returncode, json.loads(out), err.splitlines()
 
     def restore(self, journal, rc):
-        code, out, err = runners.run(self.argv('restore', journal))
-        self.assertNotIn('Traceback', err)
-        self.assertEqual(rc, code, err)
+        _code, out, _err = self.assertRanCleanly(
+            runners.run(self.argv('restore', journal)), rc)
         return json.loads(out)
 
     def outcomes(self, rows):

@@ -17,12 +17,18 @@ go to the log file, or to stderr with --debug.
 """
 
 import importlib.util
+import logging
 import os
 import socket
 import subprocess
 import sys
+import types
 
+import fixtures
+
+from nova_orphans.app import results
 from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional import front_ends
 from nova_orphans.tests import runners
 from nova_orphans.tests.unit.conf import test_conf
 
@@ -61,7 +67,7 @@ class ConsoleTestCase(base.FunctionalTestCase):
             self.assertEqual(ok, done.returncode, done.stderr)
         self.assertNotIn(PASSWORD, done.stdout + done.stderr)
         if '--debug' not in argv:
-            self.assertNotIn('Traceback', done.stderr)
+            self.assertRanCleanly(done)
         return done
 
     def conf(self, name, **sections):
@@ -142,40 +148,34 @@ class ConsoleTestCase(base.FunctionalTestCase):
             done.stderr)
 
 
-class ConsoleLoggingTestCase(base.TestCase):
-    """As the console script: stdout stays the output, stderr one line."""
-
-    CODE = '''
-import logging, sys, types
-from nova_orphans.app import allocations, results
-from nova_orphans.cmd import manage
-
-def findings(sources, scope, progress=None, metrics=None, rows=True):
+def _findings(sources, scope, progress=None, metrics=None, rows=True):
+    """allocations.list_allocations as a run that logs a warning of this
+    package and one of oslo.db's, then finds nothing.
+    """
     logging.getLogger('nova_orphans').warning('a warning')
     logging.getLogger('oslo_db.sqlalchemy.engines').warning('a retry')
     nova = types.SimpleNamespace(unreadable_cells=[], unread=[],
                                  unreadable_services=[])
     return results.Listing([], types.SimpleNamespace(nova=nova))
 
-allocations.list_allocations = findings
-sys.argv = ['nova-orphans-manage', '--config-file'] + sys.argv[1:] + [
-    'allocations', 'list', '--format', 'json']
-sys.exit(manage.main())
-'''
+
+class ConsoleLoggingTestCase(base.TestCase):
+    """As the console script: stdout stays the output, stderr one line."""
 
     def setUp(self):
         super().setUp()
         self.conf_file = os.path.join(self.tmp, 'nova.conf')
         with open(self.conf_file, 'w') as f:
             f.write(test_conf.NOVA_CONF)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_orphans.app.allocations.list_allocations', _findings))
 
     def run_list(self, *argv):
-        done = subprocess.run(
-            [sys.executable, '-c', self.CODE, self.conf_file] + list(argv),
-            capture_output=True, text=True)
-        self.assertEqual((0, '[]\n'), (done.returncode, done.stdout),
-                         done.stderr)
-        return done.stderr
+        rc, out, err = runners.manage(*argv, 'allocations', 'list',
+                                      '--format', 'json',
+                                      conf_file=self.conf_file)
+        self.assertEqual((0, '[]\n'), (rc, out), err)
+        return err
 
     def test_no_log_records_on_stderr_by_default(self):
         self.assertEqual('', self.run_list())
@@ -214,3 +214,58 @@ class ImportsTestCase(base.TestCase):
         out = subprocess.run([sys.executable, '-c', code], check=True,
                              capture_output=True, text=True).stdout
         self.assertEqual('', out.strip())
+
+
+class ClosedPipeTestCase(front_ends.FrontEndsTestCase):
+    """Both console scripts with stdout into a pipe whose reader is gone
+    (``| head -1``): the run's own exit code, its lines on stderr (the
+    journal, the command that undoes it) all said, and nothing else: no
+    error, no traceback. Processes: the pipe is the console script's own
+    stdout.
+    """
+
+    def setUp(self):
+        super().setUp()
+        front_ends._sandbox().seed(self.placement, self.nova)
+
+    def closed(self, argv):
+        """(exit code, stderr) of ``argv``, its stdout a pipe whose read
+        end is closed before it starts: every write to it fails.
+        """
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            proc = subprocess.Popen(
+                argv, env=self.environment(), stdin=subprocess.DEVNULL,
+                stdout=write, stderr=subprocess.PIPE, text=True)
+        finally:
+            os.close(write)
+        err = proc.communicate(timeout=runners.TIMEOUT)[1]
+        return proc.returncode, err
+
+    def held(self):
+        """{consumer: its allocations}: what a restore puts back."""
+        return {c: d['allocations']
+                for c, d in self.placement.dump_state().items()}
+
+    def test_the_runs_own_exit_code_and_lines(self):
+        before = self.held()
+        for front_end, argv_of, words in (
+                ('manage', self.manage_argv, ['allocations']),
+                ('openstack', self.openstack_argv, ['allocation', 'orphan'])):
+            journal = os.path.join(self.tmp, front_end + '.jsonl')
+            for action, fmt in (('list', 'table'), ('list', 'json')):
+                self.assertEqual((3, ''), self.closed(argv_of(
+                    *words, action, '-f', fmt)), front_end)
+            rc, err = self.closed(argv_of(*words, 'clean', '--journal',
+                                          journal))
+            self.assertEqual(4, rc, err)
+            self.assertNotEqual(before, self.held())
+            journal_line, undo = err.splitlines()
+            self.assertEqual('Journal: %s' % journal, journal_line)
+            self.assertTrue(undo.startswith('To undo: '), undo)
+            self.assertTrue(undo.endswith(' restore --journal %s' % journal),
+                            undo)
+            self.assertEqual((4, ''), self.closed(argv_of(
+                *words, 'restore', '--journal', journal, '-f', 'json')))
+            self.assertEqual(before, self.held())

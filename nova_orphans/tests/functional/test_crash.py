@@ -22,6 +22,8 @@ lands on the same step every time:
 * after placement applied a batch, before the tool heard (and so before
   any outcome was shown);
 * in the middle of a restore, on both sides of one of its writes;
+* after a restore's writes and mark, as it writes its end record (held
+  there in its own process: processes.held_at_end_record);
 * inside the journal's write(2) itself, at a page boundary.
 
 After every kill an operator's recovery is checked: ``clean`` run again
@@ -80,9 +82,8 @@ class _CrashTestCase(base.FunctionalTestCase):
             *extra, conf_file=self.conf_file)
 
     def run_to_end(self, action, journal, rc=4):
-        code, out, err = runners.run(self.argv(action, journal))
-        self.assertNotIn('Traceback', err)
-        self.assertEqual(rc, code, err)
+        _code, out, _err = self.assertRanCleanly(
+            runners.run(self.argv(action, journal)), rc)
         return json.loads(out)
 
     def start(self, action, journal, *extra):
@@ -106,8 +107,7 @@ class _CrashTestCase(base.FunctionalTestCase):
         if hold.when == 'before':
             # The whole batch is on disk before its request is sent.
             self.assertLessEqual(held, self.journaled(self.killed))
-        err = processes.kill(proc)
-        self.assertNotIn('Traceback', err)
+        self.assertRanCleanly((proc.returncode, '', processes.kill(proc)))
         hold.release(forward)
         self.proxy.wait_idle()
         return held
@@ -295,6 +295,46 @@ class CrashTestCase(_CrashTestCase):
         self.assertEqual(undone, {r['consumer'] for r in rows
                                   if r['outcome'] == ALREADY})
         self.assertEqual(self.before, self.cloud.state())
+
+    def test_restore_killed_at_its_end_record(self):
+        """Killed after its writes and its mark, as it writes its end
+        record: placement is as before the clean. Every later restore
+        tells that run for what it is, a restore and what it had done,
+        and ends as the journal's runs say (0: nothing left to restore;
+        the clean's run is whole), never 11.
+        """
+        cleaned = self.run_to_end('clean', self.killed)
+        proc = processes.held_at_end_record(
+            self.argv('restore', self.killed)[1:])
+        err = processes.kill(proc)
+        self.assertNotIn('Traceback', err)
+        self.assertEqual(self.before, self.cloud.state())
+        contents = journal_mod.load(self.killed)
+        clean, = contents.runs
+        killed, = contents.unended
+        said = (
+            'WARNING: journal %s: %s has no end record: that restore was '
+            'killed (SIGKILL, the OOM killer, a power cut) after it had '
+            'restored %d change(s), 0 refused or failed, as its mark says. '
+            'A restore writes no entry: the runs it restored are judged on '
+            'their own.' % (self.killed, killed.describe(), len(cleaned)))
+        self.assertIn('(restore on ', said)
+        for extra in ((), ('--dry-run',), ()):
+            code, out, err = runners.run(self.argv('restore', self.killed,
+                                                   *extra))
+            self.assertEqual((0, [said]), (code, err.splitlines()), err)
+            self.assertEqual([ALREADY] * len(cleaned),
+                             [r['outcome'] for r in json.loads(out)])
+        self.assertEqual(self.before, self.cloud.state())
+        # Its header and mark, the mark its rows' count; the restores
+        # after it restored nothing, and so wrote nothing.
+        self.assertEqual(
+            ('completed', 'restore', {'done': len(cleaned), 'failed': 0}),
+            (clean.ended, killed.header['command'], killed.restored))
+        self.assertEqual(
+            [(killed.first_line, killed.first_line + 1)],
+            [(r.first_line, r.last_line)
+             for r in journal_mod.load(self.killed).unended])
 
 
 class BigBatchCrashTestCase(_CrashTestCase):

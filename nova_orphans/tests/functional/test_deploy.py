@@ -364,13 +364,14 @@ class RulesTestCase(base.TestCase):
     """The shipped alert rules, by promtool."""
 
     def test_check_rules(self):
-        self.assertIn('SUCCESS: 6 rules found',
+        self.assertIn('SUCCESS: 9 rules found',
                       programs.run(self, 'promtool', 'check', 'rules',
                                    deploy.RULES))
 
     def test_each_alert_fires_and_does_not(self):
         """nova-orphans.rules.test.yaml: orphans for an hour, a cell not
-        read, a stale scan, a failed clean, no clean success for days.
+        read, a stale scan, a failed clean, no clean success for days;
+        and what the capacity recording rules record.
         """
         out = programs.run(self, 'promtool', 'test', 'rules', os.path.join(
             deploy.PROMETHEUS, 'nova-orphans.rules.test.yaml'))

@@ -130,6 +130,18 @@ class TestPlacementServer(base.BaseTestCase):
         before = p.dump_state()
         self.assertEqual(before, p.dump_state())
         self.assertEqual({a, b}, set(before))
+        # Read from placement's database, what its API shows.
+        for consumer, expected in before.items():
+            doc = p.get_allocations(consumer)
+            self.assertEqual(expected, {
+                'project_id': doc['project_id'], 'user_id': doc['user_id'],
+                'consumer_type': doc['consumer_type'],
+                'consumer_generation': doc['consumer_generation'],
+                'allocations': {rp: alloc['resources'] for rp, alloc in
+                                doc['allocations'].items()}})
+        self.assertEqual(
+            {a, b}, {c for rp in (root, child, shared)
+                     for c in p.provider_allocations(rp)['allocations']})
         self.assertEqual(
             {'project_id': 'proj-a', 'user_id': 'user-a',
              'consumer_type': 'unknown', 'consumer_generation': 1,

@@ -35,11 +35,13 @@ import re
 
 import yaml
 
+from nova_orphans.engine import model
 from nova_orphans import exit_codes
 from nova_orphans import output
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional import front_ends
 from nova_orphans.tests.functional import test_debug
+from nova_orphans.tests import runners
 
 # What only nova's databases show.
 DATABASE_ONLY = ('cell', 'details')
@@ -55,6 +57,7 @@ class FormatsTestCase(front_ends.FrontEndsTestCase):
     def setUp(self):
         super().setUp()
         self.made = front_ends._sandbox().seed(self.placement, self.nova)
+        self.cloud_state = self.placement.dump_state()
 
     def both(self, *commands):
         """[(manage's (rc, out, err), openstack's)] of each command, a
@@ -164,6 +167,65 @@ class FormatsTestCase(front_ends.FrontEndsTestCase):
                   if k == 'resources' else str(v))
               for k, v in r.items() if k not in DATABASE_ONLY}
              for r in json_rows], self.rows('value', results[4][0][1]))
+
+    def in_process(self, category, action, *options):
+        """(nova-orphans-manage's Result, openstack's) of one command in
+        nova-orphans-manage's words, each run in this process
+        (runners.manage_main, runners.openstack_shell).
+        """
+        words = next(w for w, c in OSC_WORDS.items() if c == category)
+        variables = {k: None for k in os.environ if k.startswith('OS_')
+                     and k not in runners.RUNNER_VARIABLES}
+        variables.update(OS_CLIENT_CONFIG_FILE=self.clouds_yaml)
+        return (runners.manage_main(['--config-file', self.conf_file,
+                                     category, action] + list(options)),
+                runners.openstack_shell(
+                    ['--os-cloud', 'cloud'] + words.split() + [action] +
+                    list(options), variables))
+
+    def test_one_rule_for_columns(self):
+        """-c in both front ends and every format: each name a key or a
+        header, the same columns kept by both; a name that is neither
+        refused, 127, whatever else is named.
+        """
+        for fmt in FORMATS:
+            for names in (['provider'], ['consumer', 'provider'],
+                          ['consumer', 'Project', 'nothing']):
+                argv = ['-f', fmt] + [a for n in names for a in ('-c', n)]
+                unknown = [n for n in names
+                           if n not in ('consumer', 'Project')]
+                for rc, out, err in self.in_process('allocations', 'list',
+                                                    *argv):
+                    self.assertEqual(
+                        (exit_codes.INVALID_INPUT, '',
+                         ['ERROR: Invalid input: no column named %s; the '
+                          'columns are %s' % (', '.join(unknown), ', '.join(
+                              model.FINDING_KEYS))]),
+                        (rc, out, err.splitlines()), argv)
+        rows = json.loads(self.manage_run('allocations', 'list', '-f',
+                                          'json')[1])
+        for argv, keys in (
+                (('-c', 'consumer', '-c', 'Provider'),
+                 ['consumer', 'resource_provider_name']),
+                (('-c', 'Provider',), ['resource_provider_name']),
+                (('-c', 'Provider UUID', '-c', 'host'),
+                 ['resource_provider', 'host'])):
+            for fmt in ('value', 'json', 'csv', 'table'):
+                (m_rc, m_out, m_err), (o_rc, o_out, o_err) = \
+                    self.in_process('allocations', 'list', '-f', fmt,
+                                    '--max-width', '0', *argv)
+                self.assertEqual(
+                    (exit_codes.ORPHANS_FOUND, self.commands(m_out), m_err),
+                    (o_rc, self.commands(o_out), o_err), (fmt, argv))
+                self.assertEqual(exit_codes.ORPHANS_FOUND, m_rc, m_err)
+                if fmt == 'json':
+                    self.assertEqual([{k: r[k] for k in keys}
+                                      for r in rows], json.loads(m_out))
+                if fmt == 'value':
+                    self.assertEqual(['%s' % ' '.join(
+                        str(r[k] or '-') for k in keys) for r in rows],
+                        m_out.splitlines())
+        self.assertEqual(self.cloud_state, self.placement.dump_state())
 
     def test_clean_and_restore_of_both_front_ends(self):
         """A clean, the same cloud cleaned again after a restore, and a

@@ -28,8 +28,8 @@ def _run(program, *argv):
 
 
 LIST = [0, 2, 3, 5, 6, 7, 8, 9, 10, 127, 130, 143, 255]
-CLEAN = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 127, 130, 143, 255]
-RESTORE = [0, 1, 3, 4, 7, 8, 9, 11, 127, 130, 143, 255]
+CLEAN = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 127, 130, 143, 255]
+RESTORE = [0, 1, 3, 4, 7, 8, 9, 11, 12, 127, 130, 143, 255]
 
 
 def _return_codes(text):
@@ -93,13 +93,13 @@ class ManageHelpTestCase(base.BaseTestCase):
         self.assertIn('  3    entries would be restored (--dry-run)\n', out)
         self.assertIn('  4    everything restored\n', out)
         text = ' '.join(out.split())
-        self.assertIn('11 the journal cannot prove it is whole (a run in it '
-                      'has no end record: it was killed, or the file was '
-                      'cut short); the entries that verify were restored '
-                      '(with --dry-run, judged), and a line says what to '
-                      'check', text)
-        self.assertIn('When several apply, the first of 130/143, 1, 11, 4, '
-                      '3, 0 wins.', text)
+        self.assertIn('11 the journal cannot prove it is whole (a clean\'s '
+                      'run in it has no end record: it was killed, or the '
+                      'file was cut short); the entries that verify were '
+                      'restored (with --dry-run, judged), and a line says '
+                      'what to check', text)
+        self.assertIn('When several apply, the first of 130/143, 1, 12, 11, '
+                      '4, 3, 0 wins.', text)
         self.assertIn('--journal-cloud PLACEMENT_URL', text)
 
     def test_repair_journal_explained_where_it_is_an_option(self):
@@ -145,7 +145,7 @@ class OpenStackHelpTestCase(base.BaseTestCase):
                 self.assertIn('--journal-cloud <placement-url>',
                               done.stdout)
                 self.assertIn('When several apply, the first of 130/143, '
-                              '1, 11, 4, 3, 0 wins.',
+                              '1, 12, 11, 4, 3, 0 wins.',
                               ' '.join(block.split()))
 
 

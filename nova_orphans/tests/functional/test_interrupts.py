@@ -328,10 +328,8 @@ class OutputTestCase(test_clean.RepairTestCase):
     """What a person reads: the summary, and one line per failure."""
 
     def table(self, *argv, conf_file=None):
-        rc, out, err = self.manage('allocations', *argv, '--max-width', '0',
-                                   conf_file=conf_file)
-        self.assertNotIn('Traceback', err)
-        return rc, out, err
+        return self.assertRanCleanly(self.manage(
+            'allocations', *argv, '--max-width', '0', conf_file=conf_file))
 
     def test_nothing_found_is_one_line(self):
         self.boot('host1', self.host1)

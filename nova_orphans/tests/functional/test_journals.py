@@ -40,9 +40,8 @@ class JournalsTestCase(base.FunctionalTestCase):
         os.mkdir(self.dir)
 
     def manage(self, *argv):
-        code, out, err = runners.manage(*argv, conf_file=self.conf_file)
-        self.assertNotIn('Traceback', err)
-        return code, out, err
+        return self.assertRanCleanly(runners.manage(
+            *argv, conf_file=self.conf_file))
 
     def openstack(self, *argv):
         """``openstack allocation orphan journal ARGV`` with no cloud:
@@ -52,8 +51,7 @@ class JournalsTestCase(base.FunctionalTestCase):
             'allocation', 'orphan', 'journal', *argv,
             env=runners.environment(OS_CLIENT_CONFIG_FILE=os.path.join(
                 self.tmp, 'none.yaml')))
-        self.assertNotIn('Traceback', done.stderr)
-        return done
+        return self.assertRanCleanly(done)
 
     def clean(self, name, *argv):
         path = os.path.join(self.dir, name)

@@ -23,7 +23,6 @@ endpoints lead nowhere.
 
 import collections
 import configparser
-import json
 import os
 import re
 
@@ -83,18 +82,14 @@ class KeystoneTestCase(base.FunctionalTestCase):
                  **self.keystone.password_section(**credentials)),
             name=name)
 
-    def run_json(self, conf, action, *argv, rc=None, timeout=120,
-                 debug=False):
-        """``allocations ACTION --format json ARGV`` (runners.manage),
-        with no traceback and, given ``rc``, that exit code.
+    def argv(self, conf, action, *argv, debug=False):
+        """``nova-orphans-manage allocations ACTION --format json ARGV``
+        with ``conf``, and --debug if asked; run with run_json's
+        ``command``: the console script's logging is what --debug shows.
         """
-        code, out, err = runners.manage(
+        return runners.manage_argv(
             *(['--debug'] if debug else []), 'allocations', action,
-            '--format', 'json', *argv, conf_file=conf, timeout=timeout)
-        self.assertNotIn('Traceback', err)
-        if rc is not None:
-            self.assertEqual(rc, code, err)
-        return code, out, err
+            '--format', 'json', *argv, conf_file=conf)
 
     def requests_seen(self):
         return {region: len(proxy.requests())
@@ -130,9 +125,11 @@ class PasswordCredentialsTestCase(KeystoneTestCase):
     def test_list_clean_restore_region_one(self):
         conf = self.password_conf()
         # --debug throughout: each run told, without a secret.
-        _rc, out, err = self.run_json(conf, 'list', rc=3, debug=True)
+        _rc, rows = self.run_json(command=self.argv(conf, 'list', debug=True),
+                                  codes=3)
+        err = self.stderr
         self.assertEqual(self.orphans(),
-                         sorted({r['consumer'] for r in json.loads(out)}))
+                         sorted({r['consumer'] for r in rows}))
         self.assertEqual(0, self.requests_seen()[keystone.REGION_TWO])
         self.assertNotEqual(0, self.requests_seen()[keystone.REGION_ONE])
         self.assertDebug(
@@ -142,11 +139,11 @@ class PasswordCredentialsTestCase(KeystoneTestCase):
             # keystone's, which keystoneauth sends inside the session.
             r'keystone POST /v3/auth/tokens: 201 in [\d.]+ s$')
 
-        _rc, out, err = self.run_json(
-            conf, 'clean', '--journal', self.journal, rc=4, debug=True)
+        _rc, rows = self.run_json(command=self.argv(
+            conf, 'clean', '--journal', self.journal, debug=True), codes=4)
         self.assertDebug(
-            err, r'placement (POST|PUT|DELETE) /allocations\S*: 20[04] in ')
-        rows = json.loads(out)
+            self.stderr,
+            r'placement (POST|PUT|DELETE) /allocations\S*: 20[04] in ')
         self.assertEqual(self.orphans(), sorted({r['consumer']
                                                  for r in rows}))
         self.assertEqual({'done'}, {r['outcome'] for r in rows})
@@ -158,10 +155,10 @@ class PasswordCredentialsTestCase(KeystoneTestCase):
             sorted({c for e in journal_mod.load(self.journal).entries
                     for c in e['consumers']}))
 
-        _rc, out, err = self.run_json(
-            conf, 'restore', '--journal', self.journal, rc=4, debug=True)
-        self.assertDebug(err, r'Read the journal ')
-        self.assertEqual({'done'}, {r['outcome'] for r in json.loads(out)})
+        _rc, rows = self.run_json(command=self.argv(
+            conf, 'restore', '--journal', self.journal, debug=True), codes=4)
+        self.assertDebug(self.stderr, r'Read the journal ')
+        self.assertEqual({'done'}, {r['outcome'] for r in rows})
         self.assertEqual(self.before, self.cloud.state())
         self.assertEqual(0, self.requests_seen()[keystone.REGION_TWO])
 
@@ -179,9 +176,9 @@ class PasswordCredentialsTestCase(KeystoneTestCase):
     def test_region_two(self):
         """RegionTwo's placement endpoint, not RegionOne's."""
         conf = self.password_conf(region=keystone.REGION_TWO)
-        _rc, out, _err = self.run_json(conf, 'list', rc=3)
+        _rc, rows = self.run_json(command=self.argv(conf, 'list'), codes=3)
         self.assertEqual(self.orphans(),
-                         sorted({r['consumer'] for r in json.loads(out)}))
+                         sorted({r['consumer'] for r in rows}))
         self.assertEqual(0, self.requests_seen()[keystone.REGION_ONE])
         self.assertNotEqual(0, self.requests_seen()[keystone.REGION_TWO])
 
@@ -222,9 +219,8 @@ class TokenExpiryTestCase(KeystoneTestCase):
             parser.write(f)
         # Each request costs keystone two authentications and a
         # validation: slow on a loaded machine.
-        _rc, out, _err = self.run_json(
-            conf, 'clean', '--journal', self.journal, rc=4, timeout=600)
-        rows = json.loads(out)
+        _rc, rows = self.run_json(command=self.argv(
+            conf, 'clean', '--journal', self.journal), codes=4)
         orphans = sorted(cloud.deleted + cloud.strangers + cloud.evacuated +
                          [mig for _vm, mig in cloud.returned])
         self.assertEqual(orphans, sorted({r['consumer'] for r in rows}))

@@ -71,7 +71,8 @@ class FaultsTestCase(test_keystone.KeystoneTestCase):
 
     def assertFault(self, conf, rc, *words):
         # clean: it would write if it got that far.
-        assertOneLine(self, self.run_json(conf, 'clean'), rc, words)
+        assertOneLine(self, self.assertRanCleanly(self.run_one(
+            self.argv(conf, 'clean'))), rc, words)
         self.assertEqual(self.before, self.placement.dump_state())
         self.assertEqual([], self.proxies[keystone.REGION_ONE].requests(
             method='PUT') + self.proxies[keystone.REGION_ONE].requests(
@@ -125,7 +126,7 @@ class OpenStackFaultsTestCase(test_keystone_osc.OpenStackBase):
         self.assertEqual((OPENSTACKS_OWN, ''), (code, out), err)
         for word in words:
             self.assertIn(word, err)
-        self.assertNotIn('Traceback', err)
+        self.assertRanCleanly((code, out, err))
         self.assertEqual(self.before, self.cloud.state())
 
     def test_wrong_password(self):

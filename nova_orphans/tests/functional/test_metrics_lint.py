@@ -57,4 +57,6 @@ ProjectResourcesTestCase = linted(
     test_metrics.ProjectResourcesTestCase,
     'test_projects_beyond_the_bound_are_summed_as_other')
 RepairTestCase = linted(test_metrics.RepairTestCase, 'test_exact_text',
-                        'test_restore', 'test_dry_run_is_no_clean')
+                        'test_restore', 'test_dry_run_is_no_clean',
+                        'test_dry_run_keeps_the_clean_s_families')
+CapacityTestCase = linted(test_metrics.CapacityTestCase, 'test_exact_text')

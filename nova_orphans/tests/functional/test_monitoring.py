@@ -162,8 +162,15 @@ class MonitoringTestCase(base.FunctionalTestCase):
         gone = self.boot('host1', self.host1)
         self.nova.force_delete_instance('cell1', gone)
         self.assertEqual((0, ''), self.scan('orphans'))
-        rc, out, err = self.manage('allocations', 'clean')
-        self.assertEqual(4, rc, err)
+        # The clean unit repairs it; then a scheduled dry run writes the
+        # clean's file: the clean's rows stay there for its panels.
+        rc, success, err = self.clean('clean_then_dry_run')
+        self.assertEqual((4, True), (rc, success), err)
+        rc, out, err = self.manage(
+            'allocations', 'clean', '--dry-run', '--metrics-file',
+            os.path.join(self.directory('clean_then_dry_run'),
+                         'nova_orphans_clean.prom'))
+        self.assertEqual(0, rc, err)
         # A server holding a port's bandwidth whose info cache lists no
         # port, and no [neutron] to ask: a source not read.
         bw = self.add_child(self.host1, 'host1:Open vSwitch agent:br-ex',
@@ -190,6 +197,7 @@ class MonitoringTestCase(base.FunctionalTestCase):
         expected = {
             'clean_cloud': [],
             'clean_ok': [],
+            'clean_then_dry_run': [],
             'orphans': ['NovaOrphanedAllocations'],
             'cell_unreadable': ['NovaOrphansCellUnreadable'],
             'source_unreadable': ['NovaOrphansSourceUnreadable'],
@@ -231,5 +239,13 @@ class MonitoringTestCase(base.FunctionalTestCase):
                                                 'scan_'))
                 else (0, 1), (len(scan), len(clean)), situation)
             health = server.rule_health()
-            self.assertEqual(6, len(health))
+            self.assertEqual(9, len(health))
             self.assertEqual({('ok', '')}, set(health.values()))
+        # What the clean repaired, and that a dry run ran since.
+        server = servers['clean_then_dry_run']
+        self.assertEqual(
+            [('deleted_instance', 1.0)],
+            [(labels['reason'], value) for labels, value in server.query(
+                'nova_orphans_clean_rows{outcome="repaired"}')])
+        self.assertEqual(1, len(server.query(
+            'nova_orphans_clean_dry_run_last_run_timestamp_seconds')))

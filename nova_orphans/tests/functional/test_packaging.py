@@ -41,7 +41,11 @@ SHIPPED = {
         'etc/prometheus/nova-orphans.rules.yaml',
     'prometheus/nova-orphans.rules.test.yaml':
         'etc/prometheus/nova-orphans.rules.test.yaml',
+    'grafana/nova-orphans.json': 'etc/grafana/nova-orphans.json',
 }
+for _service in ('placement', 'nova', 'neutron'):
+    SHIPPED['policy/%s-auditor.yaml' % _service] = (
+        'etc/policy/%s-auditor.yaml' % _service)
 for _name in ('nova-orphans-metrics', 'nova-orphans-clean'):
     for _path in (_name + '.service', _name + '.timer',
                   _name + '.service.d/venv.conf'):
@@ -84,12 +88,18 @@ class OpenStackClientPluginTestCase(base.TestCase):
             'http://127.0.0.1:9', '--os-token', 'admin', *argv)
 
     def test_usage_error_exits_127(self):
-        """The exit-code table's, as nova-orphans-manage's: one line."""
+        """argparse's usage error, with the exit-code table's code, as
+        nova-orphans-manage's.
+        """
         proc = self.openstack('allocation', 'orphan', 'restore')
         self.assertEqual(127, proc.returncode, proc.stderr)
         self.assertEqual('', proc.stdout)
-        self.assertEqual('ERROR: Invalid input: the following arguments '
-                         'are required: --journal\n', proc.stderr)
+        lines = proc.stderr.splitlines()
+        self.assertTrue(lines[0].startswith(
+            'usage: openstack allocation orphan restore '), proc.stderr)
+        self.assertEqual('openstack allocation orphan restore: error: the '
+                         'following arguments are required: --journal',
+                         lines[-1])
 
     def test_invalid_input_exits_127(self):
         proc = self.openstack('allocation', 'orphan', 'list',

@@ -13,7 +13,6 @@
 nova's real schema; placement is reached through the fault proxy.
 """
 
-import json
 import os
 
 from nova_orphans.repair import journal as journal_mod
@@ -72,13 +71,6 @@ class _ProvidersBase(base.FunctionalTestCase):
         return root, agent, pf
 
     # Running the tool ---------------------------------------------------
-
-    def run_json(self, category, action, *argv):
-        rc, out, err = self.manage(category, action, '--format', 'json',
-                                   *argv)
-        self.stderr = err
-        self.assertNotIn('Traceback', err)
-        return rc, json.loads(out)
 
     def provider_row(self, uuid, name, root, parent, host, reason, action,
                      allocations=0, orphans=0, compute_node='root',

@@ -28,8 +28,11 @@ import re
 import fixtures
 
 from nova_orphans.repair import journal as journal_mod
+from nova_orphans.repair import journal_verify
 from nova_orphans.tests.functional import base
+from nova_orphans.tests.functional import front_ends
 from nova_orphans.tests.functional import test_clean
+from nova_orphans.tests import runners
 
 FLAVOR = test_clean.FLAVOR
 BIGGER = test_clean.BIGGER
@@ -680,6 +683,80 @@ class BatchedRestoreTestCase(test_clean.RepairTestCase):
         self.assertEqual((3, ['skipped: dry run'] * self.COUNT),
                          (rc, [r['outcome'] for r in rows]))
         self.assertEqual([], self.writes()[self.before:])
+
+
+def rechained(path, change):
+    """Rewrite the journal at ``path``: ``change(line)`` applied to each
+    line (a dict), then every checksum and ``follows`` computed again, as
+    anyone who can write the file can.
+    """
+    with open(path) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    previous = last = None
+    for line in lines:
+        change(line)
+        if 'run' in line:
+            line['follows'] = last
+            previous = None
+        line['sum'] = last = previous = journal_verify.digest(previous,
+                                                              line)
+    with open(path, 'w') as f:
+        f.writelines(json.dumps(line, sort_keys=True) + '\n'
+                     for line in lines)
+
+
+class WrittenRowsTestCase(front_ends.FrontEndsTestCase):
+    """A restore's rows are what it writes, from both front ends: an
+    entry's "before" altered (VCPU 1 made 5, then 5 made 3) and its
+    journal chained again is restored as it reads, and shown as it is
+    written.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.host1 = self.add_node('host1', inventory=dict(
+            base.INVENTORY, VCPU=64))
+        self.boot('host1', self.host1)
+        self.gone = self.boot('host1', self.host1, vm_state='error')
+        self.nova.force_delete_instance('cell1', self.gone)
+
+    def altered(self, name, vcpu):
+        """A clean's journal of the orphan, its "before" altered."""
+        path = os.path.join(self.tmp, name + '.jsonl')
+        rc, out, err = self.manage('allocations', 'clean', '--journal', path)
+        self.assertEqual(4, rc, err)
+
+        def change(line):
+            for spec in line.get('consumers', {}).values():
+                spec['before']['allocations'][self.host1]['resources'][
+                    'VCPU'] = vcpu
+        rechained(path, change)
+        self.assertEqual(1, len(journal_verify.load(path).entries))
+        return path
+
+    def assertWritten(self, vcpu, result):
+        rc, out, err = result
+        self.assertEqual(4, rc, err)
+        row, = json.loads(out)
+        held = self.placement.get_allocations(self.gone)
+        self.assertEqual(
+            (self.gone, 'done', dict(FLAVOR, VCPU=vcpu)),
+            (row['consumer'], row['outcome'],
+             held['allocations'][self.host1]['resources']))
+        self.assertEqual(held['allocations'][self.host1]['resources'],
+                         row['resources'])
+        self.assertEqual((held['project_id'], held['user_id']),
+                         (row['project_id'], row['user_id']))
+
+    def test_both_front_ends(self):
+        path = self.altered('manage', 5)
+        self.assertWritten(5, self.manage(
+            'allocations', 'restore', '--format', 'json', '--journal', path))
+        path = self.altered('openstack', 3)
+        self.assertWritten(3, runners.openstack_shell(
+            ['--os-cloud', 'cloud', 'allocation', 'orphan', 'restore', '-f',
+             'json', '--journal', path],
+            {'OS_CLIENT_CONFIG_FILE': self.clouds_yaml}))
 
 
 RestoreMariaDBTestCase = base.on_mariadb(

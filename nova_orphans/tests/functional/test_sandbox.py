@@ -13,7 +13,8 @@
 
 While it runs, both front ends read it: nova-orphans-manage through the
 databases, openstack through nova's own compute API. Its listing is the
-admin guide's first transcript, byte for byte; and the deleted compute
+admin guide's first transcript, byte for byte, and the commands it
+suggests are the README's and the walkthrough's; and the deleted compute
 node it seeds goes through both front ends' provider commands: listed,
 cleaned, restored. With --keystone, both front ends authenticate with
 the nova.conf and clouds.yaml it prints, through its real keystone.
@@ -156,21 +157,23 @@ class KeepTestCase(base.BaseTestCase):
         self.assertIn('openstack --os-cloud sandbox allocation orphan '
                       'journal list', printed)
 
-    def stop(self, signum):
-        proc, out = self.start()
-        conf = self.config_file(out)
-        self.assert_listing_documented(out, conf)
-        self.assert_commands_documented(out, conf)
-        # Still serving with stdin at end of file.
-        time.sleep(1)
-        self.assertIsNone(proc.poll())
-        compute = re.search(r'compute_endpoint_override: (\S+)', out).group(1)
-        if signum == signal.SIGTERM:
-            self.front_ends(out, conf)
-        self.stopped(proc, signum, conf)
-        # nova's compute API went with it.
-        self.assertRaises(requests.ConnectionError, requests.get, compute,
-                          timeout=10)
+    def assert_readme_documented(self, out, conf):
+        """The README's example is what the sandbox prints for another
+        shell, line for line: the venv, the journal directory, the
+        commands (the sandbox's directory shown as /tmp/tmpXXXXXXXX).
+        """
+        with open(os.path.join(ROOT, 'README.rst')) as f:
+            readme = f.read().split('\n    . .venv/bin/activate\n', 1)[1]
+        readme = ['. .venv/bin/activate'] + [
+            line.strip() for line in readme.split('\n\n', 1)[0].split('\n')]
+        printed = out.split('Try, in another shell:\n', 1)[1]
+        printed = printed.split('\n("clean" prints', 1)[0].splitlines()
+        activate = re.search(r'^  \. (\S+)$', out, re.M).group(1)
+        self.assertEqual(readme, [
+            line.strip().replace(activate, '.venv/bin/activate').replace(
+                os.path.dirname(conf), '/tmp/tmpXXXXXXXX')
+            for line in printed])
+        self.assertIn('export XDG_STATE_HOME=/tmp/tmpXXXXXXXX/state', readme)
 
     def config_file(self, out):
         """The nova.conf the commands it suggests name."""
@@ -292,16 +295,31 @@ class KeepTestCase(base.BaseTestCase):
                 for rp in get('/resource_providers')['resource_providers']}
 
     def test_sigterm(self):
-        self.stop(signal.SIGTERM)
-
-    def test_sigint(self):
-        self.stop(signal.SIGINT)
+        """What it prints is the documents' (the listing, the commands,
+        the README's example), it serves with its stdin at end of file,
+        both front ends read and repair it; then stopped with SIGTERM.
+        """
+        proc, out = self.start()
+        conf = self.config_file(out)
+        self.assert_listing_documented(out, conf)
+        self.assert_commands_documented(out, conf)
+        self.assert_readme_documented(out, conf)
+        # Still serving with stdin at end of file.
+        time.sleep(1)
+        self.assertIsNone(proc.poll())
+        compute = re.search(r'compute_endpoint_override: (\S+)', out).group(1)
+        self.front_ends(out, conf)
+        self.stopped(proc, signal.SIGTERM, conf)
+        # nova's compute API went with it.
+        self.assertRaises(requests.ConnectionError, requests.get, compute,
+                          timeout=10)
 
     def test_keystone(self):
         """--keystone: placement and nova's compute API behind a real
         keystone, both front ends authenticating with the nova.conf and
         the clouds.yaml it prints (the shipped samples, but for its
-        keystone's address and the password).
+        keystone's address and the password); then stopped with SIGINT,
+        as Ctrl-C on its terminal stops it.
         """
         # keystone's synced database and keys, as the tests share them.
         self.share(keystone.template())
@@ -355,9 +373,11 @@ class KeepTestCase(base.BaseTestCase):
         self.assert_orphans(*runners.run_all([
             manage('allocations', 'list', '--format', 'json'),
             openstack('allocation', 'orphan', 'list')]))
-        self.stopped(proc, signal.SIGTERM, conf)
-        self.assertRaises(requests.ConnectionError, requests.get, auth_url,
-                          timeout=10)
+        self.stopped(proc, signal.SIGINT, conf)
+        # Its keystone and nova's compute API went with it.
+        for url in (auth_url, compute):
+            self.assertRaises(requests.ConnectionError, requests.get, url,
+                              timeout=10)
 
     def test_sigterm_while_keystone_starts(self):
         """Stopped before its keystone has answered: the keystone process

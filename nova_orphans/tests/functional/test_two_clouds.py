@@ -113,8 +113,7 @@ class TwoCloudsTestCase(base.FunctionalTestCase):
 
     def checked(self, result):
         """A run's Result (runners), once checked for a traceback."""
-        self.assertNotIn('Traceback', result.stderr)
-        return result
+        return self.assertRanCleanly(result)
 
     def manage_run(self, *argv, conf_file=None):
         return self.checked(runners.manage(

@@ -135,7 +135,8 @@ class WakingIdleWorkers(fixtures.Fixture):
         futurist_thread.ThreadWorker.MAX_IDLE_FOR = _FUTURIST_IDLE_FOR
 
 
-class ScenarioTestCase(integrated_helpers.ProviderUsageBaseTestCase):
+class ScenarioTestCase(runners.Checks,
+                       integrated_helpers.ProviderUsageBaseTestCase):
     """Three fake computes, real placement, and the tool pointed at them.
 
     After setUp: ``computes`` (host -> compute service, nova's),

@@ -348,7 +348,7 @@ class ErrorTest(OpenStackPluginTestBase):
         self.assertEqual('', out)
         self.assertEqual(1, len(err.strip().splitlines()), err)
         self.assertIn(expected, err)
-        self.assertNotIn('Traceback', err)
+        self.assertRanCleanly((rc, out, err))
 
     def test_errors(self):
         # osc-placement is loaded in the same run and unaffected.

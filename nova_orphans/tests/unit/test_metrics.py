@@ -16,6 +16,7 @@ import fixtures
 from oslotest import base
 from prometheus_client import parser
 
+from nova_orphans.engine import hosts
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans import metrics
@@ -208,6 +209,100 @@ class ProjectResourcesTestCase(ExpositionTestCase):
             metrics.project_resources(findings, 20))
 
 
+class CapacityTestCase(ExpositionTestCase):
+    """What a clean gives back per host, bounded; servers per flavor."""
+
+    def row(self, host, given_back):
+        held = {}
+        for amounts in given_back.values():
+            for rc, n in amounts.items():
+                held[rc] = held.get(rc, 0) + n
+        return hosts.HostRow(host, 'rp-' + host, host, held, {}, {}, [],
+                             given_back)
+
+    def text(self, rows, flavors, max_hosts):
+        out = metrics._Families()
+        metrics.add_capacity(out, rows, flavors, max_hosts)
+        return out.text()
+
+    def test_exact_text(self):
+        rows = [
+            self.row('compute-1', {
+                'compute-1': {'VCPU': 30, 'MEMORY_MB': 741376},
+                'compute-1:br-ex': {'NET_BW_EGR_KILOBIT_PER_SEC': 1000}}),
+            # Two ironic nodes of one host, then one beyond the bound.
+            self.row('ironic-1', {'node-a': {'CUSTOM_GOLD': 1}}),
+            self.row('compute-2', {}),
+            self.row('ironic-1', {'node-b': {'CUSTOM_GOLD': 1}}),
+            self.row('compute-3', {'compute-3': {'VCPU': 2}}),
+            self.row('compute-4', {'compute-4': {'VCPU': 1,
+                                                 'MEMORY_MB': 512}})]
+        flavors = [hosts.ShapeTotal('m1.xlarge', 0, 1, 1),
+                   hosts.ShapeTotal('m1.tiny', 102, 134, 2)]
+        text = self.text(rows, flavors, 2)
+        self.assertEqual(
+            '# HELP nova_orphans_host_resources Resources a clean would '
+            'give back, by compute host, resource provider and resource '
+            'class; the hosts beyond metrics_max_hosts, by the largest '
+            'share of a class\'s capacity held, summed as host="other" and '
+            'resource_provider_name="other".\n'
+            '# TYPE nova_orphans_host_resources gauge\n'
+            'nova_orphans_host_resources{host="compute-1",resource_class='
+            '"MEMORY_MB",resource_provider_name="compute-1"} 741376.0\n'
+            'nova_orphans_host_resources{host="compute-1",resource_class='
+            '"VCPU",resource_provider_name="compute-1"} 30.0\n'
+            'nova_orphans_host_resources{host="compute-1",resource_class='
+            '"NET_BW_EGR_KILOBIT_PER_SEC",resource_provider_name='
+            '"compute-1:br-ex"} 1000.0\n'
+            'nova_orphans_host_resources{host="ironic-1",resource_class='
+            '"CUSTOM_GOLD",resource_provider_name="node-a"} 1.0\n'
+            'nova_orphans_host_resources{host="ironic-1",resource_class='
+            '"CUSTOM_GOLD",resource_provider_name="node-b"} 1.0\n'
+            'nova_orphans_host_resources{host="other",resource_class='
+            '"MEMORY_MB",resource_provider_name="other"} 512.0\n'
+            'nova_orphans_host_resources{host="other",resource_class='
+            '"VCPU",resource_provider_name="other"} 3.0\n'
+            '# HELP nova_orphans_flavor_servers Servers of the flavor '
+            'placement would accept on the compute nodes, summed over '
+            'them, now and after a clean (state); a sharing provider\'s '
+            'room counts on each node it serves.\n'
+            '# TYPE nova_orphans_flavor_servers gauge\n'
+            'nova_orphans_flavor_servers{flavor="m1.xlarge",'
+            'state="after_clean"} 1.0\n'
+            'nova_orphans_flavor_servers{flavor="m1.xlarge",state="now"} '
+            '0.0\n'
+            'nova_orphans_flavor_servers{flavor="m1.tiny",'
+            'state="after_clean"} 134.0\n'
+            'nova_orphans_flavor_servers{flavor="m1.tiny",state="now"} '
+            '102.0\n'
+            '# HELP nova_orphans_flavor_hosts Compute nodes on which a '
+            'clean would make room for at least one more server of the '
+            'flavor.\n'
+            '# TYPE nova_orphans_flavor_hosts gauge\n'
+            'nova_orphans_flavor_hosts{flavor="m1.xlarge"} 1.0\n'
+            'nova_orphans_flavor_hosts{flavor="m1.tiny"} 2.0\n', text)
+        self.check_exposition(text)
+
+    def test_nothing_held_and_no_flavor(self):
+        text = self.text([self.row('compute-1', {})], [], 20)
+        self.assertEqual(
+            ['# TYPE nova_orphans_host_resources gauge',
+             '# TYPE nova_orphans_flavor_servers gauge',
+             '# TYPE nova_orphans_flavor_hosts gauge'],
+            [line for line in text.splitlines()
+             if not line.startswith('# HELP')])
+
+    def test_within_the_bound_every_host_is_its_own(self):
+        rows = [self.row('h%d' % n, {'h%d' % n: {'VCPU': n}})
+                for n in (3, 1, 2)]
+        self.assertEqual(
+            [(('h1', 'h1', 'VCPU'), 1), (('h2', 'h2', 'VCPU'), 2),
+             (('h3', 'h3', 'VCPU'), 3)], metrics.host_resources(rows, 3))
+        self.assertEqual(
+            [(('h3', 'h3', 'VCPU'), 3), (('other', 'other', 'VCPU'), 3)],
+            metrics.host_resources(rows, 1))
+
+
 class RepairTestCase(ExpositionTestCase):
 
     def setUp(self):
@@ -396,6 +491,93 @@ class RepairTestCase(ExpositionTestCase):
             'nova_orphans_restore_last_run_timestamp_seconds': '0.0',
             'nova_orphans_restore_last_success_timestamp_seconds': '0.0'},
             samples(text))
+
+    def test_dry_run_keeps_the_clean_s_families(self):
+        """A clean, then a dry run into its file: the clean's rows,
+        unreadable cells, duration, retries and times as the clean wrote
+        them, after the dry run's own; a second dry run keeps them too.
+        """
+        self.clean([actions.DONE, actions.failed('x'), actions.DONE],
+                   now=EARLIER, unreadable_cells=1,
+                   retries={('placement', 'timeout'): 2})
+        for duration in (1.5, 0.5):
+            text = metrics.repair(
+                'clean', self.rows[:1], [actions.dry_run()], duration,
+                metrics_file=self.path, now=NOW, dry_run=True,
+                retries={('placement', 'reset'): 1})
+            self.assertEqual(
+                '# HELP nova_orphans_clean_dry_run_rows Rows of the last '
+                'clean --dry-run by reason, action and outcome (dry_run: it '
+                'would have been changed; failed, skipped).\n'
+                '# TYPE nova_orphans_clean_dry_run_rows gauge\n'
+                'nova_orphans_clean_dry_run_rows{action="delete_consumer",'
+                'outcome="dry_run",reason="deleted_instance"} 1.0\n'
+                'nova_orphans_clean_dry_run_rows{action="delete_consumer",'
+                'outcome="failed",reason="deleted_instance"} 0.0\n'
+                'nova_orphans_clean_dry_run_rows{action="delete_consumer",'
+                'outcome="skipped",reason="deleted_instance"} 0.0\n'
+                '# HELP nova_orphans_clean_dry_run_unreadable_cells Cells '
+                'whose database the last clean --dry-run could not read.\n'
+                '# TYPE nova_orphans_clean_dry_run_unreadable_cells gauge\n'
+                'nova_orphans_clean_dry_run_unreadable_cells 0.0\n'
+                '# HELP nova_orphans_clean_dry_run_duration_seconds How long '
+                'the last clean --dry-run took.\n'
+                '# TYPE nova_orphans_clean_dry_run_duration_seconds gauge\n'
+                'nova_orphans_clean_dry_run_duration_seconds %s\n'
+                '# HELP nova_orphans_retries_total Requests of the last run '
+                'of a command sent again, or writes read back, after a '
+                'transient fault (connection error, timeout, 429, 502, 503, '
+                '504), by service and reason.\n'
+                '# TYPE nova_orphans_retries_total counter\n'
+                'nova_orphans_retries_total{command="clean",'
+                'reason="timeout",service="placement"} 2.0\n'
+                'nova_orphans_retries_total{command="clean_dry_run",'
+                'reason="reset",service="placement"} 1.0\n'
+                '# HELP nova_orphans_clean_dry_run_last_run_timestamp_seconds '
+                'When the last clean --dry-run finished (Unix time).\n'
+                '# TYPE nova_orphans_clean_dry_run_last_run_timestamp_seconds '
+                'gauge\n'
+                'nova_orphans_clean_dry_run_last_run_timestamp_seconds '
+                '1.8e+09\n'
+                '# HELP nova_orphans_clean_rows Rows of the last clean (one '
+                'consumer\'s allocation on one provider, or one provider) by '
+                'reason, action and outcome (repaired, failed, skipped).\n'
+                '# TYPE nova_orphans_clean_rows gauge\n'
+                'nova_orphans_clean_rows{action="delete_consumer",'
+                'outcome="repaired",reason="deleted_instance"} 1.0\n'
+                'nova_orphans_clean_rows{action="delete_consumer",'
+                'outcome="failed",reason="deleted_instance"} 1.0\n'
+                'nova_orphans_clean_rows{action="delete_consumer",'
+                'outcome="skipped",reason="deleted_instance"} 0.0\n'
+                'nova_orphans_clean_rows{action="delete_consumer",'
+                'outcome="repaired",reason="unknown_consumer"} 1.0\n'
+                'nova_orphans_clean_rows{action="delete_consumer",'
+                'outcome="failed",reason="unknown_consumer"} 0.0\n'
+                'nova_orphans_clean_rows{action="delete_consumer",'
+                'outcome="skipped",reason="unknown_consumer"} 0.0\n'
+                '# HELP nova_orphans_clean_unreadable_cells Cells whose '
+                'database the last clean could not read.\n'
+                '# TYPE nova_orphans_clean_unreadable_cells gauge\n'
+                'nova_orphans_clean_unreadable_cells 1.0\n'
+                '# HELP nova_orphans_clean_duration_seconds How long the last '
+                'clean took.\n'
+                '# TYPE nova_orphans_clean_duration_seconds gauge\n'
+                'nova_orphans_clean_duration_seconds 2.5\n'
+                '# HELP nova_orphans_clean_last_run_timestamp_seconds When '
+                'the last clean finished (Unix time).\n'
+                '# TYPE nova_orphans_clean_last_run_timestamp_seconds '
+                'gauge\n'
+                'nova_orphans_clean_last_run_timestamp_seconds 1.7e+09\n'
+                '# HELP nova_orphans_clean_last_success_timestamp_seconds '
+                'When the last clean that read everything and in which '
+                'nothing failed finished (Unix time; 0: none known).\n'
+                '# TYPE nova_orphans_clean_last_success_timestamp_seconds '
+                'gauge\n'
+                'nova_orphans_clean_last_success_timestamp_seconds 0.0\n'
+                % duration, text)
+            with open(self.path) as f:
+                self.assertEqual(text, f.read())
+            self.check_exposition(text)
 
 
 class WriteTestCase(base.BaseTestCase):

@@ -9,7 +9,10 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
+import argparse
+import csv
 import io
+import json
 import types
 
 import fixtures
@@ -19,6 +22,7 @@ from nova_orphans.app import report as report_mod
 from nova_orphans.app import results
 from nova_orphans.app import sentences
 from nova_orphans.engine import model
+from nova_orphans import exception
 from nova_orphans import outcomes
 from nova_orphans import output
 
@@ -42,6 +46,39 @@ def row(consumer=VM, rp=RP, action='delete_consumer',
     return r
 
 
+def parsed(*argv):
+    """The options of a command whose formatters are output.FORMATTERS'
+    (as both front ends add them: --max-width, --fit-width ...), with
+    -c and --long, parsed now (cliff's defaults read the environment).
+    """
+    parser = argparse.ArgumentParser()
+    for formatter in output.FORMATTERS.values():
+        formatter().add_argument_group(parser)
+    parser.add_argument('-c', action='append', dest='columns', default=[])
+    parser.add_argument('--long', action='store_true')
+    return parser.parse_args(argv)
+
+
+def emit(rows, fmt='table', *argv, keys=None):
+    """What ``fmt``'s formatter prints of ``rows`` (dicts of findings,
+    or of ``keys``), as both front ends call it (output.listing).
+    """
+    args = parsed(*argv)
+    report = report_mod.Report(0, rows=rows, keys=keys, findings=False)
+    columns, data = output.listing(report, fmt, args.long, args.columns)
+    out = io.StringIO()
+    output.FORMATTERS[fmt]().emit_list(columns, data, out, args)
+    return out.getvalue()
+
+
+def notes(text):
+    """The columns the note under a table names as left out."""
+    joined = ' '.join(text.split())
+    if 'Not shown' not in joined:
+        return []
+    return joined.split('width: ')[1].split(' (--verbose')[0].split(', ')
+
+
 class TableTestCase(base.BaseTestCase):
 
     def setUp(self):
@@ -52,10 +89,8 @@ class TableTestCase(base.BaseTestCase):
         self.terminal = self.useFixture(fixtures.MockPatch(
             'cliff.utils.terminal_width', return_value=None)).mock
 
-    def render(self, rows, **kw):
-        out = io.StringIO()
-        output.render_table(rows, out, **kw)
-        return out.getvalue()
+    def render(self, rows, *argv):
+        return emit(rows, 'table', *argv)
 
     def test_not_fitted_when_not_a_terminal(self):
         self.assertEqual(
@@ -91,14 +126,15 @@ class TableTestCase(base.BaseTestCase):
             'ed_instance | delete_consumer |\n'
             '+--------------------------------------+-----------+-------'
             '-----------+-----------------+\n')
-        out = io.StringIO()
-        self.assertEqual(['Type', 'Host', 'Resources'],
-                         output.render_table([row()], out, max_width=100))
-        self.assertEqual(expected, out.getvalue())
-        out = io.StringIO()
+        note = ("Not shown, for the terminal's width: Type, Host, "
+                "Resources (--verbose shows every column, -f json\nevery "
+                "field).\n")
+        self.assertEqual(expected + note,
+                         self.render([row()], '--max-width', '100'))
+        out = self.render([row()], '--max-width', '80')
         self.assertEqual(['Type', 'Host', 'Resources', 'Action'],
-                         output.render_table([row()], out, max_width=80))
-        self.assertEqual(71, max(map(len, out.getvalue().splitlines())))
+                         notes(out))
+        self.assertEqual(71, max(map(len, out.splitlines()[:5])))
         self.assertEqual(
             "Not shown, for the terminal's width: Type, Host, Resources "
             "(--verbose shows every column, -f json every field).",
@@ -106,24 +142,24 @@ class TableTestCase(base.BaseTestCase):
         wide = self.render([row()])
         self.useFixture(fixtures.EnvironmentVariable(
             'CLIFF_MAX_TERM_WIDTH', '100'))
-        self.assertEqual(expected, self.render([row()]))
+        self.assertEqual(expected + note, self.render([row()]))
         # The option wins over the variable; less than 1: not fitted.
-        self.assertEqual(wide, self.render([row()], max_width=0))
+        self.assertEqual(wide, self.render([row()], '--max-width', '0'))
 
     def test_fit_width(self):
         wide = self.render([row()])
         # As cliff: the terminal's width is the limit; there is none.
-        self.assertEqual(wide, self.render([row()], fit_width=True))
+        self.assertEqual(wide, self.render([row()], '--fit-width'))
         self.terminal.return_value = 100
-        self.assertEqual(self.render([row()], max_width=100),
-                         self.render([row()], fit_width=True))
+        self.assertEqual(self.render([row()], '--max-width', '100'),
+                         self.render([row()], '--fit-width'))
         self.useFixture(fixtures.EnvironmentVariable('CLIFF_FIT_WIDTH', '1'))
-        self.assertEqual(self.render([row()], max_width=100),
+        self.assertEqual(self.render([row()], '--max-width', '100'),
                          self.render([row()]))
 
     def test_outcome_column(self):
         lines = self.render([dict(row(), outcome='done')],
-                            max_width=0).splitlines()
+                            '--max-width', '0').splitlines()
         self.assertTrue(lines[1].endswith('| Outcome |'), lines[1])
         self.assertTrue(lines[3].endswith('| done    |'), lines[3])
 
@@ -151,10 +187,10 @@ class TableTestCase(base.BaseTestCase):
             '| User          | u                                    |\n'
             '| Details       | Deleted.                             |\n'
             + border)
-        out = self.render([row(), row(VM2)], verbose=True, max_width=100)
+        out = self.render([row(), row(VM2)], '--long', '--max-width', '100')
         self.assertEqual(first + first.replace(VM, VM2), out)
         # Wide enough, or not fitted: one table, a row per finding.
-        wide = self.render([row(), row(VM2)], verbose=True)
+        wide = self.render([row(), row(VM2)], '--long')
         self.assertEqual(6, len(wide.splitlines()))
 
     def test_never_drops_what_tells_rows_apart(self):
@@ -163,22 +199,21 @@ class TableTestCase(base.BaseTestCase):
         drops what it can instead.
         """
         rows = [row(), row(rp=RP2, resource_provider_name='compute-1:eth0')]
-        out = io.StringIO()
+        out = self.render(rows, '--max-width', '90')
         self.assertEqual(['Type', 'Host', 'Resources', 'Action'],
-                         output.render_table(rows, out, max_width=90))
+                         notes(out))
         self.assertEqual(
             ['Consumer', 'Provider', 'Reason'],
-            [c.strip() for c in out.getvalue().splitlines()[1].strip(
-                '|').split('|')])
+            [c.strip() for c in out.splitlines()[1].strip('|').split('|')])
         # Narrower: a box per row, with every column of the table.
-        out = io.StringIO()
-        self.assertEqual([], output.render_table(rows, out, max_width=60))
-        lines = out.getvalue().splitlines()
+        out = self.render(rows, '--max-width', '60')
+        self.assertEqual([], notes(out))
+        lines = out.splitlines()
         self.assertEqual(2 * 11, len(lines))
         self.assertEqual(['Consumer', 'Type', 'Provider', 'Host', 'Reason',
                           'Action', 'Resources'],
                          [line.split('|')[1].strip() for line in lines[3:10]])
-        self.assertIn('| Provider  | compute-1:eth0 ', out.getvalue())
+        self.assertIn('| Provider  | compute-1:eth0 ', out)
         self.assertLessEqual(max(map(len, lines)), 60)
 
     def test_boxes_split_no_word(self):
@@ -188,10 +223,8 @@ class TableTestCase(base.BaseTestCase):
         """
         details = ('Instance %s was deleted; its allocation on %s is an '
                    'orphan.' % (VM, RP))
-        out = io.StringIO()
-        output.render_table([row(details=details)], out, verbose=True,
-                            max_width=70)
-        text = out.getvalue()
+        text = self.render([row(details=details)], '--long', '--max-width',
+                           '70')
         self.assertIn(VM, text)
         self.assertIn(RP, text)
         self.assertLessEqual(max(map(len, text.splitlines())), 70)
@@ -199,10 +232,8 @@ class TableTestCase(base.BaseTestCase):
             line.split('|')[2].strip() for line in text.splitlines()
             if line.startswith('| Details') or line.startswith('|    ')))
         long_word = '/' + 'x' * 80
-        out = io.StringIO()
-        output.render_table([row(details=long_word)], out, verbose=True,
-                            max_width=70)
-        self.assertIn('| %s |' % long_word, out.getvalue())
+        self.assertIn('| %s |' % long_word, self.render(
+            [row(details=long_word)], '--long', '--max-width', '70'))
 
     def test_journals_by_their_file(self):
         """A table names a journal by its file (the summary names the
@@ -211,37 +242,163 @@ class TableTestCase(base.BaseTestCase):
         rows = [{'journal': '/var/lib/nova-orphans/journal-1.jsonl',
                  'run': VM, 'started': '2026-11-28T17:36:41+00:00'}]
         keys = ('journal', 'run', 'started')
-        out = io.StringIO()
-        output.render(rows, 'table', out, max_width=0, keys=keys)
-        self.assertIn('| journal-1.jsonl | %s |' % VM, out.getvalue())
-        out = io.StringIO()
-        output.render(rows, 'value', out, keys=keys)
-        self.assertTrue(out.getvalue().startswith(
+        self.assertIn('| journal-1.jsonl | %s |' % VM, emit(
+            rows, 'table', '--max-width', '0', keys=keys))
+        self.assertTrue(emit(rows, 'value', keys=keys).startswith(
             '/var/lib/nova-orphans/journal-1.jsonl '))
 
-    def test_sort_rows_as_cliff(self):
-        rows = [row(VM2, host='b'), row(VM, host=None), row(VM, host='a')]
+    def test_journals_fit_60_columns(self):
+        """A journal named as clean names it (the longest process id a
+        machine gives) beside "Restored into": whole, within 60 columns,
+        the headers wrapped where the name leaves them no room.
+        """
+        name = 'journal-20261128T173641.661609Z-4194304.jsonl'
+        run = {'journal': '/var/lib/nova-orphans/' + name, 'run': VM,
+               'command': 'clean', 'cloud': '/etc/nova/nova.conf',
+               'placement': 'http://192.168.122.10/placement',
+               'host': 'controller-1', 'started': '2026-11-28T17:36:41',
+               'ended': 'completed', 'entries': 6, 'not_applied': 0,
+               'restored': '2026-11-28T17:40:01',
+               'restored_into': 'http://192.168.122.10/placement',
+               'restored_by': 'nova-orphans-manage'}
+        for width in (60, 80, 100):
+            lines = emit([run], 'table', '--max-width', str(width),
+                         keys=tuple(run)).splitlines()
+            self.assertLessEqual(max(map(len, lines)), width)
+            self.assertIn('| %s |' % name, '\n'.join(lines))
+        # At 60, "Restored into" on two lines, the second indented.
+        lines = emit([run], 'table', '--max-width', '60',
+                     keys=tuple(run)).splitlines()
+        at = lines.index(next(line for line in lines
+                              if 'http://192.168.122.10/placement' in line
+                              and line.startswith('| Restored')))
+        self.assertTrue(lines[at + 1].startswith('|  into '), lines)
+
+    def test_rows_of_two_kinds_make_a_table_each(self):
+        """A restore of a provider clean: the allocations' table, then
+        the providers', each of its own columns; in JSON each row has
+        its own keys.
+        """
+        provider = {'uuid': RP, 'name': 'compute-1', 'root_provider': RP,
+                    'parent_provider': None, 'host': 'compute-1',
+                    'cell': 'cell1', 'compute_node': RP,
+                    'reason': 'deleted_compute_node',
+                    'action': 'restore_provider', 'allocations': 1,
+                    'orphan_allocations': 1, 'details': 'Back.',
+                    'outcome': 'done'}
+        rows = [provider, dict(row(), outcome='done')]
+        headers = [[c.strip() for c in line.strip('|').split('|')]
+                   for line in self.render(rows).splitlines()
+                   if line.startswith('| ') and 'Outcome' in line]
         self.assertEqual(
-            [(VM, 'a'), (VM2, 'b'), (VM, None)],
-            [(r['consumer'], r['host'])
-             for r in output.sort_rows(rows, ['Host'])])
-        self.assertEqual(
-            [(VM, None), (VM2, 'b'), (VM, 'a')],
-            [(r['consumer'], r['host'])
-             for r in output.sort_rows(rows, ['host'], descending=True)])
-        self.assertEqual(
-            [(VM, 'a'), (VM, None), (VM2, 'b')],
-            [(r['consumer'], r['host']) for r in output.sort_rows(
-                rows, ['consumer', 'nothing', 'host'])])
+            [['Consumer', 'Type', 'Provider', 'Host', 'Reason', 'Action',
+              'Resources', 'Outcome'],
+             ['UUID', 'Name', 'Host', 'Reason', 'Action', 'Allocs',
+              'Orphan allocs', 'Outcome']], headers)
+        self.assertEqual(rows, json.loads(emit(rows, 'json')))
+        # Plain fields and YAML: every key of both, empty where a row of
+        # the other kind has none.
+        header, *lines = csv.reader(io.StringIO(emit(rows, 'csv')))
+        self.assertEqual(set(model.FINDING_KEYS) | set(model.PROVIDER_KEYS) |
+                         {'outcome'}, set(header))
+        # Each kind's keys in its own order.
+        for kind in (model.FINDING_KEYS, model.PROVIDER_KEYS):
+            self.assertEqual(list(kind), [k for k in header if k in kind])
+        fields = [dict(zip(header, line)) for line in lines]
+        self.assertEqual([('', RP), (VM, '')],
+                         [(f['consumer'], f['uuid']) for f in fields])
+
+
+class ColumnsTestCase(base.BaseTestCase):
+    """-c: each name a key or a header, in every format; an unknown one
+    refused whatever else is named.
+    """
+
+    def test_keys_and_headers(self):
+        for fmt in ('value', 'csv', 'json', 'yaml'):
+            self.assertEqual(
+                emit([row()], fmt, '-c', 'consumer', '-c',
+                     'resource_provider_name'),
+                emit([row()], fmt, '-c', 'Consumer', '-c', 'Provider'), fmt)
+        self.assertEqual('%s compute-1\n' % VM, emit(
+            [row()], 'value', '-c', 'Provider', '-c', 'consumer'))
+        # A table shows them whole, whatever its width.
+        lines = emit([row()], 'table', '-c', 'Provider UUID', '-c', 'Host',
+                     '--max-width', '60').splitlines()
+        self.assertEqual(['Provider UUID', 'Host'], [
+            c.strip() for c in lines[1].strip('|').split('|')])
+
+    def test_unknown_name_refused(self):
+        for fmt in output.FORMATS:
+            for names in (['provider'], ['consumer', 'provider'],
+                          ['consumer', 'provider', 'Project', 'nothing']):
+                argv = [a for name in names for a in ('-c', name)]
+                error = self.assertRaises(
+                    output.exception.InvalidInput, emit, [row()], fmt, *argv)
+                unknown = [n for n in names
+                           if n not in ('consumer', 'Project')]
+                self.assertEqual(
+                    'Invalid input: no column named %s; the columns are %s'
+                    % (', '.join(unknown), ', '.join(model.FINDING_KEYS)),
+                    str(error), (fmt, names))
+
+
+class JSONTestCase(base.BaseTestCase):
+    """Byte for byte what json.dump(rows, indent=2) writes, and a
+    newline (cliff's JSON), a row at a time.
+    """
+
+    def _check(self, rows, *argv):
+        keys = sorted({k for r in rows for k in r}) or ['n']
+        dumped = emit(rows, 'json', *argv, keys=keys)
+        expected = [{k: r.get(k) for k in keys} for r in rows]
+        self.assertEqual(json.dumps(expected, indent=None if argv else 2) +
+                         '\n', dumped)
+
+    def test_streams(self):
+        # Rows are written as they are made, a thousand at a time, never
+        # all held at once; the bytes are json.dump's.
+        made = []
+        written = []
+
+        def rows():
+            for i in range(2500):
+                made.append(i)
+                yield (i,)
+
+        class Stream(io.StringIO):
+            def write(self, text):
+                written.append(len(made))
+                return super().write(text)
+
+        stream = Stream()
+        output.JSONFormatter().emit_list(['n'], rows(), stream, parsed())
+        self.assertEqual([1000, 2000, 2500], written)
+        self.assertEqual(json.dumps([{'n': i} for i in range(2500)],
+                                    indent=2) + '\n', stream.getvalue())
+
+    def test_values(self):
+        self._check([])
+        self._check([{'n': 1}])
+        self._check([{'s': 'caf\u00e9 "q" \\ \n\t\u2603', 'n': None,
+                      't': True, 'f': False, 'i': -3, 'big': 10 ** 30,
+                      'x': 1.5, 'e': {}, 'l': [],
+                      'd': {'a': {'b': [1, {'c': None}, [2, 3]]}}}] * 3)
+        # --noindent, as cliff's.
+        self._check([{'a': 1, 'b': {'c': [1]}}] * 2, '--noindent')
+        self._check([], '--noindent')
+
+    def test_findings(self):
+        rows = [row(), row(VM2, resources={'CUSTOM_X': 1}, cell=None)]
+        self.assertEqual(json.dumps(rows, indent=2) + '\n',
+                         emit(rows, 'json'))
 
 
 class FormatsTestCase(base.BaseTestCase):
     """value, csv and yaml: the same fields as the osc commands print."""
 
     def render(self, fmt, rows):
-        out = io.StringIO()
-        output.render(rows, fmt, out)
-        return out.getvalue()
+        return emit(rows, fmt)
 
     def test_value_and_csv_are_plain_fields(self):
         rows = [row(cell=None), row(VM2, resources={'CUSTOM_X': 1,
@@ -319,11 +476,8 @@ class SummaryTestCase(base.BaseTestCase):
              'resources': {'MEMORY_MB': 2048, 'VCPU': 5}},
             {'project_id': None, 'consumers': 1, 'allocations': 1,
              'resources': {'DISK_GB': 1}}], dicts)
-        texts = {}
-        for fmt in ('value', 'csv', 'table', 'json'):
-            out = io.StringIO()
-            output.render(dicts, fmt, out, max_width=0, keys=keys)
-            texts[fmt] = out.getvalue()
+        texts = {fmt: emit(dicts, fmt, '--max-width', '0', keys=keys)
+                 for fmt in ('value', 'csv', 'table', 'json')}
         # An empty field is "-": every field stays in its place.
         self.assertEqual('p 1 2 VCPU=5,MEMORY_MB=2048\n- 1 1 DISK_GB=1\n',
                          texts['value'])
@@ -367,11 +521,19 @@ class SummaryTestCase(base.BaseTestCase):
             [results.Listing(found, snap).exit_code
              for found in ([], [orphan])])
         listing = results.Listing([orphan], snap)
+        refused = outcomes.failed('403', outcomes.CREDENTIALS_REFUSED)
+        busy = outcomes.failed_by(exception.JournalBusy(path='j',
+                                                        reason='in use'))
         self.assertEqual(
-            [2, 5, 5, 1],
+            [2, 5, 5, 1, 9, 12, 1],
             [results.Repair([orphan], rows, listing).exit_code
              for rows in ([], [outcomes.done()], [outcomes.dry_run()],
-                          [outcomes.failed('500')])])
+                          [outcomes.failed('500')], [refused],
+                          [outcomes.done(), busy],
+                          [busy, outcomes.failed('500')])])
+        # Nor does a journal that cannot prove it is whole.
+        self.assertEqual(9, results.Repair([orphan], [refused],
+                                           unproven=['line']).exit_code)
         nova.unread = []
         self.assertEqual(4, results.Repair([orphan], [outcomes.done()],
                                            listing).exit_code)

@@ -275,7 +275,9 @@ def machine_cpu_seconds():
 
 def run_with_rusage(argv, env=None, timeout=None, stdout_path=None,
                     cwd=REPO):
-    """Run argv; its wall time, peak RSS and CPU seconds, and its output."""
+    """Run argv in ``cwd``; its wall time, peak RSS and CPU seconds, and
+    its output.
+    """
     scratch = None
     if stdout_path:
         base = stdout_path
@@ -316,25 +318,29 @@ def run_with_rusage(argv, env=None, timeout=None, stdout_path=None,
             'stdout': stdout, 'stderr': stderr}
 
 
-def byte_compile():
+def byte_compile(tree=REPO):
     """Compile the tool's modules, as an installed package's are.
 
     Under PYTHONDONTWRITEBYTECODE a source checkout is never compiled,
     and every timed run would compile it again.
     """
-    compileall.compile_dir(os.path.join(REPO, 'nova_orphans'), quiet=1)
+    compileall.compile_dir(os.path.join(tree, 'nova_orphans'), quiet=1)
 
 
 class Bench:
     """One generated cloud, served, and the tools run against it."""
 
     def __init__(self, cloud, urls, workdir, workers=2, concurrency=None,
-                 db_cpu=None):
+                 db_cpu=None, trees=None):
         """``db_cpu``: a callable giving the CPU seconds a database server
         has used so far (MariaDB's), recorded for every run as
-        ``db_cpu``; it shares the cores with the tools.
+        ``db_cpu``; it shares the cores with the tools. ``trees``:
+        {label: path} of other checkouts of the tool, whose runs are
+        asked for as ``TOOL@LABEL`` (see run).
         """
-        byte_compile()
+        self.trees = dict(trees or {}, **{'': REPO})
+        for tree in self.trees.values():
+            byte_compile(tree)
         self.db_cpu = db_cpu
         self.cloud = cloud
         self.urls = urls
@@ -398,17 +404,21 @@ class Bench:
                 os.path.dirname(conf), 'allocations', 'list', '--format',
                 'json']
 
-    def run(self, tool, timeout=3600, delete=False, extra=(), repo=None):
+    def run(self, tool, timeout=3600, delete=False, extra=()):
         """Run one tool once; returns measurements and its findings.
 
-        ``extra``: more arguments to a list; ``repo``: the checkout to
-        run nova-orphans from (another version of it), not this one.
+        ``TOOL@LABEL`` runs the tool from the checkout ``trees`` names
+        LABEL: imported from there, and started there (``python -c``
+        imports from its working directory first). ``extra``: more
+        arguments to a list.
         """
         journal = os.path.join(self.workdir, 'journal-%d' % time.time_ns())
+        name, _at, label = tool.partition('@')
+        tree = self.trees[label]
         result = self._measured(
-            self._argv(tool, delete=delete, journal=journal) + list(extra),
+            self._argv(name, delete=delete, journal=journal) + list(extra),
             timeout, os.path.join(self.workdir, 'out-%s.txt' % tool),
-            repo=repo)
+            env=dict(self.env, PYTHONPATH=tree), cwd=tree)
         result['tool'] = tool
         if delete:
             result['journal'] = journal
@@ -416,7 +426,7 @@ class Bench:
         if result['rc'] not in ok_codes:
             raise RuntimeError('%s failed (%d): %s' % (
                 tool, result['rc'], result['stderr'][-3000:]))
-        if tool == 'audit':
+        if name == 'audit':
             result['found'] = sorted(
                 list(m) for m in set(AUDIT_FLAG.findall(result['stdout'])))
         else:
@@ -431,20 +441,18 @@ class Bench:
         result['stderr'] = result['stderr'][-2000:]
         return result
 
-    def _measured(self, argv, timeout, stdout_path=None, repo=None):
+    def _measured(self, argv, timeout, stdout_path=None, env=None,
+                  cwd=REPO):
         """run_with_rusage, with placement's (and the database server's)
         CPU seconds and the requests it served meanwhile, and the load
         average before.
         """
-        env, cwd = self.env, REPO
-        if repo is not None:
-            env, cwd = dict(self.env, PYTHONPATH=repo), repo
         cpu0 = self.placement.cpu_seconds()
         counts0 = self.placement.counts()
         db0 = self.db_cpu() if self.db_cpu else None
         load = os.getloadavg()[0]
         machine0 = machine_cpu_seconds()
-        result = run_with_rusage(argv, env=env, timeout=timeout,
+        result = run_with_rusage(argv, env=env or self.env, timeout=timeout,
                                  stdout_path=stdout_path, cwd=cwd)
         machine = machine_cpu_seconds() - machine0
         result['placement_cpu'] = self.placement.cpu_seconds() - cpu0

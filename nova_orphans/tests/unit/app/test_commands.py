@@ -154,6 +154,55 @@ class OutcomeTestCase(base.BaseTestCase):
                  exit_codes.REPAIR_FAILED)):
             self.assertEqual(code, outcomes.exit_code(rows), rows)
 
+    def test_refused_credentials(self):
+        """A write the service refused for the credentials (an error of
+        code 9) ends the run with 9 while nothing was done; with
+        something done, a repair failed (1).
+        """
+        refused = exception.PlacementError(
+            method='PUT', url='/x', reason='403 Forbidden', status_code=403,
+            exit_code=exit_codes.CREDENTIALS_REFUSED)
+        other = exception.PlacementError(method='PUT', url='/x',
+                                         reason='400 Bad Request')
+        self.assertEqual(outcomes.CREDENTIALS_REFUSED,
+                         outcomes.failed_by(refused).cause)
+        self.assertEqual('failed: ' + str(refused),
+                         str(outcomes.failed_by(refused)))
+        self.assertEqual('failed: no room',
+                         str(outcomes.failed_by(refused, 'no room')))
+        self.assertIsNone(outcomes.failed_by(other).cause)
+        for rows, code in (
+                ([outcomes.failed_by(refused)],
+                 exit_codes.CREDENTIALS_REFUSED),
+                ([outcomes.failed_by(refused), outcomes.failed_by(other),
+                  outcomes.dry_run()], exit_codes.CREDENTIALS_REFUSED),
+                ([outcomes.failed_by(other)], exit_codes.REPAIR_FAILED),
+                ([outcomes.done(), outcomes.failed_by(refused)],
+                 exit_codes.REPAIR_FAILED)):
+            self.assertEqual(code, outcomes.exit_code(iter(rows)), rows)
+
+    def test_a_journal_in_use_is_a_refusal_to_run_again(self):
+        """A row another run's journal lock failed is 12, which a
+        failure of another kind (1) wins over, and which wins over what
+        the other rows did.
+        """
+        busy = outcomes.failed_by(exception.JournalBusy(
+            path='j', reason='in use'))
+        self.assertEqual(
+            ('failed: Journal j: in use', outcomes.JOURNAL_BUSY),
+            (str(busy), busy.cause))
+        other = outcomes.failed_by(exception.PlacementError(
+            method='POST', url='/allocations', reason='500'),
+            detail='error 1')
+        self.assertEqual(('failed: error 1', None),
+                         (str(other), other.cause))
+        for rows, code in (
+                ([busy], exit_codes.JOURNAL_BUSY),
+                ([outcomes.done(), busy, outcomes.dry_run()],
+                 exit_codes.JOURNAL_BUSY),
+                ([busy, other], exit_codes.REPAIR_FAILED)):
+            self.assertEqual(code, outcomes.exit_code(rows), rows)
+
     def test_a_translation_changes_no_kind(self):
         # What code asks does not depend on the text a person reads.
         translated = outcomes.Outcome(outcomes.SKIPPED, 'unterbrochen',

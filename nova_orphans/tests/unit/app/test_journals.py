@@ -83,8 +83,9 @@ class UndoHintTestCase(base.BaseTestCase):
     def test_names_the_cloud(self):
         def command(cloud, argv):
             cmd = orphan.CleanOrphan(None, None)
-            cmd.context = types.SimpleNamespace(
-                sources=lambda: types.SimpleNamespace(cloud=lambda: cloud))
+            cmd.frontend_run = types.SimpleNamespace(
+                context=types.SimpleNamespace(sources=lambda: (
+                    types.SimpleNamespace(cloud=lambda: cloud))))
             return cmd.command_line(report.CommandLine(
                 'allocations', 'restore', '--journal', argv))
         self.assertEqual('openstack --os-cloud prod allocation orphan '

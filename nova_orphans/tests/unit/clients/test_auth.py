@@ -15,9 +15,12 @@ The functional tests (test_keystone.py) meet each of them against a real
 keystone; these pin the mapping of every keystoneauth exception.
 """
 
+import os
 from unittest import mock
 
+import fixtures
 from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import session as ks_session
 from oslotest import base
 
 from nova_orphans.clients import auth
@@ -130,3 +133,39 @@ class PlacementRefusalTestCase(base.BaseTestCase):
         e = self.assertRaises(exception.PlacementError, placement._check,
                               'GET', '/', self.response(503), (200,))
         self.assertEqual(8, e.exit_code)
+
+
+class EnvironmentTestCase(base.BaseTestCase):
+    """requests looks at the environment on every request only when the
+    environment holds something for it.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.home = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(fixtures.EnvironmentVariable('HOME', self.home))
+
+    def test_nothing(self):
+        self.assertTrue(auth.nothing_in_environment({'PATH': '/bin'}))
+
+    def test_proxies_in_any_case(self):
+        for name in ('http_proxy', 'HTTPS_PROXY', 'all_proxy', 'NO_PROXY'):
+            self.assertFalse(auth.nothing_in_environment({name: 'x'}), name)
+
+    def test_ca_bundles_and_netrc_variable(self):
+        for name in ('REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'NETRC'):
+            self.assertFalse(auth.nothing_in_environment({name: '/f'}), name)
+        self.assertTrue(auth.nothing_in_environment({'NETRC': ''}))
+
+    def test_netrc_file(self):
+        with open(os.path.join(self.home, '.netrc'), 'w') as f:
+            f.write('machine placement login a password b\n')
+        self.assertFalse(auth.nothing_in_environment({}))
+
+    def test_session_trusts_the_environment_only_when_needed(self):
+        for environ, trusted in (({}, False), ({'https_proxy': 'x'}, True)):
+            session = ks_session.Session()
+            with mock.patch.dict(os.environ, environ, clear=True), \
+                    fixtures.EnvironmentVariable('HOME', self.home):
+                auth.trust_environment_only_if_needed(session)
+            self.assertEqual(trusted, session.session.trust_env, environ)

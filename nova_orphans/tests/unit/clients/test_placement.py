@@ -9,27 +9,34 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""PlacementClient.bulk_reads: kept-alive GETs that behave as keystoneauth's.
+"""PlacementClient over keystoneauth: its connections, headers and faults.
 
 A small HTTP/1.1 server on loopback stands in for placement, so the
 connections, headers and failures are real.
 """
 
+import concurrent.futures
 import http.server
 import json
+import os
 import threading
 
 import fixtures
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
+from oslo_config import cfg
 from oslotest import base
 import requests_mock
 
 from nova_orphans.clients import placement
 from nova_orphans.clients import retry
+from nova_orphans.conf import orphans as orphans_conf
+from nova_orphans.conf import placement as placement_conf
 from nova_orphans import exception
-from nova_orphans.tests.unit import fakes
+
+# GETs that wait until this many are in flight at once.
+AT_ONCE = 16
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -48,6 +55,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if fault == 'drop':
             self.close_connection = True
             return
+        if self.path.startswith('/at-once/'):
+            server.at_once.wait()
         if self.path == '/':
             status, body = 200, {'versions': [
                 {'id': 'v1.0', 'max_version': '1.39', 'min_version': '1.0'}]}
@@ -72,7 +81,15 @@ class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
 
-class BulkReadsTestCase(base.BaseTestCase):
+class _Renewed(token_endpoint.Token):
+    """A token keystone can renew: ``renewed`` after a 401."""
+
+    def invalidate(self):
+        self.token = 'renewed'
+        return True
+
+
+class PlacementClientTestCase(base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
@@ -83,6 +100,7 @@ class BulkReadsTestCase(base.BaseTestCase):
         server.lock = threading.Lock()
         server.seen = []
         server.faults = {}
+        server.at_once = threading.Barrier(AT_ONCE, timeout=30)
         thread = threading.Thread(target=server.serve_forever,
                                   kwargs={'poll_interval': 0.05},
                                   daemon=True)
@@ -97,142 +115,152 @@ class BulkReadsTestCase(base.BaseTestCase):
         self.adapter = ks_adapter.Adapter(self.session,
                                           service_type='placement')
         self.client = placement.PlacementClient(self.adapter)
-        self.client.version    # negotiated before the bulk reads
+        self.client.version    # negotiated before the reads
 
     def seen(self):
         with self.server.lock:
             return [(path, port) for path, port, _h in self.server.seen
                     if path != '/']
 
+    def from_conf(self, concurrency):
+        """A client from nova.conf's options, as nova-orphans-manage's."""
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova.conf')
+        with open(path, 'w') as f:
+            f.write('[nova_orphans]\nplacement_concurrency = %d\n'
+                    '[placement]\nauth_type = admin_token\n'
+                    'endpoint = %s\ntoken = admin\n' % (
+                        concurrency, self.endpoint))
+        conf = cfg.ConfigOpts()
+        orphans_conf.register_opts(conf)
+        placement_conf.register_opts(conf)
+        conf(['--config-file', path], project='nova')
+        return placement.PlacementClient.from_conf(conf)
+
     def test_one_connection_reused(self):
-        with self.client.bulk_reads() as bulk:
-            self.assertIsInstance(bulk, placement.LeanGets)
-            docs = [bulk.get('/rp/%d' % i) for i in range(5)]
+        docs = [self.client.get('/rp/%d' % i) for i in range(5)]
         self.assertEqual([{'path': '/rp/%d' % i} for i in range(5)], docs)
         ports = {port for _path, port in self.seen()}
         self.assertEqual(1, len(ports))
         headers = self.server.seen[-1][2]
         self.assertEqual('admin', headers['X-Auth-Token'])
         self.assertEqual('placement 1.39', headers['OpenStack-API-Version'])
-        self.assertEqual('application/json', headers['Accept'])
 
-    def test_same_documents_as_keystoneauth(self):
-        with self.client.bulk_reads() as bulk:
-            lean = bulk.get('/rp/x', version=(1, 28))
-        self.assertEqual(self.client.get('/rp/x', version=(1, 28)), lean)
-        self.assertEqual('placement 1.28', self.server.seen[-2][2][
+    def test_version_per_request(self):
+        self.assertEqual({'path': '/rp/x'},
+                         self.client.get('/rp/x', version=(1, 28)))
+        self.assertEqual('placement 1.28', self.server.seen[-1][2][
             'OpenStack-API-Version'])
 
-    def test_dropped_connection_is_retried_once(self):
+    def test_as_many_connections_kept_as_requests_at_once(self):
+        """Each of placement_concurrency's threads keeps its connection
+        from one bulk read to the next: requests' own pool would drop
+        all but 10 of them after each.
+        """
+        client = self.from_conf(AT_ONCE)
+
+        def read(i):
+            return client.get('/at-once/%d' % i)
+
+        rounds = []
+        with concurrent.futures.ThreadPoolExecutor(AT_ONCE) as pool:
+            for _round in range(2):
+                before = len(self.seen())
+                self.assertEqual(
+                    [{'path': '/at-once/%d' % i} for i in range(AT_ONCE)],
+                    list(pool.map(read, range(AT_ONCE))))
+                rounds.append({port for _path, port in
+                               self.seen()[before:]})
+        self.assertEqual(AT_ONCE, len(rounds[0]))
+        self.assertEqual(rounds[0], rounds[1])
+
+    def test_dropped_connection_is_retried(self):
+        client = placement.PlacementClient(retry.RetryingAdapter(
+            self.adapter, retry.Retries(sleep=lambda seconds: None)))
         self.server.faults['/rp/1'] = 'drop'
-        with self.client.bulk_reads() as bulk:
-            self.assertEqual({'path': '/rp/1'}, bulk.get('/rp/1'))
-            self.assertEqual({'path': '/rp/2'}, bulk.get('/rp/2'))
+        self.assertEqual({'path': '/rp/1'}, client.get('/rp/1'))
+        self.assertEqual({'path': '/rp/2'}, client.get('/rp/2'))
         self.assertEqual(['/rp/1', '/rp/1', '/rp/2'],
                          [path for path, _port in self.seen()])
+        self.assertEqual({('placement', 'connection'): 1},
+                         dict(client.retries.counts))
 
     def test_connection_closed_by_the_server(self):
+        client = placement.PlacementClient(retry.RetryingAdapter(
+            self.adapter, retry.Retries(sleep=lambda seconds: None)))
         self.server.faults['/rp/1'] = 'close after'
-        with self.client.bulk_reads() as bulk:
-            for i in range(1, 4):
-                self.assertEqual({'path': '/rp/%d' % i},
-                                 bulk.get('/rp/%d' % i))
+        for i in range(1, 4):
+            self.assertEqual({'path': '/rp/%d' % i},
+                             client.get('/rp/%d' % i))
         paths = [path for path, _port in self.seen()]
         # /rp/2 met the closed connection, at most once more.
         self.assertIn(paths, (['/rp/1', '/rp/2', '/rp/3'],
                               ['/rp/1', '/rp/2', '/rp/2', '/rp/3']))
 
-    def test_server_error_as_through_keystoneauth(self):
+    def test_server_error(self):
         self.server.faults['/rp/1'] = 503
-        with self.client.bulk_reads() as bulk:
-            lean = self.assertRaises(exception.PlacementError, bulk.get,
-                                     '/rp/1')
-        self.server.faults['/rp/1'] = 503
-        ksa = self.assertRaises(exception.PlacementError, self.client.get,
-                                '/rp/1')
-        self.assertEqual(str(ksa), str(lean))
-        self.assertEqual(503, lean.status_code)
-        # Not sent again: the error is placement's answer.
-        self.assertEqual(2, len(self.seen()))
+        e = self.assertRaises(exception.PlacementError, self.client.get,
+                              '/rp/1')
+        self.assertEqual('Placement request GET /rp/1 failed: 503 injected',
+                         str(e))
+        self.assertEqual((503, '503', 8), (e.status_code, e.transient,
+                                           e.exit_code))
+        # Not sent again: the adapter retries nothing.
+        self.assertEqual(1, len(self.seen()))
 
-    def test_unauthorized_goes_through_keystoneauth(self):
+    def test_unauthorized_is_authenticated_again(self):
+        """keystoneauth renews the token after a 401 and sends the GET
+        again, as it would for any of its clients.
+        """
+        client = placement.PlacementClient(ks_adapter.Adapter(
+            ks_session.Session(auth=_Renewed(self.endpoint, 'expired')),
+            service_type='placement'))
         self.server.faults['/rp/1'] = 401
-        with self.client.bulk_reads() as bulk:
-            self.assertEqual({'path': '/rp/1'}, bulk.get('/rp/1'))
+        self.assertEqual({'path': '/rp/1'}, client.get('/rp/1'))
         self.assertEqual(['/rp/1', '/rp/1'],
                          [path for path, _port in self.seen()])
+        self.assertEqual('renewed', self.server.seen[-1][2]['X-Auth-Token'])
+
+    def test_refused_credentials(self):
+        self.server.faults['/rp/1'] = 403
+        e = self.assertRaises(exception.PlacementError, self.client.get,
+                              '/rp/1')
+        self.assertEqual((403, None, 9), (e.status_code, e.transient,
+                                          e.exit_code))
 
     def test_expected_statuses(self):
         self.server.faults['/rp/1'] = 404
-        with self.client.bulk_reads() as bulk:
-            self.assertEqual({'errors': [{'status': 404, 'title': 'Fault',
-                                          'detail': 'injected'}]},
-                             bulk.get('/rp/1', expected=(200, 404)))
-
-    def test_connections_closed_on_exit(self):
-        with self.client.bulk_reads() as bulk:
-            bulk.get('/rp/1')
-            conns = list(bulk._conns)
-        self.assertEqual(1, len(conns))
-        self.assertIsNone(conns[0].sock)
-
-    def test_through_a_proxy_keystoneauth_is_used(self):
-        self.useFixture(fixtures.EnvironmentVariable(
-            'http_proxy', 'http://proxy.invalid:3128'))
-        self.assertIsNone(placement.lean_target(self.adapter))
-
-    def test_no_proxy_for_the_endpoint(self):
-        self.useFixture(fixtures.EnvironmentVariable(
-            'http_proxy', 'http://proxy.invalid:3128'))
-        self.useFixture(fixtures.EnvironmentVariable('no_proxy',
-                                                     '127.0.0.1'))
-        self.assertIsNotNone(placement.lean_target(self.adapter))
+        self.assertEqual({'errors': [{'status': 404, 'title': 'Fault',
+                                      'detail': 'injected'}]},
+                         self.client.get('/rp/1', expected=(200, 404)))
 
     def test_mocked_transport_is_respected(self):
+        """As by any keystoneauth client, with the connections kept."""
+        client = self.from_conf(AT_ONCE)
+        client.version
         with requests_mock.Mocker() as mocker:
             mocker.get(self.endpoint + '/rp/1', json={'mocked': True})
-            with self.client.bulk_reads() as bulk:
-                self.assertIs(self.client, bulk)
-                self.assertEqual({'mocked': True}, bulk.get('/rp/1'))
+            self.assertEqual({'mocked': True}, client.get('/rp/1'))
+        self.assertEqual([], self.seen())
 
     def test_intercepted_transport_is_respected(self):
+        import wsgi_intercept
         from wsgi_intercept import requests_intercept
+
+        def app(environ, start_response):
+            path = environ['PATH_INFO']
+            start_response('200 OK', [('Content-Type', 'application/json')])
+            return [json.dumps({'versions': [{'max_version': '1.39'}]}
+                               if path == '/' else
+                               {'intercepted': path}).encode()]
+
         requests_intercept.install()
         self.addCleanup(requests_intercept.uninstall)
-        self.assertIsNone(placement.lean_target(self.adapter))
-
-    def test_retrying_adapter(self):
-        self.assertIsNotNone(placement.lean_target(retry.RetryingAdapter(
-            self.adapter, retry.Retries())))
-
-    def test_other_adapters(self):
-        client = placement.PlacementClient(fakes.FakeAdapter())
-        with client.bulk_reads() as bulk:
-            self.assertIs(client, bulk)
-
-    def test_https_settings(self):
-        target = placement.lean_target(ks_adapter.Adapter(
-            ks_session.Session(auth=token_endpoint.Token(
-                'https://placement.example:8778/placement', 'admin'),
-                verify=False, timeout=7),
-            service_type='placement'))
-        self.assertTrue(target.https)
-        self.assertEqual(('placement.example', 8778, '/placement', 7),
-                         (target.host, target.port, target.base,
-                          target.timeout))
-        self.assertFalse(target.context.check_hostname)
-        target = placement.lean_target(ks_adapter.Adapter(
-            ks_session.Session(auth=token_endpoint.Token(
-                'https://placement.example/', 'admin')),
-            service_type='placement'))
-        self.assertTrue(target.context.check_hostname)
-        self.assertEqual(('placement.example', 443, ''),
-                         (target.host, target.port, target.base))
-
-    def test_ipv6_endpoint(self):
-        target = placement.lean_target(ks_adapter.Adapter(
-            ks_session.Session(auth=token_endpoint.Token(
-                'http://[::1]/placement', 'admin')),
-            service_type='placement'))
-        conn = target.connect()
-        self.assertEqual(('::1', 80), (conn.host, conn.port))
+        wsgi_intercept.add_wsgi_intercept(
+            '127.0.0.1', self.server.server_port, lambda: app)
+        self.addCleanup(wsgi_intercept.remove_wsgi_intercept, '127.0.0.1',
+                        self.server.server_port)
+        before = len(self.server.seen)
+        client = self.from_conf(AT_ONCE)
+        self.assertEqual({'intercepted': '/rp/1'}, client.get('/rp/1'))
+        self.assertEqual(before, len(self.server.seen))

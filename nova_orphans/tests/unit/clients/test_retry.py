@@ -241,12 +241,6 @@ class RetryingAdapterTestCase(base.BaseTestCase):
         self.assertEqual(503, adapter.request('/x', 'GET').status_code)
         self.assertEqual([], self.clock.slept)
 
-    def test_a_request_already_retried(self):
-        adapter = self.adapter(503, 200)
-        adapter.request('/x', 'GET', retried=True)
-        self.assertEqual(0, self.retries.requests)
-        self.assertEqual({('placement', '503'): 1}, dict(self.retries.counts))
-
 
 class WritesTestCase(base.BaseTestCase):
 

@@ -9,18 +9,21 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""nova-orphans-manage's command line refused in one line, whichever
-parser refuses it (oslo.config's, before the action; the action's own),
-and nova.conf's values refused by the options' own bounds. In process:
-nothing is read before these refusals.
+"""nova-orphans-manage's command line refused: argparse's usage error
+(as nova-manage prints it) and exit code 127, whichever parser refuses
+it (oslo.config's, before the action; the action's own); and nova.conf's
+values refused by the options' own bounds. In process: nothing is read
+before these refusals.
 """
 
 import io
 import os
 
 import fixtures
+from oslo_config import cfg
 from oslotest import base
 
+from nova_orphans.app import sources
 from nova_orphans.cmd import manage
 
 
@@ -51,6 +54,16 @@ class RefusedTestCase(base.BaseTestCase):
     def assertRefused(self, argv, lines, code=127):
         self.assertEqual((code, '', lines), self.main(*argv))
 
+    def assertUsageError(self, argv, message, prog='nova-orphans-manage'):
+        """argparse's usage and its error line on stderr, 127, nothing
+        on stdout and no traceback.
+        """
+        code, out, err = self.main(*argv)
+        self.assertEqual((127, ''), (code, out))
+        self.assertTrue(err[0].startswith('usage: %s ' % prog), err)
+        self.assertEqual('%s: error: %s' % (prog, message), err[-1])
+        self.assertNotIn('Traceback', '\n'.join(err))
+
     def test_before_the_action(self):
         for argv, message in (
                 (['--bogus', '--config-file', self.conf, 'allocations',
@@ -61,28 +74,37 @@ class RefusedTestCase(base.BaseTestCase):
                 (['--config-file', self.conf, 'allocations', '--long',
                   'list'], 'unrecognized arguments: --long'),
                 (['--debug=yes', '--config-file', self.conf, 'journals',
-                  'list'], 'invalid arguments: --debug=yes --config-file '
-                           '%s journals' % self.conf)):
-            self.assertRefused(argv, ['ERROR: Invalid input: ' + message])
+                  'list'], "argument --debug/-d: ignored explicit argument "
+                           "'yes'"),
+                (['--config-file', self.conf],
+                 'the following arguments are required: category')):
+            self.assertUsageError(argv, message)
+        self.assertUsageError(
+            ['--config-file', self.conf, 'allocations'],
+            'the following arguments are required: action',
+            prog='nova-orphans-manage allocations')
 
     def test_by_the_action(self):
-        self.assertRefused(
+        self.assertUsageError(
             ['--config-file', self.conf, 'allocations', 'clean',
              '--max-count', 'many'],
-            ["ERROR: Invalid input: argument --max-count: invalid int "
-             "value: 'many'"])
-        self.assertRefused(
+            "argument --max-count: invalid int value: 'many'",
+            prog='nova-orphans-manage allocations clean')
+        self.assertUsageError(
             ['--config-file', self.conf, 'allocations', 'restore'],
-            ['ERROR: Invalid input: the following arguments are required: '
-             '--journal'])
-        # A global option after the action: named, and where it goes.
-        self.assertRefused(
+            'the following arguments are required: --journal',
+            prog='nova-orphans-manage allocations restore')
+        # A global option after the action: nothing takes it there.
+        self.assertUsageError(
             ['--config-file', self.conf, 'journals', 'list', '-d',
-             '--nouse-syslog'],
-            ['ERROR: Invalid input: unrecognized arguments: -d '
-             '--nouse-syslog',
-             '-d, --nouse-syslog must come before the category, as in: '
-             'nova-orphans-manage -d ... journals ACTION'])
+             '--nouse-syslog'], 'unrecognized arguments: -d --nouse-syslog')
+
+    def test_help_and_version_end_with_0(self):
+        for argv in (['--help'], ['--config-file', self.conf, 'journals',
+                                  'list', '--help'], ['--version']):
+            code, out, err = self.main(*argv)
+            self.assertEqual((0, []), (code, err), argv)
+            self.assertNotEqual('', out)
 
     def test_bounds_of_the_command_line(self):
         self.assertRefused(
@@ -119,24 +141,16 @@ class RefusedTestCase(base.BaseTestCase):
 
 
 class ConfigDirsTestCase(base.BaseTestCase):
-    """Every --config-dir given, which oslo.config reads but lists only
-    the last of.
+    """Every --config-dir given, which oslo.config reads and lists in
+    ``config_dirs`` (its ``config_dir`` keeps the last): the run's
+    configuration, for the journal's cloud and the command to paste.
     """
 
-    def test_every_one_before_the_category(self):
-        self.assertEqual(
-            ['/a', '/b', '/c'],
-            manage._config_dirs_in([
-                '--config-dir', '/a', '--config-file', '/f',
-                '--config-dir=/b', '--config-d', '/c', 'allocations',
-                'list', '--config-dir', '/late']))
-        self.assertEqual([], manage._config_dirs_in(
-            ['--config-file', '/f', 'journals', 'list']))
-
-    def test_the_config_keeps_them_all(self):
+    def test_the_sources_keep_them_all(self):
         dirs = [self.useFixture(fixtures.TempDir()).path for _n in '12']
-        conf = manage.Config()
-        conf(['--config-dir', dirs[0], '--config-dir', dirs[1]],
-             project='nova', default_config_files=[],
-             default_config_dirs=[])
-        self.assertEqual(dirs, conf.config_dirs_given)
+        conf = cfg.ConfigOpts()
+        self.assertIsNone(manage._parse(conf, [
+            '--config-dir', dirs[0], '--config-dir', dirs[1], 'journals',
+            'list']))
+        self.assertEqual(
+            dirs, sources.DatabaseSources(conf).config_dirs)

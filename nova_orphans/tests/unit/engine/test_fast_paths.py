@@ -13,8 +13,6 @@
 
 import dataclasses
 import gc
-import io
-import json
 import os
 from unittest import mock
 
@@ -32,7 +30,6 @@ from nova_orphans.engine import model
 from nova_orphans.engine import reasons as r
 from nova_orphans.engine import rules
 from nova_orphans import memory
-from nova_orphans import output
 from nova_orphans.readers import base as readers_base
 from nova_orphans.readers import placement_db
 from nova_orphans.tests.unit import cloud as cloud_mod
@@ -542,67 +539,6 @@ class OnInstanceNodeTestCase(base.BaseTestCase):
                                    compute_node='m').on_instance_node())
         self.assertFalse(self._ctx(None, host='h',
                                    node='x').on_instance_node())
-
-
-class RenderJSONTestCase(base.BaseTestCase):
-    """Byte for byte what json.dump(rows, indent=2) writes."""
-
-    def _check(self, rows, expected=None):
-        stream = io.StringIO()
-        output.render_json(rows, stream)
-        self.assertEqual(
-            json.dumps(rows if expected is None else expected, indent=2) +
-            '\n', stream.getvalue())
-
-    def test_streams(self):
-        # Rows are written as they are made, a thousand at a time, never
-        # all held at once; the bytes are json.dump's.
-        made = []
-        written = []
-
-        def rows():
-            for i in range(2500):
-                made.append(i)
-                yield {'n': i}
-
-        class Stream(io.StringIO):
-            def write(self, text):
-                written.append(len(made))
-                return super().write(text)
-
-        stream = Stream()
-        output.render_json(rows(), stream)
-        self.assertEqual([1, 1001, 2001, 2500], written)
-        self.assertEqual(json.dumps([{'n': i} for i in range(2500)],
-                                    indent=2) + '\n', stream.getvalue())
-        self._check(iter([]), [])
-
-    def test_findings(self):
-        c = cloud_mod.Cloud()
-        host = c.node('host1')
-        c.alloc(c.instance('host2'), host, VCPU=2, CUSTOM_X=1)
-        c.instance('host1')
-        self._check(output.rows_as_dicts(c.findings(), ['done', 'failed']))
-
-    def test_values(self):
-        self._check([])
-        self._check([{}])
-        self._check([{'s': 'caf\u00e9 "q" \\ \n\t\u2603', 'n': None,
-                      't': True, 'f': False, 'i': -3, 'big': 10 ** 30,
-                      'x': 1.5, 'nan': float('nan'), 'e': {}, 'l': [],
-                      'd': {'a': {'b': [1, {'c': None}, (2, 3)]}},
-                      'k': {1: 'int key', None: 0}, 'tuple': (1, 'a')}])
-        self._check([1, 'a', None, [], [[{}]]])
-
-    def test_rows_of_the_same_keys(self):
-        # Each set of keys is written from a template of its own.
-        self._check([{'a%s': 'x', '%(b)d': 1}, {'a%s': None, '%(b)d': {}},
-                     {'%(b)d': 2, 'a%s': 'y'}, {'a%s': 'z'}, {1: 'a'},
-                     {'a%s': '%s', '%(b)d': '%(b)d'}, [], {},
-                     {'r': {'VCPU': 1}}, {'r': {'VCPU': 1}},
-                     {'r': {'VCPU': True}}, {'r': {'VCPU': 1.0}},
-                     {'r': {'l': [1]}}, {'r': {'l': [1]}}, {'r': {}},
-                     {'r': {1: 2}}, {'r': {True: 2}}])
 
 
 class DriverRowsTestCase(base.BaseTestCase):

@@ -15,6 +15,7 @@ from nova_orphans.clients import compute
 from nova_orphans.engine import classify
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
+from nova_orphans.engine import shapes
 from nova_orphans import exception
 from nova_orphans.readers import compute_api
 from nova_orphans.repair import heal
@@ -328,12 +329,12 @@ class ComputeAPIReaderTestCase(base.BaseTestCase):
         flavor, bfv, network_info = data[VM1]
         self.assertEqual(({'PCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1},
                           False, []),
-                         (heal.resources_from_flavor(flavor, bfv), bfv,
+                         (shapes.resources_from_flavor(flavor, bfv), bfv,
                           network_info))
         flavor, bfv, network_info = data[VM2]
         self.assertTrue(bfv)
         self.assertEqual({'VCPU': 1, 'MEMORY_MB': 512},
-                         heal.resources_from_flavor(flavor, bfv))
+                         shapes.resources_from_flavor(flavor, bfv))
         # Ports' resource requests are invisible here: never healed.
         self.assertIn('p1', heal.nested_reason(flavor, network_info))
 

@@ -10,6 +10,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 import json
+import os
 import signal
 from unittest import mock
 
@@ -22,9 +23,11 @@ from nova_orphans.clients import placement as placement_client
 from nova_orphans.engine import index
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
+from nova_orphans import exit_codes
 from nova_orphans import interrupt
 from nova_orphans import outcomes
 from nova_orphans.repair import actions
+from nova_orphans.repair import journal as journal_mod
 from nova_orphans.repair import writes
 from nova_orphans.tests.unit import cloud as cloud_mod
 
@@ -195,6 +198,82 @@ class StopTestCase(base.BaseTestCase):
         self.assertEqual([], client.mock_calls)
 
 
+def finding(consumer, resources=None):
+    return model.Finding(
+        consumer=consumer, consumer_type='unknown', instance=None,
+        resource_provider='rp', resource_provider_name='host1',
+        root_provider='rp', host='host1', cell=None,
+        reason='unknown_consumer', action=reasons.DELETE_CONSUMER,
+        resources=resources or {'VCPU': 1}, project_id='p', user_id='u',
+        details='')
+
+
+class WrittenRowsTestCase(base.BaseTestCase):
+    """A clean's row, shown and journaled, is what its write removed:
+    the allocation as read right before the write, not as the audit
+    read it.
+    """
+
+    def test_the_document_read_before_the_write(self):
+        audited = finding('c1')
+        audit = mock.Mock()
+        audit.placement.allocations = [model.Allocation(
+            consumer='c1', provider='rp', resources={'VCPU': 1})]
+        audit.nova.migrations = {}
+        journal = mock.Mock()
+        journal.record_many.return_value = ['id']
+        client = mock.Mock(version=(1, 39))
+        r = actions.Repairer(client, mock.Mock(spec=[]), audit,
+                             journal=journal)
+        doc = {'allocations': {'rp': {'resources': {'VCPU': 4}}},
+               'project_id': 'p2', 'user_id': 'u2',
+               'consumer_generation': 3, 'consumer_type': None}
+        prepared = actions._Prepared('c1', [audited], {'c1': doc},
+                                     [audited], {'c1': {}}, [actions.DONE])
+        r._repair_batch = lambda pool, batch, planned: r._write_batch(
+            None, [prepared])
+        rows, done = r.clean([audited])
+        self.assertEqual([actions.DONE], done)
+        written = dict(audited.to_dict(), resources={'VCPU': 4},
+                       project_id='p2', user_id='u2')
+        self.assertEqual([written], [row.to_dict() for row in rows])
+        (records,), _kw = journal.record_many.call_args
+        self.assertEqual([[written]], [e['findings'] for e in records])
+        # The audit's finding itself is left as it was.
+        self.assertEqual({'VCPU': 1}, audited.resources)
+
+
+class JournalTakenTestCase(base.BaseTestCase):
+    """Another run took the journal between the clean's check and its
+    first write: nothing it could not journal is sent, and its rows fail
+    as a refusal to run again (12), not as a repair that failed (1).
+    """
+
+    def test_nothing_sent_and_the_rows_say_run_again(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'j.jsonl')
+        other = journal_mod.Journal(path, placement='http://p')
+        other.record({'consumers': {'x': {'before': {}, 'after': {}}}})
+        self.addCleanup(other.close)
+        client = mock.Mock()
+        r = actions.Repairer(client, mock.Mock(spec=[]), mock.Mock(),
+                             journal=journal_mod.Journal(path))
+        prepared = [actions._Prepared(
+            c, ['f'], {c: {'allocations': {'rp': {'resources': {'VCPU': 1}}},
+                           'project_id': 'p', 'user_id': 'u',
+                           'consumer_generation': 1,
+                           'consumer_type': None}}, [finding(c)],
+            {c: {}}, [actions.DONE]) for c in ('c1', 'c2')]
+        results = r._write_batch(None, prepared)
+        self.assertEqual([], client.request.mock_calls)
+        refused = ('failed: Journal %s: %s' % (path, journal_mod.IN_USE))
+        self.assertEqual({'c1': [refused], 'c2': [refused]},
+                         {c: [str(o) for o in done]
+                          for c, done in results.items()})
+        self.assertEqual(exit_codes.JOURNAL_BUSY,
+                         outcomes.exit_code(results['c1']))
+
+
 class ConflictTestCase(base.BaseTestCase):
     """Which generation a refused write names, from placement's words,
     and which refusal is sent again.
@@ -309,8 +388,8 @@ class OverCapacityTestCase(base.BaseTestCase):
             'again, or upgrade placement to 14.0.0 or later', str(outcome))
         # Any other failure keeps its own words.
         other = placement_client.exception.PlacementError(
-            method='PUT', url='/allocations/c1', reason='500 boom')
-        other.status_code = 500
+            method='PUT', url='/allocations/c1', reason='500 boom',
+            status_code=500)
         self.assertEqual(
             [outcomes.failed('Placement request PUT /allocations/c1 failed: '
                              '500 boom')],

@@ -23,10 +23,9 @@ OVER = ("Unable to allocate inventory: Unable to create allocation for "
 
 
 def error(status, text):
-    e = exception.PlacementError(method='PUT', url='/allocations/c',
-                                 reason='%d %s' % (status, text))
-    e.status_code = status
-    return e
+    return exception.PlacementError(method='PUT', url='/allocations/c',
+                                    reason='%d %s' % (status, text),
+                                    status_code=status)
 
 
 class CapacityTestCase(base.BaseTestCase):

@@ -21,31 +21,6 @@ def flavor(**kw):
     return result
 
 
-class ResourcesFromFlavorTestCase(base.BaseTestCase):
-
-    def test_image_backed(self):
-        # swap 1536 MB rounds up to 2 GB, as nova does.
-        self.assertEqual({'VCPU': 2, 'MEMORY_MB': 2048, 'DISK_GB': 27},
-                         heal.resources_from_flavor(flavor(), False))
-
-    def test_boot_from_volume_has_no_root_disk(self):
-        self.assertEqual({'VCPU': 2, 'MEMORY_MB': 2048, 'DISK_GB': 7},
-                         heal.resources_from_flavor(flavor(), True))
-
-    def test_dedicated_cpus_are_pcpu(self):
-        f = flavor(extra_specs={'hw:cpu_policy': 'dedicated'})
-        self.assertEqual({'PCPU': 2, 'MEMORY_MB': 2048, 'DISK_GB': 27},
-                         heal.resources_from_flavor(f, False))
-
-    def test_ironic_flavor_overrides(self):
-        f = flavor(extra_specs={'resources:CUSTOM_BAREMETAL_GOLD': '1',
-                                'resources:VCPU': '0',
-                                'resources:MEMORY_MB': '0',
-                                'resources:DISK_GB': '0'})
-        self.assertEqual({'CUSTOM_BAREMETAL_GOLD': 1},
-                         heal.resources_from_flavor(f, False))
-
-
 class NestedReasonTestCase(base.BaseTestCase):
 
     def test_plain_flavor_is_not_nested(self):

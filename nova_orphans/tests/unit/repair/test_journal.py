@@ -10,13 +10,16 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 import os
+import pwd
 import stat
 
 import fixtures
 from oslotest import base
 
 from nova_orphans import exception
+from nova_orphans.repair import actions
 from nova_orphans.repair import journal
+from nova_orphans.repair import restore
 
 
 class JournalTestCase(base.BaseTestCase):
@@ -185,3 +188,157 @@ class CloudTestCase(base.BaseTestCase):
             os.chmod(system, 0o500)
             self.addCleanup(os.chmod, system, 0o700)
             self.assertEqual(local, journal.default_directory())
+
+
+class PermissionsTestCase(base.BaseTestCase):
+    """Journals, and their directories, that another user could write:
+    real files and modes in a temp dir. The cases of another owner or
+    group need root (CI runs the tests as root) to give them away.
+    """
+
+    # No user or group of this machine: named by their number.
+    OTHER = 424242
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.path = os.path.join(self.dir, 'j.jsonl')
+        self.record(self.path)
+        self.user = pwd.getpwuid(os.geteuid()).pw_name
+
+    def record(self, path):
+        j = journal.Journal(path)
+        j.record({'action': 'delete_consumer',
+                  'consumers': {'c1': {'before': {}, 'after': {}}}})
+        self.assertIsNone(j.close())
+
+    def read(self, path=None):
+        return journal.load(path or self.path, check=journal.check_file)
+
+    def refused(self, func, *args):
+        return str(self.assertRaises(exception.JournalError, func, *args))
+
+    def give_away(self, path, uid=-1, gid=-1):
+        if os.geteuid() != 0:
+            self.skipTest('only root can give a file to another user')
+        os.chown(path, uid, gid)
+
+    def others_write(self, path, mode):
+        return ('Journal %s: can be written by other users (mode %04o), '
+                'who could have rewritten it: check it and run "chmod go-w '
+                '%s"' % (path, mode, path))
+
+    def test_own_journal(self):
+        self.assertEqual(1, len(self.read().entries))
+        # Its group is this run's own: no other user.
+        os.chmod(self.path, 0o660)
+        self.assertEqual(1, len(self.read().entries))
+        self.record(self.path)
+        self.assertEqual(2, len(self.read().entries))
+
+    def test_world_writable_is_refused_before_it_is_read(self):
+        for mode in (0o602, 0o666):
+            os.chmod(self.path, mode)
+            self.assertEqual(self.others_write(self.path, mode),
+                             self.refused(self.read))
+        # Not read: what it holds is not what is refused.
+        with open(self.path, 'wb') as f:
+            f.write(b'{not json\n')
+        self.assertEqual(self.others_write(self.path, 0o666),
+                         self.refused(self.read))
+
+    def test_writable_by_another_group(self):
+        self.give_away(self.path, gid=self.OTHER)
+        os.chmod(self.path, 0o620)
+        self.assertEqual(self.others_write(self.path, 0o620),
+                         self.refused(self.read))
+        os.chmod(self.path, 0o640)
+        self.assertEqual(1, len(self.read().entries))
+
+    def test_owned_by_another_user(self):
+        """root too: a journal another user owns is theirs until root
+        takes it over.
+        """
+        self.give_away(self.path, uid=self.OTHER)
+        with open(self.path, 'rb') as f:
+            before = f.read()
+        message = (
+            'Journal %(path)s: is owned by %(other)s, not by %(user)s who '
+            'runs this, and only its owner may restore it or add to it: '
+            'run as %(other)s, or check it and run "chown %(user)s '
+            '%(path)s"' % {'path': self.path, 'other': self.OTHER,
+                           'user': self.user})
+        self.assertEqual(message, self.refused(self.read))
+        # Neither added to (a clean's --journal, a restore's mark) nor
+        # checked as fit for it.
+        self.assertEqual(message, self.refused(self.record, self.path))
+        self.assertEqual(message, self.refused(journal.Journal(
+            self.path, command='restore').hold))
+        self.assertEqual(message, self.refused(journal.check_path,
+                                               self.path))
+        with open(self.path, 'rb') as f:
+            self.assertEqual(before, f.read())
+        os.chown(self.path, os.geteuid(), -1)
+        self.assertEqual(1, len(self.read().entries))
+
+    def test_restore_refuses_before_reading(self):
+        os.chmod(self.path, 0o646)
+        message = self.others_write(self.path, 0o646)
+        # A dry run reads without a mark; a restore holds its mark
+        # first.
+        self.assertEqual(message, self.refused(
+            restore.load, self.path, 'http://placement'))
+        self.assertEqual(message, self.refused(
+            restore.load, self.path, 'http://placement', None, (),
+            journal.Journal(self.path, command='restore')))
+
+    def test_directory_others_can_write(self):
+        shared = os.path.join(self.dir, 'shared')
+        os.mkdir(shared)
+        os.chmod(shared, 0o777)
+        path = os.path.join(shared, 'j.jsonl')
+        message = (
+            'Journal %(path)s: the directory %(dir)s can be written by '
+            'other users (mode 0777), who could replace the journal: run '
+            '"chmod go-w %(dir)s" or write journals in a directory of your '
+            'own' % {'path': path, 'dir': shared})
+        self.assertEqual(message, self.refused(self.record, path))
+        self.assertEqual(message, self.refused(journal.check_path, path))
+        self.assertEqual([], os.listdir(shared))
+        # Without --journal: the directory journals go to.
+        self.assertEqual(message.replace(path, shared, 1), self.refused(
+            actions.RepairOptions().check, shared))
+        actions.RepairOptions(dry_run=True).check(shared)
+        # Sticky, as /tmp: only a file's owner can replace it.
+        os.chmod(shared, 0o1777)
+        journal.check_path(path)
+        actions.RepairOptions().check(shared)
+        self.record(path)
+        self.assertEqual(1, len(self.read(path).entries))
+        # Its own group's only.
+        os.chmod(shared, 0o770)
+        self.record(path)
+        self.assertEqual(2, len(self.read(path).entries))
+
+    def test_sticky_directory_file_of_another_user(self):
+        os.chmod(self.dir, 0o1777)
+        self.give_away(self.path, uid=self.OTHER)
+        self.assertIn('is owned by %s' % self.OTHER,
+                      self.refused(self.record, self.path))
+
+    def test_directory_of_another_group_or_user(self):
+        self.give_away(self.dir, gid=self.OTHER)
+        os.chmod(self.dir, 0o770)
+        path = os.path.join(self.dir, 'new.jsonl')
+        self.assertIn('the directory %s can be written by other users '
+                      '(mode 0770)' % self.dir,
+                      self.refused(self.record, path))
+        os.chmod(self.dir, 0o750)
+        self.record(path)
+        os.chown(self.dir, self.OTHER, -1)
+        self.assertEqual(
+            'Journal %(path)s: the directory %(dir)s is owned by %(other)s, '
+            'who could replace the journal: run "chown %(user)s %(dir)s" or '
+            'write journals in a directory of your own' % {
+                'path': path, 'dir': self.dir, 'other': self.OTHER,
+                'user': self.user}, self.refused(self.record, path))

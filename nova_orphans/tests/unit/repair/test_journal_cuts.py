@@ -27,6 +27,7 @@ import fixtures
 from oslotest import base
 
 from nova_orphans import exception
+from nova_orphans import exit_codes
 from nova_orphans.repair import journal
 from nova_orphans.repair import journal_verify
 from nova_orphans.repair import restore
@@ -289,17 +290,19 @@ class CutTestCase(base.BaseTestCase):
         refused = ('Journal %s: another run is writing to it now (a "clean" '
                    'or "restore" with the same journal); try again once it '
                    'has ended' % self.path)
-        e = self.assertRaises(exception.JournalError, journal.check_path,
-                              self.path)
-        self.assertEqual(refused, str(e))
         other = journal.Journal(self.path, placement=ENDPOINT)
-        e = self.assertRaises(exception.JournalError, other.record,
-                              entry('b', pad=0))
-        self.assertEqual(refused, str(e))
-        # Nor is it restored while a run writes it.
-        e = self.assertRaises(exception.JournalError, restore.load,
-                              self.path, ENDPOINT)
-        self.assertEqual(refused, str(e))
+        mark = journal.Journal(self.path, command='restore',
+                               placement=ENDPOINT)
+        for refusal in (
+                lambda: journal.check_path(self.path),
+                lambda: other.record(entry('b', pad=0)),
+                # Nor is it restored while a run writes it, nor judged.
+                lambda: restore.load(self.path, ENDPOINT, mark=mark),
+                lambda: restore.load(self.path, ENDPOINT)):
+            e = self.assertRaises(exception.JournalBusy, refusal)
+            # Its own code: a refusal to retry, not a bad journal (127).
+            self.assertEqual((refused, exit_codes.JOURNAL_BUSY),
+                             (str(e), exit_codes.of_error(e)))
         j.close()
         journal.check_path(self.path)
         other.record(entry('b', pad=0))

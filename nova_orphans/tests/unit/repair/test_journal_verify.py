@@ -158,9 +158,29 @@ class RealJournalTestCase(base.BaseTestCase):
                 run, = contents.unended
                 self.assertEqual(count, run.last_line)
                 lines = journal_verify.proof_lines(self.path, contents)
-                self.assertEqual(2, len(lines))
-                self.assertIn('has no end record: the run was killed',
-                              lines[0])
+                restores = journal_verify.restore_lines(self.path, contents)
+                # The last run is a restore's (lines 14 to 16): cut in
+                # it, the journal's changes are all there, and it is told
+                # as a restore.
+                self.assertEqual(count in (14, 15), run.restoring, count)
+                if not run.restoring:
+                    self.assertEqual((2, []), (len(lines), restores))
+                    self.assertIn('has no end record: the run was killed',
+                                  lines[0])
+                    continue
+                self.assertEqual([], lines)
+                self.assertEqual(
+                    ['WARNING: journal %s: %s has no end record: that '
+                     'restore was killed (SIGKILL, the OOM killer, a power '
+                     'cut) %s. A restore writes no entry: the runs it '
+                     'restored are judged on their own.' % (
+                         self.path, run.describe(),
+                         'after it had restored 3 change(s), 0 refused or '
+                         'failed, as its mark says' if count == 15 else
+                         'before its mark, which says what it did, was '
+                         'written whole, or this file was cut short after '
+                         'line 14')], restores)
+                self.assertIn('(restore on ', run.describe())
 
     def test_cut_inside_every_line(self):
         """Cut inside a line (a write(2) killed, a partial copy): read
@@ -287,6 +307,45 @@ class RealJournalTestCase(base.BaseTestCase):
             self.assertIn('line 9', self.refused(wrong))
 
 
+class RestoreRunTestCase(base.BaseTestCase):
+    """A restore's run: its mark verified as any line, and only a run
+    of a restore's lines is one.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                                 'j.jsonl')
+
+    def write(self, *lines):
+        data, previous = [], None
+        for line in lines:
+            encoded, previous = journal_verify.seal(line, previous)
+            data.append(encoded)
+        with open(self.path, 'wb') as f:
+            f.write(b''.join(data))
+
+    def test_malformed_mark_is_damage(self):
+        for mark in ('3 done', {'done': 3}, {'done': '3', 'failed': 0}):
+            self.write({'run': 'r', 'command': 'restore', 'follows': None},
+                       {'restored': mark})
+            e = self.assertRaises(exception.JournalError, journal.load,
+                                  self.path)
+            self.assertEqual(
+                'Journal %s: line 2 is not a nova-orphans journal entry (a '
+                'malformed restore mark)' % self.path, str(e))
+
+    def test_a_run_with_entries_is_no_restore_s(self):
+        self.write({'run': 'r', 'command': 'restore', 'follows': None},
+                   _entries()[0])
+        contents = journal.load(self.path)
+        run, = contents.unended
+        self.assertFalse(run.restoring)
+        self.assertEqual(([], 2), (
+            journal_verify.restore_lines(self.path, contents),
+            len(journal_verify.proof_lines(self.path, contents))))
+
+
 class ExitCodeTestCase(base.BaseTestCase):
     """A restore of a journal that cannot prove it is whole: never 0,
     3 or 4; a failure (1) and a signal still win.
@@ -327,13 +386,14 @@ class EndRecordTestCase(base.BaseTestCase):
         sources.placement.endpoint = PLACEMENT
         sources.cloud.return_value = CLOUD
 
-        def work(repairer, journal_):
-            journal_.record(_entries()[0])
-            raise RuntimeError('boom')
-        self.assertRaises(
-            RuntimeError, allocations.repair, sources, mock.Mock(),
-            [mock.Mock()], work, actions.RepairOptions(journal=path),
-            interrupt.Stop())
+        def clean():
+            with allocations.Writes(
+                    sources, mock.Mock(orphans=[mock.Mock()]),
+                    actions.RepairOptions(journal=path),
+                    interrupt.Stop()) as writes:
+                writes.journal.record(_entries()[0])
+                raise RuntimeError('boom')
+        self.assertRaises(RuntimeError, clean)
         run, = journal.load(path).runs
         self.assertEqual(('error', CLOUD, PLACEMENT),
                          (run.ended, run.cloud, run.placement))

@@ -301,6 +301,57 @@ class ShownOrderTestCase(base.BaseTestCase):
              for f, outcome in shown])
 
 
+class RowsTestCase(base.BaseTestCase):
+    """A restore's row says what it writes: the document written back,
+    whatever the journaled row recorded.
+    """
+
+    def row(self, action, resources, consumer='vm'):
+        return dict(ShownOrderTestCase.finding(consumer, 'host1', 'host1')
+                    .to_dict(), action=action, resources=resources)
+
+    def test_an_allocation_put_back_as_its_before(self):
+        before = dict(doc(**{'host1-uuid': 20}), project_id='p2',
+                      user_id='u2')
+        entry = {'consumers': {'vm': {'before': before, 'after': {}}},
+                 'findings': [self.row('delete_consumer', {'VCPU': 1})]}
+        finding = restore._restored(entry, entry['findings'][0])
+        self.assertEqual(
+            ({'VCPU': 20}, 'p2', 'u2', 'restore_consumer'),
+            (finding.resources, finding.project_id, finding.user_id,
+             finding.action))
+
+    def test_what_a_restore_of_a_heal_removes(self):
+        entry = {'consumers': {'vm': {
+            'before': dict(doc(), project_id=None, user_id=None),
+            'after': doc(**{'host1-uuid': 4})['allocations']}},
+            'findings': [self.row('heal', {'VCPU': 1})]}
+        finding = restore._restored(entry, entry['findings'][0])
+        self.assertEqual(({'VCPU': 4}, 'p', 'remove_healed'),
+                         (finding.resources, finding.project_id,
+                          finding.action))
+
+    def test_a_row_naming_nothing_written_shows_nothing(self):
+        entry = {'consumers': {'vm': {'before': doc(other=1), 'after': {}}},
+                 'findings': [self.row('delete_consumer', {'VCPU': 1}),
+                              self.row('delete_consumer', {'VCPU': 1},
+                                       consumer='stranger')]}
+        self.assertEqual([{}, {}], [
+            restore._restored(entry, row).resources
+            for row in entry['findings']])
+
+    def test_a_provider_as_its_record(self):
+        row = ShownOrderTestCase.provider('child').to_dict()
+        entry = {'provider': {'uuid': 'other-uuid', 'name': 'other',
+                              'parent_provider_uuid': 'parent-uuid'},
+                 'findings': [row]}
+        finding = restore._restored(entry, row)
+        self.assertEqual(
+            ('other-uuid', 'other', 'parent-uuid', 'restore_provider'),
+            (finding.uuid, finding.name, finding.parent_provider,
+             finding.action))
+
+
 def doc(**allocations):
     return {'allocations': {rp: {'resources': {'VCPU': n}}
                             for rp, n in allocations.items()},
