@@ -107,12 +107,8 @@ class KeptReadsTestCase(base.FunctionalTestCase):
         self.boot('host3', self.nodes[3])
         _rc, _rows, third = self.scan()
         self.assertEqual(sorted(self.nodes[1:]), allocation_reads(third))
-
-    def test_an_orphan_deleted_meanwhile(self):
-        """DELETE /allocations/{c} bumps no generation: the kept read
-        shows the orphan, and its provider's read again hides it.
-        """
-        self.scan()
+        # DELETE /allocations/{c} bumps no generation: the kept read
+        # shows the orphan, and its provider's read again hides it.
         self.placement.request('DELETE', '/allocations/%s' % self.stranger)
         rc, rows, requests = self.scan()
         self.assertEqual([self.gone], [r['consumer'] for r in rows])
@@ -122,72 +118,19 @@ class KeptReadsTestCase(base.FunctionalTestCase):
         _rc, _rows, requests = self.scan()
         self.assertEqual([self.nodes[1]], allocation_reads(requests))
 
-    def test_files_that_mean_a_full_read(self):
-        """Every kind of file the scan cannot trust: a full read, the
-        same rows, nothing raised, and the reason said at debug level.
+    def test_the_file(self):
+        """Beside the journals, mode 0600, one line of header and one of
+        payload. Every kind of file the scan cannot trust (the unit
+        tests try each way a file can be wrong) means a full read, the
+        same rows, nothing raised, and the reason said at debug level;
+        removed, the next scan reads everything again.
         """
         rc, rows, _requests = self.scan()
         path = self.kept_file()
-        with open(path, 'rb') as f:
-            good = f.read()
-        head, _nl, payload = good.partition(b'\n')
-        header = json.loads(head)
-
-        def rewritten(**changes):
-            return json.dumps(dict(header, **changes)).encode() + (
-                b'\n' + payload)
-
-        shape = b'[1]'
-        checked = {
-            'truncated': (good[:len(good) // 2], 'damaged'),
-            'garbage': (b'\x00\xff' * 40, 'damaged'),
-            'empty': (b'', 'damaged'),
-            'another format': (b'{"format": "x"}\n{}', 'not one of kept'),
-            'another version': (rewritten(version=kept_reads.VERSION + 1),
-                                'of another version'),
-            'another cloud': (rewritten(cloud={
-                'placement': ['http', '192.0.2.1:8778', '']}),
-                'of another cloud'),
-            'a payload altered': (head + b'\n' + payload.replace(
-                b'"VCPU":1', b'"VCPU":2', 1), 'does not match its checksum'),
-            'a payload of another shape': (json.dumps(dict(
-                header, sha256=hashlib.sha256(shape).hexdigest())).encode() +
-                b'\n' + shape, 'damaged'),
-        }
-        for what, (data, why) in checked.items():
-            with open(path, 'wb') as f:
-                f.write(data)
-            again, again_rows, requests = self.scan()
-            self.assertEqual((rc, rows), (again, again_rows), what)
-            self.assertEqual(sorted(self.nodes), allocation_reads(requests),
-                             what)
-            self.assertIn('a full read: ', self.logged, what)
-            self.assertIn(why, self.logged.split('a full read: ')[1].split(
-                '\n')[0], what)
-            # Written again whole: the next scan keeps.
-            self.assertEqual(sorted(self.nodes[1:3]),
-                             allocation_reads(self.scan()[2]), what)
-        os.remove(path)
-        self.scan()
-        self.assertIn('a full read: no kept reads yet', self.logged)
-        # A directory where the file goes: read in full every time, and
-        # the scan still succeeds.
-        os.remove(path)
-        os.mkdir(path)
-        for _i in range(2):
-            again, again_rows, requests = self.scan()
-            self.assertEqual((rc, rows), (again, again_rows))
-            self.assertEqual(sorted(self.nodes), allocation_reads(requests))
-
-    def test_the_file(self):
-        """Beside the journals, mode 0600, one line of header and one of
-        payload; removed, the next scan reads everything again.
-        """
-        self.scan()
-        path = self.kept_file()
         self.assertEqual(0o600, stat.S_IMODE(os.stat(path).st_mode))
         with open(path, 'rb') as f:
-            head, payload = f.read().split(b'\n')
+            good = f.read()
+        head, payload = good.split(b'\n')
         header = json.loads(head)
         self.assertEqual(kept_reads.FORMAT, header['format'])
         self.assertEqual(['http', self.placement.endpoint[len('http://'):],
@@ -203,41 +146,92 @@ class KeptReadsTestCase(base.FunctionalTestCase):
                 'resource_provider_generation'], generation)
         self.assertEqual({self.live[1]: base.FLAVOR, self.gone: base.FLAVOR},
                          held)
+
+        def rewritten(**changes):
+            return json.dumps(dict(header, **changes)).encode() + (
+                b'\n' + payload)
+
+        checked = {
+            'truncated': (good[:len(good) // 2], 'damaged'),
+            'another version': (rewritten(version=kept_reads.VERSION + 1),
+                                'of another version'),
+            'another cloud': (rewritten(cloud={
+                'placement': ['http', '192.0.2.1:8778', '']}),
+                'of another cloud'),
+            'a payload altered': (head + b'\n' + payload.replace(
+                b'"VCPU":1', b'"VCPU":2', 1), 'does not match its checksum'),
+        }
+        for what, (data, why) in checked.items():
+            with open(path, 'wb') as f:
+                f.write(data)
+            again, again_rows, requests = self.scan()
+            self.assertEqual((rc, rows), (again, again_rows), what)
+            self.assertEqual(sorted(self.nodes), allocation_reads(requests),
+                             what)
+            self.assertIn('a full read: ', self.logged, what)
+            self.assertIn(why, self.logged.split('a full read: ')[1].split(
+                '\n')[0], what)
+        # Written again whole: the next scan keeps.
+        self.assertEqual(sorted(self.nodes[1:3]),
+                         allocation_reads(self.scan()[2]))
         os.remove(path)
-        _rc, _rows, requests = self.scan()
+        again, again_rows, requests = self.scan()
+        self.assertEqual((rc, rows), (again, again_rows))
         self.assertEqual(sorted(self.nodes), allocation_reads(requests))
+        self.assertIn('a full read: no kept reads yet', self.logged)
+        # A directory where the file goes: read in full every time, and
+        # the scan still succeeds.
+        os.remove(path)
+        os.mkdir(path)
+        for _i in range(2):
+            again, again_rows, requests = self.scan()
+            self.assertEqual((rc, rows), (again, again_rows))
+            self.assertEqual(sorted(self.nodes), allocation_reads(requests))
 
     def test_full_read(self):
-        """--full-read, --all and a zero interval read every provider;
-        the metrics say which scans did.
+        """--full-read and --all read every provider (a zero interval
+        too: the unit tests); the metrics say which scans did; scoped
+        scans are none.
         """
-        self.scan()
-        for argv in (['--full-read'], ['--all'],
-                     ['--full-read-interval', '0']):
-            _rc, _rows, requests = self.scan(*argv)
-            self.assertEqual(sorted(self.nodes), allocation_reads(requests),
-                             argv)
-
         def full_read(*argv):
+            mark = len(self.placement.requests)
             rc, out, err = self.manage('allocations', 'list', '--format',
                                        'prometheus', *argv)
             self.assertEqual(3, rc, err)
             return [line for line in out.splitlines()
-                    if line.startswith('nova_orphans_scan_full_read ')]
-        self.assertEqual(['nova_orphans_scan_full_read 0.0'], full_read())
-        self.assertEqual(['nova_orphans_scan_full_read 1.0'],
-                         full_read('--full-read'))
+                    if line.startswith('nova_orphans_scan_full_read ')
+                    ], allocation_reads(self.placement.requests_since(mark))
+        self.scan()
+        self.assertEqual((['nova_orphans_scan_full_read 0.0'],
+                          sorted(self.nodes[1:3])), full_read())
+        for argv in (['--full-read'], ['--all']):
+            self.assertEqual((['nova_orphans_scan_full_read 1.0'],
+                              sorted(self.nodes)), full_read(*argv), argv)
         self.assertEqual('Invalid input: --full-read-interval must not be '
                          'negative', self.manage(
                              'allocations', 'list',
                              '--full-read-interval', '-1')[2].strip()[
                                  len('ERROR: '):])
+        # --host reads its tree, kept reads too, and --resource-provider
+        # the same; neither counts as a full read.
+        rc, rows, requests = self.scan('--host', 'host3')
+        self.assertEqual((0, []), (rc, rows))
+        self.assertEqual([], allocation_reads(requests))
+        rc, rows, requests = self.scan('--resource-provider', self.nodes[1])
+        self.assertEqual([self.gone], [r['consumer'] for r in rows])
+        self.assertEqual([self.nodes[1]], allocation_reads(requests))
+        rc, rows, requests = self.scan('--host', 'host1', '--full-read')
+        self.assertEqual([self.gone], [r['consumer'] for r in rows])
+        self.assertEqual([self.nodes[1]], allocation_reads(requests))
+        _rc, _rows, requests = self.scan()
+        self.assertEqual(sorted(self.nodes[1:3]), allocation_reads(requests))
 
     def test_deleted_allocations_of_a_live_server(self):
         """The one thing generations cannot show: a live server's
         allocations removed by DELETE /allocations/{c}. The kept scan
         still sees them held, so missing_allocations appears only at the
         next full read: --full-read, or once full_read_interval passed.
+        So is a provider re-created up to its kept generation.
         """
         self.scan()
         missing = self.live[0]
@@ -270,12 +264,10 @@ class KeptReadsTestCase(base.FunctionalTestCase):
         self.assertIn(second, [r['consumer'] for r in rows])
         self.assertEqual(sorted(self.nodes), allocation_reads(requests))
 
-    def test_provider_recreated_at_its_generation(self):
-        """A provider deleted and re-created under its uuid starts again
-        at generation 0: should it reach the generation its kept read
-        had, the kept read stands, and what was written there since is
-        seen at the next full read.
-        """
+        # A provider deleted and re-created under its uuid starts again
+        # at generation 0: should it reach the generation its kept read
+        # had, the kept read stands, and what was written there since is
+        # seen at the next full read.
         spare = self.placement.create_provider(
             'spare', inventory=base.INVENTORY, traits=['CUSTOM_SPARE'])
         self.nova.add_compute_node('cell1', 'spare', uuid=spare)
@@ -322,23 +314,6 @@ class KeptReadsTestCase(base.FunctionalTestCase):
         self.assertEqual(before, self.placement.dump_state(generations=False))
         rc, rows, _requests = self.scan()
         self.assertEqual([self.gone], [r['consumer'] for r in rows])
-
-    def test_scoped_scans(self):
-        """--host reads its tree, kept reads too, and --resource-provider
-        the same; neither counts as a full read.
-        """
-        self.scan()
-        rc, rows, requests = self.scan('--host', 'host3')
-        self.assertEqual((0, []), (rc, rows))
-        self.assertEqual([], allocation_reads(requests))
-        rc, rows, requests = self.scan('--resource-provider', self.nodes[1])
-        self.assertEqual([self.gone], [r['consumer'] for r in rows])
-        self.assertEqual([self.nodes[1]], allocation_reads(requests))
-        rc, rows, requests = self.scan('--host', 'host1', '--full-read')
-        self.assertEqual([self.gone], [r['consumer'] for r in rows])
-        self.assertEqual([self.nodes[1]], allocation_reads(requests))
-        _rc, _rows, requests = self.scan()
-        self.assertEqual(sorted(self.nodes[1:3]), allocation_reads(requests))
 
     def test_providers_list(self):
         """A deleted compute node's tree rests on every provider of it;
