@@ -26,6 +26,7 @@ from oslo_log import log as logging
 
 from nova_orphans.clients import auth as auth_faults
 from nova_orphans.clients import diagnose
+from nova_orphans.clients import policies
 from nova_orphans.clients import retry
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -112,12 +113,16 @@ class ComputeClient:
 
     def _request(self, method, url, version=VERSION, expected=(200,)):
         resp = self._send(method, url, version)
-        if resp.status_code not in expected:
+        status = resp.status_code
+        if status not in expected:
+            reason = '%s %s' % (status, _fault(resp))
+            if status == 403:
+                reason = policies.refusal(policies.NOVA, status,
+                                          _fault(resp), self._adapter)
             raise ComputeError(
-                method=method, url=url,
-                reason='%s %s' % (resp.status_code, _fault(resp)),
+                method=method, url=url, reason=reason,
                 exit_code=(exception.CredentialsRefused.exit_code
-                           if resp.status_code in (401, 403) else None))
+                           if status in (401, 403) else None))
         return resp
 
     def get(self, url, params=None):
