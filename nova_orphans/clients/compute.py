@@ -125,6 +125,22 @@ class ComputeClient:
                            if status in (401, 403) else None))
         return resp
 
+    def check_admin(self):
+        """Refuse (exit code 9) a user that is not nova's admin
+        (``context_is_admin``), before a clean writes: nova narrows a
+        non-admin's reads to its own project without saying so (another
+        project's server by its id is a 404, whatever the policies
+        grant), and live servers would look gone. Listing deleted
+        servers is refused to non-admins alone: the probe.
+        """
+        url = _with('/servers/detail', {'status': 'DELETED', 'limit': 1})
+        resp = self._request('GET', url, expected=(200, 403))
+        if resp.status_code == 403:
+            raise ComputeError(
+                method='GET', url=url, reason=policies.not_admin(
+                    _fault(resp)),
+                exit_code=exception.CredentialsRefused.exit_code)
+
     def get(self, url, params=None):
         """The JSON body of a GET that must succeed."""
         return self._request('GET', _with(url, params)).json()

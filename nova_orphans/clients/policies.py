@@ -59,6 +59,7 @@ ROLES = {
     'os_compute_api:os-migrations:index': ADMIN,
     'os_compute_api:os-migrations:index:all_projects': ADMIN,
     'os_compute_api:os-migrations:index:host': ADMIN,
+    'context_is_admin': ADMIN,
     'get_port': ADMIN_OR_SERVICE,
     'get_port:binding:profile': ADMIN_OR_SERVICE,
 }
@@ -126,3 +127,13 @@ def refusal(service, status, text, adapter=None):
              '%(roles)s role, on a project)') % {
         'status': status, 'text': text, 'service': service,
         'roles': roles(None, service)}
+
+
+def not_admin(text):
+    """The reason of nova's refusal of its admin's reads to a clean."""
+    return _('403 %(text)s: nova narrows the reads of a user that is not '
+             'its admin (context_is_admin, granted by default to the '
+             '%(roles)s role, on a project) to its own project, and a '
+             'clean would take live servers for gone') % {
+        'text': ' '.join(str(text).split()),
+        'roles': roles('context_is_admin', NOVA)}

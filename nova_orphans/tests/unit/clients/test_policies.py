@@ -149,7 +149,8 @@ class RolesPageTestCase(base.BaseTestCase):
             {policy: tuple(re.findall(r'``(\w+)``', granted))
              for policy, _service, granted in rows})
         services = {'placement': policies.PLACEMENT,
-                    'os_compute_api': policies.NOVA}
+                    'os_compute_api': policies.NOVA,
+                    'context_is_admin': policies.NOVA}
         self.assertEqual(
             {policy: services.get(policy.split(':')[0], policies.NEUTRON)
              for policy in policies.ROLES},
