@@ -72,9 +72,10 @@ class JournalPermissionsTestCase(front_ends.FrontEndsTestCase):
             written = f.read()
         self.refused(
             run('allocations', 'restore', '--journal', path),
-            'Journal %(path)s: can be written by other users (mode 0660), '
-            'who could have rewritten it: check it and run "chmod go-w '
-            '%(path)s"' % {'path': path})
+            'Journal %(path)s: can be written by the group %(group)s (mode '
+            '0660), which has other members than root, who could have '
+            'rewritten it: check it and run "chmod g-w %(path)s"' % {
+                'path': path, 'group': OTHER_GROUP})
         self.assertEqual(repaired, self.cloud_state.state())
         with open(path, 'rb') as f:
             self.assertEqual(written, f.read())

@@ -9,6 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
+import grp
 import os
 import pwd
 import stat
@@ -228,13 +229,66 @@ class PermissionsTestCase(base.BaseTestCase):
                 'who could have rewritten it: check it and run "chmod go-w '
                 '%s"' % (path, mode, path))
 
+    def members(self, members):
+        """The journal's group has these members (uids), or is unknown
+        (None): the group database faked, the file's mode real.
+        """
+        gid = os.stat(self.path).st_gid
+        self.useFixture(fixtures.MockPatch(
+            'nova_orphans.repair.journal.group_members',
+            lambda g: members if g == gid else None))
+
+    def group_writes(self, mode):
+        return ('Journal %(path)s: can be written by the group %(group)s '
+                '(mode %(mode)04o), which has other members than %(user)s, '
+                'who could have rewritten it: check it and run "chmod g-w '
+                '%(path)s"' % {
+                    'path': self.path, 'mode': mode, 'user': self.user,
+                    'group': grp.getgrgid(os.stat(self.path).st_gid).gr_name})
+
     def test_own_journal(self):
         self.assertEqual(1, len(self.read().entries))
-        # Its group is this run's own: no other user.
+        # Its group has no member but this user (a private group, the
+        # image's fsGroup).
+        self.members({os.geteuid()})
         os.chmod(self.path, 0o660)
         self.assertEqual(1, len(self.read().entries))
         self.record(self.path)
         self.assertEqual(2, len(self.read().entries))
+
+    def test_group_with_other_members_is_refused(self):
+        """OpenSSH's rule: group write only for a group whose members
+        (primary and listed) are this user alone; a group with another
+        member, with none, or unknown is another user's.
+        """
+        os.chmod(self.path, 0o620)
+        for members in ({os.geteuid(), self.OTHER}, {self.OTHER}, set(),
+                        None):
+            with fixtures.MockPatch(
+                    'nova_orphans.repair.journal.group_members',
+                    lambda g, m=members: m):
+                self.assertEqual(self.group_writes(0o620),
+                                 self.refused(self.read))
+                self.assertEqual(self.group_writes(0o620),
+                                 self.refused(self.record, self.path))
+                # Read, not written: the group's write is what counts.
+                os.chmod(self.path, 0o640)
+                self.assertEqual(1, len(self.read().entries))
+                os.chmod(self.path, 0o620)
+
+    def test_group_members_of_this_machine(self):
+        """The group database as it is: this user's primary group holds
+        it; a gid nobody has is unknown.
+        """
+        user = pwd.getpwuid(os.geteuid())
+        self.assertIn(user.pw_uid, journal.group_members(user.pw_gid))
+        self.assertEqual(
+            {p.pw_uid for p in pwd.getpwall()
+             if p.pw_gid == user.pw_gid} |
+            {pwd.getpwnam(n).pw_uid
+             for n in grp.getgrgid(user.pw_gid).gr_mem},
+            journal.group_members(user.pw_gid))
+        self.assertIsNone(journal.group_members(self.OTHER))
 
     def test_world_writable_is_refused_before_it_is_read(self):
         for mode in (0o602, 0o666):
@@ -250,8 +304,12 @@ class PermissionsTestCase(base.BaseTestCase):
     def test_writable_by_another_group(self):
         self.give_away(self.path, gid=self.OTHER)
         os.chmod(self.path, 0o620)
-        self.assertEqual(self.others_write(self.path, 0o620),
-                         self.refused(self.read))
+        self.assertEqual(
+            'Journal %(path)s: can be written by the group %(other)s (mode '
+            '0620), which has other members than %(user)s, who could have '
+            'rewritten it: check it and run "chmod g-w %(path)s"' % {
+                'path': self.path, 'other': self.OTHER, 'user': self.user},
+            self.refused(self.read))
         os.chmod(self.path, 0o640)
         self.assertEqual(1, len(self.read().entries))
 
@@ -315,10 +373,33 @@ class PermissionsTestCase(base.BaseTestCase):
         actions.RepairOptions().check(shared)
         self.record(path)
         self.assertEqual(1, len(self.read(path).entries))
-        # Its own group's only.
+        # A group with no member but this user.
         os.chmod(shared, 0o770)
+        self.members({os.geteuid()})
         self.record(path)
         self.assertEqual(2, len(self.read(path).entries))
+
+    def test_directory_group_with_other_members(self):
+        shared = os.path.join(self.dir, 'shared')
+        os.mkdir(shared)
+        os.chmod(shared, 0o770)
+        path = os.path.join(shared, 'j.jsonl')
+        self.useFixture(fixtures.MockPatch(
+            'nova_orphans.repair.journal.group_members',
+            lambda g: {os.geteuid(), self.OTHER}))
+        self.assertEqual(
+            'Journal %(path)s: the directory %(dir)s can be written by the '
+            'group %(group)s (mode 0770), which has other members than '
+            '%(user)s, who could replace the journal: run "chmod g-w '
+            '%(dir)s" or write journals in a directory of your own' % {
+                'path': path, 'dir': shared, 'user': self.user,
+                'group': grp.getgrgid(os.stat(shared).st_gid).gr_name},
+            self.refused(self.record, path))
+        self.assertEqual([], os.listdir(shared))
+        # Sticky, as /tmp: accepted.
+        os.chmod(shared, 0o1770)
+        self.record(path)
+        self.assertEqual(1, len(self.read(path).entries))
 
     def test_sticky_directory_file_of_another_user(self):
         os.chmod(self.dir, 0o1777)
@@ -330,8 +411,8 @@ class PermissionsTestCase(base.BaseTestCase):
         self.give_away(self.dir, gid=self.OTHER)
         os.chmod(self.dir, 0o770)
         path = os.path.join(self.dir, 'new.jsonl')
-        self.assertIn('the directory %s can be written by other users '
-                      '(mode 0770)' % self.dir,
+        self.assertIn('the directory %s can be written by the group %s '
+                      '(mode 0770)' % (self.dir, self.OTHER),
                       self.refused(self.record, path))
         os.chmod(self.dir, 0o750)
         self.record(path)
