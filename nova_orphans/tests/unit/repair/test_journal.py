@@ -12,6 +12,7 @@
 import grp
 import os
 import pwd
+import re
 import stat
 
 import fixtures
@@ -21,6 +22,9 @@ from nova_orphans import exception
 from nova_orphans.repair import actions
 from nova_orphans.repair import journal
 from nova_orphans.repair import restore
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))))
 
 
 class JournalTestCase(base.BaseTestCase):
@@ -275,6 +279,46 @@ class PermissionsTestCase(base.BaseTestCase):
                 os.chmod(self.path, 0o640)
                 self.assertEqual(1, len(self.read().entries))
                 os.chmod(self.path, 0o620)
+
+    def test_image_fs_group(self):
+        """The shipped image's group database (its Containerfile's
+        groupadd and useradd): group 42424, the pods' fsGroup, has no
+        member but user 42424, the pods' runAsUser, so the journals the
+        volume makes group-writable are accepted; with another member,
+        refused.
+        """
+        with open(os.path.join(ROOT, 'deploy', 'container',
+                               'Containerfile')) as f:
+            recipe = f.read()
+        [(gid, group)] = re.findall(r'groupadd --system --gid (\d+) (\w+)',
+                                    recipe)
+        [(uid, primary, name)] = re.findall(
+            r'useradd --system --uid (\d+) --gid (\w+) .*?--shell \S+ (\w+)',
+            ' '.join(recipe.replace('\\\n', ' ').split()))
+        self.assertEqual((group, '42424', '42424'), (primary, uid, gid))
+        gid, uid = int(gid), int(uid)
+        users = [pwd.struct_passwd((name, 'x', uid, gid, '', '/', '/'))]
+        groups = {gid: grp.struct_group((group, 'x', gid, []))}
+        self.useFixture(fixtures.MockPatch('grp.getgrgid',
+                                           lambda g: groups[g]))
+        self.useFixture(fixtures.MockPatch('pwd.getpwall', lambda: users))
+        self.useFixture(fixtures.MockPatch('pwd.getpwuid', lambda u: {
+            p.pw_uid: p for p in users}[u]))
+        self.useFixture(fixtures.MockPatch('pwd.getpwnam', lambda n: {
+            p.pw_name: p for p in users}[n]))
+        self.useFixture(fixtures.MockPatch('os.geteuid', lambda: uid))
+        self.assertEqual({uid}, journal.group_members(gid))
+        st = os.stat_result((stat.S_IFREG | 0o660, 0, 0, 1, uid, gid, 0,
+                             0, 0, 0))
+        journal.check_file(st, '/var/lib/nova-orphans/j.jsonl')
+        journal.check_directory(os.stat_result((
+            stat.S_IFDIR | stat.S_ISGID | 0o770, 0, 0, 1, uid, gid, 0, 0, 0,
+            0)), '/var/lib/nova-orphans')
+        users.append(pwd.struct_passwd(('other', 'x', self.OTHER, gid, '',
+                                        '/', '/')))
+        self.assertIn('can be written by the group nova (mode 0660), which '
+                      'has other members than nova', self.refused(
+                          journal.check_file, st, 'j.jsonl'))
 
     def test_group_members_of_this_machine(self):
         """The group database as it is: this user's primary group holds
