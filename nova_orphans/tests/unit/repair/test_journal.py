@@ -320,6 +320,46 @@ class PermissionsTestCase(base.BaseTestCase):
                       'has other members than nova', self.refused(
                           journal.check_file, st, 'j.jsonl'))
 
+    def test_journal_page_shows_the_lines(self):
+        """The security section of admin/journal.rst shows each refusal
+        as the checks word it (nova's journals, a shared group).
+        """
+        with open(os.path.join(ROOT, 'doc', 'source', 'admin',
+                               'journal.rst')) as f:
+            page = f.read()
+        section = page.split('\nWho can write a journal\n', 1)[1]
+        section = re.split(r'\n[^\n]+\n-{3,}\n', section)[0]
+        shown = [' '.join(block.split()) for block in re.findall(
+            r'\n    (ERROR: Journal .*?)(?=\n\n|\n?$)', section, re.S)]
+        nova, other = 64060, 64061
+        users = {nova: pwd.struct_passwd(('nova', 'x', nova, nova, '', '/',
+                                          '/'))}
+        groups = {4242: grp.struct_group(('operators', 'x', 4242,
+                                          ['nova', 'alice']))}
+        self.useFixture(fixtures.MockPatch('os.geteuid', lambda: nova))
+        self.useFixture(fixtures.MockPatch('pwd.getpwuid',
+                                           lambda u: users[u]))
+        self.useFixture(fixtures.MockPatch('grp.getgrgid',
+                                           lambda g: groups[g]))
+        self.useFixture(fixtures.MockPatch(
+            'nova_orphans.repair.journal.group_members',
+            lambda g: {nova, other}))
+
+        def refused(func, mode, gid, *args):
+            kind = stat.S_IFDIR if func is journal.check_directory else (
+                stat.S_IFREG)
+            st = os.stat_result((kind | mode, 0, 0, 1, nova, gid, 0, 0, 0,
+                                 0))
+            return 'ERROR: ' + self.refused(func, st, *args)
+
+        self.assertEqual([
+            refused(journal.check_file, 0o666, nova,
+                    '/srv/journals/j.jsonl'),
+            refused(journal.check_file, 0o660, 4242,
+                    '/srv/journals/j.jsonl'),
+            refused(journal.check_directory, 0o777, nova, '/srv/shared',
+                    '/srv/shared/j.jsonl')], shown)
+
     def test_group_members_of_this_machine(self):
         """The group database as it is: this user's primary group holds
         it; a gid nobody has is unknown.
