@@ -14,9 +14,10 @@
 A clean refuses a --journal in a directory others can write before it
 reads anything; a restore refuses a journal that a group with another
 member than the run's user (here, one the group database does not
-know) can write before it reads an entry. One line each, exit code 127, placement and
-the journal as they were. The unit tests (unit/repair/test_journal.py)
-cover every mode, owner and directory.
+know) can write before it reads an entry. One line each, exit code
+127, placement and the journal as they were. The unit tests
+(unit/repair/test_journal.py) cover every mode, owner, group and
+directory.
 """
 
 import json
