@@ -30,6 +30,7 @@ import requests
 from sqlalchemy.engine import url as sa_url
 import yaml
 
+from nova_orphans.clients import policies
 from nova_orphans.engine import reasons
 from nova_orphans import exit_codes
 from nova_orphans.repair import journal as journal_mod
@@ -76,6 +77,32 @@ class PolicySamplesTestCase(base.BaseTestCase):
 
     def test_nova(self):
         self.check('nova', nova_policies.list_rules())
+
+    def test_roles_table(self):
+        """clients/policies.ROLES against the installed releases'
+        defaults: placement's are admin or service, nova's admin's
+        (context_is_admin; os-migrations:index a project manager's too,
+        for its own project only).
+        """
+        placement = {r.name: r.check_str
+                     for r in placement_policies.list_rules()}
+        nova = {r.name: r.check_str for r in nova_policies.list_rules()}
+        admin = {'rule:context_is_admin', 'role:admin', 'rule:admin_api'}
+        for policy, granted in policies.ROLES.items():
+            if policy.startswith('placement:'):
+                check = placement[policy]
+                # A base rule (admin_or_service_api) stands for it.
+                check = placement.get(check[len('rule:'):], check)
+                self.assertEqual('role:admin or role:service', check,
+                                 policy)
+                self.assertEqual(policies.ADMIN_OR_SERVICE, granted)
+            elif policy in nova:
+                check = nova[policy]
+                check = nova.get(check[len('rule:'):], check)
+                self.assertEqual(policies.ADMIN, granted, policy)
+                self.assertTrue(any(a in check for a in admin),
+                                (policy, check))
+        self.assertEqual('role:admin', nova['context_is_admin'])
 
     def test_neutron(self):
         """neutron is not installed here: its two read rules, read from
