@@ -68,7 +68,9 @@ MEANINGS = {
     CREDENTIALS_REFUSED: _('the credentials were refused (keystone, or '
                            'placement and nova: their policies do not '
                            'grant the user\'s roles what the command '
-                           'needs); nothing was changed'),
+                           'needs, or its token is not scoped to a '
+                           'project; an openstack clean by a user that is '
+                           'not nova\'s admin); nothing was changed'),
     NOVA_UNREADABLE: _('nova could not be read: its API database, or its '
                        'compute API; nothing was changed'),
     JOURNAL_UNPROVEN: _('the journal a restore read cannot prove it is '

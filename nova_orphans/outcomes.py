@@ -118,6 +118,17 @@ def failed_by(error, detail=None):
                   _CAUSES.get(getattr(error, 'exit_code', None)))
 
 
+def may_have_changed(outcomes):
+    """Whether a row of ``outcomes`` may have changed the cloud: one
+    done, or one failed for anything but refused credentials (a write
+    whose answer was lost may have been applied). A run of none has
+    nothing to undo.
+    """
+    return any(o.kind == DONE or
+               (o.kind == FAILED and o.cause != CREDENTIALS_REFUSED)
+               for o in outcomes)
+
+
 def dry_run():
     """The outcome of every row of a --dry-run."""
     return skipped(_('dry run'), DRY_RUN)

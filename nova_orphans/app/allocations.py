@@ -275,6 +275,7 @@ class Writes:
         self.journal = None
         self.unended = None
         if listing.orphans and not options.dry_run:
+            sources.check_writes()
             self.journal = journal.Journal(
                 options.journal or journal.default_path(
                     sources.journal_dir()),

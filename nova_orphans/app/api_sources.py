@@ -102,6 +102,9 @@ class APISources(sources.Sources):
     def nova(self):
         return self._nova
 
+    def check_writes(self):
+        self.clients.compute.check_admin()
+
     def zun(self):
         # Asked once: looking in the catalog authenticates.
         if not self._zun_asked:

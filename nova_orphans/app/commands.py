@@ -39,6 +39,7 @@ from nova_orphans.app import sources
 from nova_orphans import exit_codes
 from nova_orphans.i18n import _
 from nova_orphans import interrupt
+from nova_orphans import outcomes
 from nova_orphans import output
 from nova_orphans.repair import actions
 from nova_orphans.repair import journal as journal_mod
@@ -344,9 +345,12 @@ def _repaired(result, what, nothing, metrics=None):
                 'WARNING: its end record could not be written (%(error)s): '
                 'its entries are all there, but "restore" will say it '
                 'cannot prove it is whole.') % {'error': result.unended})
-        # restore is an "allocations" action whichever category ran.
-        notes.append(Line(_('To undo: %(command)s'), CommandLine(
-            'allocations', 'restore', '--journal', result.journal_path)))
+        # restore is an "allocations" action whichever category ran;
+        # nothing to undo when every write was refused.
+        if outcomes.may_have_changed(
+                list(result.outcomes) + result.allocation_outcomes):
+            notes.append(Line(_('To undo: %(command)s'), CommandLine(
+                'allocations', 'restore', '--journal', result.journal_path)))
     if result.signum is not None:
         notes.append(_('Interrupted by %(signal)s: %(done)d %(what)s done; '
                        '%(left)d not attempted (skipped: interrupted).') % {

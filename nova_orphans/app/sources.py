@@ -99,6 +99,12 @@ class Sources:
         """The nova reader; made on first use (a restore reads no nova)."""
         raise NotImplementedError()
 
+    def check_writes(self):
+        """Refuse a clean's writes (raise) when the reads that judge
+        them may have missed what the credentials cannot see; nothing
+        to check by default (nova's databases hold every row).
+        """
+
     def zun(self):
         """The reader of Zun for the zun site rule (a reader of Zun's
         database or of its API, with ``read(consumers)`` returning a

@@ -26,6 +26,7 @@ from oslo_log import log as logging
 
 from nova_orphans.clients import auth as auth_faults
 from nova_orphans.clients import diagnose
+from nova_orphans.clients import policies
 from nova_orphans.clients import retry
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -112,13 +113,33 @@ class ComputeClient:
 
     def _request(self, method, url, version=VERSION, expected=(200,)):
         resp = self._send(method, url, version)
-        if resp.status_code not in expected:
+        status = resp.status_code
+        if status not in expected:
+            reason = '%s %s' % (status, _fault(resp))
+            if status == 403:
+                reason = policies.refusal(policies.NOVA, status,
+                                          _fault(resp), self._adapter)
             raise ComputeError(
-                method=method, url=url,
-                reason='%s %s' % (resp.status_code, _fault(resp)),
+                method=method, url=url, reason=reason,
                 exit_code=(exception.CredentialsRefused.exit_code
-                           if resp.status_code in (401, 403) else None))
+                           if status in (401, 403) else None))
         return resp
+
+    def check_admin(self):
+        """Refuse (exit code 9) a user that is not nova's admin
+        (``context_is_admin``), before a clean writes: nova narrows a
+        non-admin's reads to its own project without saying so (another
+        project's server by its id is a 404, whatever the policies
+        grant), and live servers would look gone. Listing deleted
+        servers is refused to non-admins alone: the probe.
+        """
+        url = _with('/servers/detail', {'status': 'DELETED', 'limit': 1})
+        resp = self._request('GET', url, expected=(200, 403))
+        if resp.status_code == 403:
+            raise ComputeError(
+                method='GET', url=url, reason=policies.not_admin(
+                    _fault(resp)),
+                exit_code=exception.CredentialsRefused.exit_code)
 
     def get(self, url, params=None):
         """The JSON body of a GET that must succeed."""

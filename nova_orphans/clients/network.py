@@ -28,6 +28,7 @@ from keystoneauth1 import exceptions as ks_exc
 
 from nova_orphans.clients import auth
 from nova_orphans.clients import diagnose
+from nova_orphans.clients import policies
 from nova_orphans.conf import neutron as neutron_conf
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -97,6 +98,10 @@ class NetworkClient:
             ('fields', 'binding:profile')])
         resp = auth.get(self._adapter, VERSION_PATH, path, NetworkError,
                         _('no network endpoint'))
+        if resp.status_code == 403:
+            raise NetworkError(method='GET', url=path, reason=(
+                policies.refusal(policies.NEUTRON, 403, _message(resp),
+                                 self._adapter)))
         if resp.status_code != 200:
             raise NetworkError(method='GET', url=path, reason='%s %s' % (
                 resp.status_code, diagnose.body_summary(resp)))
@@ -115,3 +120,12 @@ def network_info(ports):
     """
     return [{'id': port.get('id'), 'profile': port.get('binding:profile')}
             for port in ports]
+
+
+def _message(resp):
+    """neutron's words in an error, {"NeutronError": {"message": ...}}."""
+    body = diagnose.json_body(resp)
+    error = body.get('NeutronError') if isinstance(body, dict) else None
+    if isinstance(error, dict) and error.get('message'):
+        return error['message']
+    return diagnose.body_summary(resp)

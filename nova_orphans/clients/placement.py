@@ -24,6 +24,7 @@ from oslo_log import log as logging
 
 from nova_orphans.clients import auth as auth_faults
 from nova_orphans.clients import diagnose
+from nova_orphans.clients import policies
 from nova_orphans.clients import retry
 from nova_orphans.conf import placement as placement_conf
 from nova_orphans import exception
@@ -179,7 +180,8 @@ class PlacementClient:
         and may have been applied (see repair.writes.write).
         """
         resp = self._send(method, url, version or self.version, json=json)
-        return _check(method, url, resp, expected, self._retriable)
+        return _check(method, url, resp, expected, self._retriable,
+                      self._adapter)
 
     @property
     def _retriable(self):
@@ -203,10 +205,11 @@ def _is_version_document(doc):
 
 
 def _check(method, url, resp, expected,
-           retriable=retry.RETRIABLE_STATUS_CODES):
+           retriable=retry.RETRIABLE_STATUS_CODES, adapter=None):
     """The response if its status is expected; else the typed error
     (``transient`` set for a status of ``retriable``): GenerationConflict
-    for placement's generation conflict, else PlacementError.
+    for placement's generation conflict, else PlacementError (a 403 in
+    policies.refusal's words, for ``adapter``'s token).
     """
     status = resp.status_code
     if status in expected:
@@ -217,7 +220,10 @@ def _check(method, url, resp, expected,
                                            detail=text)
     reason = '%s %s' % (status, text)
     exit_code = None
-    if status in (401, 403):
+    if status == 403:
+        reason = policies.refusal(policies.PLACEMENT, status, text, adapter)
+        exit_code = exception.CredentialsRefused.exit_code
+    elif status == 401:
         reason = _('%(reason)s (nova-orphans needs a user with the '
                    'admin role, or placement\'s service role: it uses '
                    'placement\'s admin APIs)') % {'reason': reason}

@@ -362,17 +362,12 @@ class ZunSnapshot:
     error: typing.Optional[str] = None
     label: str = 'Zun'
 
-    @property
-    def readable(self):
-        return self.error is None
-
 
 @record
 class InstanceMapping:
     instance_uuid: str
     # None while the instance is being scheduled (no cell yet).
     cell: typing.Optional[str] = None
-    queued_for_delete: bool = False
 
 
 @dataclasses.dataclass

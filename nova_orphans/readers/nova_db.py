@@ -52,7 +52,7 @@ _table = nova_schema.table
 CELL_MAPPINGS = _table('cell_mappings', 'id', 'uuid', 'name',
                        'database_connection', database='api')
 INSTANCE_MAPPINGS = _table('instance_mappings', 'instance_uuid', 'cell_id',
-                           'queued_for_delete', database='api')
+                           database='api')
 BUILD_REQUESTS = _table('build_requests', 'instance_uuid', database='api')
 # The scheduler hints an instance was created with (see
 # heal.missing_details).
@@ -181,8 +181,8 @@ class NovaDBReader(base.NovaReader):
         """{uuid: InstanceMapping} of these consumers."""
         mapping, cells = model.InstanceMapping, self._cell_ids
         return {
-            uuid: mapping(uuid, cells.get(cell_id), bool(queued))
-            for uuid, cell_id, queued in db_utils.rows_in(
+            uuid: mapping(uuid, cells.get(cell_id))
+            for uuid, cell_id in db_utils.rows_in(
                 conn, sa.select(INSTANCE_MAPPINGS).where(
                     INSTANCE_MAPPINGS.c.instance_uuid.in_(_IN)), consumers)}
 

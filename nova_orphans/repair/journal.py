@@ -33,15 +33,16 @@ the file is open, so no other run's lines come between its own.
 The chain catches accidents, not another user: anyone who can write
 the file can rewrite it whole, chain and all. So a journal is only
 read or added to when no other user can write it (check_file: owned by
-the user the run is, writable by nobody else, its own group aside),
-and only written in a directory where no other user can replace it
-(check_directory: owned by that user or root, writable by nobody else
-unless sticky, as /tmp is), each checked on the descriptor the run
-then uses. root is no exception: like sshd with root's own keys and
-sudo with its sudoers, it refuses another user's journal until it
-takes it over (chown). A run's own group is no other user: a Debian
-user's private group, or Kubernetes' fsGroup, which makes every file
-of a volume writable by the pod's own group.
+the user the run is, writable by nobody else), and only written in a
+directory where no other user can replace it (check_directory: owned
+by that user or root, writable by nobody else unless sticky, as /tmp
+is), each checked on the descriptor the run then uses. root is no
+exception: like sshd with root's own keys and sudo with its sudoers, it
+refuses another user's journal until it takes it over (chown). A
+group's write is another user's unless the group has no member but
+this user (OpenSSH's rule for StrictModes, Debian's user-group-modes):
+a Debian user's private group, or the shipped image's 42424, which
+Kubernetes' fsGroup makes every file of a volume writable by.
 
 A run killed inside a ``write(2)`` leaves its last line cut short (the
 kernel stops copying at a page boundary); the next run to open the
@@ -55,6 +56,7 @@ is left of the batch that was never sent is not left behind.
 import datetime
 import errno
 import fcntl
+import grp
 import os
 import pwd
 import socket
@@ -161,10 +163,16 @@ def check_file(st, path):
                    'as %(owner)s, or check it and run "chown %(user)s '
                    '%(path)s"') % {'owner': _user_name(st.st_uid),
                                    'user': _user_name(user), 'path': path}
-    elif _others_write(st):
+    elif st.st_mode & stat.S_IWOTH:
         reason = _('can be written by other users (mode %(mode)s), who '
                    'could have rewritten it: check it and run "chmod go-w '
                    '%(path)s"') % {'mode': _mode(st), 'path': path}
+    elif _group_writes(st):
+        reason = _('can be written by the group %(group)s (mode %(mode)s), '
+                   'which has other members than %(user)s, who could have '
+                   'rewritten it: check it and run "chmod g-w %(path)s"') % {
+            'group': _group_name(st.st_gid), 'mode': _mode(st),
+            'user': _user_name(user), 'path': path}
     else:
         return
     raise exception.JournalError(path=path, reason=reason)
@@ -184,26 +192,60 @@ def check_directory(st, directory, path=None):
                    'write journals in a directory of your own') % {
             'dir': directory, 'owner': _user_name(st.st_uid),
             'user': _user_name(user)}
-    elif _others_write(st) and not st.st_mode & stat.S_ISVTX:
+    elif st.st_mode & stat.S_ISVTX:
+        return
+    elif st.st_mode & stat.S_IWOTH:
         reason = _('the directory %(dir)s can be written by other users '
                    '(mode %(mode)s), who could replace the journal: run '
                    '"chmod go-w %(dir)s" or write journals in a directory '
                    'of your own') % {'dir': directory, 'mode': _mode(st)}
+    elif _group_writes(st):
+        reason = _('the directory %(dir)s can be written by the group '
+                   '%(group)s (mode %(mode)s), which has other members than '
+                   '%(user)s, who could replace the journal: run "chmod g-w '
+                   '%(dir)s" or write journals in a directory of your '
+                   'own') % {'dir': directory, 'mode': _mode(st),
+                             'group': _group_name(st.st_gid),
+                             'user': _user_name(user)}
     else:
         return
     raise exception.JournalError(path=path or directory, reason=reason)
 
 
-def _others_write(st):
-    """Whether users other than the owner may write: any user, or a
-    group other than this run's own.
+def _group_writes(st):
+    """Whether ``st``'s group may write it and has a member other than
+    the user this run is, or none (see group_members).
     """
-    return bool(st.st_mode & stat.S_IWOTH or (
-        st.st_mode & stat.S_IWGRP and st.st_gid != os.getegid()))
+    if not st.st_mode & stat.S_IWGRP:
+        return False
+    members = group_members(st.st_gid)
+    return members is None or members != {os.geteuid()}
+
+
+def group_members(gid):
+    """The uids of the group's members, as OpenSSH's StrictModes counts
+    them (Debian's user-group-modes): the users whose primary group it
+    is, and those the group database lists; None for a group it does
+    not know, or a member with no user of that name.
+    """
+    try:
+        listed = grp.getgrgid(gid).gr_mem
+        members = {pwd.getpwnam(name).pw_uid for name in listed}
+    except KeyError:
+        return None
+    return members | {user.pw_uid for user in pwd.getpwall()
+                      if user.pw_gid == gid}
 
 
 def _mode(st):
     return '%04o' % stat.S_IMODE(st.st_mode)
+
+
+def _group_name(gid):
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
 
 
 def _user_name(uid):

@@ -379,17 +379,11 @@ def _restore_allocations(client, state, batch, dry_run, pool, stop,
 
 
 def _batches(entries):
-    """Entries in batches that share no consumer; a provider entry is
-    a batch of its own, in its place.
+    """Allocation entries (a segment's: see _segments) in batches that
+    share no consumer.
     """
     batch, seen = [], set()
     for entry in entries:
-        if 'provider' in entry:
-            if batch:
-                yield batch
-            yield [entry]
-            batch, seen = [], set()
-            continue
         consumers = set(entry['consumers'])
         if len(batch) == actions.BATCH or consumers & seen:
             yield batch
@@ -447,7 +441,7 @@ class _Placement:
             self.written[consumer] = doc
 
 
-def _restore_batch(client, state, batch, dry_run, pool, stop=None):
+def _restore_batch(client, state, batch, dry_run, pool, stop):
     """The outcome of each entry of one batch, in order."""
     wanted = sorted({c for entry in batch if entry.get('applied') is not False
                      for c in entry['consumers']})
@@ -500,7 +494,7 @@ def _restore_batch(client, state, batch, dry_run, pool, stop=None):
     return outcomes
 
 
-def _restore_entry(client, state, entry, dry_run, stop=None):
+def _restore_entry(client, state, entry, dry_run, stop):
     """Read, judge and write one entry on its own."""
     try:
         verdict = _judge(entry, {c: state.consumer(c)
@@ -583,7 +577,7 @@ def _simulate(state, targets):
     return actions.dry_run()
 
 
-def _write(client, targets, stop=None, entry=None):
+def _write(client, targets, stop, entry):
     if stop is not None and stop.is_set():
         return actions.interrupted()
     try:
@@ -593,6 +587,6 @@ def _write(client, targets, stop=None, entry=None):
     except exception.NovaOrphansException as e:
         # The providers the entry's findings name, as they were named.
         names = {f.get('resource_provider'): f.get('resource_provider_name')
-                 for f in (entry or {}).get('findings', ())}
+                 for f in entry.get('findings', ())}
         return actions.failed_by(e, capacity.restore_refused(e, names.get))
     return actions.DONE

@@ -219,18 +219,15 @@ def run_all(commands, cwd=None, timeout=180):
     return results
 
 
-def manage(*argv, conf_file=None, env=None, cwd=None, timeout=TIMEOUT,
-           bin_dir=None):
+def manage(*argv, conf_file=None, env=None, timeout=TIMEOUT):
     """The Result of ``nova-orphans-manage`` (see manage_argv) run."""
-    return run(manage_argv(*argv, conf_file=conf_file, bin_dir=bin_dir),
-               env=env, cwd=cwd, timeout=timeout)
+    return run(manage_argv(*argv, conf_file=conf_file), env=env,
+               timeout=timeout)
 
 
-def openstack(*argv, cloud=None, env=None, cwd=None, timeout=TIMEOUT,
-              bin_dir=None):
+def openstack(*argv, cloud=None, env=None, timeout=TIMEOUT):
     """The Result of ``openstack`` (see openstack_argv) run."""
-    return run(openstack_argv(*argv, cloud=cloud, bin_dir=bin_dir),
-               env=env, cwd=cwd, timeout=timeout)
+    return run(openstack_argv(*argv, cloud=cloud), env=env, timeout=timeout)
 
 
 # In the test's own process ---------------------------------------------

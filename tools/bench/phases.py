@@ -73,7 +73,7 @@ for _owner, _name, _label in (
         (classify, 'classify', 'classify'),
         (nova_db.NovaDBReader, 'read_activity', 'nova activity'),
         (classify, 'with_activity', 'classify with activity'),
-        (output, 'render_json', 'render json')):
+        (output.JSONFormatter, 'emit_list', 'render json')):
     _timed(_owner, _name, _label)
 
 

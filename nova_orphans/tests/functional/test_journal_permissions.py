@@ -12,10 +12,12 @@
 """Journals other users could write, refused by both console scripts.
 
 A clean refuses a --journal in a directory others can write before it
-reads anything; a restore refuses a journal another group can write
-before it reads an entry. One line each, exit code 127, placement and
-the journal as they were. The unit tests (unit/repair/test_journal.py)
-cover every mode, owner and directory.
+reads anything; a restore refuses a journal that a group with another
+member than the run's user (here, one the group database does not
+know) can write before it reads an entry. One line each, exit code
+127, placement and the journal as they were. The unit tests
+(unit/repair/test_journal.py) cover every mode, owner, group and
+directory.
 """
 
 import json
@@ -72,9 +74,10 @@ class JournalPermissionsTestCase(front_ends.FrontEndsTestCase):
             written = f.read()
         self.refused(
             run('allocations', 'restore', '--journal', path),
-            'Journal %(path)s: can be written by other users (mode 0660), '
-            'who could have rewritten it: check it and run "chmod go-w '
-            '%(path)s"' % {'path': path})
+            'Journal %(path)s: can be written by the group %(group)s (mode '
+            '0660), which has other members than root, who could have '
+            'rewritten it: check it and run "chmod g-w %(path)s"' % {
+                'path': path, 'group': OTHER_GROUP})
         self.assertEqual(repaired, self.cloud_state.state())
         with open(path, 'rb') as f:
             self.assertEqual(written, f.read())

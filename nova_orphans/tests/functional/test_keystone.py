@@ -95,14 +95,16 @@ class KeystoneTestCase(base.FunctionalTestCase):
         return {region: len(proxy.requests())
                 for region, proxy in self.proxies.items()}
 
-    def assertDebug(self, err, *requests):
-        """--debug's lines: these requests (of this package's loggers),
+    def assertDebug(self, err, *requests, messages=None):
+        """--debug's lines: these requests (of this package's loggers,
+        or among ``messages``: osc prints each record's message alone),
         and not one secret (the users' passwords, a token) in any line.
         """
         test_debug.assertNoSecret(self, err, keystone.ADMIN_PASSWORD,
                                   *(password for password, _p, _r in
                                     keystone.USERS.values()))
-        messages = [m for _logger, m in test_debug.package_lines(err)]
+        if messages is None:
+            messages = [m for _logger, m in test_debug.package_lines(err)]
         for request in requests:
             self.assertTrue(any(re.match(request, m) for m in messages),
                             '%s in:\n%s' % (request, err))

@@ -174,7 +174,7 @@ class OpenStackTestCase(OpenStackBase):
         """
         code, out, err = self.run_openstack(variables, '--debug', *argv)
         self.assertEqual(rc, code, err)
-        self.assertDebug(err, told)
+        self.assertDebug(err, told, messages=err.splitlines())
         self.assertRegex(err, r'(?m)^REQ: curl .*-H "X-Auth-Token: '
                               r'\{SHA256\}[0-9a-f]{64}"')
         return json.loads(out)

@@ -20,8 +20,8 @@ policy file. ``nova-orphans-manage`` runs in-process (the base class's
 roles are tested (fixtures/keystone.py's USERS).
 """
 
-import json
 import os
+import re
 
 from nova import policies as nova_policies
 from oslotest import base
@@ -30,6 +30,7 @@ import requests
 from sqlalchemy.engine import url as sa_url
 import yaml
 
+from nova_orphans.clients import policies
 from nova_orphans.engine import reasons
 from nova_orphans import exit_codes
 from nova_orphans.repair import journal as journal_mod
@@ -76,6 +77,32 @@ class PolicySamplesTestCase(base.BaseTestCase):
 
     def test_nova(self):
         self.check('nova', nova_policies.list_rules())
+
+    def test_roles_table(self):
+        """clients/policies.ROLES against the installed releases'
+        defaults: placement's are admin or service, nova's admin's
+        (context_is_admin; os-migrations:index a project manager's too,
+        for its own project only).
+        """
+        placement = {r.name: r.check_str
+                     for r in placement_policies.list_rules()}
+        nova = {r.name: r.check_str for r in nova_policies.list_rules()}
+        admin = {'rule:context_is_admin', 'role:admin', 'rule:admin_api'}
+        for policy, granted in policies.ROLES.items():
+            if policy.startswith('placement:'):
+                check = placement[policy]
+                # A base rule (admin_or_service_api) stands for it.
+                check = placement.get(check[len('rule:'):], check)
+                self.assertEqual('role:admin or role:service', check,
+                                 policy)
+                self.assertEqual(policies.ADMIN_OR_SERVICE, granted)
+            elif policy in nova:
+                check = nova[policy]
+                check = nova.get(check[len('rule:'):], check)
+                self.assertEqual(policies.ADMIN, granted, policy)
+                self.assertTrue(any(a in check for a in admin),
+                                (policy, check))
+        self.assertEqual('role:admin', nova['context_is_admin'])
 
     def test_neutron(self):
         """neutron is not installed here: its two read rules, read from
@@ -212,11 +239,19 @@ class ServiceRoleTestCase(RolesBase):
         """
         _found, err = self.run_tool('auditor', 'allocations', 'list',
                                     rc=exit_codes.CREDENTIALS_REFUSED)
-        self.assertIn('placement:resource_providers:list', err)
+        self.assertEqual(
+            "ERROR: Placement request GET /resource_providers failed: 403: "
+            "placement's policy refused placement:resource_providers:list "
+            "(granted by default to the admin or service role, on a "
+            "project)", err.strip())
         conf = self.nova_conf(self.system_section(), name='system.conf')
         self.run_json('allocations', 'clean', conf_file=conf,
                       codes=exit_codes.CREDENTIALS_REFUSED)
-        self.assertIn('placement:resource_providers:list', self.stderr)
+        self.assertEqual(
+            'ERROR: Placement request GET /resource_providers failed: 403: '
+            'placement refused placement:resource_providers:list to a token '
+            'not scoped to a project: use a project-scoped token (the admin '
+            'or service role on a project)', self.stderr.strip())
         self.assertEqual(self.before, self.cloud.state())
 
         # placement's own answers (request ids aside).
@@ -365,9 +400,20 @@ class AuditorTestCase(RolesBase):
         self.assertEqual(self.expected_rows(), self.rows(found))
         self.assertEqual({'failed'},
                          {r['outcome'].split(':')[0] for r in found})
-        for policy in ('placement:allocations:update',
-                       'placement:allocations:manage'):
-            self.assertIn('Policy does not allow %s' % policy, err)
+        # The deleted, the strangers and the evacuated: PUT each; the
+        # finished migration: POST /allocations. Nothing to undo.
+        self.assertEqual([
+            "Error 1 (4 row(s)): Placement request PUT /allocations/UUID "
+            "failed: 403: placement's policy refused "
+            "placement:allocations:update (granted by default to the admin "
+            "or service role, on a project)",
+            "Error 2 (1 row(s)): Placement request POST /allocations "
+            "failed: 403: placement's policy refused "
+            "placement:allocations:manage (granted by default to the admin "
+            "or service role, on a project)",
+            'Journal: %s' % journal], re.sub(
+                r'/allocations/[0-9a-f-]{36}', '/allocations/UUID',
+                err).splitlines())
         self.assertEqual(self.before, self.cloud.state())
         entries = journal_mod.load(journal).entries
         self.assertEqual(len(self.expected_rows()), len(entries))
@@ -388,8 +434,12 @@ class AuditorTestCase(RolesBase):
                                    rc=exit_codes.CREDENTIALS_REFUSED)
         self.assertEqual([(gone, 'failed: error 1')],
                          [(r['uuid'], r['outcome']) for r in found])
-        self.assertIn('Policy does not allow '
-                      'placement:resource_providers:delete', err)
+        self.assertEqual([
+            "Error 1 (1 row(s)): Placement request DELETE "
+            "/resource_providers/%s failed: 403: placement's policy refused "
+            "placement:resource_providers:delete (granted by default to the "
+            "admin or service role, on a project)" % gone,
+            'Journal: %s' % journal], err.splitlines())
         self.assertEqual(before, self.placement.providers_state())
         self.assertEqual([False], [e.get('applied') for e in
                                    journal_mod.load(journal).entries])
@@ -417,7 +467,9 @@ class AuditorTestCase(RolesBase):
         self.assertEqual(consumers, sorted(r['consumer'] for r in found))
         self.assertEqual({'failed'},
                          {r['outcome'].split(':')[0] for r in found})
-        self.assertIn('Policy does not allow placement:allocations:', err)
+        self.assertIn("403: placement's policy refused "
+                      "placement:allocations:", err)
+        self.assertNotIn('To undo', err)
         self.assertEqual(repaired, self.cloud.state())
 
 
@@ -449,27 +501,70 @@ class OpenStackAuditorTestCase(test_keystone_osc.OpenStackBase):
                          sorted({r['consumer'] for r in found}))
         self.assertEqual(self.rows(admin), self.rows(found))
 
-        code, out, err = self.run_openstack(
-            auditor, 'allocation', 'orphan', 'clean', '--journal',
-            os.path.join(self.tmp, 'journal.jsonl'))
-        self.assertEqual(exit_codes.CREDENTIALS_REFUSED, code, err)
-        self.assertIn('Policy does not allow placement:allocations:update',
-                      err)
-        self.assertEqual(self.before, self.cloud.state())
-        # Each write placement refused; but re-verified, the instances
-        # of the failed migration and of the evacuation were not found:
         # nova shows another project's server by its id (GET
         # /servers/{id}, its actions) only to an admin, whatever its
-        # policy says. clean skips a consumer whose verdict changed.
-        outcomes = {r['consumer']: r['outcome'] for r in json.loads(out)}
-        expected = {c: 'failed: error 1' for c in
-                    self.cloud.deleted + self.cloud.strangers}
-        expected.update(
-            {mig: 'skipped: no longer return_to_instance: now '
-             'delete_consumer' for _vm, mig in self.cloud.returned})
-        expected.update({vm: 'skipped: no longer remove_provider: now '
-                         'unknown_consumer' for vm in self.cloud.evacuated})
-        self.assertEqual(expected, outcomes)
+        # policy says: the auditor's clean would take a live server for
+        # gone, and is refused before its journal is opened.
+        journal = os.path.join(self.tmp, 'journal.jsonl')
+        code, out, err = self.run_openstack(
+            auditor, 'allocation', 'orphan', 'clean', '--journal', journal)
+        self.assertEqual((exit_codes.CREDENTIALS_REFUSED, ''), (code, out),
+                         err)
+        self.assertEqual(
+            'ERROR: Compute request GET /servers/detail?limit=1&status='
+            'DELETED failed: 403 Only administrators may list deleted '
+            'instances: nova narrows the reads of a user that is not its '
+            'admin (context_is_admin, granted by default to the admin role, '
+            'on a project) to its own project, and a clean would take live '
+            'servers for gone', err.strip())
+        self.assertFalse(os.path.exists(journal))
+        self.assertEqual(self.before, self.cloud.state())
+        # Its dry run judges as the list did.
+        found = self.openstack(auditor, 'allocation', 'orphan', 'clean',
+                               '--dry-run', rc=exit_codes.ORPHANS_FOUND)
+        self.assertEqual(self.rows(admin), self.rows(found))
+
+    def test_nova_narrows_a_non_admin(self):
+        """What nova answers a user that is not its admin: the listings
+        of every project refused (403) without the sample, never
+        narrowed; with it, the listings whole but another project's
+        server by its id not found, and deleted servers refused.
+        """
+        http = requests.Session()
+        http.trust_env = False
+        self.addCleanup(http.close)
+
+        def get(user, path):
+            password, project, _roles = keystone.USERS[user]
+            resp = http.get(self.compute + path, headers={
+                'X-Auth-Token': self.keystone.token(user, password,
+                                                    project),
+                'OpenStack-API-Version': 'compute 2.69'})
+            return resp.status_code, resp.json()
+
+        def refused(policy):
+            return 403, {'forbidden': {
+                'code': 403, 'message': "Policy doesn't allow %s to be "
+                "performed." % policy}}
+
+        # A project's member may list its own project's servers.
+        self.assertEqual(
+            refused('os_compute_api:servers:detail:get_all_tenants'),
+            get('demo', '/servers/detail?all_tenants=1'))
+        self.assertEqual(refused('os_compute_api:os-migrations:index'),
+                         get('demo', '/os-migrations'))
+        self.assertEqual(refused('os_compute_api:servers:detail'),
+                         get('nova-orphans', '/servers/detail?all_tenants=1'))
+        live = self.cloud.live[0]
+        status, listed = get('auditor', '/servers/detail?all_tenants=1')
+        self.assertEqual(200, status)
+        self.assertIn(live, [doc['id'] for doc in listed['servers']])
+        self.assertEqual(404, get('auditor', '/servers/%s' % live)[0])
+        self.assertEqual(200, get('nova', '/servers/%s' % live)[0])
+        self.assertEqual((403, {'forbidden': {
+            'code': 403,
+            'message': 'Only administrators may list deleted instances'}}),
+            get('auditor', '/servers/detail?status=DELETED'))
 
     def test_nova_refuses_other_roles(self):
         """placement's service role grants nothing in nova: the compute
@@ -478,7 +573,10 @@ class OpenStackAuditorTestCase(test_keystone_osc.OpenStackBase):
         code, _out, err = self.run_openstack(
             self.variables('nova-orphans'), 'allocation', 'orphan', 'list')
         self.assertEqual(exit_codes.CREDENTIALS_REFUSED, code, err)
-        self.assertIn('os_compute_api:os-services:list', err)
+        self.assertEqual(
+            "ERROR: Compute request GET /os-services failed: 403: nova's "
+            "policy refused os_compute_api:os-services:list (granted by "
+            "default to the admin role, on a project)", err.strip())
         http = requests.Session()
         http.trust_env = False
         self.addCleanup(http.close)
@@ -486,6 +584,36 @@ class OpenStackAuditorTestCase(test_keystone_osc.OpenStackBase):
         resp = http.get(self.compute + '/os-services', headers={
             'X-Auth-Token': self.keystone.token('nova-orphans', password,
                                                 project)})
+        self.assertEqual((403, {'forbidden': {
+            'code': 403, 'message': "Policy doesn't allow "
+            "os_compute_api:os-services:list to be performed."}}),
+            (resp.status_code, resp.json()))
+
+    def test_system_scoped_token(self):
+        """The admin's system-scoped token: placement, asked first,
+        refuses it; nova's answer reads as any refusal (the token's
+        scope says what to do: unit/clients/test_policies).
+        """
+        variables = dict(self.os_variables(), OS_USERNAME=keystone.ADMIN,
+                         OS_PASSWORD=keystone.ADMIN_PASSWORD,
+                         OS_SYSTEM_SCOPE='all')
+        for name in ('OS_PROJECT_NAME', 'OS_PROJECT_DOMAIN_NAME'):
+            del variables[name]
+        code, out, err = self.run_openstack(variables, 'allocation',
+                                            'orphan', 'clean')
+        self.assertEqual((exit_codes.CREDENTIALS_REFUSED, ''), (code, out),
+                         err)
+        self.assertEqual(
+            'ERROR: Placement request GET /resource_providers failed: 403: '
+            'placement refused placement:resource_providers:list to a token '
+            'not scoped to a project: use a project-scoped token (the admin '
+            'or service role on a project)', err.strip())
+        self.assertEqual(self.before, self.cloud.state())
+        http = requests.Session()
+        http.trust_env = False
+        self.addCleanup(http.close)
+        resp = http.get(self.compute + '/os-services', headers={
+            'X-Auth-Token': self.keystone.token(system=True)})
         self.assertEqual((403, {'forbidden': {
             'code': 403, 'message': "Policy doesn't allow "
             "os_compute_api:os-services:list to be performed."}}),

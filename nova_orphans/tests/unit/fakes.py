@@ -122,6 +122,8 @@ class FakeCompute(FakeAdapter):
         self.migrations = []
         self.interfaces = {}
         self.unlisted = []
+        # nova's context_is_admin for the caller.
+        self.admin = True
 
     def handle(self, method, path, params, body):
         if path == '':
@@ -133,6 +135,11 @@ class FakeCompute(FakeAdapter):
         if path == '/os-hypervisors/detail':
             return self._page('hypervisors', self.hypervisors, params)
         if path == '/servers/detail':
+            if params.get('status') == 'DELETED' and not self.admin:
+                # nova's own check, whatever its policies say.
+                return Response(403, {'forbidden': {
+                    'code': 403, 'message': 'Only administrators may list '
+                    'deleted instances'}})
             pool = self.deleted if params.get('deleted') else self.servers
             if 'uuid' in params:
                 pool = [s for s in pool if s['id'] == params['uuid']]

@@ -19,6 +19,8 @@ from oslotest import base
 
 from nova_orphans.app import commands
 from nova_orphans.app import options
+from nova_orphans.app import report as report_mod
+from nova_orphans.app import results
 from nova_orphans import exception
 from nova_orphans import exit_codes
 from nova_orphans import outcomes
@@ -180,6 +182,40 @@ class OutcomeTestCase(base.BaseTestCase):
                 ([outcomes.done(), outcomes.failed_by(refused)],
                  exit_codes.REPAIR_FAILED)):
             self.assertEqual(code, outcomes.exit_code(iter(rows)), rows)
+
+    def test_nothing_to_undo_when_every_write_was_refused(self):
+        """A clean whose every write was refused changed nothing: no
+        "To undo" line; one done, or a failure whose write may have been
+        applied, keeps it.
+        """
+        refused = outcomes.failed_by(exception.PlacementError(
+            method='PUT', url='/x', reason='403', status_code=403,
+            exit_code=exit_codes.CREDENTIALS_REFUSED))
+        lost = outcomes.failed_by(exception.PlacementError(
+            method='PUT', url='/x', reason='timed out', transient='timeout'))
+
+        def notes(rows, allocation_outcomes=()):
+            report = commands._repaired(results.Repair(
+                [], rows, journal_path='j.jsonl',
+                allocation_outcomes=allocation_outcomes), 'clean(s)', '')
+            return [line.render(lambda c: ' '.join(
+                [c.category, c.action] + c.argv))
+                if isinstance(line, report_mod.Line) else line
+                for line in report.notes]
+
+        self.assertEqual(['Journal: j.jsonl'],
+                         [n for n in notes([refused, refused,
+                                            outcomes.dry_run()])
+                          if not n.startswith('Error')])
+        for rows, allocation_outcomes in (
+                ([refused, outcomes.done()], ()),
+                ([refused, lost], ()),
+                ([refused], [outcomes.done()])):
+            self.assertEqual(
+                'To undo: allocations restore --journal j.jsonl',
+                notes(rows, allocation_outcomes)[-1], rows)
+        self.assertFalse(outcomes.may_have_changed(
+            [refused, outcomes.dry_run(), outcomes.interrupted()]))
 
     def test_a_journal_in_use_is_a_refusal_to_run_again(self):
         """A row another run's journal lock failed is 12, which a

@@ -123,7 +123,18 @@ class PlacementRefusalTestCase(base.BaseTestCase):
                               self.response(403), (200,))
         self.assertEqual(9, e.exit_code)
         self.assertEqual(
-            'Placement request GET /resource_providers failed: 403 Policy '
+            'Placement request GET /resource_providers failed: 403: '
+            'placement\'s policy refused placement:resource_providers:list '
+            '(granted by default to the admin or service role, on a '
+            'project)', str(e))
+
+    def test_unauthorized_keeps_placement_words(self):
+        e = self.assertRaises(exception.PlacementError, placement._check,
+                              'GET', '/resource_providers',
+                              self.response(401), (200,))
+        self.assertEqual(9, e.exit_code)
+        self.assertEqual(
+            'Placement request GET /resource_providers failed: 401 Policy '
             'does not allow placement:resource_providers:list to be '
             'performed. (nova-orphans needs a user with the admin role, or '
             'placement\'s service role: it uses placement\'s admin APIs)',

@@ -80,7 +80,7 @@ class PositionalFieldsTestCase(base.BaseTestCase):
             ['uuid', 'project_id', 'user_id', 'generation', 'consumer_type'],
             [f.name for f in dataclasses.fields(model.Consumer)])
         self.assertEqual(
-            ['instance_uuid', 'cell', 'queued_for_delete'],
+            ['instance_uuid', 'cell'],
             [f.name for f in dataclasses.fields(model.InstanceMapping)])
 
 

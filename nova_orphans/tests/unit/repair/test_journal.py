@@ -9,8 +9,10 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
+import grp
 import os
 import pwd
+import re
 import stat
 
 import fixtures
@@ -20,6 +22,9 @@ from nova_orphans import exception
 from nova_orphans.repair import actions
 from nova_orphans.repair import journal
 from nova_orphans.repair import restore
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))))
 
 
 class JournalTestCase(base.BaseTestCase):
@@ -228,13 +233,146 @@ class PermissionsTestCase(base.BaseTestCase):
                 'who could have rewritten it: check it and run "chmod go-w '
                 '%s"' % (path, mode, path))
 
+    def members(self, members):
+        """The journal's group has these members (uids), or is unknown
+        (None): the group database faked, the file's mode real.
+        """
+        gid = os.stat(self.path).st_gid
+        self.useFixture(fixtures.MockPatch(
+            'nova_orphans.repair.journal.group_members',
+            lambda g: members if g == gid else None))
+
+    def group_writes(self, mode):
+        return ('Journal %(path)s: can be written by the group %(group)s '
+                '(mode %(mode)04o), which has other members than %(user)s, '
+                'who could have rewritten it: check it and run "chmod g-w '
+                '%(path)s"' % {
+                    'path': self.path, 'mode': mode, 'user': self.user,
+                    'group': grp.getgrgid(os.stat(self.path).st_gid).gr_name})
+
     def test_own_journal(self):
         self.assertEqual(1, len(self.read().entries))
-        # Its group is this run's own: no other user.
+        # Its group has no member but this user (a private group, the
+        # image's fsGroup).
+        self.members({os.geteuid()})
         os.chmod(self.path, 0o660)
         self.assertEqual(1, len(self.read().entries))
         self.record(self.path)
         self.assertEqual(2, len(self.read().entries))
+
+    def test_group_with_other_members_is_refused(self):
+        """OpenSSH's rule: group write only for a group whose members
+        (primary and listed) are this user alone; a group with another
+        member, with none, or unknown is another user's.
+        """
+        os.chmod(self.path, 0o620)
+        for members in ({os.geteuid(), self.OTHER}, {self.OTHER}, set(),
+                        None):
+            with fixtures.MockPatch(
+                    'nova_orphans.repair.journal.group_members',
+                    lambda g, m=members: m):
+                self.assertEqual(self.group_writes(0o620),
+                                 self.refused(self.read))
+                self.assertEqual(self.group_writes(0o620),
+                                 self.refused(self.record, self.path))
+                # Read, not written: the group's write is what counts.
+                os.chmod(self.path, 0o640)
+                self.assertEqual(1, len(self.read().entries))
+                os.chmod(self.path, 0o620)
+
+    def test_image_fs_group(self):
+        """The shipped image's group database (its Containerfile's
+        groupadd and useradd): group 42424, the pods' fsGroup, has no
+        member but user 42424, the pods' runAsUser, so the journals the
+        volume makes group-writable are accepted; with another member,
+        refused.
+        """
+        with open(os.path.join(ROOT, 'deploy', 'container',
+                               'Containerfile')) as f:
+            recipe = f.read()
+        [(gid, group)] = re.findall(r'groupadd --system --gid (\d+) (\w+)',
+                                    recipe)
+        [(uid, primary, name)] = re.findall(
+            r'useradd --system --uid (\d+) --gid (\w+) .*?--shell \S+ (\w+)',
+            ' '.join(recipe.replace('\\\n', ' ').split()))
+        self.assertEqual((group, '42424', '42424'), (primary, uid, gid))
+        gid, uid = int(gid), int(uid)
+        users = [pwd.struct_passwd((name, 'x', uid, gid, '', '/', '/'))]
+        groups = {gid: grp.struct_group((group, 'x', gid, []))}
+        self.useFixture(fixtures.MockPatch('grp.getgrgid',
+                                           lambda g: groups[g]))
+        self.useFixture(fixtures.MockPatch('pwd.getpwall', lambda: users))
+        self.useFixture(fixtures.MockPatch('pwd.getpwuid', lambda u: {
+            p.pw_uid: p for p in users}[u]))
+        self.useFixture(fixtures.MockPatch('pwd.getpwnam', lambda n: {
+            p.pw_name: p for p in users}[n]))
+        self.useFixture(fixtures.MockPatch('os.geteuid', lambda: uid))
+        self.assertEqual({uid}, journal.group_members(gid))
+        st = os.stat_result((stat.S_IFREG | 0o660, 0, 0, 1, uid, gid, 0,
+                             0, 0, 0))
+        journal.check_file(st, '/var/lib/nova-orphans/j.jsonl')
+        journal.check_directory(os.stat_result((
+            stat.S_IFDIR | stat.S_ISGID | 0o770, 0, 0, 1, uid, gid, 0, 0, 0,
+            0)), '/var/lib/nova-orphans')
+        users.append(pwd.struct_passwd(('other', 'x', self.OTHER, gid, '',
+                                        '/', '/')))
+        self.assertIn('can be written by the group nova (mode 0660), which '
+                      'has other members than nova', self.refused(
+                          journal.check_file, st, 'j.jsonl'))
+
+    def test_journal_page_shows_the_lines(self):
+        """The security section of admin/journal.rst shows each refusal
+        as the checks word it (nova's journals, a shared group).
+        """
+        with open(os.path.join(ROOT, 'doc', 'source', 'admin',
+                               'journal.rst')) as f:
+            page = f.read()
+        section = page.split('\nWho can write a journal\n', 1)[1]
+        section = re.split(r'\n[^\n]+\n-{3,}\n', section)[0]
+        shown = [' '.join(block.split()) for block in re.findall(
+            r'\n    (ERROR: Journal .*?)(?=\n\n|\n?$)', section, re.S)]
+        nova, other = 64060, 64061
+        users = {nova: pwd.struct_passwd(('nova', 'x', nova, nova, '', '/',
+                                          '/'))}
+        groups = {4242: grp.struct_group(('operators', 'x', 4242,
+                                          ['nova', 'alice']))}
+        self.useFixture(fixtures.MockPatch('os.geteuid', lambda: nova))
+        self.useFixture(fixtures.MockPatch('pwd.getpwuid',
+                                           lambda u: users[u]))
+        self.useFixture(fixtures.MockPatch('grp.getgrgid',
+                                           lambda g: groups[g]))
+        self.useFixture(fixtures.MockPatch(
+            'nova_orphans.repair.journal.group_members',
+            lambda g: {nova, other}))
+
+        def refused(func, mode, gid, *args):
+            kind = stat.S_IFDIR if func is journal.check_directory else (
+                stat.S_IFREG)
+            st = os.stat_result((kind | mode, 0, 0, 1, nova, gid, 0, 0, 0,
+                                 0))
+            return 'ERROR: ' + self.refused(func, st, *args)
+
+        self.assertEqual([
+            refused(journal.check_file, 0o666, nova,
+                    '/srv/journals/j.jsonl'),
+            refused(journal.check_file, 0o660, 4242,
+                    '/srv/journals/j.jsonl'),
+            refused(journal.check_directory, 0o777, nova, '/srv/shared',
+                    '/srv/shared/j.jsonl')], shown)
+
+    def test_group_members_of_this_machine(self):
+        """The group database as it is: this user's primary group holds
+        it; a gid nobody has is unknown.
+        """
+        user = pwd.getpwuid(os.geteuid())
+        self.assertIn(user.pw_uid, journal.group_members(user.pw_gid))
+        self.assertEqual(
+            {p.pw_uid for p in pwd.getpwall()
+             if p.pw_gid == user.pw_gid} |
+            {pwd.getpwnam(n).pw_uid
+             for n in grp.getgrgid(user.pw_gid).gr_mem},
+            journal.group_members(user.pw_gid))
+        self.assertIsNone(journal.group_members(self.OTHER))
 
     def test_world_writable_is_refused_before_it_is_read(self):
         for mode in (0o602, 0o666):
@@ -250,8 +388,12 @@ class PermissionsTestCase(base.BaseTestCase):
     def test_writable_by_another_group(self):
         self.give_away(self.path, gid=self.OTHER)
         os.chmod(self.path, 0o620)
-        self.assertEqual(self.others_write(self.path, 0o620),
-                         self.refused(self.read))
+        self.assertEqual(
+            'Journal %(path)s: can be written by the group %(other)s (mode '
+            '0620), which has other members than %(user)s, who could have '
+            'rewritten it: check it and run "chmod g-w %(path)s"' % {
+                'path': self.path, 'other': self.OTHER, 'user': self.user},
+            self.refused(self.read))
         os.chmod(self.path, 0o640)
         self.assertEqual(1, len(self.read().entries))
 
@@ -315,10 +457,33 @@ class PermissionsTestCase(base.BaseTestCase):
         actions.RepairOptions().check(shared)
         self.record(path)
         self.assertEqual(1, len(self.read(path).entries))
-        # Its own group's only.
+        # A group with no member but this user.
         os.chmod(shared, 0o770)
+        self.members({os.geteuid()})
         self.record(path)
         self.assertEqual(2, len(self.read(path).entries))
+
+    def test_directory_group_with_other_members(self):
+        shared = os.path.join(self.dir, 'shared')
+        os.mkdir(shared)
+        os.chmod(shared, 0o770)
+        path = os.path.join(shared, 'j.jsonl')
+        self.useFixture(fixtures.MockPatch(
+            'nova_orphans.repair.journal.group_members',
+            lambda g: {os.geteuid(), self.OTHER}))
+        self.assertEqual(
+            'Journal %(path)s: the directory %(dir)s can be written by the '
+            'group %(group)s (mode 0770), which has other members than '
+            '%(user)s, who could replace the journal: run "chmod g-w '
+            '%(dir)s" or write journals in a directory of your own' % {
+                'path': path, 'dir': shared, 'user': self.user,
+                'group': grp.getgrgid(os.stat(shared).st_gid).gr_name},
+            self.refused(self.record, path))
+        self.assertEqual([], os.listdir(shared))
+        # Sticky, as /tmp: accepted.
+        os.chmod(shared, 0o1770)
+        self.record(path)
+        self.assertEqual(1, len(self.read(path).entries))
 
     def test_sticky_directory_file_of_another_user(self):
         os.chmod(self.dir, 0o1777)
@@ -330,8 +495,8 @@ class PermissionsTestCase(base.BaseTestCase):
         self.give_away(self.dir, gid=self.OTHER)
         os.chmod(self.dir, 0o770)
         path = os.path.join(self.dir, 'new.jsonl')
-        self.assertIn('the directory %s can be written by other users '
-                      '(mode 0770)' % self.dir,
+        self.assertIn('the directory %s can be written by the group %s '
+                      '(mode 0770)' % (self.dir, self.OTHER),
                       self.refused(self.record, path))
         os.chmod(self.dir, 0o750)
         self.record(path)

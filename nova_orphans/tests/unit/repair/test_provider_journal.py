@@ -62,6 +62,6 @@ class ProviderEntryTestCase(base.BaseTestCase):
             return {'consumers': {c: {}}}
         provider = {'provider': RECORD}
         self.assertEqual(
-            [[alloc('a'), alloc('b')], [provider], [alloc('c')]],
-            list(restore._batches([alloc('a'), alloc('b'), provider,
-                                   alloc('c')])))
+            [[0, 1], [2], [3]],
+            list(restore._segments([alloc('a'), alloc('b'), provider,
+                                    alloc('c')])))
