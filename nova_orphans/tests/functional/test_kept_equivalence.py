@@ -52,7 +52,7 @@ from nova_orphans.tests.functional import front_ends
 from nova_orphans.tests import runners
 
 # Steps of each sequence.
-STEPS = 5
+STEPS = 4
 NODE_TRAITS = ['COMPUTE_NODE']
 OTHER_TRAITS = ['COMPUTE_STATUS_DISABLED', 'CUSTOM_KEPT_READS']
 # Migration statuses of a swap: in progress, and over (what is left on
