@@ -75,7 +75,7 @@ DROP_ORDER = ('consumer_type', 'host', 'resources', 'action',
               'restored_by', 'restored_into', 'placement', 'not_applied',
               'command', 'cloud', 'ended', 'modified', 'entries',
               # list --group-by host, whose rows are their hosts
-              'provider', 'free', 'held', 'free_after_clean')
+              'provider', 'free', 'free_after_clean', 'held')
 
 TABLE = 'table'
 JSON = 'json'
@@ -109,12 +109,13 @@ plain_resources = shapes.plain
 
 
 def _fits(fits, fmt):
-    """A host view's ``fits``: in a table a line per shape, ``NAME: N
-    -> M`` (now, after a clean); plain, ``NAME:N:M`` joined by ``;``.
+    """A host view's ``fits``: in a table two lines per shape, its
+    name and ``now N, after clean M`` (a narrow column); plain,
+    ``NAME:N:M`` joined by ``;``.
     """
     if fmt == TABLE:
-        return '\n'.join('%(shape)s: %(now)d -> %(after_clean)d' % f
-                         for f in fits)
+        return '\n'.join(_('%(shape)s\n  now %(now)d, after clean '
+                           '%(after_clean)d') % f for f in fits)
     return ';'.join('%(shape)s:%(now)d:%(after_clean)d' % f for f in fits)
 
 

@@ -160,7 +160,8 @@ class RenderingTestCase(base.BaseTestCase):
     def test_every_format(self):
         self.assertEqual(
             ('h1', 'p' * 36, 'VCPU=1\nDISK_GB=2\nCUSTOM_X=1', 'VCPU=0', '',
-             'VCPU=1: 0 -> 1\nm1: 2 -> 3'), self.cells('table'))
+             'VCPU=1\n  now 0, after clean 1\nm1\n  now 2, after clean 3'),
+            self.cells('table'))
         self.assertEqual(
             ('h1', 'p' * 36, 'VCPU=1,DISK_GB=2,CUSTOM_X=1', 'VCPU=0', '-',
              'VCPU=1:0:1;m1:2:3'), self.cells('value'))
@@ -178,9 +179,9 @@ class RenderingTestCase(base.BaseTestCase):
 
     def test_narrow_table_keeps_the_host(self):
         keys, rows, dropped = output.fit_columns(
-            list(engine_hosts.HOST_KEYS), [self.cells('table')], 30)
+            list(engine_hosts.HOST_KEYS), [self.cells('table')], 40)
         self.assertEqual(['host', 'fits'], keys)
-        self.assertEqual(['Provider', 'Free', 'Held', 'Free after clean'],
+        self.assertEqual(['Provider', 'Free', 'Free after clean', 'Held'],
                          dropped)
 
     def test_summary(self):
