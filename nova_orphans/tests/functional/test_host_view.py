@@ -75,24 +75,12 @@ class HostViewTestCase(front_ends.FrontEndsTestCase):
             self.placement.endpoint, name='fast.conf',
             placement_database={'connection': self.placement.db_url},
             nova_orphans={'capacity_flavors': 'f.pinned'})
-        for name, spec in FLAVORS.items():
-            self.add_flavor(name, *spec)
+        for name, (vcpus, ram, root, ephemeral, swap, public,
+                   specs) in FLAVORS.items():
+            self.nova.add_flavor(name, vcpus, ram, root, ephemeral, swap,
+                                 public, specs)
 
     # Building the cloud ---------------------------------------------------
-
-    def add_flavor(self, name, vcpus, memory_mb, root_gb, ephemeral_gb,
-                   swap, public, specs):
-        flavors = self.nova.table('api', 'flavors')
-        extra = self.nova.table('api', 'flavor_extra_specs')
-        self.nova.execute('api', flavors.insert().values(
-            name=name, flavorid=name, vcpus=vcpus, memory_mb=memory_mb,
-            root_gb=root_gb, ephemeral_gb=ephemeral_gb, swap=swap,
-            is_public=public, disabled=False, rxtx_factor=1.0))
-        flavor_id, = [row['id'] for row in self.nova.rows(
-            'api', 'flavors', name=name)]
-        for key, value in specs.items():
-            self.nova.execute('api', extra.insert().values(
-                flavor_id=flavor_id, key=key, value=value))
 
     def ok(self, method, path, json=None, codes=(200, 204)):
         resp = self.placement.request(method, path, json=json,
