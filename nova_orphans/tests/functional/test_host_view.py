@@ -30,13 +30,18 @@ amounts, an allocation ratio, a step size and a nested provider:
   and openstack print the same rows.
 """
 
+import csv
+import io
 import json
 import os
 import uuid as uuidlib
 
 from prometheus_client import parser
+import yaml
 
+from nova_orphans.engine import hosts
 from nova_orphans import exit_codes
+from nova_orphans import output
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional import front_ends
 
@@ -310,6 +315,37 @@ class HostViewTestCase(front_ends.FrontEndsTestCase):
             expected[(flavor, 'after_clean')] = sum(f['after_clean']
                                                     for f in fits)
         self.assertEqual(expected, servers)
+        # Every format, the same keys and values from both front ends.
+        shapes = ['--group-by', 'host', '--all'] + RAW + ['--flavor',
+                                                          'f.gpu']
+        commands = []
+        for fmt in ('yaml', 'csv', 'value'):
+            commands += [
+                self.manage_argv('allocations', 'list', *shapes, '-f', fmt),
+                self.openstack_argv('allocation', 'orphan', 'list', *shapes,
+                                    '-f', fmt)]
+        results = self.run_all(*commands)
+        outputs = [self.assertRanCleanly(
+            result, (exit_codes.ORPHANS_FOUND,))[1] for result in results]
+        for fmt, manage, osc in zip(('yaml', 'csv', 'value'), outputs[::2],
+                                    outputs[1::2]):
+            self.assertEqual(manage, osc, fmt)
+        rows = list(view.values())
+        for row in rows:
+            row['fits'] = [f for f in row['fits']
+                           if f['shape'] in (RAW_NAME, 'f.gpu')]
+        self.assertEqual(rows, yaml.safe_load(outputs[0]))
+        table = list(csv.reader(io.StringIO(outputs[2])))
+        self.assertEqual(list(hosts.HOST_KEYS), table[0])
+        self.assertEqual(
+            [[r['host'], r['provider'], output.plain_resources(r['held']),
+              output.plain_resources(r['free']),
+              output.plain_resources(r['free_after_clean']),
+              ';'.join('%(shape)s:%(now)d:%(after_clean)d' % f
+                       for f in r['fits'])] for r in rows], table[1:])
+        # value: the same fields, an empty one "-".
+        self.assertEqual([' '.join(v or '-' for v in line)
+                          for line in table[1:]], outputs[4].splitlines())
 
     def test_unknown_flavor_or_class(self):
         for options, line in (
@@ -320,6 +356,8 @@ class HostViewTestCase(front_ends.FrontEndsTestCase):
             results = self.run_all(
                 self.manage_argv('allocations', 'list', '--group-by', 'host',
                                  *options),
+                self.manage_argv('allocations', 'list', '--group-by', 'host',
+                                 *options, conf_file=self.fast_conf),
                 self.openstack_argv('allocation', 'orphan', 'list',
                                     '--group-by', 'host', *options))
             for rc, out, err in results:
