@@ -23,8 +23,10 @@ value, not a missing series. The front ends use only these:
 
 ``scan(findings, duration, unreadable_cells=0, metrics_file=None,
 now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS,
-retries=None)``
-    the text of a ``list`` (every finding, whatever the filters showed);
+retries=None, capacity=None)``
+    the text of a ``list`` (every finding, whatever the filters showed;
+    with ``capacity``, what a clean gives back per host and the servers
+    of flavors that fit: add_capacity);
 ``repair(command, rows, outcomes, duration, unreadable_cells=0,
 metrics_file=None, now=None, retries=None, dry_run=False)``
     the text of a ``clean`` or ``restore`` (``command``), from its rows
@@ -143,7 +145,7 @@ def _sorted(counter):
 
 def scan(findings, duration, unreadable_cells=0, metrics_file=None,
          now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS,
-         unread_sources=0, retries=None):
+         unread_sources=0, retries=None, capacity=None):
     """The metrics of one scan, as exposition text; also written to
     ``metrics_file`` when given.
 
@@ -152,7 +154,9 @@ def scan(findings, duration, unreadable_cells=0, metrics_file=None,
     ``unread_sources`` how many other sources the scan needed and could
     not read (results.Listing.unread, unreadable_services); ``now`` the
     Unix time the scan finished (default: now); ``max_projects`` how
-    many projects get series of their own (project_resources).
+    many projects get series of their own (project_resources);
+    ``capacity``: (host rows, flavor totals, max hosts), add_capacity's
+    arguments, the scan's host view (app.hosts).
     """
     counted = [f for f in findings if f.reason in COUNTED_REASONS]
     per_reason = collections.Counter(f.reason for f in counted)
@@ -191,6 +195,8 @@ def scan(findings, duration, unreadable_cells=0, metrics_file=None,
               'consumers, summed as project_id="%s".' % OTHER_PROJECTS,
               project_resources(findings, max_projects),
               labels=['project_id', 'resource_class'])
+    if capacity is not None:
+        add_capacity(out, *capacity)
     out.gauge('unreadable_cells',
               'Cells whose database could not be read in this scan.',
               value=unreadable_cells)

@@ -74,10 +74,13 @@ class Sources:
     ``placement_db`` a database reader in fast mode, else None;
     ``rules`` the classification rules; ``concurrency`` the placement
     requests in flight at once; ``state_path`` where journals go by
-    default.
+    default; ``capacity_flavors`` the flavors a scan's metrics count.
     """
 
     placement_db = None
+    # [nova_orphans] capacity_flavors: the flavors a scan's metrics count
+    # (openstack reads no configuration file: none).
+    capacity_flavors = ()
     rules = rules_mod.DEFAULT_RULES
     concurrency = API_CONCURRENCY
     state_path = None
@@ -147,6 +150,7 @@ class DatabaseSources(Sources):
         group = conf.nova_orphans
         self.concurrency = group.placement_concurrency
         self.state_path = group.state_path
+        self.capacity_flavors = list(group.capacity_flavors or ())
         self._placement = None
         self._nova = None
         self._rules = None
