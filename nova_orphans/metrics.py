@@ -23,8 +23,10 @@ value, not a missing series. The front ends use only these:
 
 ``scan(findings, duration, unreadable_cells=0, metrics_file=None,
 now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS,
-retries=None, full_read=True)``
-    the text of a ``list`` (every finding, whatever the filters showed);
+retries=None, capacity=None, full_read=True)``
+    the text of a ``list`` (every finding, whatever the filters showed;
+    with ``capacity``, what a clean gives back per host and the servers
+    of flavors that fit: add_capacity);
 ``repair(command, rows, outcomes, duration, unreadable_cells=0,
 metrics_file=None, now=None, retries=None, dry_run=False)``
     the text of a ``clean`` or ``restore`` (``command``), from its rows
@@ -143,7 +145,8 @@ def _sorted(counter):
 
 def scan(findings, duration, unreadable_cells=0, metrics_file=None,
          now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS,
-         unread_sources=0, retries=None, full_read=True):
+         unread_sources=0, retries=None, capacity=None,
+         full_read=True):
     """The metrics of one scan, as exposition text; also written to
     ``metrics_file`` when given.
 
@@ -153,6 +156,8 @@ def scan(findings, duration, unreadable_cells=0, metrics_file=None,
     not read (results.Listing.unread, unreadable_services); ``now`` the
     Unix time the scan finished (default: now); ``max_projects`` how
     many projects get series of their own (project_resources);
+    ``capacity``: (host rows, flavor totals, max hosts), add_capacity's
+    arguments, the scan's host view (app.hosts).
     ``full_read``: every provider's allocations were read in this scan,
     none taken from an earlier one's (readers/kept_reads.py).
     """
@@ -193,6 +198,8 @@ def scan(findings, duration, unreadable_cells=0, metrics_file=None,
               'consumers, summed as project_id="%s".' % OTHER_PROJECTS,
               project_resources(findings, max_projects),
               labels=['project_id', 'resource_class'])
+    if capacity is not None:
+        add_capacity(out, *capacity)
     out.gauge('unreadable_cells',
               'Cells whose database could not be read in this scan.',
               value=unreadable_cells)

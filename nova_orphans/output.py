@@ -42,6 +42,7 @@ from cliff import utils as cliff_utils
 
 from nova_orphans.engine import model
 from nova_orphans.engine import projects
+from nova_orphans.engine import shapes
 from nova_orphans import exception
 from nova_orphans.i18n import _
 
@@ -72,7 +73,9 @@ DROP_ORDER = ('consumer_type', 'host', 'resources', 'action',
               'name',
               # journals list and prune
               'restored_by', 'restored_into', 'placement', 'not_applied',
-              'command', 'cloud', 'ended', 'modified', 'entries')
+              'command', 'cloud', 'ended', 'modified', 'entries',
+              # list --group-by host, whose rows are their hosts
+              'provider', 'free', 'free_after_clean', 'held')
 
 TABLE = 'table'
 JSON = 'json'
@@ -91,24 +94,29 @@ PLAIN_FORMATS = ('value', 'csv')
 # Every list format both front ends offer; "prometheus" is list's own.
 FORMATS = ('table', 'json', 'value', 'csv', 'yaml')
 
-
-# Standard classes first, in the order nova's flavors name them.
-STANDARD_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB')
+# A host view's fields of amounts by class, and its shapes' counts
+# (engine.hosts.HOST_KEYS).
+AMOUNT_KEYS = frozenset(('held', 'free', 'free_after_clean'))
+FITS = 'fits'
 
 
 def format_resources(resources):
     return ', '.join('%s=%s' % item for item in sorted(resources.items()))
 
 
-def plain_resources(resources):
-    """``VCPU=1,MEMORY_MB=512``: one field, standard classes first."""
-    return ','.join('%s=%d' % item for item in _ordered(resources))
+# ``VCPU=1,MEMORY_MB=512``: one field, classes in engine.shapes' order.
+plain_resources = shapes.plain
 
 
-def _ordered(amounts):
-    order = [rc for rc in STANDARD_CLASSES if rc in amounts]
-    order += sorted(rc for rc in amounts if rc not in STANDARD_CLASSES)
-    return [(rc, amounts[rc]) for rc in order]
+def _fits(fits, fmt):
+    """A host view's ``fits``: in a table two lines per shape, its
+    name and ``now N, after clean M`` (a narrow column); plain,
+    ``NAME:N:M`` joined by ``;``.
+    """
+    if fmt == TABLE:
+        return '\n'.join(_('%(shape)s\n  now %(now)d, after clean '
+                           '%(after_clean)d') % f for f in fits)
+    return ';'.join('%(shape)s:%(now)d:%(after_clean)d' % f for f in fits)
 
 
 def header(key):
@@ -180,6 +188,17 @@ def cell(key, value, fmt):
         if fmt not in PLAIN_FORMATS:
             return value
         value = plain_resources(value)
+    elif key in AMOUNT_KEYS and isinstance(value, dict):
+        if fmt == TABLE:
+            # A class a line: a host view's table is narrow.
+            return '\n'.join('%s=%d' % item for item in shapes.ordered(value))
+        if fmt not in PLAIN_FORMATS:
+            return value
+        value = plain_resources(value)
+    elif key == FITS and isinstance(value, list):
+        if fmt not in PLAIN_FORMATS and fmt != TABLE:
+            return value
+        value = _fits(value, fmt)
     if value is None and fmt in PLAIN_FORMATS:
         value = ''
     if key == JOURNAL and fmt == TABLE and value and value is not ABSENT:
@@ -318,8 +337,10 @@ def fit_columns(keys, data, width):
     if width is None:
         return keys, data, []
     keys = list(keys)
-    order = [k for k in DROP_ORDER if k in keys] + [
-        k for k in reversed(keys) if k not in KEPT and k not in DROP_ORDER]
+    # A host view's row is its host (a finding's, its consumer).
+    kept = KEPT | {'host'} if FITS in keys else KEPT
+    order = [k for k in DROP_ORDER if k in keys and k not in kept] + [
+        k for k in reversed(keys) if k not in kept and k not in DROP_ORDER]
     distinct = len(set(data))
     dropped = []
     for key in order:
@@ -447,8 +468,8 @@ FORMATTERS = {TABLE: TableFormatter, JSON: JSONFormatter,
 
 
 def amounts(resources):
-    """``VCPU=2, MEMORY_MB=1024``: standard classes first."""
-    return ', '.join('%s=%d' % item for item in _ordered(resources))
+    """``VCPU=2, MEMORY_MB=1024``: in engine.shapes' order."""
+    return ', '.join('%s=%d' % item for item in shapes.ordered(resources))
 
 
 def project_records(totals):

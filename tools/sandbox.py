@@ -222,6 +222,12 @@ def _delete_provider(outdir, name, rp_api, rp, host):
     return resp.status_code
 
 
+# The server of seed 001's failed cold migration, as osc-placement's
+# "allocation candidate list" asks for it.
+SEED_001_SHAPE = ['--resource', 'VCPU=30', '--resource', 'MEMORY_MB=741376',
+                  '--resource', 'DISK_GB=1638']
+
+
 def walkthrough(outdir, conf, rp_api, nodes, nova):
     """The admin guide's session, captured from the running sandbox."""
     os.makedirs(outdir, exist_ok=True)
@@ -230,9 +236,13 @@ def walkthrough(outdir, conf, rp_api, nodes, nova):
         ('01-list', ['allocations', 'list'], 3),
         ('02-list-host-json', ['allocations', 'list', '--host', 'devstack1',
                                '--format', 'json'], 3),
+        ('02-hosts', ['allocations', 'list', '--group-by', 'host'] +
+         SEED_001_SHAPE, 3),
         ('04-clean-dry-run', ['allocations', 'clean', '--dry-run'], 3),
         ('05-clean', ['allocations', 'clean', '--journal', journal], 4),
         ('06-list-after', ['allocations', 'list'], 0),
+        ('06-hosts-after', ['allocations', 'list', '--group-by', 'host',
+                            '--all'] + SEED_001_SHAPE, 0),
         ('07-restore', ['allocations', 'restore', '--journal', journal], 4),
         ('08-list-restored', ['allocations', 'list', '--all'], 3),
         ('10-providers-list', ['providers', 'list'], 3),

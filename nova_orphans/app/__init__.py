@@ -19,6 +19,8 @@ result; the result says which exit code ends the run
 the journal and restore, is here, once:
 
 * ``allocations``: list, clean and restore;
+* ``hosts``: list's host view (--group-by host) and a scan's capacity
+  metrics: the shapes, and what they need read;
 * ``providers``: list and clean of the trees of deleted compute nodes;
 * ``sources``: the readers and the placement client of a run, from
   nova.conf (nova's databases) or from osc's clients (the APIs);

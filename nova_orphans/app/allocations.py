@@ -108,9 +108,13 @@ class Metrics:
     """
 
     def __init__(self, path=None,
-                 max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS):
+                 max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS,
+                 max_hosts=orphans_conf.DEFAULT_METRICS_MAX_HOSTS):
         self.path = path
         self.max_projects = max_projects
+        self.max_hosts = max_hosts
+        # The run's app.hosts.Capacity, for a scan's capacity families.
+        self.capacity = None
         self.started = time.monotonic()
         self.text = None
 
@@ -126,15 +130,23 @@ class Metrics:
 
     def scan(self, listing, retries=None):
         """``retries``: the run's clients.retry.Retries, for the
-        retries_total series.
+        retries_total series. With a ``capacity``, what a clean gives
+        back per host, and the servers of its flavors that fit across
+        the cloud (every compute node's inventories read for them).
         """
+        capacity = None
+        if self.capacity is not None:
+            flavors = self.capacity.flavors
+            view = self.capacity.view(listing.snapshot, listing.findings,
+                                      flavors, every=bool(flavors))
+            capacity = (view.rows, view.summary().shapes, self.max_hosts)
         self.text = metrics_mod.scan(
             listing.findings, self._duration(),
             unreadable_cells=len(listing.unreadable_cells),
             unread_sources=(len(listing.unread) +
                             len(listing.unreadable_services)),
             metrics_file=self.path, max_projects=self.max_projects,
-            retries=_counts(retries),
+            retries=_counts(retries), capacity=capacity,
             full_read=not listing.snapshot.placement.kept)
 
     def repair(self, command, result, retries=None, dry_run=False):

@@ -22,12 +22,14 @@ gives (cliff's formats, oslo.config's options) and how it writes a
 command line.
 """
 
+import functools
 import textwrap
 import time
 
 from oslo_log import log as logging
 
 from nova_orphans.app import allocations
+from nova_orphans.app import hosts
 from nova_orphans.app import journals
 from nova_orphans.app import options as opts
 from nova_orphans.app import providers
@@ -209,7 +211,8 @@ def _metrics(values):
     if values.get('metrics_file') or values.get('format') == 'prometheus':
         return allocations.Metrics(
             values.get('metrics_file'),
-            sources.value(values, opts.METRICS_MAX_PROJECTS))
+            sources.value(values, opts.METRICS_MAX_PROJECTS),
+            sources.value(values, opts.METRICS_MAX_HOSTS))
     return None
 
 
@@ -247,19 +250,51 @@ def _summary(command, values, listing, summarize):
 def _list_allocations(command, values, context):
     metrics = _metrics(values)
     prometheus = values.get('format') == 'prometheus'
+    group_by = values.get('group_by')
+    by_host = group_by == 'host'
+    hosts.check_options(group_by, values.get('resources'),
+                        values.get('flavors'), metrics is not None)
+    run_sources = context.sources()
+    capacity = None
+    if by_host or metrics is not None:
+        # Before the scan reads: an unknown flavor or class is refused.
+        capacity = hosts.Capacity.read(
+            run_sources, values.get('resources'), values.get('flavors'),
+            (list(run_sources.capacity_flavors) +
+             list(values.get('flavors') or ())) if metrics else ())
+    if metrics is not None:
+        metrics.capacity = capacity
+    every = values.get('show_all')
     listing = allocations.list_allocations(
-        context.sources(), _scope(values, values.get('show_all')),
+        run_sources, _scope(values, every and not by_host),
         context.progress, metrics=metrics, rows=not prometheus)
     context.unreadable(listing, command.category)
-    summary = _summary(command, values, listing, sentences.list_summary)
     if prometheus:
         return report_mod.Report(listing.exit_code, metrics=metrics.text)
-    if values.get('group_by'):
+    if by_host:
+        view = capacity.view(listing.snapshot, listing.rows,
+                             capacity.shapes, every=every)
+        keys, dicts = capacity.rows(view, every)
+        return report_mod.Report(
+            listing.exit_code, rows=dicts, keys=keys, findings=False,
+            summary=_summary(command, values, listing, functools.partial(
+                _host_summary, view)))
+    summary = _summary(command, values, listing, sentences.list_summary)
+    if group_by:
         keys, dicts = output.project_records(allocations.projects(listing))
         return report_mod.Report(listing.exit_code, rows=dicts, keys=keys,
                                  findings=False, summary=summary)
     return report_mod.Report(listing.exit_code, rows=listing.rows,
                              summary=summary)
+
+
+def _host_summary(view, rows, unreadable_cells, next_command):
+    """The lines that close a host view's table: what a clean gives
+    back, the servers of each shape it makes room for, and the clean.
+    """
+    return sentences.host_summary(
+        view.summary(), len([r for r in view.rows if r.held]),
+        unreadable_cells, next_command if rows else None)
 
 
 def _list_providers(command, values, context):
@@ -451,13 +486,21 @@ COMMANDS = [
           'row is one consumer\'s allocation on one resource provider, '
           'with the reason it is an orphan and the action "clean" would '
           'take.\n\nA table ends with what the orphans hold, the projects '
-          'they cost most and the command to run next. --format prometheus '
+          'they cost most and the command to run next. --group-by host '
+          'shows instead, per compute host, what the orphans hold on its '
+          'provider tree, what is free now and after a clean and how many '
+          'servers of each --resource or --flavor shape placement would '
+          'accept now and after it. --format prometheus '
           'writes node_exporter textfile-collector metrics of every reason '
           'and project instead, ignoring --reason, --all, --project and '
           '--user.'),
         exit_codes.LIST_CODES,
-        _ALLOCATIONS_SCOPE + [opts.ALL, opts.GROUP_BY, opts.METRICS_FILE,
-                              opts.METRICS_MAX_PROJECTS] + _KEPT + _RUN,
+        _ALLOCATIONS_SCOPE + [opts.ALL.but(help=_(
+            'Also list allocations that are fine, with action "none" and '
+            'the reason they are fine; with --group-by host, every compute '
+            'host.')), opts.GROUP_BY, opts.RESOURCE, opts.FLAVOR,
+            opts.METRICS_FILE, opts.METRICS_MAX_PROJECTS,
+            opts.METRICS_MAX_HOSTS] + _KEPT + _RUN,
         _list_allocations, formats=('prometheus',), progress=_READ),
     Command(
         'allocations', 'clean', 'allocation orphan clean',

@@ -236,11 +236,28 @@ ALL = Option(
     help=_('Also list allocations that are fine, with action "none" and '
            'the reason they are fine.'))
 GROUP_BY = Option(
-    ['--group-by'], choices=('project',),
-    help=_('One row per project instead of one per allocation: its '
-           'orphaned consumers, allocations and the resources they hold, '
-           'which placement counts in its quota usage; the projects with '
-           'most orphaned consumers first.'))
+    ['--group-by'], choices=('project', 'host'),
+    help=_('One row per project or per compute host instead of one per '
+           'allocation. project: its orphaned consumers, allocations and '
+           'the resources they hold, which placement counts in its quota '
+           'usage; the projects with most orphaned consumers first. host: '
+           'what the orphans hold on the host\'s provider tree, what is '
+           'free now and after a clean, and for each shape (--resource, '
+           '--flavor) how many servers placement would accept now and after '
+           'a clean; the hosts whose capacity orphans hold the largest share '
+           'of first, only those with something held unless --all.'))
+RESOURCE = Option(
+    ['--resource'], metavar='RC=N', action='append', dest='resources',
+    help=_('With --group-by host: a resource class and amount of one '
+           'server, as "openstack allocation candidate list" takes them; '
+           'repeatable, all of them one shape (VCPU=2 --resource '
+           'MEMORY_MB=2048).'))
+FLAVOR = Option(
+    ['--flavor'], metavar='NAME', action='append', dest='flavors',
+    help=_('With --group-by host: a flavor, by name, whose servers to count '
+           'as nova asks placement for them; repeatable. With a metrics file '
+           'or --format prometheus: also counted in the scan\'s metrics, '
+           'beside [nova_orphans] capacity_flavors.'))
 
 FULL_READ = Option(
     ['--full-read'], action='store_true', default=False,
@@ -307,6 +324,13 @@ METRICS_MAX_PROJECTS = Option(
     help=_('Projects with series of their own in '
            'nova_orphans_project_resources, those with most orphaned '
            'consumers; the others are summed under project_id="other".'))
+METRICS_MAX_HOSTS = Option(
+    ['--metrics-max-hosts'], metavar='N', type=int, minimum=1,
+    config='metrics_max_hosts',
+    help=_('Compute hosts with series of their own in '
+           'nova_orphans_host_resources, those whose capacity orphans hold '
+           'the largest share of; the others are summed under '
+           'host="other".'))
 RETRY_BUDGET = Option(
     ['--retry-budget'], metavar='SECONDS', type=int, minimum=0,
     config='retry_budget',

@@ -113,6 +113,33 @@ def list_summary(rows, unreadable_cells=(), next_command=None):
     return lines
 
 
+def host_summary(summary, hosts, unreadable_cells=(), next_command=None):
+    """The lines that close a host view (``summary``: its
+    engine.hosts.Summary; ``hosts``: the compute hosts whose tree a
+    clean gives something back on): what a clean gives back across the
+    cloud, and for each shape how many more servers placement would
+    accept after it, on how many hosts.
+    """
+    lines = []
+    if summary.held:
+        lines.append(_('A clean would give back %(capacity)s, on '
+                       '%(hosts)d compute host(s).') % {
+            'capacity': output.amounts(summary.held), 'hosts': hosts})
+    else:
+        lines.append(_('Orphans hold nothing on any compute host.'))
+    for total in summary.shapes:
+        lines.append(_('%(shape)s: %(more)d more server(s) after a clean, '
+                       'on %(hosts)d host(s).') % {
+            'shape': total.shape, 'more': total.more, 'hosts': total.hosts})
+    if unreadable_cells:
+        lines.append(_('Cells not read: %(cells)s; their consumers are '
+                       'unverifiable, never orphans.') % {
+            'cells': ', '.join(unreadable_cells)})
+    if next_command:
+        lines.append(_('Next: %(command)s') % {'command': next_command})
+    return lines
+
+
 def retries_line(retries):
     """What a run got over, or None: "12 requests retried after
     transient faults (placement 503: 9, placement connection: 4)."

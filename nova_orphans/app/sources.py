@@ -74,11 +74,15 @@ class Sources:
     ``placement_db`` a database reader in fast mode, else None;
     ``rules`` the classification rules; ``concurrency`` the placement
     requests in flight at once; ``state_path`` where journals go by
-    default; ``full_read_interval`` the seconds between full reads of
-    placement through its API (readers/kept_reads.py).
+    default; ``capacity_flavors`` the flavors a scan's metrics count;
+    ``full_read_interval`` the seconds between full reads of placement
+    through its API (readers/kept_reads.py).
     """
 
     placement_db = None
+    # [nova_orphans] capacity_flavors: the flavors a scan's metrics count
+    # (openstack reads no configuration file: none).
+    capacity_flavors = ()
     rules = rules_mod.DEFAULT_RULES
     concurrency = API_CONCURRENCY
     state_path = None
@@ -156,6 +160,7 @@ class DatabaseSources(Sources):
         else:
             interval.check(group.full_read_interval, from_config=True)
             self.full_read_interval = group.full_read_interval
+        self.capacity_flavors = list(group.capacity_flavors or ())
         self._placement = None
         self._nova = None
         self._rules = None

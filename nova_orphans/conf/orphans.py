@@ -32,6 +32,8 @@ orphans_group = cfg.OptGroup(
 DEFAULT_GRACE_PERIOD = 300
 # Also the openstack plugin's --metrics-max-projects default.
 DEFAULT_METRICS_MAX_PROJECTS = 20
+# Also the openstack plugin's --metrics-max-hosts default.
+DEFAULT_METRICS_MAX_HOSTS = 20
 # Also the openstack commands' --retry-budget default: longer than a
 # placement restart behind haproxy, short enough that a service down
 # for good ends a cron run at once.
@@ -148,6 +150,24 @@ ORPHANS_OPTS = [
                     'are summed under project_id="other", so that a '
                     'cloud of many projects does not make a series per '
                     'project that ever leaked an allocation. At least 1.'),
+    cfg.IntOpt('metrics_max_hosts', default=DEFAULT_METRICS_MAX_HOSTS,
+               help='How many compute hosts get series of their own in the '
+                    'nova_orphans_host_resources metric (what a clean would '
+                    'give back on each host\'s provider tree): those where '
+                    'orphans hold the largest share of a class\'s capacity. '
+                    'The others are summed under host="other", so that a '
+                    'large cloud does not make a series per host that ever '
+                    'leaked an allocation. At least 1.'),
+    cfg.ListOpt('capacity_flavors', default=[],
+                help='Names of flavors whose servers a scan\'s metrics count '
+                     '(nova_orphans_flavor_servers and '
+                     'nova_orphans_flavor_hosts): how many placement would '
+                     'accept on the compute nodes now and after a clean. '
+                     'Read from nova\'s API database, public and private '
+                     'flavors alike; a name nova has no flavor of stops the '
+                     'scan before it reads anything (exit status 127). '
+                     '"list --flavor" adds to them. Counting them reads '
+                     'every compute node\'s inventories.'),
     cfg.IntOpt('full_read_interval', default=DEFAULT_FULL_READ_INTERVAL,
                help='Seconds between full reads of placement through its '
                     'API. In between, a scan reads the provider list once, '

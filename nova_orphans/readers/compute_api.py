@@ -47,6 +47,7 @@ started after the first listing must not look like an orphan.
 
 import concurrent.futures
 import datetime
+from urllib import parse
 
 from oslo_log import log as logging
 
@@ -142,6 +143,19 @@ def flavor(embedded):
     }
 
 
+def listed_flavor(doc, extra_specs):
+    """A flavor of ``GET /flavors/detail`` in the keys of nova's
+    ``flavors`` row (nova_db.NovaDBReader.flavors): swap is "" for none
+    below microversion 2.75.
+    """
+    return {
+        'name': doc['name'], 'vcpus': doc['vcpus'], 'memory_mb': doc['ram'],
+        'root_gb': doc.get('disk') or 0,
+        'ephemeral_gb': doc.get('OS-FLV-EXT-DATA:ephemeral') or 0,
+        'swap': doc.get('swap') or 0, 'extra_specs': dict(extra_specs),
+    }
+
+
 def when(text):
     """A compute API timestamp as a naive UTC datetime (as nova stores it).
 
@@ -225,6 +239,26 @@ class ComputeAPIReader(base.NovaReader):
             '/servers/detail', 'servers', {'all_tenants': 1}))
         self._add_migrations(snapshot, self._migrations())
         return snapshot
+
+    def flavors(self, names):
+        """As NovaDBReader.flavors, from the compute API: every flavor,
+        public and private (``is_public=None``, an admin's), picked by
+        name; the extra specs as the listing shows them (2.61+), else
+        one ``GET /flavors/{id}/os-extra_specs`` each.
+        """
+        wanted = set(names)
+        found = {}
+        for doc in self.client.pages('/flavors/detail', 'flavors',
+                                     {'is_public': 'None'}):
+            if doc.get('name') not in wanted:
+                continue
+            specs = doc.get('extra_specs')
+            if specs is None:
+                specs = self.client.get(
+                    '/flavors/%s/os-extra_specs' %
+                    parse.quote(str(doc['id']), safe=''))['extra_specs']
+            found[doc['name']] = listed_flavor(doc, specs)
+        return found
 
     def _migrations(self, params=None):
         return self.client.pages('/os-migrations', 'migrations', params)

@@ -58,6 +58,12 @@ BUILD_REQUESTS = _table('build_requests', 'instance_uuid', database='api')
 # heal.missing_details).
 REQUEST_SPECS = _table('request_specs', 'instance_uuid', 'spec',
                        database='api')
+# The flavors a host view's --flavor and capacity_flavors name.
+FLAVOR_FIELDS = ('name', 'vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb',
+                 'swap')
+FLAVORS = _table('flavors', 'id', *FLAVOR_FIELDS, database='api')
+FLAVOR_EXTRA_SPECS = _table('flavor_extra_specs', 'flavor_id', 'key',
+                            'value', database='api')
 
 
 class CellConnection:
@@ -341,6 +347,26 @@ class NovaDBReader(base.NovaReader):
             if hints:
                 snapshot.internal_hints[uuid] = hints
         return snapshot
+
+    def flavors(self, names):
+        """{name: flavor} of the flavors of these names the API database
+        has, public and private (a name nova has none of is not a key):
+        plain mappings of its ``flavors`` row (engine.shapes' keys) with
+        their ``extra_specs``.
+        """
+        def read(conn):
+            rows = conn.execute(sa.select(FLAVORS).where(
+                FLAVORS.c.name.in_(sorted(names)))).all()
+            found = {row.id: dict(zip(FLAVOR_FIELDS, row[1:]),
+                                  extra_specs={}) for row in rows}
+            if found:
+                for flavor_id, key, value in conn.execute(
+                        sa.select(FLAVOR_EXTRA_SPECS).where(
+                            FLAVOR_EXTRA_SPECS.c.flavor_id.in_(
+                                sorted(found)))):
+                    found[flavor_id]['extra_specs'][key] = value
+            return {f['name']: f for f in found.values()}
+        return self._in_api(read, 'flavors %s' % ', '.join(sorted(names)))
 
     def _api_rows(self, consumers):
         def read(conn):

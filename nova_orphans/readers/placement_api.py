@@ -23,6 +23,7 @@ import concurrent.futures
 from oslo_log import log as logging
 
 from nova_orphans.conf import orphans as orphans_conf
+from nova_orphans.engine import hosts
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.readers import base
@@ -229,6 +230,45 @@ class PlacementAPIReader(base.PlacementReader):
         with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
             return {uuid: classes for uuid, classes in
                     pool.map(read, sorted(provider_uuids)) if classes}
+
+    def inventories(self, provider_uuids):
+        """{uuid: {class: engine.hosts.Inventory}} of these providers
+        (the host view's, engine.hosts.providers_to_read): one GET each,
+        concurrently; a provider deleted since it was listed has none.
+        """
+        def read(uuid):
+            doc = gone_if_missing(
+                self.client.get, '/resource_providers/%s/inventories' % uuid,
+                'provider', uuid)
+            return uuid, hosts.inventories_from_api(
+                doc or {'inventories': {}})
+
+        with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
+            return dict(pool.map(read, sorted(provider_uuids)))
+
+    def traits(self, names):
+        """{provider uuid: the traits of ``names`` it carries}: one
+        request for those placement has (a trait it does not have is
+        carried by none, and ``required=`` would refuse it), then one
+        per trait.
+        """
+        if not names:
+            return {}
+        known = self.client.get('/traits?name=in:%s' % ','.join(
+            sorted(names)))['traits']
+        carried = {}
+        for name in sorted(known):
+            for p in self.client.get('/resource_providers?required=%s' %
+                                     name)['resource_providers']:
+                carried.setdefault(p['uuid'], set()).add(name)
+        return {uuid: frozenset(found) for uuid, found in carried.items()}
+
+    def resource_classes(self):
+        """The names of placement's resource classes, standard and
+        custom (``GET /resource_classes``).
+        """
+        return frozenset(rc['name'] for rc in self.client.get(
+            '/resource_classes')['resource_classes'])
 
     def consumer(self, consumer_uuid):
         """One consumer's full allocation document, as placement returns it.

@@ -41,6 +41,7 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from nova_orphans import db_utils
+from nova_orphans.engine import hosts
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.i18n import _
@@ -76,6 +77,11 @@ INVENTORIES = _table('inventories', 'resource_provider_id',
                      'resource_class_id')
 INVENTORY_TOTALS = _table('inventories', 'resource_provider_id',
                           'resource_class_id', 'total', 'reserved')
+# Every field of engine.hosts.Inventory, as placement's API shows it.
+INVENTORY_FIELDS = ('total', 'reserved', 'allocation_ratio', 'min_unit',
+                    'max_unit', 'step_size')
+INVENTORY_ROWS = _table('inventories', 'resource_provider_id',
+                        'resource_class_id', *INVENTORY_FIELDS)
 
 # Clouds of at least this many providers have all their allocations read
 # in a second process (PlacementDBReader.reads_in_background); None:
@@ -427,6 +433,57 @@ class PlacementDBReader(base.PlacementReader):
                  for u, inv in self._read(
                      work, 'inventories of %d provider(s)' %
                      len(wanted)).items()) if classes}
+
+    def inventories(self, provider_uuids):
+        """As PlacementAPIReader.inventories, in one read of the
+        inventories table (a provider with none has none).
+        """
+        wanted = set(provider_uuids)
+
+        def work(conn):
+            classes = placement_rows.resource_classes(conn)
+            found = {uuid: {} for uuid in wanted}
+            for uuid, rc_id, *fields in conn.execute(
+                    sa.select(PROVIDERS.c.uuid,
+                              INVENTORY_ROWS.c.resource_class_id,
+                              *(INVENTORY_ROWS.c[f] for f in INVENTORY_FIELDS))
+                    .select_from(INVENTORY_ROWS.join(
+                        PROVIDERS, INVENTORY_ROWS.c.resource_provider_id ==
+                        PROVIDERS.c.id))):
+                if uuid in wanted:
+                    found[uuid][placement_rows.class_name(classes, rc_id)] = (
+                        hosts.Inventory(**dict(zip(INVENTORY_FIELDS,
+                                                   fields))))
+            return found
+        return self._read(work, 'inventories of %d provider(s)' % len(wanted))
+
+    def traits(self, names):
+        """As PlacementAPIReader.traits: {provider uuid: the traits of
+        ``names`` it carries}, in one query.
+        """
+        if not names:
+            return {}
+
+        def work(conn):
+            carried = collections.defaultdict(set)
+            for uuid, name in conn.execute(
+                    sa.select(PROVIDERS.c.uuid, TRAITS.c.name)
+                    .select_from(PROVIDER_TRAITS.join(
+                        TRAITS, PROVIDER_TRAITS.c.trait_id == TRAITS.c.id)
+                        .join(PROVIDERS, PROVIDER_TRAITS.c.resource_provider_id
+                              == PROVIDERS.c.id))
+                    .where(TRAITS.c.name.in_(sorted(names)))):
+                carried[uuid].add(name)
+            return {uuid: frozenset(found) for uuid, found in carried.items()}
+        return self._read(work, 'providers with %d trait(s)' % len(names))
+
+    def resource_classes(self):
+        """As PlacementAPIReader.resource_classes: the resource_classes
+        table, which holds the standard classes too (see the module's
+        docstring).
+        """
+        return frozenset(self._read(
+            placement_rows.resource_classes, 'resource classes').values())
 
     def consumer(self, consumer_uuid):
         """Placement's own, fresh allocation document (through the API)."""

@@ -58,6 +58,10 @@ from orphanbench import generate  # noqa: E402
 from orphanbench import runner  # noqa: E402
 
 TOOLS = ('audit', 'api', 'fast')
+# The host view (list --group-by host, one --resource shape), in API and
+# fast mode: timed beside the plain list it adds its reads to.
+HOST_TOOLS = runner.HOST_TOOLS
+LIST_TOOLS = TOOLS + HOST_TOOLS
 
 
 def templates():
@@ -167,7 +171,7 @@ def bench_list(args, providers, cells, maria=None):
         # Each of this checkout's modes, then the same from the others.
         tools = [variant for t in tools for variant in [t] + [
             '%s@%s' % (t, label) for label, _tree in args.compare
-            if t != 'audit']]
+            if t != 'audit' and t not in HOST_TOOLS]]
         floor = args.floor and 'fast' in tools
         counted = None
         if args.count_queries or floor:
@@ -526,7 +530,8 @@ def table(results):
     for r in sorted(results, key=lambda r: (
             r['tool'].startswith('clean') or r['tool'].endswith('--delete'),
             r['nova_backend'] != 'sqlite', r['cells'], r['providers'],
-            TOOLS.index(r['tool']) if r['tool'] in TOOLS else 9)):
+            LIST_TOOLS.index(r['tool']) if r['tool'] in LIST_TOOLS
+            else 9)):
         ref = audit.get(key(r))
         if r['tool'].startswith('clean'):
             ref = next((x for x in results if x['tool'] == 'audit --delete'
@@ -534,10 +539,15 @@ def table(results):
         ratio = ('%.1f' % (ref['median_wall'] / r['median_wall'])
                  if ref and ref is not r else '')
         s = r['score']
-        verdict = ('match (%d)' % s['true_positives'] if s['matches_truth']
-                   else '%d found, %d false, %d missed' % (
-                       s['true_positives'], s['false_positives'],
-                       s['missed']))
+        if 'hosts' in s:
+            verdict = '%d host(s), %s' % (s['hosts'], 'held as the truth'
+                                          if s['matches_truth'] else
+                                          'held NOT as the truth')
+        elif s['matches_truth']:
+            verdict = 'match (%d)' % s['true_positives']
+        else:
+            verdict = ('%d found, %d false, %d missed' % (
+                s['true_positives'], s['false_positives'], s['missed']))
         if 'orphans_left' in r:
             verdict += '; %d left after' % r['orphans_left']
         lines.append('| %d | %d | %d | %s | %s | %s | %d | %.2f | %s | '
@@ -779,8 +789,8 @@ def main(argv=None):
                              'size (it is the slow one)')
     parser.add_argument('--audit-max-providers', type=int, default=0,
                         help='skip the audit above this size (0: never)')
-    parser.add_argument('--tools', nargs='+', default=list(TOOLS),
-                        choices=TOOLS)
+    parser.add_argument('--tools', nargs='+', default=list(LIST_TOOLS),
+                        choices=LIST_TOOLS)
     parser.add_argument('--workers', type=int, default=2,
                         help='placement worker processes (default 2)')
     parser.add_argument('--clean', type=int, default=0, metavar='ORPHANS',

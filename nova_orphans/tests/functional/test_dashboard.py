@@ -16,10 +16,8 @@ cron script's scan (one of its placement reads answered 503 once, so
 that it retries), a clean and a restore of it, each writing its metrics
 file into the one textfile directory.
 
-The scan does not write the capacity families yet: they are written
-here from a real read of the same cloud (the audit's snapshot and
-findings, placement's inventories) through engine.hosts and
-metrics.add_capacity, the functions the scan will call.
+The scan writes the capacity families too: nova.conf names a flavor
+in ``[nova_orphans] capacity_flavors``.
 """
 
 import json
@@ -27,18 +25,9 @@ import os
 import subprocess
 import time
 
-from oslo_config import cfg
-
-from nova_orphans.app import audit as audit_mod
-from nova_orphans.clients import placement as placement_client
-from nova_orphans import conf as conf_mod
-from nova_orphans.engine import hosts
 from nova_orphans.engine import reasons
-from nova_orphans.engine import shapes
 from nova_orphans import exit_codes
 from nova_orphans import metrics
-from nova_orphans.readers import nova_db
-from nova_orphans.readers import placement_api
 from nova_orphans.tests import deploy
 from nova_orphans.tests.functional import base
 from nova_orphans.tests.functional.fixtures import faults
@@ -78,6 +67,7 @@ class DashboardTestCase(base.FunctionalTestCase):
         self.allocate('4b2e0c1a-2f8d-4c57-9a5d-0d1c2e3f4a5b', self.host1)
         gone = self.boot('host2', self.host2)
         self.nova.force_delete_instance('cell1', gone)
+        self.nova.add_flavor(**FLAVOR)
         self.textfiles = os.path.join(self.tmp, 'textfiles')
         os.makedirs(self.textfiles)
 
@@ -91,9 +81,10 @@ class DashboardTestCase(base.FunctionalTestCase):
         proxy = self.useFixture(faults.FaultProxy(self.placement.endpoint))
         rule = proxy.inject('GET', '/resource_providers', status=503)
         env = runners.environment()
-        env.update(NOVA_ORPHANS_CONFIG=self.nova_conf(proxy.endpoint,
-                                                      name='proxy.conf'),
-                   NOVA_ORPHANS_METRICS=self.prom('nova_orphans'))
+        env.update(NOVA_ORPHANS_CONFIG=self.nova_conf(
+            proxy.endpoint, name='proxy.conf',
+            nova_orphans={'capacity_flavors': FLAVOR['name']}),
+            NOVA_ORPHANS_METRICS=self.prom('nova_orphans'))
         env['PATH'] = os.pathsep.join([
             os.path.dirname(runners.script(runners.MANAGE)),
             env.get('PATH', '')])
@@ -106,33 +97,8 @@ class DashboardTestCase(base.FunctionalTestCase):
              '503: 1).\n'), (proc.returncode, proc.stdout, proc.stderr))
         self.assertEqual(1, rule.fired)
 
-    def capacity(self):
-        """The capacity families of a real read of the cloud."""
-        conf = cfg.ConfigOpts()
-        conf_mod.register_opts(conf)
-        conf(['--config-file', self.conf_file], project='nova')
-        client = placement_client.PlacementClient.from_conf(conf)
-        reader = nova_db.NovaDBReader(conf)
-        self.addCleanup(reader.close)
-        run = audit_mod.Audit(placement_api.PlacementAPIReader(client),
-                              reader)
-        findings = run.run()
-        self.assertEqual(
-            [reasons.UNKNOWN_CONSUMER, reasons.DELETED_INSTANCE],
-            [f.reason for f in findings if f.is_orphan])
-        inventories = {
-            uuid: hosts.inventories_from_api(client.get(
-                '/resource_providers/%s/inventories' % uuid))
-            for uuid in run.snapshot.placement.providers}
-        view = hosts.host_view(run.snapshot, findings, inventories,
-                               [shapes.from_flavor(FLAVOR)])
-        out = metrics._Families()
-        metrics.add_capacity(out, view.rows, view.summary().shapes, 20)
-        metrics.write(self.prom('nova_orphans_capacity'), out.text())
-
     def test_every_panel_query(self):
         self.scan()
-        self.capacity()
         journal = os.path.join(self.tmp, 'clean.jsonl')
         rc, out, err = self.manage(
             'allocations', 'clean', '--journal', journal, '--metrics-file',

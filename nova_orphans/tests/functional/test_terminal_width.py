@@ -32,6 +32,7 @@ import termios
 import threading
 
 from nova_orphans.app import journals
+from nova_orphans.engine import hosts
 from nova_orphans.engine import model
 from nova_orphans import output
 from nova_orphans.tests.functional import front_ends
@@ -139,6 +140,10 @@ FINDINGS = (headers(output.columns([{'consumer': 1}], output.TABLE)),
 PROVIDERS = (headers(output.columns([{'uuid': 1}], output.TABLE)),
              headers(model.PROVIDER_KEYS))
 JOURNALS = (headers(journals.JournalRun.KEYS),) * 2
+HOSTS = (headers(hosts.HOST_KEYS),) * 2
+# The host view: every compute host, a shape of seed 001's and a small.
+HOST_VIEW = ('--group-by', 'host', '--all', '--resource', 'VCPU=30',
+             '--resource', 'MEMORY_MB=741376', '--resource', 'DISK_GB=1638')
 
 
 class TerminalWidthTestCase(front_ends.FrontEndsTestCase):
@@ -213,6 +218,9 @@ class TerminalWidthTestCase(front_ends.FrontEndsTestCase):
         listings = [(f, w, c, 'list') + extra for f in both for w in WIDTHS
                     for c in ('allocations', 'providers')
                     for extra in ((), ('--long',))]
+        listings += [(f, w, 'allocations', 'list') + HOST_VIEW + extra
+                     for f in both for w in WIDTHS
+                     for extra in ((), ('--long',)) if w == 80 or not extra]
         shown = self.shown(listings)
         paths = []
         for width in WIDTHS:
@@ -250,6 +258,8 @@ class TerminalWidthTestCase(front_ends.FrontEndsTestCase):
             kinds = {'allocations': [FINDINGS[long], PROVIDERS[long]],
                      'providers': [FINDINGS[long], PROVIDERS[long]],
                      'journals': [JOURNALS[long]]}[category]
+            if '--group-by' in command:
+                kinds = [HOSTS[long]]
             if action in ('clean', 'restore'):
                 kinds = [k + ['Outcome'] for k in kinds]
             tables = self.assertWhole(where, text, lines, width, kinds,
@@ -281,6 +291,24 @@ class TerminalWidthTestCase(front_ends.FrontEndsTestCase):
                                  notes_of(text))
                 self.assertEqual(width == 60, all(
                     kind == 'box' for kind, _names in drawn(lines)))
+        # The host view's table, a row per host, keeps the host (and at
+        # 100 columns what orphans hold there, bandwidth included); its
+        # summary is the same from both.
+        every = 'Provider, Free, Free after clean, Held'
+        hosts_how = {60: every, 80: every,
+                     100: 'Provider, Free, Free after clean'}
+        summaries = set()
+        for front_end in both:
+            for width in WIDTHS:
+                _code, text, lines = shown[(
+                    front_end, width, 'allocations list ' +
+                    ' '.join(HOST_VIEW))]
+                self.assertEqual([hosts_how[width]], notes_of(text))
+                self.assertEqual(['table'], [kind for kind, names
+                                             in drawn(lines)], text)
+                summaries.add(' '.join(text[text.index('A clean would'):
+                                            text.index('Next:')].split()))
+        self.assertEqual(1, len(summaries), summaries)
 
     def test_pipes_keep_cliffs_table(self):
         """No terminal: every column of the short table, nothing left

@@ -379,7 +379,19 @@ class Cloud:
             'consumers': len({c for c, _n, _r in self.allocations}),
             'orphans': orphans,
             'audit_expected': sorted(list(p) for p in self.audit_expected()),
+            'held_hosts': self.held_hosts(),
         }
+
+    def held_hosts(self):
+        """The root providers of the compute nodes whose trees a clean
+        gives something back on (list --group-by host's rows): those of
+        every orphan but missing_allocations, sharing providers aside.
+        """
+        by_uuid = {rp['uuid']: rp for rp in self.rps}
+        roots = {by_uuid[rp]['root'] for _c, rp, reason in self.orphans
+                 if reason != 'missing_allocations' and rp is not None}
+        return sorted(self.rps[root]['uuid'] for root in roots
+                      if root < self.n)
 
     def shape(self):
         """What the cloud holds besides compute nodes, for the results."""

@@ -197,6 +197,10 @@ with open(out, "w") as f:
                "cpu": ru.ru_utime + ru.ru_stime}, f)
 sys.exit(os.waitstatus_to_exitcode(status))
 '''
+# The host view in API and fast mode: list --group-by host, a shape.
+HOST_TOOLS = ('api-hosts', 'fast-hosts')
+HOST_VIEW = ('--group-by', 'host', '--resource', 'VCPU=1', '--resource',
+             'MEMORY_MB=512', '--resource', 'DISK_GB=1')
 AUDIT_FLAG = re.compile(
     r'(?:Allocations for|Deleted allocations for) consumer UUID (\S+) on '
     r'Resource Provider (\S+)(?: can be deleted)?:')
@@ -391,6 +395,8 @@ class Bench:
                     '--config-dir', os.path.dirname(self.nova_conf),
                     'placement', 'audit', '--verbose']
             return argv + (['--delete'] if delete else [])
+        host_view = tool in HOST_TOOLS
+        tool = tool.partition('-')[0]
         conf = self.fast_conf if tool == 'fast' else self.api_conf
         if delete:
             # No --config-dir (the directory holds only the file given):
@@ -402,7 +408,7 @@ class Bench:
                     '--journal', journal]
         return [py, '-c', _ORPHANS, '--config-file', conf, '--config-dir',
                 os.path.dirname(conf), 'allocations', 'list', '--format',
-                'json']
+                'json'] + (list(HOST_VIEW) if host_view else [])
 
     def run(self, tool, timeout=3600, delete=False, extra=()):
         """Run one tool once; returns measurements and its findings.
@@ -429,6 +435,9 @@ class Bench:
         if name == 'audit':
             result['found'] = sorted(
                 list(m) for m in set(AUDIT_FLAG.findall(result['stdout'])))
+        elif name in HOST_TOOLS:
+            result['found'] = sorted(r['provider'] for r in json.loads(
+                result['stdout']) if r['held'])
         else:
             rows = json.loads(result['stdout'])
             result['found'] = sorted(
@@ -623,7 +632,12 @@ class Bench:
 
 
 def score(truth, found, tool):
-    """True/false positives against the generated truth."""
+    """True/false positives against the generated truth; of a host
+    view, the hosts it shows, and whether they are the truth's.
+    """
+    if tool in HOST_TOOLS:
+        return {'hosts': len(found),
+                'matches_truth': found == truth['held_hosts']}
     if tool == 'audit':
         # The audit has no reasons and never sees missing allocations:
         # compare (consumer, provider) pairs of allocations.

@@ -94,8 +94,8 @@ class OptionTestCase(base.BaseTestCase):
                    if o.config and o.minimum is not None]
         self.assertEqual(
             {'grace_period', 'retry_budget', 'deadline',
-             'metrics_max_projects', 'journal_retention_days',
-             'full_read_interval'},
+             'metrics_max_projects', 'metrics_max_hosts',
+             'journal_retention_days', 'full_read_interval'},
             {o.config for o in bounded})
         for option in bounded:
             self.assertEqual(
