@@ -265,9 +265,14 @@ def _list_allocations(command, values, context):
     if metrics is not None:
         metrics.capacity = capacity
     every = values.get('show_all')
+    scope = _scope(values, every and not by_host)
+    if by_host or (metrics is not None and capacity.flavors):
+        # What is free on each host, and what fits, rests on every
+        # allocation there: no kept read may stand in for one.
+        scope.full_read = True
     listing = allocations.list_allocations(
-        run_sources, _scope(values, every and not by_host),
-        context.progress, metrics=metrics, rows=not prometheus)
+        run_sources, scope, context.progress, metrics=metrics,
+        rows=not prometheus)
     context.unreadable(listing, command.category)
     if prometheus:
         return report_mod.Report(listing.exit_code, metrics=metrics.text)
