@@ -23,7 +23,7 @@ value, not a missing series. The front ends use only these:
 
 ``scan(findings, duration, unreadable_cells=0, metrics_file=None,
 now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS,
-retries=None, capacity=None)``
+retries=None, capacity=None, full_read=True)``
     the text of a ``list`` (every finding, whatever the filters showed;
     with ``capacity``, what a clean gives back per host and the servers
     of flavors that fit: add_capacity);
@@ -145,7 +145,8 @@ def _sorted(counter):
 
 def scan(findings, duration, unreadable_cells=0, metrics_file=None,
          now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS,
-         unread_sources=0, retries=None, capacity=None):
+         unread_sources=0, retries=None, capacity=None,
+         full_read=True):
     """The metrics of one scan, as exposition text; also written to
     ``metrics_file`` when given.
 
@@ -157,6 +158,8 @@ def scan(findings, duration, unreadable_cells=0, metrics_file=None,
     many projects get series of their own (project_resources);
     ``capacity``: (host rows, flavor totals, max hosts), add_capacity's
     arguments, the scan's host view (app.hosts).
+    ``full_read``: every provider's allocations were read in this scan,
+    none taken from an earlier one's (readers/kept_reads.py).
     """
     counted = [f for f in findings if f.reason in COUNTED_REASONS]
     per_reason = collections.Counter(f.reason for f in counted)
@@ -205,6 +208,11 @@ def scan(findings, duration, unreadable_cells=0, metrics_file=None,
               '(neutron, for servers whose info cache lists no port; '
               'Zun\'s database, for the zun site rule).',
               value=unread_sources)
+    out.gauge('scan_full_read',
+              'Whether the scan read every provider\'s allocations from '
+              'placement (1), or took those of providers whose generation '
+              'had not moved from earlier scans (0), reading again every '
+              'provider a finding rests on.', value=1 if full_read else 0)
     out.gauge('scan_duration_seconds', 'How long the scan took.',
               value=round(duration, 3))
     out.retries('list', retries)

@@ -47,10 +47,12 @@ class Scope:
     allocations of consumers of this project and user, as the findings
     name them (placement's consumer record where it was read, else the
     instance's, which nova writes to placement as the consumer's).
+    ``full_read``: read every provider's allocations afresh, as ``show_all``
+    does (readers/kept_reads.py).
     """
 
     def __init__(self, resource_provider=None, host=None, reasons=None,
-                 show_all=False, project=None, user=None):
+                 show_all=False, project=None, user=None, full_read=False):
         # Bad input is refused before anything is contacted.
         self.resource_provider = audit_mod.validate_uuid(
             resource_provider, _('Resource provider'))
@@ -64,6 +66,8 @@ class Scope:
                         'option': option})
         self.project = project
         self.user = user
+        # Every row, healthy ones too: no kept read may stand in for one.
+        self.full_read = bool(full_read or show_all)
 
     def shown(self):
         """Which findings to show, by reason and action (see Audit.run).
@@ -142,7 +146,8 @@ class Metrics:
             unread_sources=(len(listing.unread) +
                             len(listing.unreadable_services)),
             metrics_file=self.path, max_projects=self.max_projects,
-            retries=_counts(retries), capacity=capacity)
+            retries=_counts(retries), capacity=capacity,
+            full_read=not listing.snapshot.placement.kept)
 
     def repair(self, command, result, retries=None, dry_run=False):
         """``dry_run``: the run changed nothing, and its metrics are a
@@ -163,19 +168,23 @@ def _counts(retries):
 
 
 def audit(sources, scope, shown, progress=None, resource_provider=None,
-          owners=False):
+          owners=False, reported=None, trees=None):
     """One read of the cloud: the findings ``shown`` picks (every one
     for None) and the snapshot they came from.
 
     ``owners``: every orphan names its project and user where placement
     has them, even with ``shown`` None (which reads no consumer record).
+    ``reported`` and ``trees``: what of it the run reports or acts on
+    (see audit.Audit.run).
     """
-    run = audit_mod.Audit(sources.placement_reader(), sources.nova(),
+    reader = sources.placement_reader()
+    audit_mod.keep_reads(sources, reader, full=scope.full_read)
+    run = audit_mod.Audit(reader, sources.nova(),
                           progress=progress, rules=sources.rules,
                           zun_reader=sources.zun())
     findings = run.run(
         resource_provider=resource_provider or scope.resource_provider,
-        host=scope.host, shown=shown)
+        host=scope.host, shown=shown, reported=reported, trees=trees)
     if owners:
         findings = _with_owners(run, findings)
     return results.Listing(findings, run.snapshot)
@@ -213,12 +222,14 @@ def list_allocations(sources, scope, progress=None, metrics=None,
         listing.findings = listing.rows = scope.owned(listing.findings)
         return listing
     metrics.check()
+    shown = scope.shown()
     listing = audit(sources, scope,
                     (lambda finding: True) if rows else None, progress,
-                    owners=not rows)
+                    owners=not rows, reported=lambda finding: (
+                        shown(finding) or
+                        finding.reason in metrics_mod.COUNTED_REASONS))
     metrics.scan(listing, sources.retries)
     listing.findings = scope.owned(listing.findings)
-    shown = scope.shown()
     listing.rows = [f for f in listing.findings if shown(f)] if rows else []
     return listing
 

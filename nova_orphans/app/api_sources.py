@@ -40,6 +40,8 @@ class APISources(sources.Sources):
                  state_path=None):
         self.clients = clients
         self.state_path = state_path
+        self.full_read_interval = sources.value(values,
+                                                opts.FULL_READ_INTERVAL)
         # Shared by the clients' adapters (osc.plugin.make_client).
         self.retries = (getattr(clients, 'retries', None) or
                         clients.placement.retries)

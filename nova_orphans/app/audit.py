@@ -17,6 +17,7 @@ database); the order of reads, the scope of ``--resource-provider`` and
 ``--host`` and the classification are the same for both.
 """
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -30,10 +31,13 @@ from nova_orphans.engine import heal
 from nova_orphans.engine import index as index_mod
 from nova_orphans.engine import model
 from nova_orphans.engine import reasons
+from nova_orphans.engine import resting
 from nova_orphans.engine import rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans import memory
+from nova_orphans.readers import kept_reads as kept_mod
+from nova_orphans.repair import restore
 
 LOG = logging.getLogger(__name__)
 
@@ -97,6 +101,23 @@ def select_scope(providers, nova, resource_provider=None, host=None):
     return scope
 
 
+def keep_reads(sources, reader, full=False):
+    """Let ``reader`` reuse the allocations earlier scans of the sources'
+    cloud read of providers whose generation has not moved, and keep
+    what it reads (readers/kept_reads.py), when it is a reader that can
+    (placement's API); ``full``: this scan reads every provider.
+
+    The file is the cloud's, beside its journals, bound to the identity
+    a journal records of it (restore.identity).
+    """
+    if not reader.keeps_reads:
+        return
+    cloud = restore.identity(sources.placement.endpoint, sources.cloud())
+    reader.use_kept(kept_mod.KeptReads(
+        sources.journal_dir(), cloud, sources.full_read_interval,
+        full=full))
+
+
 class Audit:
     """One read of the cloud and its findings."""
 
@@ -109,7 +130,8 @@ class Audit:
         # A zun_db.ZunDBReader when the zun site rule is on.
         self.zun = zun_reader
 
-    def run(self, resource_provider=None, host=None, shown=None):
+    def run(self, resource_provider=None, host=None, shown=None,
+            reported=None, trees=None):
         """Findings for the selected providers.
 
         ``shown(finding)`` says which findings will be displayed, from
@@ -119,11 +141,18 @@ class Audit:
         read from placement. ``shown=None`` returns every finding and
         reads no record (metrics need none). ``resource_provider``: a
         uuid as validate_uuid gives it.
+
+        ``reported(finding)`` says which of the findings returned the run
+        reports or acts on (None: all of them), and ``trees(snapshot,
+        findings)`` the roots of the provider trees it reports (None:
+        none): each is judged only from allocations read in this run
+        (see _verified).
         """
         with memory.paused():
-            return self._run(resource_provider, host, shown)
+            return self._run(resource_provider, host, shown, reported,
+                             trees)
 
-    def _run(self, resource_provider, host, shown):
+    def _run(self, resource_provider, host, shown, reported, trees):
         started = time.monotonic()
         providers = self.placement.providers()
         if LOG.isEnabledFor(logging.DEBUG):
@@ -149,12 +178,84 @@ class Audit:
             if self.progress:
                 self.progress.stage(_('providers read'), len(targets))
             allocations = self._read_allocations(targets)
+        snapshot, findings = self._verified(
+            providers, nova, allocations, scope, shown, reported, trees)
+        self.placement.keep()
+        self.snapshot = snapshot
+        if LOG.isEnabledFor(logging.DEBUG):
+            self._log_decisions(snapshot)
+        return findings
+
+    def _verified(self, providers, nova, allocations, scope, shown,
+                  reported, trees):
+        """(snapshot, findings), every finding reported resting only on
+        allocations read in this run.
+
+        The reader may have taken some providers' allocations from
+        earlier scans (kept_providers), which can show allocations
+        removed since: the providers the reported findings and trees rest
+        on (engine.resting) are read again and, if they differ from what
+        was kept, everything is judged again from nova's side as read,
+        until none of them is a kept one. Each round reads more providers
+        afresh, so it ends.
+        """
+        kept = self.placement.kept_providers
+        # nova's side as read, for another round: each judges it afresh.
+        read = _copy(nova) if kept else None
+        rounds = 0
+        while True:
+            rounds += 1
+            snapshot, findings = self._judge(
+                providers, nova, allocations, scope, shown,
+                first=rounds == 1)
+            if not kept:
+                break
+            chosen = findings if reported is None else [
+                f for f in findings if reported(f)]
+            roots = trees(snapshot, findings) if trees is not None else ()
+            if roots:
+                chosen = chosen + [f for f in findings
+                                   if f.root_provider in roots]
+            stale = resting.rests_on(snapshot, chosen, roots) & kept
+            if not stale:
+                break
+            again = self.placement.read_again(stale)
+            kept = self.placement.kept_providers
+            same = _same([a for a in allocations if a.provider in stale],
+                         again)
+            LOG.debug('Read again %(count)d provider(s) that reported '
+                      'findings rest on: %(same)s', {
+                          'count': len(stale),
+                          'same': 'as kept' if same else
+                          'changed since they were kept, judged again'})
+            if same:
+                # The snapshot is what it was: so are its findings.
+                break
+            allocations = sorted(
+                [a for a in allocations if a.provider not in stale] + again,
+                key=_by_provider)
+            nova = _copy(read)
+        snapshot.placement.kept = frozenset(kept)
+        LOG.debug('Placement\'s allocations: %(kept)d provider(s) as '
+                  'earlier scans read them, the others read in this run '
+                  '(%(rounds)d round(s) of classification)', {
+                      'kept': len(kept), 'rounds': rounds})
+        return snapshot, findings
+
+    def _judge(self, providers, nova, allocations, scope, shown,
+               first=True):
+        """(snapshot, findings) of these allocations and nova's side:
+        what nova says of their consumers, read, then the classification,
+        as for the run's only read. ``first``: the run's first judgement,
+        which reports its progress.
+        """
+        progress = self.progress if first else None
         consumers = index_mod.consumers_of(allocations)
         placement = model.PlacementSnapshot(
             providers=providers, allocations=allocations,
             scope=None if scope is None else frozenset(scope))
-        if self.progress:
-            self.progress.stage(_('consumers checked'), len(consumers))
+        if progress:
+            progress.stage(_('consumers checked'), len(consumers))
         # What resolving and unknown_to_nova look at: the consumers no
         # live instance owns, a few of them. Sifted once here, not in
         # each from every consumer (each pass costs a look-up apiece).
@@ -185,9 +286,9 @@ class Audit:
                       'trace of in %(seconds).3f s', {
                           'count': len(unknown),
                           'seconds': time.monotonic() - started})
-        if self.progress:
-            self.progress(len(consumers))
-            self.progress.finish()
+        if progress:
+            progress(len(consumers))
+            progress.finish()
         # A bulk reader (fast mode) reads consumer records from placement's
         # database: no per-consumer reads, no second classification.
         bulk_records = (self.placement.consumer_records
@@ -209,8 +310,8 @@ class Audit:
             # classification, shown or not, has them.
             judged = index_mod.on_nova_trees(placement, nova, unknown)
             if judged:
-                records, _allocs = self.placement.consumers(judged)
-                placement.consumers.update(records)
+                found, _allocs = self.placement.consumers(judged)
+                placement.consumers.update(found)
         snapshot = model.Snapshot(placement=placement, nova=nova)
         if scope is not None:
             # "No allocations at all" must look beyond the scope.
@@ -220,11 +321,11 @@ class Audit:
         findings = self._classify(snapshot, shown)
         findings = self._with_internal_hints(snapshot, findings)
         if shown_records is not None:
-            records = shown_records(
+            found = shown_records(
                 {f.consumer for f in findings if f.consumer in consumers} -
                 placement.consumers.keys())
-            placement.consumers.update(records)
-            findings = classify.with_records(findings, records)
+            placement.consumers.update(found)
+            findings = classify.with_records(findings, found)
         # Rows to be shown whose owner nova cannot name (strangers, cells
         # that could not be read) take project, user and type from
         # placement's consumer record: read those few and classify again.
@@ -235,13 +336,10 @@ class Audit:
                       if f.consumer in consumers and f.project_id is None
                       } - set(placement.consumers)
         if wanted:
-            records, _allocs = self.placement.consumers(wanted)
-            placement.consumers.update(records)
-            findings = self._reclassify(snapshot, findings, records, shown)
-        self.snapshot = snapshot
-        if LOG.isEnabledFor(logging.DEBUG):
-            self._log_decisions(snapshot)
-        return findings
+            found, _allocs = self.placement.consumers(wanted)
+            placement.consumers.update(found)
+            findings = self._reclassify(snapshot, findings, found, shown)
+        return snapshot, findings
 
     def _read_nova(self):
         started = time.monotonic()
@@ -435,3 +533,29 @@ class Audit:
             return frozenset()
         _records, allocations = self.placement.consumers(candidates)
         return frozenset(c for c, allocs in allocations.items() if allocs)
+
+
+def _copy(nova):
+    """nova's snapshot as read, apart from another judgement's additions
+    (what resolving, proving and the per-instance reads add).
+    """
+    return dataclasses.replace(
+        nova, cells=dict(nova.cells), compute_nodes=dict(nova.compute_nodes),
+        services=list(nova.services), instances=dict(nova.instances),
+        migrations=dict(nova.migrations), mappings=dict(nova.mappings),
+        activity=dict(nova.activity), claims=dict(nova.claims),
+        internal_hints=dict(nova.internal_hints),
+        unverifiable_roots=dict(nova.unverifiable_roots),
+        unread=list(nova.unread))
+
+
+def _by_provider(alloc):
+    return alloc.provider
+
+
+def _same(before, after):
+    """Whether two reads of the same providers hold the same allocations."""
+    def held(allocations):
+        return sorted((a.consumer, a.provider, sorted(a.resources.items()))
+                      for a in allocations)
+    return held(before) == held(after)

@@ -204,7 +204,7 @@ def _scope(values, show_all=False):
     return allocations.Scope(
         values.get('resource_provider'), values.get('host'),
         values.get('reasons'), show_all, project=values.get('project'),
-        user=values.get('user'))
+        user=values.get('user'), full_read=values.get('full_read'))
 
 
 def _metrics(values):
@@ -265,9 +265,14 @@ def _list_allocations(command, values, context):
     if metrics is not None:
         metrics.capacity = capacity
     every = values.get('show_all')
+    scope = _scope(values, every and not by_host)
+    if by_host or (metrics is not None and capacity.flavors):
+        # What is free on each host, and what fits, rests on every
+        # allocation there: no kept read may stand in for one.
+        scope.full_read = True
     listing = allocations.list_allocations(
-        run_sources, _scope(values, every and not by_host),
-        context.progress, metrics=metrics, rows=not prometheus)
+        run_sources, scope, context.progress, metrics=metrics,
+        rows=not prometheus)
     context.unreadable(listing, command.category)
     if prometheus:
         return report_mod.Report(listing.exit_code, metrics=metrics.text)
@@ -445,6 +450,8 @@ def _prune_journals(command, values, context):
 # The commands -------------------------------------------------------------
 
 _RUN = [opts.RETRY_BUDGET, opts.DEADLINE]
+# How a list reads placement through its API (readers/kept_reads.py).
+_KEPT = [opts.FULL_READ, opts.FULL_READ_INTERVAL]
 _FOREIGN = [opts.GRACE_PERIOD, opts.FOREIGN_PROJECT,
             opts.FOREIGN_CONSUMER_TYPE]
 _ALLOCATIONS_SCOPE = [opts.RESOURCE_PROVIDER, opts.HOST, opts.REASON,
@@ -498,7 +505,7 @@ COMMANDS = [
             'the reason they are fine; with --group-by host, every compute '
             'host.')), opts.GROUP_BY, opts.RESOURCE, opts.FLAVOR,
             opts.METRICS_FILE, opts.METRICS_MAX_PROJECTS,
-            opts.METRICS_MAX_HOSTS] + _RUN,
+            opts.METRICS_MAX_HOSTS] + _KEPT + _RUN,
         _list_allocations, formats=('prometheus',), progress=_READ),
     Command(
         'allocations', 'clean', 'allocation orphan clean',
@@ -531,7 +538,7 @@ COMMANDS = [
           'mark (OWNER_NOVA or COMPUTE_NODE) and no hypervisor has its '
           'uuid, every cell answering.'),
         exit_codes.LIST_CODES,
-        _PROVIDERS_SCOPE + [_PROVIDERS_ALL] + _RUN, _list_providers,
+        _PROVIDERS_SCOPE + [_PROVIDERS_ALL] + _KEPT + _RUN, _list_providers,
         progress=_READ),
     Command(
         'providers', 'clean', 'resource provider orphan clean',

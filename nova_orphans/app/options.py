@@ -259,6 +259,24 @@ FLAVOR = Option(
            'or --format prometheus: also counted in the scan\'s metrics, '
            'beside [nova_orphans] capacity_flavors.'))
 
+FULL_READ = Option(
+    ['--full-read'], action='store_true', default=False,
+    help=_('Read the allocations of every provider in scope from placement, '
+           'as if no earlier scan had read any (see --full-read-interval); '
+           '--all always does.'))
+FULL_READ_INTERVAL = Option(
+    ['--full-read-interval'], metavar='SECONDS', type=int, minimum=0,
+    config='full_read_interval',
+    help=_('Through placement\'s API, read every provider\'s allocations '
+           'when the last full read is older than this; in between, read '
+           'those of the providers whose generation moved, reuse what '
+           'earlier scans read of the others, and read again every provider '
+           'a reported finding rests on. An allocation removed by DELETE '
+           '/allocations/{consumer} moves no generation: a live server '
+           'whose allocations were deleted so is reported '
+           'missing_allocations at most one full_read_interval late. 0: '
+           'every scan reads everything.'))
+
 # Repairs ------------------------------------------------------------------
 
 DRY_RUN = Option(

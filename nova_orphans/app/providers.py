@@ -42,8 +42,13 @@ def list_providers(sources, scope, progress=None):
         audit_mod.require_provider(providers, rp)
         # The whole tree: a tree goes, or stays, as a whole.
         rp = providers[rp].root_uuid
-    audit = allocations.audit(sources, scope, lambda verdict: True,
-                              progress, resource_provider=rp)
+    # The trees shown rest on what their providers hold, each read in
+    # this run (the allocation rows are not shown: what they hold is).
+    audit = allocations.audit(
+        sources, scope, lambda verdict: True, progress, resource_provider=rp,
+        reported=lambda finding: False, trees=lambda snapshot, findings: {
+            f.root_provider for f in provider_rules.classify(
+                snapshot, findings) if scope.show_all or f.is_orphan})
     if scope.show_all:
         # Only --all shows healthy rows: no read for the others.
         _read_fully_reserved(sources, audit.snapshot)

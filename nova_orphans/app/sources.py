@@ -74,7 +74,9 @@ class Sources:
     ``placement_db`` a database reader in fast mode, else None;
     ``rules`` the classification rules; ``concurrency`` the placement
     requests in flight at once; ``state_path`` where journals go by
-    default; ``capacity_flavors`` the flavors a scan's metrics count.
+    default; ``capacity_flavors`` the flavors a scan's metrics count;
+    ``full_read_interval`` the seconds between full reads of placement
+    through its API (readers/kept_reads.py).
     """
 
     placement_db = None
@@ -84,6 +86,7 @@ class Sources:
     rules = rules_mod.DEFAULT_RULES
     concurrency = API_CONCURRENCY
     state_path = None
+    full_read_interval = opts.FULL_READ_INTERVAL.config_default
     # The run's clients.retry.Retries (its counts), once a client made
     # one; None while no service was asked anything.
     retries = None
@@ -150,6 +153,13 @@ class DatabaseSources(Sources):
         group = conf.nova_orphans
         self.concurrency = group.placement_concurrency
         self.state_path = group.state_path
+        # A list's value (given, or nova.conf's); a clean takes nova.conf's.
+        interval = opts.FULL_READ_INTERVAL
+        if values is not None and interval.dest in values:
+            self.full_read_interval = values[interval.dest]
+        else:
+            interval.check(group.full_read_interval, from_config=True)
+            self.full_read_interval = group.full_read_interval
         self.capacity_flavors = list(group.capacity_flavors or ())
         self._placement = None
         self._nova = None

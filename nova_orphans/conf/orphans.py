@@ -41,6 +41,8 @@ DEFAULT_RETRY_BUDGET = 15
 # Requests in flight at once through the APIs: also the openstack
 # commands', and that of the readers and repairs given none.
 DEFAULT_CONCURRENCY = 8
+# Also the openstack commands' --full-read-interval default: a day.
+DEFAULT_FULL_READ_INTERVAL = 24 * 3600
 
 ORPHANS_OPTS = [
     cfg.IntOpt('cell_timeout', default=60, min=1,
@@ -166,9 +168,27 @@ ORPHANS_OPTS = [
                      'scan before it reads anything (exit status 127). '
                      '"list --flavor" adds to them. Counting them reads '
                      'every compute node\'s inventories.'),
+    cfg.IntOpt('full_read_interval', default=DEFAULT_FULL_READ_INTERVAL,
+               help='Seconds between full reads of placement through its '
+                    'API. In between, a scan reads the provider list once, '
+                    'reads the allocations of the providers whose '
+                    'generation moved (or that are new), and reuses what '
+                    'an earlier scan read of the others, kept in a file '
+                    'beside the journals; every provider a finding rests '
+                    'on is read again before the finding is reported. '
+                    'What a provider\'s generation cannot show, an '
+                    'allocation removed by DELETE /allocations/{consumer}, '
+                    'is seen at most one full_read_interval late: a live '
+                    'server whose allocations an operator deleted is '
+                    'reported missing_allocations only at the next full '
+                    'read. --all and --full-read always read everything; '
+                    '0 makes every scan a full read. Fast mode always '
+                    'reads everything.'),
     cfg.StrOpt('state_path',
                help='Directory for repair journals when --journal is not '
-                    'given, created with mode 0700. Unset, the same '
+                    'given, and for the placement reads kept between '
+                    'scans (see full_read_interval), created with mode '
+                    '0700. Unset, the same '
                     'default as the openstack commands: '
                     '$XDG_STATE_HOME/nova-orphans if XDG_STATE_HOME is '
                     'set, else /var/lib/nova-orphans when the user running '

@@ -165,6 +165,10 @@ class PlacementSnapshot:
     # least total). Read only for the provider commands.
     fully_reserved: typing.Dict[str, tuple] = dataclasses.field(
         default_factory=dict)
+    # Providers whose allocations are as an earlier scan read them, not
+    # read in this one (readers/kept_reads.py): no reported finding rests
+    # on them (engine.resting). Empty: every provider in scope was read.
+    kept: frozenset = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -51,8 +51,32 @@ class PlacementReader:
     # the audit need not read a record per consumer through consumers().
     reads_records_in_bulk = False
 
+    # use_kept() makes allocations() take the providers whose generation
+    # has not moved from earlier scans' reads (readers/kept_reads.py):
+    # a reader of placement's API. One of its database reads everything
+    # at once.
+    keeps_reads = False
+    # The providers whose allocations came from kept reads, not read in
+    # this run: they may show allocations removed since (see
+    # read_again).
+    kept_providers = frozenset()
+
     def consumer_records(self, consumers=None):
         raise NotImplementedError()
+
+    def use_kept(self, kept):
+        """Reuse and keep reads through ``kept``; ignored by a reader
+        that keeps none.
+        """
+
+    def read_again(self, provider_uuids):
+        """The allocations on these providers (of kept_providers), read
+        now.
+        """
+        raise NotImplementedError()
+
+    def keep(self):
+        """Keep what this run read for the next (see use_kept)."""
 
     def fully_reserved(self, provider_uuids):
         """{uuid: its classes} of these providers whose every inventory

@@ -13,7 +13,9 @@
 
 Placement has no "all allocations" call, so this costs one GET per
 provider in scope; they run with bounded concurrency, over the
-connections the client's keystoneauth session keeps open.
+connections the client's keystoneauth session keeps open. With kept
+reads (use_kept), only the providers whose generation moved since an
+earlier scan read them are read (readers/kept_reads.py).
 """
 
 import concurrent.futures
@@ -34,10 +36,24 @@ class PlacementAPIReader(base.PlacementReader):
     # Audit.run may read allocations while it reads nova: this reader
     # waits on placement, not on the tool's CPU.
     reads_in_background = True
+    keeps_reads = True
 
     def __init__(self, client, concurrency=orphans_conf.DEFAULT_CONCURRENCY):
         self.client = client
         self.concurrency = concurrency
+        self._kept = None
+        # {uuid: generation} of the listing; the providers whose
+        # allocations this run took from kept reads, and those it read.
+        self._listed = {}
+        self.kept_providers = set()
+        self._fresh = set()
+
+    def use_kept(self, kept):
+        """Take the allocations of the providers whose generation has
+        not moved from ``kept`` (a kept_reads.KeptReads), and keep what
+        is read there.
+        """
+        self._kept = kept
 
     @property
     def label(self):
@@ -65,6 +81,7 @@ class PlacementAPIReader(base.PlacementReader):
                 )['resource_providers']:
                     aggregates.setdefault(member['uuid'], set()).add(agg)
         foreign = self._foreign_owners(raw)
+        self._listed = {p['uuid']: p.get('generation') for p in raw}
         return {
             p['uuid']: model.Provider(
                 uuid=p['uuid'], name=p['name'],
@@ -118,7 +135,57 @@ class PlacementAPIReader(base.PlacementReader):
         """Allocations on the given providers, read concurrently.
 
         ``cancelled()``, if given, is asked before each GET; once it says
-        yes the rest are not sent and None is returned.
+        yes the rest are not sent and None is returned. With kept reads,
+        a provider the listing shows at the generation its allocations
+        were kept under is not read: they are taken from there
+        (``kept_providers``).
+        """
+        wanted = sorted(provider_uuids)
+        reused = {}
+        if self._kept is not None:
+            reused = self._kept.reusable(
+                {u: self._listed[u] for u in wanted if u in self._listed})
+        read = self._read_each([u for u in wanted if u not in reused],
+                               progress, cancelled)
+        if read is None:
+            return None
+        self.kept_providers.update(reused)
+        result = []
+        for uuid in wanted:
+            held = reused.get(uuid)
+            if held is None:
+                result.extend(read[uuid])
+                continue
+            # The kept dicts themselves: nothing changes a record's.
+            result.extend(
+                model.Allocation(consumer=consumer, provider=uuid,
+                                 resources=resources)
+                for consumer, resources in held.items())
+            if progress:
+                progress()
+        return result
+
+    def read_again(self, provider_uuids):
+        """The allocations on these providers, read now whatever kept
+        reads say (the audit's proof of a finding).
+        """
+        wanted = sorted(provider_uuids)
+        read = self._read_each(wanted)
+        self.kept_providers.difference_update(wanted)
+        return [alloc for uuid in wanted for alloc in read[uuid]]
+
+    def keep(self):
+        """Save the kept reads for the next scan: what this one read,
+        and what it reused; a full read when it read every provider.
+        """
+        if self._kept is not None:
+            self._kept.save(self._listed,
+                            full=not self._listed.keys() - self._fresh)
+
+    def _read_each(self, uuids, progress=None, cancelled=None):
+        """{uuid: its allocations} of these providers, read concurrently
+        (None: ``cancelled``), each kept under the generation placement
+        returned with them.
         """
         def read(uuid):
             if cancelled is not None and cancelled():
@@ -129,17 +196,24 @@ class PlacementAPIReader(base.PlacementReader):
             if doc is None:
                 # Deleted since the listing (nova deletes a compute
                 # node's provider with it): its allocations went too.
-                return []
-            return [model.Allocation(consumer=consumer, provider=uuid,
-                                     resources=dict(body['resources']))
-                    for consumer, body in doc['allocations'].items()]
+                return None, {}
+            return doc.get('resource_provider_generation'), {
+                consumer: body['resources']
+                for consumer, body in doc['allocations'].items()}
 
-        result = []
+        result = {}
         with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
-            for allocs in pool.map(read, sorted(provider_uuids)):
-                if allocs is None:
+            for uuid, answer in zip(uuids, pool.map(read, uuids)):
+                if answer is None:
                     return None
-                result.extend(allocs)
+                generation, held = answer
+                self._fresh.add(uuid)
+                if self._kept is not None:
+                    self._kept.put(uuid, generation, held)
+                result[uuid] = [
+                    model.Allocation(consumer=consumer, provider=uuid,
+                                     resources=resources)
+                    for consumer, resources in held.items()]
                 if progress:
                     progress()
         return result

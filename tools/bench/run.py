@@ -28,6 +28,8 @@ floor, and whether each tool's findings match the generated truth.
     python tools/bench/run.py --providers 50000 --cells 3 --tools fast
     python tools/bench/run.py --clean 10000         # clean vs audit --delete
     python tools/bench/run.py --providers 2000 --mariadb   # nova on MariaDB
+    python tools/bench/run.py --steady 2000 10000 --situations-every 100 \
+        --compare main=/path/to/another/checkout   # kept reads, steady
     python tools/bench/run.py --plot --results bench-results/results.json
 
 Results go to ``--out`` (default ./bench-results): results.json, the
@@ -40,6 +42,7 @@ import itertools
 import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import sys
@@ -89,7 +92,8 @@ def machine():
             'kernel': platform.release()}
 
 
-def build(args, workdir, providers, cells, orphans_only=False, maria=None):
+def build(args, workdir, providers, cells, orphans_only=False, maria=None,
+          situations_every=1):
     nova_t, placement_t = templates()
     nova_urls = placement_url = None
     if maria is not None and args.mariadb:
@@ -100,7 +104,8 @@ def build(args, workdir, providers, cells, orphans_only=False, maria=None):
     cloud = generate.Cloud(workdir, providers, cells=cells,
                            per_provider=args.per_provider,
                            orphans_only=orphans_only, nova_urls=nova_urls,
-                           nested=not args.plain, sharing=not args.plain)
+                           nested=not args.plain, sharing=not args.plain,
+                           situations_every=situations_every)
     start = time.monotonic()
     urls = cloud.build(nova_t, placement_t, placement_url=placement_url)
     cloud.generated_in = time.monotonic() - start
@@ -224,6 +229,132 @@ def bench_list(args, providers, cells, maria=None):
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
     return results
+
+
+# The steady-state scans (bench_steady), in the order each round runs
+# them: what each is, and the extra arguments of its list.
+STEADY = (
+    ('cold', 'first scan: no kept reads (a full read, which it keeps)', ()),
+    ('today', 'each --compare checkout\'s tool, as today@LABEL', ()),
+    ('unchanged', 'nothing changed since the scan before', ()),
+    ('full', '--full-read', ('--full-read',)),
+    ('churn', 'after %(churn)s of the compute nodes changed', ()),
+    ('full-churn', '--full-read, after as many changed again',
+     ('--full-read',)),
+)
+
+
+def bench_steady(args, providers, cells):
+    """API-mode scans of one cloud again and again: the first (cold)
+    scan, the same cloud unchanged, and after ``--churn`` of its compute
+    nodes' providers changed, each beside a full read, round after
+    round, the kinds alternating. Each ``--compare`` checkout's tool
+    also runs beside the cold scan (``today@LABEL``).
+    """
+    workdir = tempfile.mkdtemp(prefix='orphanbench-steady-%d-' % providers,
+                               dir=args.tmp)
+    cloud, bench, checked = build(args, workdir, providers, cells,
+                                  situations_every=args.situations_every)
+    truth = cloud.truth()
+    rand = random.Random(providers)
+    labels = [label for label, _tree in args.compare]
+    kinds = [(k, tool, extra) for kind, _what, extra in STEADY
+             for k, tool in (
+                 [('today@%s' % label, 'api@%s' % label)
+                  for label in labels] if kind == 'today'
+                 else [(kind, 'api')])]
+    runs = {kind: [] for kind, _tool, _extra in kinds}
+    try:
+        # Untimed: the first scan of a cloud just built warms placement's
+        # workers and the page cache, which the first timed run would
+        # otherwise pay for.
+        log('%d compute nodes: warm-up (untimed)' % providers)
+        bench.run('api', timeout=args.timeout, extra=('--full-read',))
+        for label in labels:
+            bench.run('api@%s' % label, timeout=args.timeout)
+        for round_ in range(args.repeat):
+            for kind, tool, extra in kinds:
+                if kind == 'cold':
+                    bench.forget_kept_reads()
+                changed = None
+                if kind in ('churn', 'full-churn'):
+                    changed = bench.churn(args.churn / 100.0, rand)
+                log('%d compute nodes: %s, round %d%s (load %.2f)' % (
+                    providers, kind, round_ + 1,
+                    '' if changed is None else
+                    ', %d providers changed' % changed,
+                    os.getloadavg()[0]))
+                r = bench.run(tool, timeout=args.timeout, extra=extra)
+                r['round'] = round_ + 1
+                if changed is not None:
+                    r['providers_changed'] = changed
+                log('  %.2fs wall, %.2fs CPU, %.0f MiB, placement CPU '
+                    '%.2fs, %d requests (%d allocation reads)' % (
+                        r['wall'], r['cpu'], r['rss_mib'],
+                        r['placement_cpu'], r['placement_requests'],
+                        r['allocation_reads']))
+                runs[kind].append(r)
+    finally:
+        bench.stop()
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    results = []
+    for kind, _tool, _extra in kinds:
+        entry = {'providers': providers, 'cells': cells,
+                 'allocations': truth['allocations'],
+                 'orphans': len(truth['orphans']),
+                 'tool': 'steady-%s' % kind, 'verified': checked,
+                 'shape': cloud.shape(), 'churn_percent': args.churn,
+                 'resource_providers': truth['resource_providers'],
+                 'generated_in': cloud.generated_in}
+        entry.update(backends(bench))
+        summarize(entry, runs[kind], truth)
+        entry['median_placement_requests'] = statistics.median(
+            r['placement_requests'] for r in runs[kind])
+        entry['median_allocation_reads'] = statistics.median(
+            r['allocation_reads'] for r in runs[kind])
+        results.append(entry)
+    return results
+
+
+def steady_table(results):
+    """The steady-state scans, every run, and each kind of scan against
+    the full read of the same round.
+    """
+    lines = [
+        '| compute nodes (providers) | orphans | scan | round | wall (s) | '
+        'tool CPU (s) | placement CPU (s) | placement requests | '
+        'allocation reads | full read / this: placement CPU, wall | '
+        'load average before | findings vs truth |',
+        '|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---|']
+    steady = [r for r in results if r['tool'].startswith('steady-')]
+    for r in sorted(steady, key=lambda r: (
+            r['providers'], [k for k, _w, _e in STEADY].index(
+                r['tool'][len('steady-'):].partition('@')[0]),
+            r['tool'])):
+        kind = r['tool'][len('steady-'):]
+        full = next((x for x in steady if _key(x) == _key(r) and
+                     x['tool'] == ('steady-full-churn' if kind == 'churn'
+                                   else 'steady-full')), None)
+        for i, run in enumerate(r['runs']):
+            ratio = ''
+            if full is not None and full is not r and i < len(full['runs']):
+                f = full['runs'][i]
+                ratio = '%.1fx, %.1fx' % (
+                    f['placement_cpu'] / max(run['placement_cpu'], 0.01),
+                    f['wall'] / run['wall'])
+            s = r['score']
+            lines.append(
+                '| %d (%d) | %d | %s%s | %d | %.2f | %.2f | %.2f | %d | %d '
+                '| %s | %.1f | %s |' % (
+                    r['providers'], r['resource_providers'], r['orphans'],
+                    kind, ' (%d changed)' % run['providers_changed']
+                    if 'providers_changed' in run else '',
+                    run.get('round', i + 1), run['wall'], run['cpu'],
+                    run['placement_cpu'], run['placement_requests'],
+                    run['allocation_reads'], ratio, run['loadavg_before'],
+                    'match' if s['matches_truth'] else 'differs'))
+    return '\n'.join(lines) + '\n'
 
 
 def _shared(r, above):
@@ -386,7 +517,8 @@ def _key(r):
 
 
 def table(results):
-    results = [r for r in results if not r['tool'].startswith('restore')]
+    results = [r for r in results
+               if not r['tool'].startswith(('restore', 'steady-'))]
     key = _key
     audit = {key(r): r for r in results if r['tool'] == 'audit'}
     lines = [
@@ -543,6 +675,9 @@ def all_tables(results):
     if any(r['tool'].startswith('clean') for r in results):
         out += ('\nclean, audit --delete and restore, by run:\n\n' +
                 clean_table(results))
+    if any(r['tool'].startswith('steady-') for r in results):
+        out += ('\nAPI mode\'s steady-state scans (kept reads), by run:\n\n'
+                + steady_table(results))
     return out
 
 
@@ -705,6 +840,22 @@ def main(argv=None):
                         metavar='LOAD',
                         help='plot fast-mode results taken at a higher load '
                              'average by their CPU seconds')
+    parser.add_argument('--steady', type=int, nargs='*', default=[],
+                        metavar='NODES',
+                        help='API mode\'s steady state at these cloud sizes '
+                             '(compute nodes): a cold scan, the cloud '
+                             'unchanged and after --churn of its nodes '
+                             'changed, each beside a --full-read scan, '
+                             '--repeat rounds')
+    parser.add_argument('--churn', type=float, default=1.0,
+                        metavar='PERCENT',
+                        help='the compute nodes whose provider changes '
+                             'between steady-state scans (default 1)')
+    parser.add_argument('--situations-every', type=int, default=1,
+                        metavar='K',
+                        help='steady-state clouds: only one pair of nodes '
+                             'in K holds the generated situations and '
+                             'orphans (default 1: every pair)')
     parser.add_argument('--tmp', default=None,
                         help='where generated clouds live (default TMPDIR)')
     parser.add_argument('--keep', action='store_true',
@@ -714,7 +865,8 @@ def main(argv=None):
                         help='also run each mode of --tools but the audit '
                              'from the checkout at PATH, as TOOL@LABEL, '
                              'in turn with this one\'s on the same cloud '
-                             '(repeatable)')
+                             '(repeatable); with --steady, its API mode '
+                             'beside the cold scan')
     args = parser.parse_args(argv)
 
     os.makedirs(args.out, exist_ok=True)
@@ -767,6 +919,9 @@ def main(argv=None):
                 save(bench_list(args, providers, cells, maria=maria))
         if args.clean:
             save(bench_clean(args, maria=maria))
+        for cells in args.cells:
+            for providers in args.steady:
+                save(bench_steady(args, providers, cells))
     finally:
         if maria is not None:
             maria.stop(remove=not args.keep)

@@ -26,6 +26,7 @@ again through the driver alone. The full benchmark is
 import collections
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -132,9 +133,26 @@ class BenchSmokeTestCase(functional_base.TestCase):
             self.assertLess(result['rss_all_mib'], result['rss_mib'] * 1.5)
             if tool == 'api':
                 self.assertGreater(result['placement_cpu'], 0)
+                # The first scan: every provider's allocations read.
+                self.assertEqual(25, result['allocation_reads'])
+                self.assertGreater(result['placement_requests'], 25)
             else:
                 # Only the workers' idle polling: no request was served.
                 self.assertLess(result['placement_cpu'], 0.2)
+                self.assertEqual(0, result['placement_requests'])
+        # The steady state: kept reads, a churn that changes no finding,
+        # and a cold scan once they are forgotten.
+        steady = bench.run('api', timeout=120)
+        self.assertEqual(sorted(truth['orphans']), steady['found'])
+        self.assertLess(steady['allocation_reads'], 25)
+        # Two nodes' providers at least (a server on shared storage moves
+        # its sharing provider's too).
+        self.assertGreaterEqual(bench.churn(0.1, random.Random(1)), 2)
+        churned = bench.run('api', timeout=120)
+        self.assertEqual(sorted(truth['orphans']), churned['found'])
+        bench.forget_kept_reads()
+        self.assertEqual(25, bench.run('api', timeout=120)[
+            'allocation_reads'])
         # TOOL@LABEL runs the tool of that checkout, not this one's.
         result = bench.run('fast@stub', timeout=120)
         self.assertEqual((0, []), (result['rc'], result['found']))
@@ -159,6 +177,15 @@ class BenchSmokeTestCase(functional_base.TestCase):
              'placement: allocations made of them',
              'classify: %d allocations' % truth['allocations']],
             [s for s in steps if not s.startswith('cell cell0: ')])
+        # Situations on one pair in 5 only: pairs 0 and 5, their orphans
+        # on nodes 0 and 11 and the sharing provider of nodes 0 to 9.
+        sparse = generate.Cloud(self.tmp, 20, cells=2, situations_every=5)
+        sparse.plan()
+        self.assertEqual('nested+sharing, situations 1/5', sparse.shape())
+        index = {rp['uuid']: i for i, rp in enumerate(sparse.rps)}
+        self.assertEqual({0, 11, sparse.shared_by[0]},
+                         {index[rp] for _c, rp, _r in sparse.orphans})
+        self.assertEqual(6, len(sparse.orphans))
         # The audit's parser and the generator's model of its algorithm.
         self.assertTrue(runner.score(
             truth, truth['audit_expected'], 'audit')['true_positives'])

@@ -506,7 +506,9 @@ class SafetyTestCase(RepairTestCase):
         self.assertEqual(before, self.placement.dump_state())
         self.assertEqual([], self.writes())
         self.assertFalse(os.path.exists(self.journal))
-        self.assertFalse(os.path.exists(self.state_path))
+        # No journal: only what the scan read, kept for the next.
+        self.assertEqual(['kept-reads'], [
+            name[:len('kept-reads')] for name in os.listdir(self.state_path)])
 
     def test_max_count_bounds_the_consumers_changed(self):
         """Two rows of one consumer are one change; the rest is left for
@@ -1163,7 +1165,12 @@ class JournalTestCase(RepairTestCase):
         rc, out, err = self.manage('allocations', 'clean')
         second = re.search(r'Journal: (\S+)', err).group(1)
         self.assertNotEqual(path, second)
-        self.assertEqual(2, len(os.listdir(self.state_path)))
+        # Beside them, what the scans read, kept for the next.
+        self.assertEqual(
+            sorted([os.path.basename(path), os.path.basename(second)]),
+            sorted(name for name in os.listdir(self.state_path)
+                   if name.startswith('journal-')))
+        self.assertEqual(3, len(os.listdir(self.state_path)))
 
 
 class MailingListTestCase(RepairTestCase):

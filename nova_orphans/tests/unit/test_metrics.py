@@ -68,7 +68,8 @@ class ScanTestCase(ExpositionTestCase):
                      resources={'VCPU': 1, 'MEMORY_MB': 512}),
              finding(VM2, 'active_instance', 'none')],
             1.23456, unreadable_cells=1, unread_sources=2, now=NOW,
-            retries={('placement', '503'): 3, ('compute', 'connection'): 1})
+            retries={('placement', '503'): 3, ('compute', 'connection'): 1},
+            full_read=False)
         per_reason = ''.join(
             'nova_orphans_%s{reason="%s"} %s\n' % (
                 name, r, '1.0' if r in ('deleted_instance', 'unverifiable')
@@ -122,6 +123,12 @@ class ScanTestCase(ExpositionTestCase):
             'rule).\n'
             '# TYPE nova_orphans_unread_sources gauge\n'
             'nova_orphans_unread_sources 2.0\n'
+            '# HELP nova_orphans_scan_full_read Whether the scan read every '
+            'provider\'s allocations from placement (1), or took those of '
+            'providers whose generation had not moved from earlier scans '
+            '(0), reading again every provider a finding rests on.\n'
+            '# TYPE nova_orphans_scan_full_read gauge\n'
+            'nova_orphans_scan_full_read 0.0\n'
             '# HELP nova_orphans_scan_duration_seconds How long the scan '
             'took.\n'
             '# TYPE nova_orphans_scan_duration_seconds gauge\n'
@@ -148,8 +155,9 @@ class ScanTestCase(ExpositionTestCase):
             {'0.0'}, {v for k, v in samples(text).items()
                       if k.startswith(('nova_orphans_allocations',
                                        'nova_orphans_consumers'))})
-        self.assertEqual(2 * len(metrics.COUNTED_REASONS) + 4,
+        self.assertEqual(2 * len(metrics.COUNTED_REASONS) + 5,
                          len(samples(text)))
+        self.assertEqual('1.0', samples(text)['nova_orphans_scan_full_read'])
         self.check_exposition(text)
 
     def test_written_to_metrics_file(self):

@@ -47,7 +47,10 @@ Unless told otherwise (``nested=False``, ``sharing=False``):
 
 With ``orphans_only=True`` every slot is an orphan (a deleted instance
 or an unknown consumer) on a plain node: the cloud for the clean
-benchmark.
+benchmark. With ``situations_every=K`` only one pair in K holds the
+situations above (and only the nested children of its nodes their
+orphans): a cloud with a few orphans among many live servers, for the
+steady-state scans.
 """
 
 import datetime
@@ -118,7 +121,7 @@ class Cloud:
 
     def __init__(self, workdir, providers, cells=1, per_provider=20,
                  seed=42, orphans_only=False, nova_urls=None, nested=True,
-                 sharing=True):
+                 sharing=True, situations_every=1):
         self.workdir = workdir
         self.n = providers
         self.cells = ['cell%d' % (i + 1) for i in range(cells)]
@@ -127,6 +130,7 @@ class Cloud:
         self.orphans_only = orphans_only
         self.nested = nested and not orphans_only
         self.sharing = sharing and not orphans_only
+        self.situations_every = situations_every
         self.nova_urls = nova_urls
         # The generated leftovers have been there for a day: past any
         # grace period (rules.unsettled), as an operator finds them.
@@ -247,8 +251,9 @@ class Cloud:
         for a in range(0, self.n, 2):
             b = a + 1 if a + 1 < self.n else None
             k = a // 2
-            if self.orphans_only:
+            if self.orphans_only or k % self.situations_every:
                 continue
+            k //= self.situations_every
             if b is not None:
                 self._two_node(TWO_NODE[k % len(TWO_NODE)], a, b, used)
                 one = b if k % 2 else a
@@ -264,6 +269,8 @@ class Cloud:
                 self._alloc(queued, a)
                 used[a] += 1
         for i, (child, _kind) in sorted(self.children.items()):
+            if (i // 2) % self.situations_every:
+                continue
             # An orphan of the node's tree, and a stranger on the child.
             self._one_node(ONE_NODE[(i // NESTED_EVERY) % len(ONE_NODE)],
                            i, used, child=True)
@@ -388,10 +395,13 @@ class Cloud:
 
     def shape(self):
         """What the cloud holds besides compute nodes, for the results."""
-        return '+'.join(
+        shape = '+'.join(
             [name for name, on in (('nested', self.nested),
                                    ('sharing', self.sharing)) if on] or
             ['plain'])
+        if self.situations_every > 1:
+            shape += ', situations 1/%d' % self.situations_every
+        return shape
 
     # Writing --------------------------------------------------------------
 

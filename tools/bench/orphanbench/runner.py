@@ -20,6 +20,7 @@ the CPU time placement's worker processes spent during the run (from
 
 import collections
 import compileall
+import glob
 import json
 import os
 import re
@@ -243,6 +244,12 @@ class Placement:
                         raise
                     time.sleep(0.1)
 
+    def counts(self):
+        """{'requests': N, 'allocation_reads': M} served so far."""
+        import requests
+        return requests.get(self.endpoint + '/_orphanbench/requests',
+                            timeout=30, proxies={'http': None}).json()
+
     def cpu_seconds(self):
         total = 0
         for pid in self.workers:
@@ -403,19 +410,20 @@ class Bench:
                 os.path.dirname(conf), 'allocations', 'list', '--format',
                 'json'] + (list(HOST_VIEW) if host_view else [])
 
-    def run(self, tool, timeout=3600, delete=False):
+    def run(self, tool, timeout=3600, delete=False, extra=()):
         """Run one tool once; returns measurements and its findings.
 
         ``TOOL@LABEL`` runs the tool from the checkout ``trees`` names
         LABEL: imported from there, and started there (``python -c``
-        imports from its working directory first).
+        imports from its working directory first). ``extra``: more
+        arguments to a list.
         """
         journal = os.path.join(self.workdir, 'journal-%d' % time.time_ns())
         name, _at, label = tool.partition('@')
         tree = self.trees[label]
         result = self._measured(
-            self._argv(name, delete=delete, journal=journal), timeout,
-            os.path.join(self.workdir, 'out-%s.txt' % tool),
+            self._argv(name, delete=delete, journal=journal) + list(extra),
+            timeout, os.path.join(self.workdir, 'out-%s.txt' % tool),
             env=dict(self.env, PYTHONPATH=tree), cwd=tree)
         result['tool'] = tool
         if delete:
@@ -445,9 +453,11 @@ class Bench:
     def _measured(self, argv, timeout, stdout_path=None, env=None,
                   cwd=REPO):
         """run_with_rusage, with placement's (and the database server's)
-        CPU seconds meanwhile and the load average before.
+        CPU seconds and the requests it served meanwhile, and the load
+        average before.
         """
         cpu0 = self.placement.cpu_seconds()
+        counts0 = self.placement.counts()
         db0 = self.db_cpu() if self.db_cpu else None
         load = os.getloadavg()[0]
         machine0 = machine_cpu_seconds()
@@ -455,6 +465,11 @@ class Bench:
                                  stdout_path=stdout_path, cwd=cwd)
         machine = machine_cpu_seconds() - machine0
         result['placement_cpu'] = self.placement.cpu_seconds() - cpu0
+        counts = self.placement.counts()
+        result['placement_requests'] = counts['requests'] - counts0[
+            'requests']
+        result['allocation_reads'] = (counts['allocation_reads'] -
+                                      counts0['allocation_reads'])
         if self.db_cpu:
             result['db_cpu'] = self.db_cpu() - db0
         # What the rest of the machine ran meanwhile, on the same cores:
@@ -466,6 +481,54 @@ class Bench:
         # machine shows up here.
         result['loadavg_before'] = load
         return result
+
+    def forget_kept_reads(self):
+        """Remove the placement reads the API-mode scans keep (in the
+        state directory): the next is a first, cold scan.
+        """
+        for path in glob.glob(os.path.join(self.workdir, 'state',
+                                           'kept-reads-*.json')):
+            os.unlink(path)
+
+    def churn(self, fraction, rand):
+        """Move the generation of ``fraction`` of the compute nodes'
+        providers as nova does, by writing allocations there: one live
+        server's on each, written again as they are (its findings do not
+        change). Returns how many providers' generations moved.
+        """
+        import requests
+        session = requests.Session()
+        session.trust_env = False
+        session.headers.update({'X-Auth-Token': 'admin',
+                                'OpenStack-API-Version': 'placement 1.37',
+                                'Accept': 'application/json'})
+        url = self.placement.endpoint
+
+        def generations():
+            return {p['uuid']: p['generation'] for p in session.get(
+                url + '/resource_providers').json()['resource_providers']}
+        before = generations()
+        live = collections.defaultdict(list)
+        for inst in self.cloud.instances:
+            if not inst['deleted'] and inst['host'] and (
+                    inst['vm_state'] == 'active' and not inst['task_state']):
+                live[inst['host']].append(inst['uuid'])
+        nodes = [n for n in self.cloud.nodes if live[n['host']]]
+        for node in rand.sample(nodes, max(1, int(len(self.cloud.nodes) *
+                                                  fraction))):
+            consumer = rand.choice(live[node['host']])
+            doc = session.get(url + '/allocations/%s' % consumer).json()
+            resp = session.put(url + '/allocations/%s' % consumer, json={
+                'allocations': {rp: {'resources': a['resources']}
+                                for rp, a in doc['allocations'].items()},
+                'project_id': doc['project_id'], 'user_id': doc['user_id'],
+                'consumer_generation': doc['consumer_generation']})
+            if resp.status_code != 204:
+                raise RuntimeError('churn: PUT /allocations/%s: %d %s' % (
+                    consumer, resp.status_code, resp.text))
+        after = generations()
+        return sum(1 for uuid, gen in after.items()
+                   if before.get(uuid) != gen)
 
     def restore(self, journal, tool='fast', timeout=3600):
         """``allocations restore`` of a clean's journal, measured.

@@ -27,6 +27,11 @@ connections are spread evenly over the workers for the whole run.
     python -m orphanbench.server --db sqlite:////tmp/p.sqlite \\
         --workers 2 --ready-file /tmp/ready.json
 
+It counts the requests it serves, and among them the reads of a
+provider's allocations (``GET /resource_providers/{uuid}/allocations``):
+``GET /_orphanbench/requests`` answers ``{"requests": N, "allocation_reads":
+M}`` so far, itself not counted.
+
 With ``ORPHANBENCH_PROFILE_DIR`` set, each worker profiles the requests
 it serves (cProfile, only while placement's app runs) and writes
 ``placement-<pid>.prof`` there when it is stopped: where placement's own
@@ -48,6 +53,8 @@ from wsgiref import simple_server
 # Request bodies left unread by the app up to this size are skipped so
 # the connection can serve the next request; larger ones close it.
 _MAX_DRAIN = 1 << 20
+# What answers the counts of requests served (see the module docstring).
+COUNTS_PATH = '/_orphanbench/requests'
 
 
 class _Server(socketserver.ThreadingMixIn, simple_server.WSGIServer):
@@ -156,6 +163,16 @@ class _Handler(simple_server.WSGIRequestHandler):
             return
         if not self.parse_request():
             return
+        if self.path == COUNTS_PATH:
+            self._send_counts()
+            return
+        requests, reads = self.server.served
+        with self.server.count_lock:
+            requests[self.server.index] += 1
+            if (self.command == 'GET' and
+                    self.path.startswith('/resource_providers/') and
+                    self.path.endswith('/allocations')):
+                reads[self.server.index] += 1
         if 'chunked' in self.headers.get('Transfer-Encoding', '').lower():
             self.send_error(411)
             self.close_connection = True
@@ -172,6 +189,16 @@ class _Handler(simple_server.WSGIRequestHandler):
         elif body.left:
             body.read()
 
+    def _send_counts(self):
+        requests, reads = self.server.served
+        body = json.dumps({'requests': sum(requests),
+                           'allocation_reads': sum(reads)}).encode()
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
 
 def _app(db_url):
     from placement import db_api
@@ -185,10 +212,11 @@ def _app(db_url):
     return deploy.loadapp(conf)
 
 
-def _worker(sock, db_url, index, connections):
+def _worker(sock, db_url, index, connections, served):
     app = _app(db_url)
     server = _Server(sock.getsockname(), _Handler, bind_and_activate=False)
     server.index, server.connections = index, connections
+    server.served = served
     server.count_lock = threading.Lock()
     # One request at a time per worker, as uwsgi's processes (threads=1).
     server.app_lock = threading.Lock()
@@ -242,12 +270,15 @@ def main(argv=None):
     sock.setblocking(False)
     # Every worker's open connections, in memory shared across the fork.
     connections = multiprocessing.sharedctypes.RawArray('i', args.workers)
+    # Each worker's requests served, and allocation reads among them.
+    served = tuple(multiprocessing.sharedctypes.RawArray('l', args.workers)
+                   for _kind in range(2))
     pids = []
     for index in range(args.workers):
         pid = os.fork()
         if pid == 0:
             try:
-                _worker(sock, args.db, index, connections)
+                _worker(sock, args.db, index, connections, served)
             except BaseException:
                 import traceback
                 traceback.print_exc()

@@ -177,3 +177,152 @@ class ReadBothTestCase(base.BaseTestCase):
         audit_mod.Audit(reader, _NovaReader(self.cloud.nova)).run(
             host='host1')
         self.assertIsNone(reader.cancelled)
+
+
+class _KeptReader(_APIReader):
+    """A reader whose ``kept`` providers show what an earlier scan read
+    (``stale``: their allocations then), the others what placement holds.
+    """
+
+    keeps_reads = True
+
+    def __init__(self, placement, stale, records=None):
+        super().__init__(placement, records or {})
+        self.stale = stale
+        self.kept_providers = set(stale)
+        self.again = []
+        self.kept = False
+
+    def allocations(self, targets, progress=None, cancelled=None):
+        return [a for a in self.placement.allocations
+                if a.provider in targets and a.provider not in self.stale] + [
+            a for p in sorted(self.stale) if p in targets
+            for a in self.stale[p]]
+
+    def read_again(self, providers):
+        self.again.append(set(providers))
+        self.kept_providers -= set(providers)
+        return [a for a in self.placement.allocations
+                if a.provider in providers]
+
+    def keep(self):
+        self.kept = True
+
+
+class _CountingNova(_NovaReader):
+
+    resolved = 0
+
+    def resolve(self, nova, consumers):
+        self.resolved += 1
+        return nova
+
+
+class KeptReadsTestCase(base.BaseTestCase):
+    """What the audit reads again, and judges again, of kept reads."""
+
+    def setUp(self):
+        super().setUp()
+        c = self.cloud = cloud_mod.Cloud()
+        self.hosts = [c.node('host%d' % i) for i in range(4)]
+        self.vms = []
+        for i, rp in enumerate(self.hosts):
+            vm = c.instance('host%d' % i)
+            c.alloc(vm, rp)
+            self.vms.append(vm)
+        self.gone = c.instance('host1', deleted=True)
+        c.alloc(self.gone, self.hosts[1])
+
+    def held(self, provider, *extra):
+        return [a for a in self.cloud.placement.allocations
+                if a.provider == provider] + list(extra)
+
+    def run_audit(self, stale, shown=lambda f: f.is_orphan, **kwargs):
+        reader = _KeptReader(self.cloud.placement, stale)
+        nova = _CountingNova(self.cloud.nova)
+        audit = audit_mod.Audit(reader, nova)
+        found = audit.run(shown=shown, **kwargs)
+        return found, reader, nova, audit
+
+    def test_unchanged(self):
+        stale = {rp: self.held(rp) for rp in self.hosts}
+        found, reader, nova, audit = self.run_audit(stale)
+        self.assertEqual(self.cloud.findings(shown=lambda f: f.is_orphan),
+                         found)
+        # Only the orphan's provider, read again: as kept, so judged once.
+        self.assertEqual([{self.hosts[1]}], reader.again)
+        self.assertEqual(1, nova.resolved)
+        self.assertEqual(frozenset({self.hosts[0], self.hosts[2],
+                                    self.hosts[3]}),
+                         audit.snapshot.placement.kept)
+        self.assertTrue(reader.kept)
+
+    def test_removed_since(self):
+        """A stranger deleted since its provider was read (no generation
+        moved) is not reported; what was kept of the others stands.
+        """
+        stranger = model.Allocation(cloud_mod.uuid('stranger'),
+                                    self.hosts[2], {'VCPU': 1})
+        stale = {rp: self.held(rp) for rp in self.hosts}
+        stale[self.hosts[2]].append(stranger)
+        found, reader, nova, _audit = self.run_audit(stale)
+        self.assertEqual(self.cloud.findings(shown=lambda f: f.is_orphan),
+                         found)
+        self.assertEqual([{self.hosts[1], self.hosts[2]}], reader.again)
+        # Judged again from nova's side as read.
+        self.assertEqual(2, nova.resolved)
+
+    def test_moved_since(self):
+        """A server moved by a PUT that left its old host's generation
+        as it was: the old allocation is read again away, and the
+        instance's row says where it runs now.
+        """
+        vm = self.vms[0]
+        self.cloud.update_instance(vm, host='host3', node='host3')
+        self.cloud.placement.allocations = [
+            a for a in self.cloud.placement.allocations if a.consumer != vm]
+        self.cloud.alloc(vm, self.hosts[3])
+        stale = {self.hosts[0]: [model.Allocation(
+            vm, self.hosts[0], {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1})]}
+        found, reader, _nova, audit = self.run_audit(stale)
+        self.assertEqual(self.cloud.findings(shown=lambda f: f.is_orphan),
+                         found)
+        # Where the stale_provider finding rested: its provider and the
+        # one the instance holds on (read in this run already).
+        self.assertEqual([{self.hosts[0]}], reader.again)
+        self.assertEqual(frozenset(), audit.snapshot.placement.kept)
+
+    def test_only_what_is_reported(self):
+        stale = {rp: self.held(rp) for rp in self.hosts}
+        # Every finding returned, the orphans alone reported.
+        found, reader, _nova, _audit = self.run_audit(
+            stale, shown=lambda f: True, reported=lambda f: f.is_orphan)
+        self.assertEqual(self.cloud.findings(shown=lambda f: True), found)
+        self.assertEqual([{self.hosts[1]}], reader.again)
+        # Every finding reported: every provider holding one.
+        _found, reader, _nova, _audit = self.run_audit(
+            stale, shown=lambda f: True)
+        self.assertEqual([set(self.hosts)], reader.again)
+
+    def test_trees(self):
+        child = self.cloud.provider('host3-bw', parent=self.hosts[3])
+        stale = {rp: self.held(rp) for rp in self.hosts + [child]}
+        asked = []
+
+        def trees(snapshot, findings):
+            asked.append(len(findings))
+            return {self.hosts[3]}
+        _found, reader, _nova, _audit = self.run_audit(
+            stale, shown=lambda f: True, reported=lambda f: False,
+            trees=trees)
+        # The tree, and where the findings on it rest.
+        self.assertEqual([{self.hosts[3], child}], reader.again)
+        self.assertEqual([5], asked)
+
+    def test_nothing_kept(self):
+        found, reader, nova, audit = self.run_audit({})
+        self.assertEqual([], reader.again)
+        self.assertEqual(1, nova.resolved)
+        self.assertEqual(frozenset(), audit.snapshot.placement.kept)
+        self.assertEqual(self.cloud.findings(shown=lambda f: f.is_orphan),
+                         found)

@@ -95,7 +95,7 @@ class OptionTestCase(base.BaseTestCase):
         self.assertEqual(
             {'grace_period', 'retry_budget', 'deadline',
              'metrics_max_projects', 'metrics_max_hosts',
-             'journal_retention_days'},
+             'journal_retention_days', 'full_read_interval'},
             {o.config for o in bounded})
         for option in bounded:
             self.assertEqual(

@@ -49,6 +49,9 @@ class FakeNova:
 
 class FakePlacement:
 
+    # A database reader's: nothing kept between scans.
+    keeps_reads = False
+
     def __init__(self, classes):
         self.classes = classes
 
