@@ -401,19 +401,24 @@ class AuditorTestCase(RolesBase):
         self.assertEqual({'failed'},
                          {r['outcome'].split(':')[0] for r in found})
         # The deleted, the strangers and the evacuated: PUT each; the
-        # finished migration: POST /allocations. Nothing to undo.
-        self.assertEqual([
-            "Error 1 (4 row(s)): Placement request PUT /allocations/UUID "
+        # finished migration: POST /allocations. Nothing to undo. The
+        # PUTs and the POST are sent at once: the errors are numbered in
+        # the order their answers came.
+        lines = re.sub(r'/allocations/[0-9a-f-]{36}', '/allocations/UUID',
+                       err).splitlines()
+        self.assertEqual('Journal: %s' % journal, lines[-1])
+        self.assertEqual(['Error 1 ', 'Error 2 '],
+                         [line[:8] for line in lines[:-1]])
+        self.assertEqual(sorted([
+            "(4 row(s)): Placement request PUT /allocations/UUID "
             "failed: 403: placement's policy refused "
             "placement:allocations:update (granted by default to the admin "
             "or service role, on a project)",
-            "Error 2 (1 row(s)): Placement request POST /allocations "
+            "(1 row(s)): Placement request POST /allocations "
             "failed: 403: placement's policy refused "
             "placement:allocations:manage (granted by default to the admin "
-            "or service role, on a project)",
-            'Journal: %s' % journal], re.sub(
-                r'/allocations/[0-9a-f-]{36}', '/allocations/UUID',
-                err).splitlines())
+            "or service role, on a project)"]),
+            sorted(line[8:] for line in lines[:-1]))
         self.assertEqual(self.before, self.cloud.state())
         entries = journal_mod.load(journal).entries
         self.assertEqual(len(self.expected_rows()), len(entries))
