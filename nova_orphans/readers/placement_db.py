@@ -45,6 +45,7 @@ from nova_orphans.engine import hosts
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import progress as progress_mod
 from nova_orphans.readers import base
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import placement_rows
@@ -131,11 +132,10 @@ class PlacementDBReader(base.PlacementReader):
         try:
             with self._engines.connect(self.url) as conn:
                 result = work(conn)
-            if LOG.isEnabledFor(logging.DEBUG):
-                LOG.debug('%(source)s, %(step)s: %(rows)s in %(seconds).3f '
-                          's', {'source': self.label, 'step': step,
-                                'rows': rows(result),
-                                'seconds': time.monotonic() - started})
+            progress_mod.log_time(
+                LOG, started, '%(source)s, %(step)s: %(rows)s in '
+                '%(seconds).3f s', {'source': self.label, 'step': step,
+                                    'rows': rows(result)})
             return result
         except exception.NovaOrphansException:
             raise
@@ -300,11 +300,9 @@ class PlacementDBReader(base.PlacementReader):
             answer = second_process.run(
                 placement_rows.allocation_columns,
                 (self.url, self._engines.engine_args), cancelled)
-            if LOG.isEnabledFor(logging.DEBUG):
-                LOG.debug('%(source)s, every allocation, in a second process: '
-                          'read in %(seconds).3f s', {
-                              'source': self.label,
-                              'seconds': time.monotonic() - started})
+            progress_mod.log_time(
+                LOG, started, '%(source)s, every allocation, in a second '
+                'process: read in %(seconds).3f s', {'source': self.label})
         except second_process.Unavailable as e:
             LOG.warning('Reading placement\'s allocations in a second '
                         'process failed (%(why)s); reading them here.',
