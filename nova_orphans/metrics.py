@@ -46,6 +46,7 @@ no metrics does not pay for its import.
 """
 
 import collections
+import contextlib
 import os
 import tempfile
 import time
@@ -484,43 +485,41 @@ def check_path(path):
 
 
 def write(path, text):
-    """Put ``text`` at ``path`` atomically: a reader (node_exporter) sees
-    the old file or the new one, never a part, and a crash, even of the
-    machine, leaves one of them whole.
+    """Put ``text`` at ``path`` atomically (replace_file, mode 0644: a
+    reader, node_exporter, sees the old file or the new one, never a
+    part). prometheus_client's write_to_textfile renames without the
+    fsyncs.
+    """
+    try:
+        replace_file(path, text.encode('utf-8'), 0o644)
+    except OSError as e:
+        raise exception.MetricsFileError(path=path, reason=e.strerror)
 
-    A temporary file in the same directory (named so that the textfile
-    collector, which reads ``*.prom``, skips it) is written, flushed to
-    disk, made readable by all (mode 0644) and renamed over ``path``;
-    then the directory is flushed. prometheus_client's
-    write_to_textfile renames without the fsyncs.
+
+def replace_file(path, data, mode):
+    """Put ``data`` at ``path``, or leave the file as it was (OSError):
+    a temporary file in the same directory (named so that a ``*.prom``
+    or ``*.json`` glob skips it) is written, flushed to disk, given
+    ``mode`` and renamed over ``path``; then the directory is flushed,
+    so that a crash, even of the machine, leaves one of them whole.
     """
     directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(
-            dir=directory, prefix='.%s.' % os.path.basename(path),
-            suffix='.tmp')
-    except OSError as e:
-        raise exception.MetricsFileError(path=path, reason=e.strerror)
+    fd, tmp = tempfile.mkstemp(
+        dir=directory, prefix='.%s.' % os.path.basename(path), suffix='.tmp')
     try:
         with os.fdopen(fd, 'wb') as f:
-            f.write(text.encode('utf-8'))
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
-            os.fchmod(f.fileno(), 0o644)
+            os.fchmod(f.fileno(), mode)
         os.replace(tmp, path)
-    except OSError as e:
-        try:
+    except BaseException:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
-        raise exception.MetricsFileError(path=path, reason=e.strerror)
-    try:
+        raise
+    with contextlib.suppress(OSError):
         dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

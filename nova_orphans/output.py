@@ -100,10 +100,6 @@ AMOUNT_KEYS = frozenset(('held', 'free', 'free_after_clean'))
 FITS = 'fits'
 
 
-def format_resources(resources):
-    return ', '.join('%s=%s' % item for item in sorted(resources.items()))
-
-
 # ``VCPU=1,MEMORY_MB=512``: one field, classes in engine.shapes' order.
 plain_resources = shapes.plain
 
@@ -184,7 +180,7 @@ def cell(key, value, fmt):
     """
     if key == 'resources' and isinstance(value, dict):
         if fmt == TABLE:
-            return format_resources(value)
+            return ', '.join('%s=%s' % kv for kv in sorted(value.items()))
         if fmt not in PLAIN_FORMATS:
             return value
         value = plain_resources(value)

@@ -20,6 +20,8 @@ lasted a few seconds: a quick run prints nothing but its result.
 import threading
 import time
 
+from oslo_log import log as logging
+
 from nova_orphans.i18n import _
 
 # How long a run shown progress by default (on a terminal) stays quiet.
@@ -112,3 +114,11 @@ def for_run(forced, table, stream):
     if forced is None and terminal and table:
         return Progress(stream, tty=True, delay=AUTO_DELAY)
     return None
+
+
+def log_time(log, started, message, values):
+    """At debug level, ``message`` with ``values`` and the ``seconds``
+    since ``started`` (time.monotonic()).
+    """
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug(message, dict(values, seconds=time.monotonic() - started))

@@ -36,6 +36,7 @@ from nova_orphans.engine import rules
 from nova_orphans import exception
 from nova_orphans.i18n import _
 from nova_orphans import memory
+from nova_orphans import progress as progress_mod
 from nova_orphans.readers import kept_reads as kept_mod
 from nova_orphans.repair import restore
 
@@ -155,12 +156,10 @@ class Audit:
     def _run(self, resource_provider, host, shown, reported, trees):
         started = time.monotonic()
         providers = self.placement.providers()
-        if LOG.isEnabledFor(logging.DEBUG):
-            LOG.debug('Read %(count)d resource provider(s) from %(source)s '
-                      'in %(seconds).3f s', {
-                          'count': len(providers),
-                          'source': self.placement.label,
-                          'seconds': time.monotonic() - started})
+        progress_mod.log_time(LOG, started, 'Read %(count)d resource '
+                              'provider(s) from %(source)s in %(seconds).3f s',
+                              {'count': len(providers),
+                               'source': self.placement.label})
         if (resource_provider is None and host is None and
                 self.placement.reads_in_background):
             # Every provider: nothing to learn from nova first, so the
@@ -265,11 +264,10 @@ class Audit:
                                             consumers))
         started = time.monotonic()
         self.nova.resolve(nova, unowned)
-        if LOG.isEnabledFor(logging.DEBUG):
-            LOG.debug('Looked up %(count)d consumer(s) no live instance '
-                      'owns in %(source)s in %(seconds).3f s', {
-                          'count': len(unowned), 'source': self.nova.label,
-                          'seconds': time.monotonic() - started})
+        progress_mod.log_time(LOG, started, 'Looked up %(count)d consumer(s) '
+                              'no live instance owns in %(source)s in '
+                              '%(seconds).3f s', {'count': len(unowned),
+                                                  'source': self.nova.label})
         # A reader that shows no deleted compute node proves those their
         # allocations are on (readers/provider_proof.py).
         self.nova.prove_deleted_nodes(nova, providers, allocations, unowned)
@@ -282,10 +280,9 @@ class Audit:
             # read above has its row by now (see zun_db).
             started = time.monotonic()
             nova.zun = self.zun.read(unknown)
-            LOG.debug('Asked Zun about %(count)d consumer(s) nova has no '
-                      'trace of in %(seconds).3f s', {
-                          'count': len(unknown),
-                          'seconds': time.monotonic() - started})
+            progress_mod.log_time(LOG, started, 'Asked Zun about %(count)d '
+                                  'consumer(s) nova has no trace of in '
+                                  '%(seconds).3f s', {'count': len(unknown)})
         if progress:
             progress(len(consumers))
             progress.finish()
@@ -344,20 +341,18 @@ class Audit:
     def _read_nova(self):
         started = time.monotonic()
         nova = self.nova.read()
-        if LOG.isEnabledFor(logging.DEBUG):
-            LOG.debug('Read %(source)s: %(cells)d cell(s), %(unread)d not '
-                      'read; %(nodes)d compute node(s), %(services)d '
-                      'service(s), %(instances)d instance(s), '
-                      '%(migrations)d migration(s), %(builds)d build '
-                      'request(s) in %(seconds).3f s', {
-                          'source': self.nova.label, 'cells': len(nova.cells),
-                          'unread': len(nova.unreadable_cells),
-                          'nodes': len(nova.compute_nodes),
-                          'services': len(nova.services),
-                          'instances': len(nova.instances),
-                          'migrations': len(nova.migrations),
-                          'builds': len(nova.build_requests),
-                          'seconds': time.monotonic() - started})
+        progress_mod.log_time(
+            LOG, started, 'Read %(source)s: %(cells)d cell(s), %(unread)d not '
+            'read; %(nodes)d compute node(s), %(services)d service(s), '
+            '%(instances)d instance(s), %(migrations)d migration(s), '
+            '%(builds)d build request(s) in %(seconds).3f s', {
+                'source': self.nova.label, 'cells': len(nova.cells),
+                'unread': len(nova.unreadable_cells),
+                'nodes': len(nova.compute_nodes),
+                'services': len(nova.services),
+                'instances': len(nova.instances),
+                'migrations': len(nova.migrations),
+                'builds': len(nova.build_requests)})
         return nova
 
     def _read_allocations(self, targets, cancelled=None):
@@ -366,13 +361,11 @@ class Audit:
         allocations = self.placement.allocations(
             targets, progress=self.progress, **kwargs)
         if allocations is not None:
-            if LOG.isEnabledFor(logging.DEBUG):
-                LOG.debug('Read %(count)d allocation(s) on %(providers)d '
-                          'provider(s) from %(source)s in %(seconds).3f s', {
-                              'count': len(allocations),
-                              'providers': len(targets),
-                              'source': self.placement.label,
-                              'seconds': time.monotonic() - started})
+            progress_mod.log_time(
+                LOG, started, 'Read %(count)d allocation(s) on '
+                '%(providers)d provider(s) from %(source)s in %(seconds).3f s',
+                {'count': len(allocations), 'providers': len(targets),
+                 'source': self.placement.label})
         return allocations
 
     def _log_decisions(self, snapshot):

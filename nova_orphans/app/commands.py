@@ -312,16 +312,12 @@ def _list_providers(command, values, context):
             command, values, listing, sentences.provider_list_summary))
 
 
-def _repair_options(values, context):
-    return actions.RepairOptions(
+def _clean(command, values, context):
+    metrics = _metrics(values)
+    scope, options = _scope(values), actions.RepairOptions(
         dry_run=values.get('dry_run'), journal=values.get('journal'),
         max_count=values.get('max_count'), heal=values.get('heal'),
         notice=context.notice)
-
-
-def _clean(command, values, context):
-    metrics = _metrics(values)
-    scope, options = _scope(values), _repair_options(values, context)
     sources, stop, progress = (context.sources(), context.stop,
                                context.progress)
     if command.category == 'providers':
@@ -376,7 +372,7 @@ def _repaired(result, what, nothing, metrics=None):
 
     notes = []
     if result.conflicts:
-        notes.append(result.conflicts_note())
+        notes.append(sentences.other_writers_note(result.conflicts))
     notes += sentences.failure_lines(causes)
     if result.journal_path is not None:
         notes.append(_('Journal: %(path)s') % {'path': result.journal_path})

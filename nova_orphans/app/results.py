@@ -11,7 +11,6 @@
 #    under the License.
 """What a run found or did, and the exit code that says so."""
 
-from nova_orphans.app import sentences
 from nova_orphans import exit_codes
 from nova_orphans import outcomes
 
@@ -108,9 +107,6 @@ class Repair:
     @property
     def incomplete(self):
         return bool(self.listing and self.listing.incomplete)
-
-    def conflicts_note(self):
-        return sentences.other_writers_note(self.conflicts)
 
     @property
     def done(self):

@@ -34,32 +34,8 @@ allocations the scan read and its findings:
 A shape is counted as placement answers ``GET /allocation_candidates``
 for one unnumbered request group (placement's ``objects/
 allocation_candidate.py`` and ``research_context.py``), server after
-server:
-
-- each class's amount comes from ONE provider of the tree, and the
-  classes may come from different providers;
-- a provider takes an amount only within its inventory's ``min_unit``,
-  ``max_unit`` and ``step_size``, and while its usage plus the amount
-  stays within its capacity;
-- a provider with a forbidden trait takes nothing; the providers a
-  server's classes come from must together carry every required trait
-  (a trait on a provider the server takes nothing from does not count:
-  placement's ``root_required`` is another parameter);
-- a sharing provider (MISC_SHARES_VIA_AGGREGATE, not another service's)
-  in an aggregate of a provider of the tree offers its classes to the
-  tree, as placement anchors it there. Its capacity is offered to every
-  tree it shares with, so those trees' ``fits`` are not to be added up;
-  what a clean gives back on it is in no tree's ``held`` (see
-  ``HostView.shared``).
-
-The count is the most servers that can be placed so, exactly, where the
-required traits that not every choice carries are at most one; with two
-or more such traits spread over several providers of a class, a greedy
-placement gives a lower bound. Not modelled: numbered (granular) groups
-and ``group_policy``, ``same_subtree``, ``root_required`` and
-``member_of``, and what nova's scheduler adds beyond placement (its
-filters and weighers, the disabled-compute trait it forbids on every
-root, aggregates and availability zones).
+server; doc/source/admin/capacity.rst ("How servers are counted") says
+what that takes into account, and where the count is a lower bound.
 
 When the snapshot was read for part of the cloud (``scope``), only the
 trees, and the sharing providers, whose allocations were all read are

@@ -44,10 +44,11 @@ the next scan a full read.
 import hashlib
 import json
 import os
-import tempfile
 import time
 
 from oslo_log import log as logging
+
+from nova_orphans import metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -199,7 +200,8 @@ class KeptReads:
             'sha256': hashlib.sha256(payload).hexdigest()},
             sort_keys=True).encode('utf-8')
         try:
-            _write(self.path, header + b'\n' + payload)
+            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            metrics.replace_file(self.path, header + b'\n' + payload, 0o600)
         except OSError as e:
             LOG.debug('Kept placement reads not written to %(path)s: '
                       '%(error)s (the next scan reads everything)',
@@ -232,25 +234,3 @@ def _when(timestamp):
     if timestamp is None:
         return 'never'
     return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(timestamp))
-
-
-def _write(path, data):
-    """``data`` at ``path``, or the file as it was: a temporary file of
-    mode 0600 in the same directory, flushed and renamed over it.
-    """
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.' + PREFIX,
-                               suffix='.tmp')
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -37,6 +37,7 @@ from nova_orphans.engine import heal
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import progress as progress_mod
 from nova_orphans.readers import base
 from nova_orphans.readers import nova_cells
 from nova_orphans.readers import nova_schema
@@ -138,12 +139,10 @@ class NovaDBReader(base.NovaReader):
                             'url': db_utils.safe_url(self.api_url)})
                     self._api_checked = True
                 result = work(conn)
-            if LOG.isEnabledFor(logging.DEBUG):
-                LOG.debug('nova API database %(url)s, %(step)s: %(rows)s in '
-                          '%(seconds).3f s', {
-                              'url': db_utils.safe_url(self.api_url),
-                              'step': step, 'rows': rows(result),
-                              'seconds': time.monotonic() - started})
+            progress_mod.log_time(
+                LOG, started, 'nova API database %(url)s, %(step)s: %(rows)s '
+                'in %(seconds).3f s', {'url': db_utils.safe_url(self.api_url),
+                                       'step': step, 'rows': rows(result)})
             return result
         except exception.UnsupportedSchema:
             raise
@@ -430,13 +429,11 @@ class NovaDBReader(base.NovaReader):
                 read = nova_cells.CellRead(
                     db, conn.uuid, self._node_ids.get(conn.uuid), schema)
                 result = work(read)
-            if LOG.isEnabledFor(logging.DEBUG):
-                LOG.debug('Cell %(cell)s (%(url)s), %(step)s: %(rows)s in '
-                          '%(seconds).3f s', {
-                              'cell': conn.name or conn.uuid,
-                              'url': db_utils.safe_url(conn.url), 'step': step,
-                              'rows': read.rows(),
-                              'seconds': time.monotonic() - started})
+            progress_mod.log_time(
+                LOG, started, 'Cell %(cell)s (%(url)s), %(step)s: %(rows)s in '
+                '%(seconds).3f s', {'cell': conn.name or conn.uuid,
+                                    'url': db_utils.safe_url(conn.url),
+                                    'step': step, 'rows': read.rows()})
             return result, None
         except exception.UnsupportedSchema as e:
             # Not an unreadable cell: the run ends (see _in_cells).

@@ -288,7 +288,9 @@ class PlacementAPIReader(base.PlacementReader):
         records, allocations = {}, {}
         with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
             for uuid, doc in pool.map(read, sorted(consumer_uuids)):
-                records[uuid] = consumer_from_document(uuid, doc)
+                records[uuid] = model.Consumer(
+                    uuid, doc.get('project_id'), doc.get('user_id'),
+                    doc.get('consumer_generation'), doc.get('consumer_type'))
                 allocations[uuid] = doc.get('allocations') or {}
         return records, allocations
 
@@ -307,14 +309,6 @@ def gone_if_missing(get, url, kind, uuid):
                                                'url': url})
             return None
         raise
-
-
-def consumer_from_document(uuid, doc):
-    return model.Consumer(
-        uuid=uuid, project_id=doc.get('project_id'),
-        user_id=doc.get('user_id'),
-        generation=doc.get('consumer_generation'),
-        consumer_type=doc.get('consumer_type'))
 
 
 def whole(inventories):

@@ -45,6 +45,7 @@ from nova_orphans.engine import hosts
 from nova_orphans.engine import model
 from nova_orphans import exception
 from nova_orphans.i18n import _
+from nova_orphans import progress as progress_mod
 from nova_orphans.readers import base
 from nova_orphans.readers import placement_api
 from nova_orphans.readers import placement_rows
@@ -75,8 +76,6 @@ ALLOCATIONS = placement_rows.ALLOCATIONS
 RESOURCE_CLASSES = placement_rows.RESOURCE_CLASSES
 INVENTORIES = _table('inventories', 'resource_provider_id',
                      'resource_class_id')
-INVENTORY_TOTALS = _table('inventories', 'resource_provider_id',
-                          'resource_class_id', 'total', 'reserved')
 # Every field of engine.hosts.Inventory, as placement's API shows it.
 INVENTORY_FIELDS = ('total', 'reserved', 'allocation_ratio', 'min_unit',
                     'max_unit', 'step_size')
@@ -131,11 +130,10 @@ class PlacementDBReader(base.PlacementReader):
         try:
             with self._engines.connect(self.url) as conn:
                 result = work(conn)
-            if LOG.isEnabledFor(logging.DEBUG):
-                LOG.debug('%(source)s, %(step)s: %(rows)s in %(seconds).3f '
-                          's', {'source': self.label, 'step': step,
-                                'rows': rows(result),
-                                'seconds': time.monotonic() - started})
+            progress_mod.log_time(
+                LOG, started, '%(source)s, %(step)s: %(rows)s in '
+                '%(seconds).3f s', {'source': self.label, 'step': step,
+                                    'rows': rows(result)})
             return result
         except exception.NovaOrphansException:
             raise
@@ -300,11 +298,9 @@ class PlacementDBReader(base.PlacementReader):
             answer = second_process.run(
                 placement_rows.allocation_columns,
                 (self.url, self._engines.engine_args), cancelled)
-            if LOG.isEnabledFor(logging.DEBUG):
-                LOG.debug('%(source)s, every allocation, in a second process: '
-                          'read in %(seconds).3f s', {
-                              'source': self.label,
-                              'seconds': time.monotonic() - started})
+            progress_mod.log_time(
+                LOG, started, '%(source)s, every allocation, in a second '
+                'process: read in %(seconds).3f s', {'source': self.label})
         except second_process.Unavailable as e:
             LOG.warning('Reading placement\'s allocations in a second '
                         'process failed (%(why)s); reading them here.',
@@ -408,31 +404,12 @@ class PlacementDBReader(base.PlacementReader):
         return {c: records[c] for c in wanted if c in records}
 
     def fully_reserved(self, provider_uuids):
-        """As PlacementAPIReader.fully_reserved, in one read of every
-        inventory (a row per provider and class).
-        """
-        wanted = set(provider_uuids)
-
-        def work(conn):
-            classes = placement_rows.resource_classes(conn)
-            found = collections.defaultdict(dict)
-            for uuid, rc_id, total, reserved in conn.execute(
-                    sa.select(PROVIDERS.c.uuid,
-                              INVENTORY_TOTALS.c.resource_class_id,
-                              INVENTORY_TOTALS.c.total,
-                              INVENTORY_TOTALS.c.reserved)
-                    .select_from(INVENTORY_TOTALS.join(
-                        PROVIDERS, INVENTORY_TOTALS.c.resource_provider_id ==
-                        PROVIDERS.c.id))):
-                if uuid in wanted:
-                    found[uuid][placement_rows.class_name(classes, rc_id)] = {
-                        'total': total, 'reserved': reserved}
-            return found
-        return {uuid: classes for uuid, classes in
-                ((u, placement_api.whole(inv))
-                 for u, inv in self._read(
-                     work, 'inventories of %d provider(s)' %
-                     len(wanted)).items()) if classes}
+        """As PlacementAPIReader.fully_reserved, from inventories()."""
+        found = {uuid: placement_api.whole({
+            rc: {'total': inv.total, 'reserved': inv.reserved}
+            for rc, inv in inventories.items()})
+            for uuid, inventories in self.inventories(provider_uuids).items()}
+        return {uuid: classes for uuid, classes in found.items() if classes}
 
     def inventories(self, provider_uuids):
         """As PlacementAPIReader.inventories, in one read of the

@@ -33,6 +33,7 @@ repair/providers.py).
 
 import collections
 import concurrent.futures
+import itertools
 import os
 import urllib.parse
 
@@ -332,17 +333,9 @@ def _segments(entries):
     """Positions of the entries, in order: each provider entry alone, and
     the runs of allocation entries between them.
     """
-    segment = []
-    for i, entry in enumerate(entries):
-        if 'provider' in entry:
-            if segment:
-                yield segment
-            yield [i]
-            segment = []
-        else:
-            segment.append(i)
-    if segment:
-        yield segment
+    for provider, group in itertools.groupby(
+            range(len(entries)), lambda i: 'provider' in entries[i]):
+        yield from ([i] for i in group) if provider else [list(group)]
 
 
 def _streams(entries, count):
