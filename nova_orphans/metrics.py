@@ -19,28 +19,11 @@ before (an error) leaves the last file in place, so its timestamp goes
 stale and the staleness alert fires (etc/prometheus).
 
 Every orphan reason gets a series even at zero, so "no orphans" is a
-value, not a missing series. The front ends use only these:
+value, not a missing series. The front ends use only scan (a
+``list``), repair (a ``clean`` or ``restore``) and check_path; scan and
+repair write ``metrics_file``, when given, atomically (:func:`write`).
+The families: ``doc/source/admin/monitoring.rst``.
 
-``scan(findings, duration, unreadable_cells=0, metrics_file=None,
-now=None, max_projects=orphans_conf.DEFAULT_METRICS_MAX_PROJECTS,
-retries=None, capacity=None, full_read=True)``
-    the text of a ``list`` (every finding, whatever the filters showed;
-    with ``capacity``, what a clean gives back per host and the servers
-    of flavors that fit: add_capacity);
-``repair(command, rows, outcomes, duration, unreadable_cells=0,
-metrics_file=None, now=None, retries=None, dry_run=False)``
-    the text of a ``clean`` or ``restore`` (``command``), from its rows
-    (anything with ``reason`` and ``action``) and their outcomes; a
-    dry run's are its own (``<command>_dry_run_*``), and leave the
-    command's own families in ``metrics_file`` as they were;
-
-``retries`` ({(service, reason): count}) are the run's retries after
-transient faults (clients.retry), the ``retries_total`` series;
-``check_path(path)``
-    refuses, before anything is read, a metrics file that could not be
-    written (MetricsFileError, an InvalidInput).
-
-Both write ``metrics_file``, when given, atomically (:func:`write`).
 Built on prometheus_client, imported on first use: a list that writes
 no metrics does not pay for its import.
 """

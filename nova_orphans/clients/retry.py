@@ -13,37 +13,28 @@
 
 An haproxy in front of a restarting placement answers 503 with an HTML
 page, resets connections or is slow, and a write can be applied while
-its answer is lost. A read (GET, HEAD) is sent again after such a fault:
-up to ``connect_retries`` times after a connection error or a timeout,
-up to ``status_code_retries`` times after a status of
-``retriable_status_codes`` (keystoneauth's adapter options: nova.conf's
-``[placement]`` and ``[neutron]`` for nova-orphans-manage, the cloud's
-``<service>_connect_retries`` and ``<service>_status_code_retries`` for
-openstack), after a jittered exponential delay (a fixed one when
-``connect_retry_delay`` or ``status_code_retry_delay`` is set, as in
-keystoneauth) or the ``Retry-After`` the answer asks for.
+its answer is lost. A read (GET, HEAD) is sent again after such a fault,
+as many times as keystoneauth's adapter options say (``connect_retries``,
+``status_code_retries``, ``retriable_status_codes``), after a jittered
+exponential delay (a fixed one when ``connect_retry_delay`` or
+``status_code_retry_delay`` is set, as in keystoneauth) or the
+``Retry-After`` the answer asks for.
 
 The loop is this module's, not keystoneauth's own, which is asked for
 no retry (``connect_retries=0``, ``status_code_retries=0``): keystoneauth
 would resend a write whose connection broke after it was sent, cannot
 share a budget between requests, adds no jitter and counts nothing.
 
-Each retry, lost answer and give-up is logged at INFO: in the log file
-(--log-file) of nova-orphans-manage, on stderr with --debug, and not on
-openstack's stderr, which shows warnings.
-
-One ``Retries`` per run holds what the requests share:
-
-* the budget: once a service has failed every request for ``budget``
-  seconds (no good answer meanwhile), its faults are no longer retried,
-  so that a service down for good ends the run (exit code 8) within
-  seconds of the budget, not after every request's retries;
-* the deadline, after which no request is sent;
-* the counts (per service and reason) for the summary and the metrics.
+One ``Retries`` per run holds what the requests share: the budget (once
+a service has failed every request for ``budget`` seconds, its faults
+are no longer retried, so that a service down for good ends the run),
+the deadline, after which no request is sent, and the counts for the
+summary and the metrics.
 
 A write (PUT, POST, DELETE) is sent once: a fault on it may have lost
 only its answer, so the caller reads what it wrote and decides (see
-repair.writes.write). ``fault_reason`` names what happened to it.
+repair.writes.write). ``fault_reason`` names what happened to it. The
+options, the defaults and what is logged: ``doc/source/admin/faults.rst``.
 """
 
 import collections

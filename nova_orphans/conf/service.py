@@ -21,11 +21,9 @@ listed: importing it (requests, its plugins) costs more than a whole
 fast-mode ``list`` of a small cloud, which never reaches an API.
 
 Three defaults differ from keystoneauth's, which retry nothing and wait
-forever: reads are retried after connection errors and timeouts
-(``connect_retries``) and after the statuses a proxy answers for a
-backend that restarts (``status_code_retries``,
-``retriable_status_codes``), and every request has a ``timeout`` (see
-nova_orphans.clients.retry).
+forever: ``connect_retries``, ``status_code_retries`` (with
+``retriable_status_codes``) and ``timeout`` (see
+nova_orphans.clients.retry and ``doc/source/admin/faults.rst``).
 """
 
 from oslo_config import cfg

@@ -13,23 +13,15 @@
 
 For each compute node's provider tree (its root provider and every
 provider under it), from the snapshot, each provider's inventories, the
-allocations the scan read and its findings:
-
-``held``
-    by class, what a clean would take away from the tree now
-    (engine.changes.given_back: the same rule repair writes; ``heal``
-    adds, and only with ``--heal``, so it is not in it);
-``free``
-    by class, summed over the tree's providers that have it: each
-    provider's capacity as placement computes it,
-    ``int((total - reserved) * allocation_ratio)``, less its usage (what
-    its allocations sum to, which is what placement's usages are);
-    below zero where the usage is over the capacity;
-``free_after_clean``
-    the same with ``held`` given back;
-``fits``
-    for each shape (engine.shapes), how many servers of it placement
-    would accept on the tree now and after the clean.
+allocations the scan read and its findings: ``held``, by class, what a
+clean would take away from the tree now (engine.changes.given_back:
+the same rule repair writes); ``free``, by class, each provider's
+capacity as placement computes it, ``int((total - reserved) *
+allocation_ratio)``, less its usage (what its allocations sum to, which
+is what placement's usages are); ``free_after_clean``, the same with
+``held`` given back; ``fits``, for each shape (engine.shapes), how many
+servers of it placement would accept on the tree now and after the
+clean. The fields: doc/source/admin/capacity.rst ("A row").
 
 A shape is counted as placement answers ``GET /allocation_candidates``
 for one unnumbered request group (placement's ``objects/

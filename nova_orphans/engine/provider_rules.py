@@ -21,47 +21,25 @@ nova ever comes back for that tree: its capacity keeps counting.
 A tree is judged by its root alone, because a compute node's uuid is
 its root provider's uuid and nova creates the children (bandwidth,
 vGPU, PCI) under that root; every provider of the tree gets its root's
-verdict. Only one verdict acts:
+verdict. Only ``deleted_compute_node`` acts: nova has a deleted row for
+the root's uuid and no readable cell has a live one.
 
-``deleted_compute_node``
-    nova has a deleted row for the root's uuid (``compute_nodes`` with
-    ``deleted`` set, or only ``shadow_compute_nodes`` after an archive)
-    and no cell has a live one: nova itself deleted that node, and a
-    node that comes back (nova-compute restarted, an ironic node
-    re-enrolled) gets a live row again under the same uuid, which makes
-    the tree ``live_compute_node``. A node re-created under a new uuid
-    with the same hypervisor hostname has a new tree: only the old one
-    is judged deleted.
+A cell that could not be read leaves that verdict as it is, though it
+might hold the same uuid live. Acting on it is still safe: the
+allocations of a node live there belong to consumers no readable cell
+knows, so they are ``unverifiable``, never orphans, and keep the tree;
+a live node with nothing allocated gets its provider back from nova's
+resource tracker, under the same uuid (and the journal keeps its
+record for ``restore``).
 
-    A cell that could not be read leaves that verdict as it is, though
-    it might hold the same uuid live (an ironic node's uuid stays with
-    it when a compute service of another cell takes it over). Acting on
-    it is still safe. A node live there carries its instances'
-    allocations, whose consumers no readable cell knows: they are
-    ``unverifiable``, never orphans, and ``clean`` skips a tree that
-    any allocation other than an orphan holds. A live node with
-    nothing allocated would lose only a provider nova's resource
-    tracker creates again, under the same uuid, at a later periodic
-    (and the journal keeps its record for ``restore``). So the tree is
-    ``deleted_compute_node``, and what the unreadable cell may own on
-    it keeps it.
+A provider another service owns (model.foreign_owner) is ``unmanaged``
+wherever it is. A deleted compute node's tree holding one keeps its
+verdict but is never deleted: placement deletes no parent before its
+children, and those are not nova's to delete.
 
-A provider another service owns is ``unmanaged`` wherever it is,
-even in a compute node's tree, where Cyborg (its devices, marked
-OWNER_CYBORG) and Blazar (``blazar_<host>``) put theirs: any owner
-trait other than OWNER_NOVA, or Blazar's reservation provider (see
-model.foreign_owner). A deleted compute node's tree holding one keeps
-its verdict but is never deleted: placement deletes no parent before
-its children, and those are not nova's to delete.
-
-Everything else is left alone: ``live_compute_node``, ``unmanaged`` (a
-root nova never had as a compute node: another service's providers,
-sharing providers) and ``unverifiable``: a root nova has no record of
-while a cell could not be read, since it may be that cell's live node,
-or one the compute API cannot judge (see readers/provider_proof.py).
-
-Pure: the readers built the snapshot, the allocation findings come from
-classify.classify on the same snapshot.
+The verdicts and their proof: ``doc/source/reference/reasons.rst``
+(Resource provider trees). Pure: the readers built the snapshot, the
+allocation findings come from classify.classify on the same snapshot.
 """
 
 import collections

@@ -14,32 +14,16 @@
 A shape is one unnumbered request group of ``GET /allocation_candidates``:
 resource amounts by class, required traits and forbidden traits
 (engine.hosts counts how many such servers a provider tree takes).
-Operators name one in two ways:
-
-- ``--resource RC=N``, repeatable, as osc-placement's ``allocation
-  candidate list`` takes it (:func:`from_resources`); its name is its
-  amounts, standard classes first (``VCPU=30,MEMORY_MB=741376,DISK_GB=1638``).
-- a flavor, as nova turns it into a placement request
-  (:func:`from_flavor`, :func:`resources_from_flavor`; nova's
-  ``scheduler.utils.ResourceRequest.from_request_spec``); its name is the
-  flavor's.
-
-A flavor is a plain mapping, as nova stores it: ``name``, ``vcpus``,
-``memory_mb``, ``root_gb``, ``ephemeral_gb``, ``swap`` (MB) and
-``extra_specs``. What nova's translation covers here: VCPU, or PCPU under
-``hw:cpu_policy=dedicated`` (one more with ``hw:emulator_threads_policy=
-isolate``); MEMORY_MB; DISK_GB from root, ephemeral and swap (rounded up
-to whole GB; no root disk for a server booted from volume);
-``resources:RC=N`` overriding or adding a class (0 drops it; an amount
-that is not a non-negative integer is ignored, as nova ignores it);
-``trait:NAME=required|forbidden``; ``hw:cpu_thread_policy`` (``require``:
-HW_CPU_HYPERTHREADING required, ``isolate``: forbidden). Refused, with
-one line: numbered groups (``resources1:``, ``trait1:``), which placement
-satisfies each from one provider, and ``hw:cpu_policy=mixed``, whose split
-needs its CPU masks. Not part of the shape: what the image or the
-server's ports and devices add, and what nova's scheduler adds to every
-request (the ``COMPUTE_STATUS_DISABLED`` root trait, aggregates,
-availability zones).
+Operators name one with ``--resource RC=N``, as osc-placement's
+``allocation candidate list`` takes it (:func:`from_resources`), or with
+a flavor, a plain mapping as nova stores it, turned into a request as
+nova's ``scheduler.utils.ResourceRequest.from_request_spec`` does
+(:func:`from_flavor`, :func:`resources_from_flavor`). Numbered groups
+and ``hw:cpu_policy=mixed`` are refused. Not part of the shape: what
+the image or the server's ports and devices add, and what nova's
+scheduler adds to every request (the ``COMPUTE_STATUS_DISABLED`` root
+trait, aggregates, availability zones). The extra specs translated:
+``doc/source/admin/capacity.rst`` (Shapes).
 
 Whether a class exists is placement's to say, at run time:
 :func:`check_classes`.

@@ -131,10 +131,8 @@ def zun(conf):
     user's project and no consumer type: nova has no trace of such a
     consumer, and without this rule it is ``unknown_consumer``. The
     rule judges only those consumers, by what Zun says of them
-    (``ctx.index.snapshot.nova.zun``, a model.ZunSnapshot the audit
-    and each repair's fresh read fill: from Zun's database for
-    nova-orphans-manage, readers/zun_db.py, from Zun's container API
-    for openstack, readers/zun_api.py):
+    (``ctx.index.snapshot.nova.zun``, which the audit and each repair's
+    fresh read fill: readers/zun_db.py, readers/zun_api.py):
 
     - Zun has a container or capsule of that uuid (a row of its
       ``container`` table): ``unmanaged_consumer``, never written;

@@ -19,15 +19,13 @@ code picks and checks, which are not the operator's choice.
 
 ``make_client`` returns the clients the commands need (placement,
 compute, network for the ports' bindings, and container for Zun's
-containers), each a keystoneauth adapter on osc's session whose
-endpoint is looked up the way openstacksdk does it, so
-``placement_endpoint_override``, ``compute_endpoint_override``,
-``network_endpoint_override`` and ``container_endpoint_override`` in
-clouds.yaml are honoured, and so are ``connect_retries`` and
-``status_code_retries`` (also prefixed by the service type): the
-adapters retry reads (clients.retry), by default as
-``nova-orphans-manage`` does, and every request waits at most the
-session's timeout (``--timeout``, ``api_timeout``), by default 60 s.
+containers), each a keystoneauth adapter on osc's session (whose
+``--timeout`` bounds every request) with its endpoint looked up the way
+openstacksdk does it, so that clouds.yaml's
+``<service>_endpoint_override`` is honoured, and so are its
+``connect_retries`` and ``status_code_retries``, with which the adapters
+retry reads (clients.retry; see ``doc/source/cli/openstack.rst``,
+Endpoints, and ``doc/source/admin/faults.rst``).
 
 Only openstacksdk's public interface is read: the cloud region's
 getters and ``config``, and its loader's ``cloud_config``.

@@ -15,34 +15,24 @@ The same interface as :class:`nova_orphans.readers.nova_db.NovaDBReader`,
 for operators who have API credentials but not nova's databases (the
 ``openstack allocation orphan`` commands).
 
-What the API cannot show, and how that stays safe:
-
-- Cells are hidden. Everything nova returns is put in one readable,
-  anonymous cell: findings say ``cell: null`` (not known). A cell that
-  does not respond shows up as ``UNKNOWN`` compute services (2.69); then
-  one unreadable cell labelled ``(down)`` stands for it, the servers
-  nova returns as ``UNKNOWN`` are put in it, and the engine's
-  ``unverifiable`` rule keeps everything they, or unknown consumers,
-  hold from being called an orphan. nova cannot list hypervisors while
-  a cell is down: no provider is then known to be a compute node, and
-  the same rule keeps every allocation.
-- Migrations of deleted instances are deleted with them and archived
-  instances are gone: their consumers are ``unknown_consumer`` here
-  (``finished_migration`` / ``deleted_instance`` from the databases);
-  the action, delete_consumer, is the same.
-- Instance mappings and build requests are not exposed; an instance
-  being scheduled is listed as a server in vm_state ``building``.
-- Deleted compute nodes are not listed. The osc commands wrap this
-  reader in :class:`nova_orphans.readers.provider_proof.ProvingReader`,
-  which proves from placement (nova's mark on the root: OWNER_NOVA from
-  nova 34 on, COMPUTE_NODE from nova 27 on) the ones their judgement
-  needs.
+The API hides cells, archived instances, the migrations of deleted
+instances, instance mappings, build requests and deleted compute nodes;
+none of that can turn a live allocation into an orphan (see
+``doc/source/cli/openstack.rst``). Everything nova returns is put in one
+readable, anonymous cell. A cell that does not respond shows up as
+``UNKNOWN`` compute services (2.69); then one unreadable cell labelled
+``(down)`` stands for it, the servers nova returns as ``UNKNOWN`` are
+put in it, and the engine's ``unverifiable`` rule keeps everything they,
+or unknown consumers, hold; nova lists no hypervisor while a cell is
+down, so that rule then keeps every allocation. Deleted compute nodes
+are proven from placement by
+:class:`nova_orphans.readers.provider_proof.ProvingReader`, which the
+osc commands wrap this reader in.
 
 A consumer that no listing shows is looked up on its own (``GET
 /servers/{uuid}``, its actions, its migrations) before it can be called
-unknown, and
-migrations are listed again when such consumers remain: a move that
-started after the first listing must not look like an orphan.
+unknown, and migrations are listed again when such consumers remain: a
+move that started after the first listing must not look like an orphan.
 """
 
 import concurrent.futures

@@ -32,13 +32,9 @@ One file per cloud, beside the journals, named after the cloud's
 identity (what a journal records, repair/restore.identity) and bound to
 it: a file of another cloud, of another format, damaged, or older than
 ``[nova_orphans] full_read_interval`` since its last full read is not
-used, and the scan reads every provider (a full read), which is said
-at debug level and in the metrics (``scan_full_read``). Written
-atomically (a temporary file renamed over it), mode 0600: a header
-line (format, cloud, when the last full read was, the payload's
-sha256) and the payload, one JSON line ``{provider: [generation,
-{consumer: {resource class: amount}}]}``. Removing the file only makes
-the next scan a full read.
+used, and the scan reads every provider (a full read). Removing the
+file only makes the next scan a full read. Its format:
+``doc/source/admin/kept-reads.rst`` (The file).
 """
 
 import hashlib

@@ -16,41 +16,24 @@ describes, in a file only its owner can read. Each entry holds the full
 allocation documents of every consumer the write touches, before and as
 intended after, so ``restore`` can put back exactly what was there and
 can tell whether anyone changed the consumer since; or, for a resource
-provider that ``providers clean`` deletes, its full record (``provider``:
-name, parent, generation, inventories, traits, aggregates). When placement
-refuses a request outright (a generation conflict, any 4xx), one line
-lists the entries it carried as never applied; after a 5xx, a timeout
-or a dropped connection nobody knows, and ``restore`` compares instead.
-
-Each run's lines begin with a run header naming the cloud it changed
-(its placement endpoint, keystone, API database: see app/sources.py),
-so that ``restore`` can refuse a journal from another cloud, and end
-with an end record; every line carries a checksum chained to the one
-before it (see journal_verify.py, which reads them back). One run
-writes to a journal at a time: it holds an exclusive ``flock`` while
-the file is open, so no other run's lines come between its own.
+provider that ``providers clean`` deletes, its full record. Each run's
+lines begin with a run header naming the cloud it changed (see
+app/sources.py) and end with an end record; every line carries a
+checksum chained to the one before it (see journal_verify.py). One run
+writes to a journal at a time, under an exclusive ``flock``.
 
 The chain catches accidents, not another user: anyone who can write
 the file can rewrite it whole, chain and all. So a journal is only
-read or added to when no other user can write it (check_file: owned by
-the user the run is, writable by nobody else), and only written in a
-directory where no other user can replace it (check_directory: owned
-by that user or root, writable by nobody else unless sticky, as /tmp
-is), each checked on the descriptor the run then uses. root is no
-exception: like sshd with root's own keys and sudo with its sudoers, it
-refuses another user's journal until it takes it over (chown). A
-group's write is another user's unless the group has no member but
-this user (OpenSSH's rule for StrictModes, Debian's user-group-modes):
-a Debian user's private group, or the shipped image's 42424, which
-Kubernetes' fsGroup makes every file of a volume writable by.
+read or added to when no other user can write it (check_file), and
+only written in a directory where no other user can replace it
+(check_directory), each checked on the descriptor the run then uses;
+root is no exception. A group's write is another user's unless the
+group has no member but this user (OpenSSH's rule for StrictModes).
 
-A run killed inside a ``write(2)`` leaves its last line cut short (the
-kernel stops copying at a page boundary); the next run to open the
-journal starts on a fresh line and records that cut in a chained mark.
-A cut line describes nothing that was sent: a change only follows its
-whole, fsync'd batch of entries. A write that fails (a full file
-system) is taken back: the file is truncated to where it was, so what
-is left of the batch that was never sent is not left behind.
+A cut line (a run killed inside ``write(2)``) describes nothing that
+was sent: a change only follows its whole, fsync'd batch of entries.
+What a journal holds, proves and survives, and what ``restore``
+refuses: ``doc/source/admin/journal.rst``.
 """
 
 import datetime
