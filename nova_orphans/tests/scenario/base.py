@@ -353,16 +353,20 @@ class ScenarioTestCase(runners.Checks,
             'nova.tests.fixtures.notifications.FakeVersionedNotifier.'
             'wait_for_versioned_notifications', patient))
 
-    def _wait_for_instance_action_event(self, server, action_name,
-                                        event_name, event_result):
+    def _patiently(self, wait, *args):
+        """nova's ``wait(*args)`` again until WAIT_SECONDS have passed."""
         deadline = time.monotonic() + self.WAIT_SECONDS
         while True:
             try:
-                return super()._wait_for_instance_action_event(
-                    server, action_name, event_name, event_result)
+                return wait(*args)
             except self.failureException:
                 if time.monotonic() > deadline:
                     raise
+
+    def _wait_for_instance_action_event(self, server, action_name,
+                                        event_name, event_result):
+        return self._patiently(super()._wait_for_instance_action_event,
+                               server, action_name, event_name, event_result)
 
     def _wait_for_server_parameter(self, server, expected_params,
                                    max_retries=WAIT_SECONDS * 2, **kwargs):
@@ -370,23 +374,10 @@ class ScenarioTestCase(runners.Checks,
             server, expected_params, max_retries=max_retries, **kwargs)
 
     def _wait_for_migration_status(self, server, expected_statuses):
-        deadline = time.monotonic() + self.WAIT_SECONDS
-        while True:
-            try:
-                return super()._wait_for_migration_status(
-                    server, expected_statuses)
-            except self.failureException:
-                if time.monotonic() > deadline:
-                    raise
+        return self._patiently(super()._wait_for_migration_status, server,
+                               expected_statuses)
 
     # -- running things ----------------------------------------------------
-
-    @staticmethod
-    @contextlib.contextmanager
-    def _captured(stream='stdout'):
-        out = io.StringIO()
-        with fixtures.MonkeyPatch('sys.' + stream, out):
-            yield out
 
     def run_manage(self, *argv, conf_file=None):
         """Run ``nova-orphans-manage`` in-process (runners.manage_main);
@@ -430,7 +421,7 @@ class ScenarioTestCase(runners.Checks,
         rc: 0 nothing found, 3 found, 4 found and deleted, 1 error,
         127 unknown provider.
         """
-        with self._captured('stdout') as out:
+        with contextlib.redirect_stdout(io.StringIO()) as out:
             rc = nova_manage.PlacementCommands().audit(
                 verbose=verbose, delete=delete, provider_uuid=provider_uuid)
         return rc, out.getvalue()
