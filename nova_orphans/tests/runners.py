@@ -108,15 +108,16 @@ def environment(env=None, **variables):
     no ``OS_*`` variable but the test runner's, this tree imported
     first, and ``variables`` set (None: unset).
     """
-    env = {k: v for k, v in (os.environ if env is None else env).items()
-           if not k.startswith('OS_') or k in RUNNER_VARIABLES}
-    programs.this_tree_first(env)
-    for name, value in variables.items():
-        if value is None:
-            env.pop(name, None)
-        else:
-            env[name] = value
-    return env
+    env = programs.this_tree_first({
+        k: v for k, v in (os.environ if env is None else env).items()
+        if not k.startswith('OS_') or k in RUNNER_VARIABLES})
+    return _set(env, variables)
+
+
+def _set(env, variables):
+    """``env`` with ``variables`` set (None: unset)."""
+    return {k: v for k, v in dict(env, **variables).items()
+            if v is not None}
 
 
 def outside(env=None):
@@ -460,12 +461,7 @@ def openstack_shell(argv, variables):
     """
     from openstackclient import shell
 
-    env = dict(os.environ)
-    for name, value in variables.items():
-        if value is None:
-            env.pop(name, None)
-        else:
-            env[name] = value
+    env = _set(os.environ, variables)
     out, err = io.StringIO(), io.StringIO()
     with _fresh_clients(), _as_process(sys.argv, env, None, sys.stdin,
                                        out, err, own=False):
