@@ -43,6 +43,7 @@ from nova.tests.fixtures import notifications as nova_notifications
 from nova.tests.functional import integrated_helpers
 from nova import utils as nova_utils
 
+from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests import runners
 from nova_orphans.tests import state
 
@@ -323,14 +324,8 @@ class ScenarioTestCase(runners.Checks,
                 .placement_database.connection}
         for group, opts in (extra or {}).items():
             groups.setdefault(group, {}).update(opts)
-        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                            'nova.conf')
-        with open(path, 'w') as f:
-            for group, opts in groups.items():
-                f.write('[%s]\n' % group)
-                f.writelines('%s = %s\n' % kv for kv in opts.items())
-                f.write('\n')
-        return path
+        return nova_db.write_ini(os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'nova.conf'), groups)
 
     # -- waiting for nova ---------------------------------------------------
 
