@@ -56,8 +56,7 @@ def nova_api_paste_ini():
     ``$state_path/etc/nova/api-paste.ini``, i.e. ``<site-packages>/etc/...``,
     which only exists in a source checkout. pip installs the file as a data
     file (``<prefix>/etc/nova/api-paste.ini``); the dist RECORD knows where.
-    Once per process: the RECORD has thousands of paths, a quarter of a
-    second of every scenario test's setUp.
+    Once per process: the RECORD has thousands of paths.
     """
     for path in importlib.metadata.files('nova') or ():
         if path.name == 'api-paste.ini':
@@ -103,16 +102,14 @@ class _Wake:
 class WakingIdleWorkers(fixtures.Fixture):
     """Idle pool workers that sleep until work or a stop wakes them.
 
-    nova.test sets futurist's ``ThreadWorker.MAX_IDLE_FOR`` to 0.01 s in
-    native-threading mode (its "hack until" futurist bug 2160159): an
-    idle worker only notices a stop when its queue wait times out, and at
-    futurist's own second every executor shutdown would wait that long.
-    With some forty idle workers in the harness, polling a hundred times
-    a second each took about a tenth of the scenario tests' CPU. Here a
-    stop puts a no-op item on the worker's queue, which wakes it at once,
-    and after nova.test's setUp (``wait_long``) the wait is futurist's
-    own second again: the bound for a worker whose wake-up another
-    worker took.
+    nova.test sets futurist's ``ThreadWorker.MAX_IDLE_FOR`` to 0.01 s
+    (its "hack until" futurist bug 2160159): an idle worker notices a
+    stop only when its queue wait times out, and at futurist's own
+    second every executor shutdown would wait that long; but some forty
+    workers polling that often cost real CPU. Here a stop puts a no-op
+    item on the worker's queue, which wakes it at once, and after
+    nova.test's setUp (``wait_long``) the wait is futurist's own again:
+    the bound for a worker whose wake-up another worker took.
 
     Used before nova.test's setUp, so that its cleanup comes after every
     service and pool has stopped.
@@ -194,8 +191,7 @@ class ScenarioTestCase(runners.Checks,
         for host in self.HOSTS:
             self._start_compute(host)
         # The fake driver names each node after its host. One placement
-        # listing, not a compute API call per host (_get_provider_uuid_
-        # by_host): those cost a fifth of a second of every test's setUp.
+        # listing, cheaper than a compute API call per host.
         self.rp_uuids = {rp['name']: rp['uuid']
                          for rp in self._get_all_providers()
                          if rp['name'] in self.HOSTS}
@@ -460,8 +456,7 @@ class ScenarioTestCase(runners.Checks,
         fraction, and such a value then sorts before the same time as
         nova binds it. nova's server list pages by ``created_at`` with
         the last row as marker: a row that sorts before itself comes back
-        in every batch, up to the page limit (1000 copies, a minute of
-        CPU per listing).
+        in every batch, up to the page limit.
         """
         return ', '.join(
             "%(c)s = strftime('%%Y-%%m-%%d %%H:%%M:%%S', %(c)s, "
