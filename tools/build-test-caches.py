@@ -16,13 +16,11 @@ The functional fixtures keep what costs seconds to make in the system
 temp dir, made once per machine on first use (fixtures.nova_db's
 ``machine_cache``): nova's and placement's migrated schemas, keystone's
 synced database, every supported release's nova schema and placement
-(``test_releases``: a pip download of each release, 30 to 70 MB, and its
-migrations), and the MariaDB templates. On a new machine (CI) the test
-worker that first needs one waits for it, most of that time on the
-network: about 230 s of one worker's time for all of them, 90 of them
-CPU-seconds. ``.ci/run`` runs this in the background while its own
-checks run, the downloads side by side, so that the suite starts with
-them made.
+(``test_releases``: a pip download of each release and its migrations),
+and the MariaDB templates. On a new machine (CI) the test worker that
+first needs one waits for it, mostly on the network. ``.ci/run`` runs
+this in the background while its own checks run, the downloads side by
+side, so that the suite starts with them made.
 
     python tools/build-test-caches.py
 

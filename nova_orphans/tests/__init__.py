@@ -16,14 +16,11 @@ import os
 import shutil
 import tempfile
 
-# A test process builds nova's and placement's objects by the million (the
-# scenario harness's services, ORM rows and API requests), and the
-# collector's default, a young-generation pass every 700 allocations, cost
-# about a tenth of the scenario suite's CPU (measured on seven of its
-# tests, one worker: 51.5 and 53.3 CPU-s; 45.5 and 49.6 with this). Cycles
-# are still collected, less often. Only the test processes: the tool tunes
-# its own runs (nova_orphans/memory.py), and the servers the fixtures
-# start keep their defaults.
+# A test process builds nova's and placement's objects by the million:
+# a young-generation pass every 700 allocations is a real share of its
+# CPU. Cycles are still collected, less often. Only the test processes:
+# the tool tunes its own runs (nova_orphans/memory.py), and the servers
+# the fixtures start keep their defaults.
 gc.set_threshold(50000, 50, 50)
 
 

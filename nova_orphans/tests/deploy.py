@@ -30,7 +30,6 @@ KUBERNETES = os.path.join(DEPLOY, 'kubernetes')
 CONTAINER = os.path.join(DEPLOY, 'container')
 ANSIBLE = os.path.join(DEPLOY, 'ansible')
 HELM_VALUES = os.path.join(KUBERNETES, 'openstack-helm-values.yaml')
-TOOLS = os.path.join(programs.REPO, 'tools', 'deploy')
 # Where etc/cron/nova-orphans expects etc/cron/nova-orphans-metrics.
 METRICS_SCRIPT = '/usr/local/bin/nova-orphans-metrics'
 RULES = os.path.join(PROMETHEUS, 'nova-orphans.rules.yaml')

@@ -17,6 +17,7 @@ on a ``Ports`` of their own. Imports nothing of nova.
 """
 
 import copy
+import http
 import json
 import re
 import urllib.parse
@@ -76,10 +77,7 @@ class NetworkFront:
 
     @staticmethod
     def _reply(start_response, status, body):
-        start_response('%d %s' % (status, {200: 'OK', 401: 'Unauthorized',
-                                           404: 'Not Found',
-                                           503: 'Service Unavailable'}[
-                                               status]),
+        start_response('%d %s' % (status, http.HTTPStatus(status).phrase),
                        [('Content-Type', 'application/json')])
         return [json.dumps(body).encode()]
 

@@ -12,30 +12,23 @@
 """The two front ends as the tests run them: one runner for each.
 
 Every test that runs ``nova-orphans-manage`` or ``openstack`` runs it
-through here. ``manage`` and ``openstack`` (and ``run``, ``run_all``)
-run the console script of this environment *in the test's own process*:
-its entry point is called as the script calls it, with the run's
-arguments (``sys.argv``), environment, working directory and standard
-streams, and whatever the run changes in the process (signal handlers,
-logging, warning filters, the garbage collector, the locale) is put
-back after it (``here``). The Result is what the process would have
-given: its exit code, and its output as a pipe reads it.
+through here. ``manage``, ``openstack``, ``run`` and ``run_all`` run
+this environment's console script *in the test's own process*
+(``here``): its entry point called as the script calls it, with the
+run's arguments, environment, working directory and standard streams,
+and whatever the run changes in the process put back after it. The
+Result is what the process would have given: its exit code, and its
+output as a pipe reads it.
 
-A test of what only a process shows (a signal, SIGKILL, two runs at
-once, a broken pipe, the console script's first instructions) runs it
-as a process: ``start`` gives the process itself, and ``run(...,
-process=True)`` waits for its end; so does a console script of another
-environment (``bin_dir``: the installed wheel's, a release's). Each
-process runs in ``environment()``: the test's, without the ``OS_*``
-variables of the shell the tests were started from (a cloud's
-credentials), importing this very tree first.
+What only a process shows (a signal, SIGKILL, two runs at once, a
+broken pipe, the script's first instructions) and another
+environment's console script (``bin_dir``) run as a process
+(``start``, ``run(..., process=True)``), in ``environment()``.
 
 ``manage_main`` and ``openstack_shell`` call the entry points as a
-program that embeds them does (nova's harness in the scenario tests):
-``nova_orphans.cmd.manage.main(argv)``, ``OpenStackShell().run(argv)``.
-
-Only unit tests run neither: they start no process, and a command's
-result they need they get from the application layer.
+program that embeds them does (nova's harness in the scenario tests).
+Unit tests run neither: they get a command's result from the
+application layer.
 """
 
 import collections
@@ -108,15 +101,16 @@ def environment(env=None, **variables):
     no ``OS_*`` variable but the test runner's, this tree imported
     first, and ``variables`` set (None: unset).
     """
-    env = {k: v for k, v in (os.environ if env is None else env).items()
-           if not k.startswith('OS_') or k in RUNNER_VARIABLES}
-    programs.this_tree_first(env)
-    for name, value in variables.items():
-        if value is None:
-            env.pop(name, None)
-        else:
-            env[name] = value
-    return env
+    env = programs.this_tree_first({
+        k: v for k, v in (os.environ if env is None else env).items()
+        if not k.startswith('OS_') or k in RUNNER_VARIABLES})
+    return _set(env, variables)
+
+
+def _set(env, variables):
+    """``env`` with ``variables`` set (None: unset)."""
+    return {k: v for k, v in dict(env, **variables).items()
+            if v is not None}
 
 
 def outside(env=None):
@@ -460,12 +454,7 @@ def openstack_shell(argv, variables):
     """
     from openstackclient import shell
 
-    env = dict(os.environ)
-    for name, value in variables.items():
-        if value is None:
-            env.pop(name, None)
-        else:
-            env[name] = value
+    env = _set(os.environ, variables)
     out, err = io.StringIO(), io.StringIO()
     with _fresh_clients(), _as_process(sys.argv, env, None, sys.stdin,
                                        out, err, own=False):

@@ -20,6 +20,7 @@ served on 127.0.0.1 by the functional tests and through wsgi-intercept
 by the scenario tests. Imports nothing of nova or Zun.
 """
 
+import http
 import json
 import urllib.parse
 
@@ -88,9 +89,7 @@ class ZunFront:
     @staticmethod
     def _reply(start_response, status, body):
         data = json.dumps(body).encode()
-        reasons = {200: 'OK', 401: 'Unauthorized', 404: 'Not Found',
-                   406: 'Not Acceptable', 503: 'Service Unavailable'}
-        start_response('%d %s' % (status, reasons[status]), [
+        start_response('%d %s' % (status, http.HTTPStatus(status).phrase), [
             ('Content-Type', 'application/json'),
             ('Content-Length', str(len(data)))])
         return [data]

@@ -39,8 +39,6 @@ from nova_orphans.tests.functional.fixtures import placement
 from nova_orphans.tests import programs
 from nova_orphans.tests import runners
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
 CELLS = ('cell1', 'cell2')
 # Nothing listens on port 1 of the loopback interface.
 NOWHERE = 'http://127.0.0.1:1'
@@ -68,13 +66,10 @@ class Compute(fixtures.Fixture):
         self.dir = tempfile.mkdtemp(prefix='nova-orphans-front-ends-',
                                     dir=nova_db.system_tempdir())
         self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
-        saved, tempfile.tempdir = tempfile.tempdir, self.dir
-        try:
+        with fixtures.MonkeyPatch('tempfile.tempdir', self.dir):
             # Beside the databases a test of its own makes.
             self.nova = self.useFixture(nova_db.NovaDatabases(
                 cells=CELLS, mariadb=self.maria, prefix='front_ends_'))
-        finally:
-            tempfile.tempdir = saved
         # nova's compute API reaches no placement, and of the clouds.yaml
         # written for it only the compute endpoint is read: each test
         # class has a placement of its own.
@@ -128,12 +123,9 @@ class Cloud(fixtures.Fixture):
             placement_url = self.maria.fresh(mariadb.TEMPLATE_PLACEMENT,
                                              'placement')
         # Outside the first test's temporary directory, as the Compute.
-        saved, tempfile.tempdir = tempfile.tempdir, compute.dir
-        try:
+        with fixtures.MonkeyPatch('tempfile.tempdir', compute.dir):
             self.placement = self.useFixture(placement.PlacementServer(
                 db_url=placement_url))
-        finally:
-            tempfile.tempdir = saved
 
     def reset(self):
         self.placement.reset()

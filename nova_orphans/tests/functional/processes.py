@@ -34,7 +34,6 @@ The processes are runners.start's; a run that a test only waits for
 
 import json
 import os
-import re
 import select
 import signal
 import subprocess
@@ -63,15 +62,12 @@ def kill(proc):
     return err
 
 
-class Hold:
+class Hold(faults.Rule):
     """One request stopped at the proxy until the test releases it."""
 
     def __init__(self, method, path, when, skip, match):
-        self.method = method
-        self.path = re.compile(path)
+        super().__init__(method, path, skip=skip, match=match)
         self.when = when
-        self.skip = skip
-        self.match = match
         self.request = None
         # Placement's status, for a request held after it answered.
         self.result = None
@@ -131,13 +127,11 @@ class HoldingProxy(faults.FaultProxy):
 
     def _held(self, method, path, body):
         path = urllib.parse.urlsplit(path).path
+        parsed = json.loads(body) if body else None
         with self._lock:
             for hold in self._holds:
-                if (hold.arrived.is_set() or hold.method != method or
-                        not hold.path.fullmatch(path)):
-                    continue
-                parsed = json.loads(body) if body else None
-                if hold.match is not None and not hold.match(parsed):
+                if hold.arrived.is_set() or not hold.matches(method, path,
+                                                             parsed):
                     continue
                 if hold.skip:
                     hold.skip -= 1

@@ -43,6 +43,7 @@ from nova.tests.fixtures import notifications as nova_notifications
 from nova.tests.functional import integrated_helpers
 from nova import utils as nova_utils
 
+from nova_orphans.tests.functional.fixtures import nova_db
 from nova_orphans.tests import runners
 from nova_orphans.tests import state
 
@@ -55,8 +56,7 @@ def nova_api_paste_ini():
     ``$state_path/etc/nova/api-paste.ini``, i.e. ``<site-packages>/etc/...``,
     which only exists in a source checkout. pip installs the file as a data
     file (``<prefix>/etc/nova/api-paste.ini``); the dist RECORD knows where.
-    Once per process: the RECORD has thousands of paths, a quarter of a
-    second of every scenario test's setUp.
+    Once per process: the RECORD has thousands of paths.
     """
     for path in importlib.metadata.files('nova') or ():
         if path.name == 'api-paste.ini':
@@ -102,16 +102,14 @@ class _Wake:
 class WakingIdleWorkers(fixtures.Fixture):
     """Idle pool workers that sleep until work or a stop wakes them.
 
-    nova.test sets futurist's ``ThreadWorker.MAX_IDLE_FOR`` to 0.01 s in
-    native-threading mode (its "hack until" futurist bug 2160159): an
-    idle worker only notices a stop when its queue wait times out, and at
-    futurist's own second every executor shutdown would wait that long.
-    With some forty idle workers in the harness, polling a hundred times
-    a second each took about a tenth of the scenario tests' CPU. Here a
-    stop puts a no-op item on the worker's queue, which wakes it at once,
-    and after nova.test's setUp (``wait_long``) the wait is futurist's
-    own second again: the bound for a worker whose wake-up another
-    worker took.
+    nova.test sets futurist's ``ThreadWorker.MAX_IDLE_FOR`` to 0.01 s
+    (its "hack until" futurist bug 2160159): an idle worker notices a
+    stop only when its queue wait times out, and at futurist's own
+    second every executor shutdown would wait that long; but some forty
+    workers polling that often cost real CPU. Here a stop puts a no-op
+    item on the worker's queue, which wakes it at once, and after
+    nova.test's setUp (``wait_long``) the wait is futurist's own again:
+    the bound for a worker whose wake-up another worker took.
 
     Used before nova.test's setUp, so that its cleanup comes after every
     service and pool has stopped.
@@ -193,8 +191,7 @@ class ScenarioTestCase(runners.Checks,
         for host in self.HOSTS:
             self._start_compute(host)
         # The fake driver names each node after its host. One placement
-        # listing, not a compute API call per host (_get_provider_uuid_
-        # by_host): those cost a fifth of a second of every test's setUp.
+        # listing, cheaper than a compute API call per host.
         self.rp_uuids = {rp['name']: rp['uuid']
                          for rp in self._get_all_providers()
                          if rp['name'] in self.HOSTS}
@@ -323,14 +320,8 @@ class ScenarioTestCase(runners.Checks,
                 .placement_database.connection}
         for group, opts in (extra or {}).items():
             groups.setdefault(group, {}).update(opts)
-        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                            'nova.conf')
-        with open(path, 'w') as f:
-            for group, opts in groups.items():
-                f.write('[%s]\n' % group)
-                f.writelines('%s = %s\n' % kv for kv in opts.items())
-                f.write('\n')
-        return path
+        return nova_db.write_ini(os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'nova.conf'), groups)
 
     # -- waiting for nova ---------------------------------------------------
 
@@ -353,16 +344,20 @@ class ScenarioTestCase(runners.Checks,
             'nova.tests.fixtures.notifications.FakeVersionedNotifier.'
             'wait_for_versioned_notifications', patient))
 
-    def _wait_for_instance_action_event(self, server, action_name,
-                                        event_name, event_result):
+    def _patiently(self, wait, *args):
+        """nova's ``wait(*args)`` again until WAIT_SECONDS have passed."""
         deadline = time.monotonic() + self.WAIT_SECONDS
         while True:
             try:
-                return super()._wait_for_instance_action_event(
-                    server, action_name, event_name, event_result)
+                return wait(*args)
             except self.failureException:
                 if time.monotonic() > deadline:
                     raise
+
+    def _wait_for_instance_action_event(self, server, action_name,
+                                        event_name, event_result):
+        return self._patiently(super()._wait_for_instance_action_event,
+                               server, action_name, event_name, event_result)
 
     def _wait_for_server_parameter(self, server, expected_params,
                                    max_retries=WAIT_SECONDS * 2, **kwargs):
@@ -370,23 +365,10 @@ class ScenarioTestCase(runners.Checks,
             server, expected_params, max_retries=max_retries, **kwargs)
 
     def _wait_for_migration_status(self, server, expected_statuses):
-        deadline = time.monotonic() + self.WAIT_SECONDS
-        while True:
-            try:
-                return super()._wait_for_migration_status(
-                    server, expected_statuses)
-            except self.failureException:
-                if time.monotonic() > deadline:
-                    raise
+        return self._patiently(super()._wait_for_migration_status, server,
+                               expected_statuses)
 
     # -- running things ----------------------------------------------------
-
-    @staticmethod
-    @contextlib.contextmanager
-    def _captured(stream='stdout'):
-        out = io.StringIO()
-        with fixtures.MonkeyPatch('sys.' + stream, out):
-            yield out
 
     def run_manage(self, *argv, conf_file=None):
         """Run ``nova-orphans-manage`` in-process (runners.manage_main);
@@ -430,7 +412,7 @@ class ScenarioTestCase(runners.Checks,
         rc: 0 nothing found, 3 found, 4 found and deleted, 1 error,
         127 unknown provider.
         """
-        with self._captured('stdout') as out:
+        with contextlib.redirect_stdout(io.StringIO()) as out:
             rc = nova_manage.PlacementCommands().audit(
                 verbose=verbose, delete=delete, provider_uuid=provider_uuid)
         return rc, out.getvalue()
@@ -474,8 +456,7 @@ class ScenarioTestCase(runners.Checks,
         fraction, and such a value then sorts before the same time as
         nova binds it. nova's server list pages by ``created_at`` with
         the last row as marker: a row that sorts before itself comes back
-        in every batch, up to the page limit (1000 copies, a minute of
-        CPU per listing).
+        in every batch, up to the page limit.
         """
         return ', '.join(
             "%(c)s = strftime('%%Y-%%m-%%d %%H:%%M:%%S', %(c)s, "

@@ -47,11 +47,8 @@ AuditDelete = collections.namedtuple('AuditDelete', 'removed problems')
 #: --all``, for the scenarios about provider trees;
 #: ``audit_leaves_providers``: those of them ``providers clean`` deletes
 #: and that are still there after ``nova-manage placement audit --delete``.
-Scenario = collections.namedtuple(
-    'Scenario', 'title test ours audit_rc audit_flags audit_unknown_nodes '
-                'audit_delete osc providers audit_leaves_providers')
-
-_REGISTRY = {}
+Scenario = collections.namedtuple('Scenario',
+                                  ('title', 'test') + Observed._fields)
 
 
 def scenario(*keys):
@@ -144,19 +141,22 @@ def osc_differences(manage_rows, osc_rows, label, names):
 
 def check(test, observed, key=None):
     """Fail ``test`` unless ``observed`` is what its scenario declares."""
-    declared = SCENARIOS[scenario_of(test, key)]
-    test.assertEqual(
-        Observed(declared.ours, declared.audit_rc, declared.audit_flags,
-                 declared.audit_unknown_nodes, declared.audit_delete,
-                 declared.osc, declared.providers,
-                 declared.audit_leaves_providers),
-        observed)
+    test.assertEqual(Observed(*SCENARIOS[scenario_of(test, key)][2:]),
+                     observed)
 
 
-def S(title, test, ours, audit_rc=0, audit_flags=(), audit_unknown_nodes=(),
-      audit_removes=(), audit_problems=(), osc=(), providers=(),
-      audit_leaves_providers=()):
-    """One scenario; ``osc`` lists ``osc_differences`` (none: the same)."""
+def S(title, test, ours, audit_flags=(), audit_unknown_nodes=(),
+      audit_problems=(), osc=(), providers=(), audit_leaves_providers=(),
+      audit_rc=None, audit_removes=None):
+    """One scenario; ``osc`` lists ``osc_differences`` (none: the same).
+
+    By default audit returns 3 if it flags anything (else 0), and its
+    ``--delete`` removes what it flags.
+    """
+    if audit_rc is None:
+        audit_rc = 3 if audit_flags else 0
+    if audit_removes is None:
+        audit_removes = audit_flags
     return Scenario(title, test, tuple(sorted(ours)), audit_rc,
                     tuple(sorted(audit_flags)),
                     tuple(sorted(audit_unknown_nodes)),
@@ -165,6 +165,25 @@ def S(title, test, ours, audit_rc=0, audit_flags=(), audit_unknown_nodes=(),
                     tuple(sorted(osc)), tuple(sorted(providers)),
                     tuple(sorted(audit_leaves_providers)))
 
+
+def _deleted(reason):
+    """vm1 on host1 emptied (``reason``), vm0 on host2 live."""
+    return dict(ours=[('vm1@host1', reason, 'delete_consumer'),
+                      ('vm0@host2', 'active_instance', 'none')],
+                audit_flags=['vm1@host1'])
+
+
+# A move's leftover: the migration's consumer keeps the source.
+_LEFTOVER = dict(
+    ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
+          ('vm1@host2', 'active_instance', 'none')],
+    audit_flags=['migration@host1'])
+# A failed move: the server back on the source, the target allocated.
+_NOT_GIVEN_BACK = dict(
+    ours=[('migration@host1', 'finished_migration', 'return_to_instance'),
+          ('vm1@host2', 'stale_provider', 'remove_provider')],
+    audit_flags=['migration@host1', 'vm1@host2'],
+    audit_problems=['does not give vm1@host1 back'])
 
 SCENARIOS = collections.OrderedDict()
 
@@ -175,7 +194,7 @@ SCENARIOS['evacuated'] = S(
     'test_evacuate.EvacuateFromDownHostTest.test_cycle',
     ours=[('vm1@host1', 'evacuated_source', 'remove_provider'),
           ('vm1@host2', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
+    audit_flags=['vm1@host1'])
 SCENARIOS['evacuated_nested'] = S(
     'The same, the server also using a child provider of the source node '
     '(nested, custom resource class)',
@@ -184,36 +203,25 @@ SCENARIOS['evacuated_nested'] = S(
           ('vm1@host1-child', 'evacuated_source', 'remove_provider'),
           ('vm1@host2', 'active_instance', 'none'),
           ('vm1@host2-child', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'],
+    audit_flags=['vm1@host1'],
     audit_problems=['leaves the orphan vm1@host1-child'])
 SCENARIOS['cold_migration_failed'] = S(
     'A cold migration fails, its clean-up too: the instance is back on the '
     'source, the target stays allocated (runbook, seed 001)',
     'test_migrations.MigrationTest.test_cold_migration_failed',
-    ours=[('migration@host1', 'finished_migration', 'return_to_instance'),
-          ('vm1@host2', 'stale_provider', 'remove_provider')],
-    audit_rc=3, audit_flags=['migration@host1', 'vm1@host2'],
-    audit_removes=['migration@host1', 'vm1@host2'],
-    audit_problems=['does not give vm1@host1 back'])
+    **_NOT_GIVEN_BACK)
 SCENARIOS['live_migration_failed'] = S(
     'A live migration fails and its rollback cannot move the allocations '
     'back',
     'test_migrations.MigrationTest.test_live_migration_failed',
-    ours=[('migration@host1', 'finished_migration', 'return_to_instance'),
-          ('vm1@host2', 'stale_provider', 'remove_provider')],
-    audit_rc=3, audit_flags=['migration@host1', 'vm1@host2'],
-    audit_removes=['migration@host1', 'vm1@host2'],
-    audit_problems=['does not give vm1@host1 back'])
+    **_NOT_GIVEN_BACK)
 SCENARIOS['live_migration_post_failed'] = S(
     'A live migration fails after the guest switched hosts '
     '(post_live_migration_at_destination raises): server ERROR on the '
     'destination, migration error, its consumer keeps the source',
     'test_field.LiveMigrationPostFailureTest.'
     'test_post_at_destination_fails',
-    ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
-          ('vm1@host2', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['migration@host1'],
-    audit_removes=['migration@host1'])
+    **_LEFTOVER)
 SCENARIOS['graceful_shutdown_cut_off'] = S(
     'nova-compute stopped while a live migration was in its driver, a '
     'cold migration copying and a build spawning (manager_shutdown_timeout '
@@ -226,8 +234,7 @@ SCENARIOS['graceful_shutdown_cut_off'] = S(
            'return_to_instance'),
           ('vm3@host2', 'stale_provider', 'remove_provider'),
           ('vm2@host1', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['migration@host1', 'vm1@host2', 'vm3@host2'],
-    audit_removes=['migration@host1', 'vm1@host2', 'vm3@host2'],
+    audit_flags=['migration@host1', 'vm1@host2', 'vm3@host2'],
     audit_problems=['does not give vm1@host1 back',
                     'does not give vm3@host1 back',
                     'leaves the orphan migration3@host1'])
@@ -235,25 +242,17 @@ SCENARIOS['resize_confirm_leak'] = S(
     'A resize is confirmed but the source is not freed (migration '
     'confirmed, its consumer keeps the old flavor)',
     'test_migrations.MigrationTest.test_resize_confirm_leak',
-    ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
-          ('vm1@host2', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['migration@host1'],
-    audit_removes=['migration@host1'])
+    **_LEFTOVER)
 SCENARIOS['resize_revert_failed'] = S(
     'A resize revert fails on the destination (one driver fault): server '
     'ERROR there, migration error, its consumer keeps the source',
     'test_migrations.MigrationTest.test_resize_revert_failed_on_destination',
-    ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
-          ('vm1@host2', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['migration@host1'],
-    audit_removes=['migration@host1'])
+    **_LEFTOVER)
 SCENARIOS['sql_force_deleted'] = S(
     'An ERROR server forced to deleted in SQL (``deleted=1``), its '
     'allocation kept (runbook, seed 003)',
     'test_deleted.DeletedServerTest.test_forced_to_deleted_in_sql',
-    ours=[('vm1@host1', 'deleted_instance', 'delete_consumer'),
-          ('vm0@host2', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
+    **_deleted('deleted_instance'))
 SCENARIOS['ironic_custom_rc'] = S(
     'An ironic-style node (custom resource class only): a baremetal '
     'server forced to deleted in SQL, another one live',
@@ -264,16 +263,12 @@ SCENARIOS['ironic_custom_rc'] = S(
 SCENARIOS['deleted_host_down'] = S(
     'A server deleted while its host was down, placement\'s DELETE lost',
     'test_deleted.DeletedServerTest.test_deleted_then_archived_then_purged',
-    ours=[('vm1@host1', 'deleted_instance', 'delete_consumer'),
-          ('vm0@host2', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
+    **_deleted('deleted_instance'))
 SCENARIOS['deleted_archived'] = S(
     'The same after ``nova-manage db archive_deleted_rows`` (only shadow '
     'tables know the server; nova\'s periodic can no longer clean it)',
     'test_deleted.DeletedServerTest.test_deleted_then_archived_then_purged',
-    ours=[('vm1@host1', 'deleted_instance', 'delete_consumer'),
-          ('vm0@host2', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'],
+    **_deleted('deleted_instance'),
     osc=['vm1@host1: consumer_type instance -> unknown',
          'vm1@host1: instance vm1 -> null',
          'vm1@host1: reason deleted_instance -> unknown_consumer'])
@@ -281,32 +276,22 @@ SCENARIOS['deleted_purged'] = S(
     'The same after ``nova-manage db purge --all`` (no trace of the '
     'server anywhere)',
     'test_deleted.DeletedServerTest.test_deleted_then_archived_then_purged',
-    ours=[('vm1@host1', 'unknown_consumer', 'delete_consumer'),
-          ('vm0@host2', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
+    **_deleted('unknown_consumer'))
 SCENARIOS['shelve_offloaded'] = S(
     'A shelve-offload that did not free the host',
     'test_deleted.DeletedServerTest.test_shelve_offloaded',
-    ours=[('vm1@host1', 'shelved_offloaded', 'delete_consumer'),
-          ('vm0@host2', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'])
+    **_deleted('shelved_offloaded'))
 SCENARIOS['service_delete_leftover'] = S(
     'The compute service of a host with such a leftover (a confirmed '
     'resize\'s) was deleted: nova 34 answers 204 and leaves the provider '
     'behind, allocation and all (mailing-list thread, seed 002)',
     'test_service_delete.ServiceDeleteTest.test_delete_leaves_the_provider',
-    ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
-          ('vm1@host2', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['migration@host1'],
-    audit_unknown_nodes=['host1'], audit_removes=['migration@host1'])
+    **_LEFTOVER, audit_unknown_nodes=['host1'])
 SCENARIOS['service_delete_after_clean'] = S(
     'The same host before the service delete: after ``allocations clean '
     '--host host1`` the delete also removes the provider (seed 002)',
     'test_service_delete.ServiceDeleteTest.test_clean_first_then_delete',
-    ours=[('migration@host1', 'finished_migration', 'delete_consumer'),
-          ('vm1@host2', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['migration@host1'],
-    audit_removes=['migration@host1'])
+    **_LEFTOVER)
 
 SCENARIOS['provider_service_deleted'] = S(
     'A compute service deleted while its node (with a nested child) holds '
@@ -317,9 +302,8 @@ SCENARIOS['provider_service_deleted'] = S(
           ('stranger@host1', 'unknown_consumer', 'delete_consumer'),
           ('stranger@host1-child', 'unknown_consumer', 'delete_consumer'),
           ('vm1@host2', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['migration@host1', 'stranger@host1'],
+    audit_flags=['migration@host1', 'stranger@host1'],
     audit_unknown_nodes=['host1'],
-    audit_removes=['migration@host1', 'stranger@host1'],
     audit_problems=['leaves the orphan stranger@host1-child'],
     providers=[('host1', 'deleted_compute_node', 'delete_provider'),
                ('host1-child', 'deleted_compute_node', 'delete_provider'),
@@ -386,21 +370,21 @@ SCENARIOS['evacuation_in_progress'] = S(
     'test_lookalikes.LookAlikeTest.test_evacuation_in_progress',
     ours=[('vm1@host1', 'active_instance', 'none'),
           ('vm1@host2', 'active_migration', 'none')],
-    audit_rc=3, audit_flags=['vm1@host2'], audit_removes=['vm1@host2'],
+    audit_flags=['vm1@host2'],
     audit_problems=['removes the live vm1@host2'])
 SCENARIOS['live_migration_in_progress'] = S(
     'A live migration in progress (paused in the driver)',
     'test_lookalikes.LookAlikeTest.test_live_migration_in_progress',
     ours=[('migration@host1', 'active_migration', 'none'),
           ('vm1@host2', 'active_migration', 'none')],
-    audit_rc=3, audit_flags=['vm1@host2'], audit_removes=['vm1@host2'],
+    audit_flags=['vm1@host2'],
     audit_problems=['removes the live vm1@host2'])
 SCENARIOS['scheduling'] = S(
     'A server just scheduled, not yet in its cell (paused before the '
     'instance row is created: build request, allocation)',
     'test_lookalikes.LookAlikeTest.test_scheduled_not_yet_in_cell',
     ours=[('vm1@host1', 'building', 'none')],
-    audit_rc=3, audit_flags=['vm1@host1'], audit_removes=['vm1@host1'],
+    audit_flags=['vm1@host1'],
     audit_problems=['removes the live vm1@host1'])
 SCENARIOS['building'] = S(
     'A server being built (paused while the compute spawns it)',
@@ -426,8 +410,8 @@ SCENARIOS['sharing_provider'] = S(
     'test_providers.SharingDiskProviderTest.test_server_on_shared_disk',
     ours=[('vm1@host1', 'active_instance', 'none'),
           ('vm1@shared-disk', 'active_instance', 'none')],
-    audit_rc=3, audit_flags=['vm1@shared-disk'],
-    audit_unknown_nodes=['shared-disk'], audit_removes=['vm1@shared-disk'],
+    audit_flags=['vm1@shared-disk'],
+    audit_unknown_nodes=['shared-disk'],
     audit_problems=['removes the live vm1@shared-disk'])
 SCENARIOS['foreign_provider'] = S(
     'A provider of another service (a Zun container host, VCPU and '
@@ -435,18 +419,16 @@ SCENARIOS['foreign_provider'] = S(
     'test_lookalikes.LookAlikeTest.test_provider_of_another_service',
     ours=[('vm1@host1', 'active_instance', 'none'),
           ('container1@zun-host1', 'unmanaged_provider', 'none')],
-    audit_rc=3, audit_flags=['container1@zun-host1'],
+    audit_flags=['container1@zun-host1'],
     audit_unknown_nodes=['zun-host1'],
-    audit_removes=['container1@zun-host1'],
     audit_problems=['removes the live container1@zun-host1'])
 SCENARIOS['cell_down'] = S(
     'A cell whose database is down (for both tools)',
     'test_lookalikes.LookAlikeTest.test_cell_database_down',
     ours=[('vm1@host1', 'unverifiable', 'none'),
           ('vm2@host2', 'unverifiable', 'none')],
-    audit_rc=3, audit_flags=['vm1@host1', 'vm2@host2'],
+    audit_flags=['vm1@host1', 'vm2@host2'],
     audit_unknown_nodes=['host1', 'host2'],
-    audit_removes=['vm1@host1', 'vm2@host2'],
     audit_problems=['removes the live vm1@host1',
                     'removes the live vm2@host2'],
     osc=['vm1@host1: cell cell1 -> (down)', 'vm1@host1: details differ',
@@ -466,14 +448,9 @@ SCENARIOS['provider_lookalikes'] = S(
           ('port1@netnode1:ovs-agent:br-ex', 'unmanaged_provider',
            'none'),
           ('stranger@host4', 'unknown_consumer', 'delete_consumer')],
-    audit_rc=3,
     audit_flags=['port1@netnode1:ovs-agent:br-ex', 'stranger@host4'],
-    audit_unknown_nodes=['host4', 'netnode1:ovs-agent',
-                         'shared-disk'],
-    audit_removes=['port1@netnode1:ovs-agent:br-ex',
-                   'stranger@host4'],
-    audit_problems=['removes the live '
-                    'port1@netnode1:ovs-agent:br-ex'],
+    audit_unknown_nodes=['host4', 'netnode1:ovs-agent', 'shared-disk'],
+    audit_problems=['removes the live port1@netnode1:ovs-agent:br-ex'],
     osc=['stranger@host4: host host4 -> null'],
     providers=[('host1', 'live_compute_node', 'none'),
                ('host2', 'live_compute_node', 'none'),
@@ -508,7 +485,7 @@ SCENARIOS['port_live_migration_in_progress'] = S(
           for who, n in (('migration', 1), ('vm1', 2))
           for br in ('', ':Open vSwitch agent:br-ex',
                      ':Open vSwitch agent:br-phys3')],
-    audit_rc=3, audit_flags=_VM1_HOST2, audit_removes=_VM1_HOST2,
+    audit_flags=_VM1_HOST2,
     audit_problems=['removes the live %s' % a for a in _VM1_HOST2])
 SCENARIOS['port_info_cache_empty'] = S(
     'A server with two such ports whose info cache is empty (both tools '

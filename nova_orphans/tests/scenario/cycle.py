@@ -40,6 +40,7 @@ fails a test when it stops being true.
 import contextlib
 import json
 import os
+import pkgutil
 import re
 import threading
 
@@ -372,35 +373,28 @@ class CycleTestCase(osc.OpenStackClientMixin, base.ScenarioTestCase):
         """
         gate = _Gate(target, timeout, when)
         self.useFixture(fixtures.MonkeyPatch(target, gate.wrap(
-            _resolve(target))))
+            pkgutil.resolve_name(target))))
         self.addCleanup(gate.release)
         return gate
 
     def break_cell_for_nova_too(self, cell_name='cell1'):
         """Make a cell database unreadable to the tool AND to nova.
 
-        The mapping row gets a file that is not a database. nova looks
-        cells up by that string, so register a real (failing) oslo.db
-        context manager under it: nova's queries fail as they would on
-        a dead database server (``file is not a database``). Only
-        fresh cell lists see it (see ``run_nova_audit``); nova's
-        services keep their cached cells.
+        The mapping row gets a file that is not a database (break_cell's
+        ``garbage``). nova looks cells up by that string, so register a
+        real (failing) oslo.db context manager under it: nova's queries
+        fail as they would on a dead database server (``file is not a
+        database``). Only fresh cell lists see it (see
+        ``run_nova_audit``); nova's services keep their cached cells.
         """
         from oslo_db.sqlalchemy import enginefacade
-        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                            cell_name + '-down.sqlite')
-        with open(path, 'w') as f:
-            f.write('not a database\n' * 100)
-        url = 'sqlite:///' + path
+        url = self.break_cell(cell_name, 'garbage')
         ctxt = enginefacade.transaction_context()
         ctxt.configure(connection=url)
         registry = self.cell_databases._ctxt_mgrs
         registry[url] = ctxt
         # Before CellDatabases' cleanup, which opens every registered one.
         self.addCleanup(registry.pop, url)
-        mapping = self.cell_mappings[cell_name]
-        mapping.database_connection = url
-        mapping.save()
         return url
 
     def boot(self, name, host=None, flavor=None, wait='ACTIVE',
@@ -455,12 +449,6 @@ def _fresh_cells():
             fixtures.MonkeyPatch('nova.context.CELL_CACHE', {}), \
             fixtures.MonkeyPatch('nova.compute.api.CELLS', []):
         yield
-
-
-def _resolve(target):
-    module, _, attr = target.rpartition('.')
-    module, _, cls = module.rpartition('.')
-    return getattr(getattr(__import__(module, fromlist=[cls]), cls), attr)
 
 
 class _Gate:
