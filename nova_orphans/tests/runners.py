@@ -313,6 +313,10 @@ def _logging_kept():
             handler.close()
 
 
+def _no_freeze():
+    pass
+
+
 @contextlib.contextmanager
 def _as_process(argv, env, cwd, stdin, stdout, stderr, own=True):
     """This process as the console script's process would be for the
@@ -331,7 +335,7 @@ def _as_process(argv, env, cwd, stdin, stdout, stderr, own=True):
     handlers = {s: h for s, h in handlers.items() if h is not None}
     hooks = (sys.excepthook, threading.excepthook, warnings.showwarning,
              copy.copy(warnings.filters))
-    collector = (gc.get_threshold(), gc.isenabled(), gc.get_freeze_count())
+    collector = (gc.get_threshold(), gc.isenabled(), gc.freeze)
     saved_locale = locale.setlocale(locale.LC_ALL)
     saved_tempdir = tempfile.tempdir
     try:
@@ -342,6 +346,9 @@ def _as_process(argv, env, cwd, stdin, stdout, stderr, own=True):
             if cwd is not None:
                 os.chdir(cwd)
             sys.argv = list(argv)
+            # What is alive here is the test runner's, not the run's to
+            # freeze (memory.freeze).
+            gc.freeze = _no_freeze
             sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
             if own:
                 sys.__stdin__, sys.__stdout__, sys.__stderr__ = (
@@ -359,9 +366,7 @@ def _as_process(argv, env, cwd, stdin, stdout, stderr, own=True):
         tempfile.tempdir = saved_tempdir
         (sys.excepthook, threading.excepthook, warnings.showwarning,
          warnings.filters[:]) = hooks
-        threshold, enabled, frozen = collector
-        if gc.get_freeze_count() > frozen:
-            gc.unfreeze()
+        threshold, enabled, gc.freeze = collector
         gc.set_threshold(*threshold)
         (gc.enable if enabled else gc.disable)()
         locale.setlocale(locale.LC_ALL, saved_locale)
