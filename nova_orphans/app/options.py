@@ -65,10 +65,7 @@ class Option:
         """This option with other attributes (another help, another
         default): one option, worded for another command.
         """
-        attrs = dict(vars(self), **changes)
-        flags = attrs.pop('flags')
-        return Option(flags, **{k: v for k, v in attrs.items()
-                                if k != 'help'}, help=attrs['help'])
+        return Option(**dict(vars(self), **changes))
 
     @property
     def config_default(self):

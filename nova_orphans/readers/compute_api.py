@@ -37,6 +37,7 @@ move that started after the first listing must not look like an orphan.
 
 import concurrent.futures
 import datetime
+import functools
 from urllib import parse
 
 from oslo_log import log as logging
@@ -279,9 +280,10 @@ class ComputeAPIReader(base.NovaReader):
                   if m.uuid in consumers}
         return (set(consumers) | owners) - known
 
-    def _lookup(self, snapshot, uuids):
-        """GET /servers/{uuid} and its migrations, for each uuid."""
-        for inst, migrations in self._map(self._one, sorted(uuids)):
+    def _lookup(self, snapshot, uuids, listed_deleted=True):
+        """GET /servers/{uuid} and its migrations, for each (see _one)."""
+        one = functools.partial(self._one, listed_deleted=listed_deleted)
+        for inst, migrations in self._map(one, sorted(uuids)):
             self._add_instances(snapshot, [inst] if inst else [])
             self._add_migrations(snapshot, migrations)
 
@@ -344,9 +346,7 @@ class ComputeAPIReader(base.NovaReader):
             todo.add(mig.instance_uuid if mig else consumer)
         fetched, relisted = set(), False
         while True:
-            for inst, migrations in self._map(self._fresh, sorted(todo)):
-                self._add_instances(snapshot, [inst] if inst else [])
-                self._add_migrations(snapshot, migrations)
+            self._lookup(snapshot, todo, listed_deleted=False)
             fetched |= todo
             missing = self._missing(snapshot, consumers)
             todo = missing - fetched
@@ -359,9 +359,6 @@ class ComputeAPIReader(base.NovaReader):
             self._add_migrations(snapshot, self._migrations())
             relisted = True
             todo = self._missing(snapshot, consumers) - fetched
-
-    def _fresh(self, uuid):
-        return self._one(uuid, listed_deleted=False)
 
     # When nova last worked on an instance ----------------------------------
 
