@@ -271,10 +271,8 @@ def host_resources(rows, max_hosts):
     As project_resources, bounded: a series per host of a large cloud
     would be one per host that ever leaked an allocation.
     """
-    ranked = []
-    for row in rows:
-        if row.given_back and row.host not in ranked:
-            ranked.append(row.host)
+    # The hosts in the rows' order, each once.
+    ranked = list(dict.fromkeys(row.host for row in rows if row.given_back))
     kept = frozenset(ranked[:max_hosts])
     amounts = collections.Counter()
     for row in rows:
