@@ -326,12 +326,9 @@ def shelved_offloaded(ctx):
     if (inst is not None and
             inst.vm_state == nova_states.SHELVED_OFFLOADED and
             inst.task_state not in nova_states.UNSHELVE_TASK_STATES):
-        verdict = unsettled(ctx)
-        if verdict is not None:
-            return verdict
-        return Verdict(reasons.SHELVED_OFFLOADED, reasons.DELETE_CONSUMER,
-                       _('The instance is shelved and offloaded; it holds no '
-                         'host.'))
+        return unsettled(ctx) or Verdict(
+            reasons.SHELVED_OFFLOADED, reasons.DELETE_CONSUMER,
+            _('The instance is shelved and offloaded; it holds no host.'))
     return None
 
 
@@ -525,17 +522,14 @@ def evacuated_source(ctx):
                 (ctx.node.host, ctx.node.hypervisor_hostname) and
                 (inst.host, inst.node) != (mig.source_compute,
                                            mig.source_node)):
-            verdict = unsettled(ctx)
-            if verdict is not None:
-                return verdict
-            return Verdict(reasons.EVACUATED_SOURCE, reasons.REMOVE_PROVIDER,
-                           _('Evacuated from %(source)s to %(dest)s by '
-                             'migration %(migration)s (%(status)s); the '
-                             'instance now runs on %(host)s.') %
-                           {'source': mig.source_compute,
-                            'dest': mig.dest_compute,
-                            'migration': mig.uuid, 'status': mig.status,
-                            'host': inst.host})
+            return unsettled(ctx) or Verdict(
+                reasons.EVACUATED_SOURCE, reasons.REMOVE_PROVIDER,
+                _('Evacuated from %(source)s to %(dest)s by migration '
+                  '%(migration)s (%(status)s); the instance now runs on '
+                  '%(host)s.') % {
+                    'source': mig.source_compute, 'dest': mig.dest_compute,
+                    'migration': mig.uuid, 'status': mig.status,
+                    'host': inst.host})
     return None
 
 
@@ -550,13 +544,10 @@ def stale_provider(ctx):
     inst = ctx.instance
     if inst is None:
         return None
-    verdict = unsettled(ctx)
-    if verdict is not None:
-        return verdict
-    return Verdict(reasons.STALE_PROVIDER, reasons.REMOVE_PROVIDER,
-                   _('The instance runs on %(host)s (%(node)s), not on this '
-                     'node, and no move is in progress.') %
-                   {'host': inst.host, 'node': inst.node})
+    return unsettled(ctx) or Verdict(
+        reasons.STALE_PROVIDER, reasons.REMOVE_PROVIDER,
+        _('The instance runs on %(host)s (%(node)s), not on this node, and '
+          'no move is in progress.') % {'host': inst.host, 'node': inst.node})
 
 
 def unknown_consumer(ctx):
