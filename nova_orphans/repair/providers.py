@@ -63,12 +63,10 @@ def read_record(client, uuid):
     """The provider's full record as placement has it now, or None if it
     is gone.
     """
-    base = '/resource_providers/%s' % uuid
     parts = {}
     for part in ('', '/inventories', '/traits', '/aggregates'):
         # Deleted meanwhile, even between these reads: gone.
-        parts[part] = placement_api.gone_if_missing(
-            client.get, base + part, 'provider', uuid)
+        parts[part] = placement_api.gone_if_missing(client, uuid, part)
         if parts[part] is None:
             return None
     rp = parts['']
@@ -91,9 +89,7 @@ def holders(client, tree):
     """{consumer: [provider, ...]} of what is allocated on the tree now."""
     held = {}
     for uuid in tree:
-        doc = placement_api.gone_if_missing(
-            client.get, '/resource_providers/%s/allocations' % uuid,
-            'provider', uuid)
+        doc = placement_api.gone_if_missing(client, uuid, '/allocations')
         for consumer in (doc or {}).get('allocations', ()):
             held.setdefault(consumer, []).append(uuid)
     return held
