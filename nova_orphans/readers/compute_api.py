@@ -136,15 +136,13 @@ def flavor(embedded):
 
 def listed_flavor(doc, extra_specs):
     """A flavor of ``GET /flavors/detail`` in the keys of nova's
-    ``flavors`` row (nova_db.NovaDBReader.flavors): swap is "" for none
-    below microversion 2.75.
+    ``flavors`` row (nova_db.NovaDBReader.flavors): an embedded flavor's
+    fields but its ephemeral disk's name, and its own name (swap is ""
+    for none below microversion 2.75, as flavor() takes it).
     """
-    return {
-        'name': doc['name'], 'vcpus': doc['vcpus'], 'memory_mb': doc['ram'],
-        'root_gb': doc.get('disk') or 0,
-        'ephemeral_gb': doc.get('OS-FLV-EXT-DATA:ephemeral') or 0,
-        'swap': doc.get('swap') or 0, 'extra_specs': dict(extra_specs),
-    }
+    return {'name': doc['name'], **flavor(dict(
+        doc, ephemeral=doc.get('OS-FLV-EXT-DATA:ephemeral'),
+        extra_specs=extra_specs))}
 
 
 def when(text):
