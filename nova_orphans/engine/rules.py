@@ -303,6 +303,11 @@ def active_migration(ctx):
     inst = ctx.instance
     if inst is None or ctx.on_instance_node() or ctx.sharing:
         return None
+    return _moving(ctx, inst)
+
+
+def _moving(ctx, inst):
+    """The verdict of the instance's move in progress, or None."""
     migs = ctx.index.in_progress.get(inst.uuid)
     if migs:
         mig = migs[0]
@@ -407,19 +412,11 @@ def leaked_port_allocation(ctx):
                          'also holds %(classes)s, which no port requests: '
                          'it is not trimmed.') %
                        {'classes': ', '.join(sorted(others))})
-    verdict = unsettled(ctx)
+    verdict = unsettled(ctx) or _moving(ctx, inst)
     if verdict is not None:
         return verdict
     nova = ctx.index.snapshot.nova
     when = settling.timestamp
-    migs = ctx.index.in_progress.get(inst.uuid)
-    if migs:
-        return Verdict(reasons.ACTIVE_MIGRATION, reasons.NONE,
-                       _('The instance has migration %(migration)s '
-                         '(%(type)s) in progress with status %(status)s.') %
-                       {'migration': migs[0].uuid,
-                        'type': migs[0].migration_type,
-                        'status': migs[0].status})
     if (nova.recent_since is not None and
             found.network_changed_at is not None and
             found.network_changed_at >= nova.recent_since):
