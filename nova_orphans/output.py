@@ -194,9 +194,7 @@ def cell(key, value, fmt):
         # Every journal a table lists is in one directory, which its
         # summary names: a path would not fit, whole, at 80 columns.
         value = os.path.basename(value)
-    if fmt == VALUE and value == '':
-        return EMPTY_VALUE
-    return value
+    return EMPTY_VALUE if fmt == VALUE and value == '' else value
 
 
 def cells(dicts, keys, fmt):
