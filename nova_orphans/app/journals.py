@@ -155,15 +155,14 @@ def prune(directory, older_than_days, dry_run=False, now=None):
             continue
         stamp = datetime.datetime.fromtimestamp(
             modified, datetime.timezone.utc).isoformat()
-        if dry_run:
-            rows.append(Pruned(path, stamp, outcomes.dry_run()))
-            continue
-        try:
-            os.unlink(path)
-        except OSError as e:
-            rows.append(Pruned(path, stamp, outcomes.failed(e.strerror)))
-        else:
-            rows.append(Pruned(path, stamp, outcomes.done()))
+        outcome = outcomes.dry_run()
+        if not dry_run:
+            try:
+                os.unlink(path)
+                outcome = outcomes.done()
+            except OSError as e:
+                outcome = outcomes.failed(e.strerror)
+        rows.append(Pruned(path, stamp, outcome))
     return rows
 
 
