@@ -168,14 +168,11 @@ class NovaDBReader(base.NovaReader):
             read, 'cells and build requests', lambda result: '%d cell(s), '
             '%d build request(s)' % tuple(map(len, result)))
         default = self.conf.database.connection
-        self._cell_ids = {}
-        connections = []
-        for row in cells:
-            self._cell_ids[row.id] = row.uuid
-            connections.append(CellConnection(
-                row.uuid, row.name,
-                db_utils.format_cell_url(row.database_connection or '',
-                                         default)))
+        self._cell_ids = {row.id: row.uuid for row in cells}
+        connections = [
+            CellConnection(row.uuid, row.name, db_utils.format_cell_url(
+                row.database_connection or '', default))
+            for row in cells]
         return connections, frozenset(builds)
 
     def _mappings(self, conn, consumers):
