@@ -253,9 +253,8 @@ def serial_reads(conn):
     So they take turns (sqlite files are local: there is no network wait
     to overlap). Reads from a server (MySQL) need not.
     """
-    if conn.dialect.name == 'sqlite':
-        return _SQLITE_READS
-    return contextlib.nullcontext()
+    return (_SQLITE_READS if conn.dialect.name == 'sqlite'
+            else contextlib.nullcontext())
 
 
 # Where a look-up's values go: ``column.in_(IN_VALUES)``, then rows_in.
