@@ -53,6 +53,7 @@ REPAIRED = 'repaired'
 FAILED = 'failed'
 SKIPPED = 'skipped'
 OUTCOMES = (REPAIRED, FAILED, SKIPPED)
+_COUNTED_AS = {outcomes.DONE: REPAIRED, outcomes.FAILED: FAILED}
 # A dry run's rows: those it would change, and the others as counted.
 DRY_RUN = 'dry_run'
 DRY_RUN_OUTCOMES = (DRY_RUN, FAILED, SKIPPED)
@@ -69,11 +70,7 @@ AFTER_CLEAN = 'after_clean'
 
 def outcome_kind(outcome):
     """repaired, failed or skipped: an outcomes.Outcome as counted."""
-    if outcome.kind == outcomes.DONE:
-        return REPAIRED
-    if outcome.kind == outcomes.FAILED:
-        return FAILED
-    return SKIPPED
+    return _COUNTED_AS.get(outcome.kind, SKIPPED)
 
 
 class _Families:
