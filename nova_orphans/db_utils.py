@@ -90,16 +90,10 @@ def format_cell_url(template, default):
     if not default or '{' not in template:
         return template
     default_url = urlparse.urlparse(default)
-    subs = {
-        'username': default_url.username,
-        'password': default_url.password,
-        'hostname': default_url.hostname,
-        'port': default_url.port,
-        'scheme': default_url.scheme,
-        'query': default_url.query,
-        'fragment': default_url.fragment,
-        'path': default_url.path.lstrip('/'),
-    }
+    subs = {key: getattr(default_url, key)
+            for key in ('username', 'password', 'hostname', 'port', 'scheme',
+                        'query', 'fragment')}
+    subs['path'] = default_url.path.lstrip('/')
     if ',' in default_url.netloc:
         for index, netloc in enumerate(default_url.netloc.split(','), 1):
             parsed = urlparse.urlparse('//' + netloc)
@@ -169,10 +163,9 @@ class ReaderEngines:
         self._engines = {}
         self._lock = threading.Lock()
 
-    @contextlib.contextmanager
     def connect(self, url):
-        with self._engine(url).connect() as conn:
-            yield conn
+        """A new connection of the pool of ``url``'s engine."""
+        return self._engine(url).connect()
 
     def _engine(self, url):
         with self._lock:
@@ -260,9 +253,8 @@ def serial_reads(conn):
     So they take turns (sqlite files are local: there is no network wait
     to overlap). Reads from a server (MySQL) need not.
     """
-    if conn.dialect.name == 'sqlite':
-        return _SQLITE_READS
-    return contextlib.nullcontext()
+    return (_SQLITE_READS if conn.dialect.name == 'sqlite'
+            else contextlib.nullcontext())
 
 
 # Where a look-up's values go: ``column.in_(IN_VALUES)``, then rows_in.

@@ -101,9 +101,8 @@ RESTORE_MEANINGS = {
     JOURNAL_UNPROVEN: _('the journal cannot prove it is whole (a clean\'s '
                         'run in it has no end record: it was killed, or the '
                         'file was cut short); the entries that verify were '
-                        'restored '
-                        '(with --dry-run, judged), and a line says what to '
-                        'check'),
+                        'restored (with --dry-run, judged), and a line says '
+                        'what to check'),
 }
 # journals prune: a journal is no orphan, but --dry-run says the same as
 # every other command's: 3 when it would act, 0 when nothing is to do.

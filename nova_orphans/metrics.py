@@ -53,6 +53,7 @@ REPAIRED = 'repaired'
 FAILED = 'failed'
 SKIPPED = 'skipped'
 OUTCOMES = (REPAIRED, FAILED, SKIPPED)
+_COUNTED_AS = {outcomes.DONE: REPAIRED, outcomes.FAILED: FAILED}
 # A dry run's rows: those it would change, and the others as counted.
 DRY_RUN = 'dry_run'
 DRY_RUN_OUTCOMES = (DRY_RUN, FAILED, SKIPPED)
@@ -69,11 +70,7 @@ AFTER_CLEAN = 'after_clean'
 
 def outcome_kind(outcome):
     """repaired, failed or skipped: an outcomes.Outcome as counted."""
-    if outcome.kind == outcomes.DONE:
-        return REPAIRED
-    if outcome.kind == outcomes.FAILED:
-        return FAILED
-    return SKIPPED
+    return _COUNTED_AS.get(outcome.kind, SKIPPED)
 
 
 class _Families:
@@ -271,10 +268,8 @@ def host_resources(rows, max_hosts):
     As project_resources, bounded: a series per host of a large cloud
     would be one per host that ever leaked an allocation.
     """
-    ranked = []
-    for row in rows:
-        if row.given_back and row.host not in ranked:
-            ranked.append(row.host)
+    # The hosts in the rows' order, each once.
+    ranked = list(dict.fromkeys(row.host for row in rows if row.given_back))
     kept = frozenset(ranked[:max_hosts])
     amounts = collections.Counter()
     for row in rows:

@@ -76,9 +76,8 @@ class Outcome:
         return Outcome(self.kind, detail, self.cause, self.resolved)
 
     def __str__(self):
-        if self.detail is None:
-            return self.kind
-        return '%s: %s' % (self.kind, self.detail)
+        return (self.kind if self.detail is None
+                else '%s: %s' % (self.kind, self.detail))
 
     def __repr__(self):
         return 'Outcome(%r)' % str(self)

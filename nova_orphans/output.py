@@ -117,11 +117,8 @@ def _fits(fits, fmt):
 
 def header(key):
     """A column's table header, the same in both front ends."""
-    if key in HEADERS:
-        return HEADERS[key]
-    if key in PROVIDER_HEADERS:
-        return PROVIDER_HEADERS[key]
-    return key.replace('_', ' ').capitalize()
+    return (HEADERS.get(key) or PROVIDER_HEADERS.get(key) or
+            key.replace('_', ' ').capitalize())
 
 
 def _provider(row):
@@ -178,13 +175,9 @@ def cell(key, value, fmt):
     is ``-``, so that splitting a line on blanks finds every field in
     its place.
     """
-    if key == 'resources' and isinstance(value, dict):
-        if fmt == TABLE:
+    if (key == 'resources' or key in AMOUNT_KEYS) and isinstance(value, dict):
+        if fmt == TABLE and key == 'resources':
             return ', '.join('%s=%s' % kv for kv in sorted(value.items()))
-        if fmt not in PLAIN_FORMATS:
-            return value
-        value = plain_resources(value)
-    elif key in AMOUNT_KEYS and isinstance(value, dict):
         if fmt == TABLE:
             # A class a line: a host view's table is narrow.
             return '\n'.join('%s=%d' % item for item in shapes.ordered(value))
@@ -201,9 +194,7 @@ def cell(key, value, fmt):
         # Every journal a table lists is in one directory, which its
         # summary names: a path would not fit, whole, at 80 columns.
         value = os.path.basename(value)
-    if fmt == VALUE and value == '':
-        return EMPTY_VALUE
-    return value
+    return EMPTY_VALUE if fmt == VALUE and value == '' else value
 
 
 def cells(dicts, keys, fmt):
@@ -252,8 +243,7 @@ def rows_as_dicts(findings, outcomes=None):
 
 def iter_dicts(findings):
     """rows_as_dicts' rows one at a time, for a JSON list to stream."""
-    for f in findings:
-        yield f.to_dict()
+    return (f.to_dict() for f in findings)
 
 
 # cliff's options for a table drawn as it is: its values are wrapped

@@ -251,9 +251,7 @@ def read_for_clean(sources, scope, options, progress=None, metrics=None):
     options.check(sources.journal_dir())
     if metrics is not None:
         metrics.check()
-    listing = audit(sources, scope, scope.shown(), progress)
-    listing.findings = listing.rows = scope.owned(listing.findings)
-    return listing
+    return list_allocations(sources, scope, progress)
 
 
 def clean(sources, listing, options, stop, progress=None, metrics=None):

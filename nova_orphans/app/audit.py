@@ -94,10 +94,9 @@ def select_scope(providers, nova, resource_provider=None, host=None):
             raise exception.InvalidInput(
                 reason=_('no compute host %(host)s in any readable cell') %
                 {'host': host})
-        host_scope = set()
-        for node in nodes:
-            if node.uuid in providers:
-                host_scope |= subtree(providers, node.uuid)
+        host_scope = set().union(*(subtree(providers, node.uuid)
+                                   for node in nodes
+                                   if node.uuid in providers))
         scope = host_scope if scope is None else scope & host_scope
     return scope
 

@@ -152,10 +152,9 @@ class Command:
 
     def epilog(self, bullets=False):
         """The "Return codes:" block of its --help."""
-        return exit_codes.help_text(self.codes, restoring=self.restoring,
-                                    bullets=bullets, listing=(
-                                        self.action == 'list'),
-                                    pruning=self.action == 'prune')
+        return exit_codes.help_text(
+            self.codes, restoring=self.restoring, bullets=bullets,
+            listing=self.action == 'list', pruning=self.action == 'prune')
 
     def describe(self):
         """Its description, paragraphs filled."""

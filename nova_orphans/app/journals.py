@@ -18,6 +18,7 @@ go after a retention period. Only the journal directory's own files
 kept elsewhere with --journal is the operator's to keep.
 """
 
+import collections
 import datetime
 import glob
 import os
@@ -76,19 +77,13 @@ class JournalRun:
         return {key: getattr(self, key) for key in self.KEYS}
 
 
-class Pruned:
+class Pruned(collections.namedtuple('Pruned', 'journal modified outcome')):
     """A journal file prune removed, or would remove (``outcome``)."""
 
     KEYS = ('journal', 'modified', 'outcome')
 
-    def __init__(self, path, modified, outcome):
-        self.journal = path
-        self.modified = modified
-        self.outcome = outcome
-
     def to_dict(self):
-        return {'journal': self.journal, 'modified': self.modified,
-                'outcome': str(self.outcome)}
+        return dict(self._asdict(), outcome=str(self.outcome))
 
 
 def _config_paths(cloud):
@@ -115,12 +110,10 @@ def of_cloud(row, cloud):
     placement endpoint it wrote to.
     """
     identity = row.identity
-    if cloud in (identity.get('name'), row.cloud):
-        return True
-    if _same_url(cloud, identity.get('auth_url')) or _same_url(
-            cloud, row.placement):
-        return True
-    return os.path.abspath(cloud) in _config_paths(identity)
+    return (cloud in (identity.get('name'), row.cloud) or
+            _same_url(cloud, identity.get('auth_url')) or
+            _same_url(cloud, row.placement) or
+            os.path.abspath(cloud) in _config_paths(identity))
 
 
 def _files(directory):
@@ -162,15 +155,14 @@ def prune(directory, older_than_days, dry_run=False, now=None):
             continue
         stamp = datetime.datetime.fromtimestamp(
             modified, datetime.timezone.utc).isoformat()
-        if dry_run:
-            rows.append(Pruned(path, stamp, outcomes.dry_run()))
-            continue
-        try:
-            os.unlink(path)
-        except OSError as e:
-            rows.append(Pruned(path, stamp, outcomes.failed(e.strerror)))
-        else:
-            rows.append(Pruned(path, stamp, outcomes.done()))
+        outcome = outcomes.dry_run()
+        if not dry_run:
+            try:
+                os.unlink(path)
+                outcome = outcomes.done()
+            except OSError as e:
+                outcome = outcomes.failed(e.strerror)
+        rows.append(Pruned(path, stamp, outcome))
     return rows
 
 

@@ -38,11 +38,10 @@ class Option:
     ``config``: the ``[nova_orphans]`` option that gives the default
     (nova-orphans-manage reads it from nova.conf; openstack, which reads
     no configuration file, takes its default value); a given option
-    overrides it, and adds to it for a list. ``minimum``: the least
-    value accepted; ``validate(value, name, error)``: raises ``error``
-    for a value it refuses. Both are the option's only bounds: the
-    value given and the configuration's are checked by them, before
-    anything is read (``check``).
+    overrides it, and adds to it for a list. ``minimum`` (the least
+    value accepted) and ``validate(value, name, error)`` (raises
+    ``error`` for a value it refuses) bound the value given and the
+    configuration's alike (``check``).
     """
 
     def __init__(self, flags, help, dest=None, metavar=None, type=None,
@@ -65,10 +64,7 @@ class Option:
         """This option with other attributes (another help, another
         default): one option, worded for another command.
         """
-        attrs = dict(vars(self), **changes)
-        flags = attrs.pop('flags')
-        return Option(flags, **{k: v for k, v in attrs.items()
-                                if k != 'help'}, help=attrs['help'])
+        return Option(**dict(vars(self), **changes))
 
     @property
     def config_default(self):

@@ -92,9 +92,7 @@ def body_summary(resp):
     text = _text(resp)
     if is_html(resp):
         return _('an HTML page ("%(title)s")') % {'title': html_title(text)}
-    if not text.strip():
-        return _('an empty body')
-    return '"%s"' % _one_line(text)
+    return '"%s"' % _one_line(text) if text.strip() else _('an empty body')
 
 
 def answer(resp):

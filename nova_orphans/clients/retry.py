@@ -128,9 +128,8 @@ class Retries:
 
     def left(self):
         """Seconds to the deadline, or None."""
-        if self._deadline is None:
-            return None
-        return self._deadline - self._clock()
+        return (None if self._deadline is None
+                else self._deadline - self._clock())
 
     def check(self, service, method, url):
         """Raise DeadlineReached once the deadline has passed."""

@@ -380,21 +380,14 @@ def _missing(index):
         provider = index.providers.get(node.uuid) if node else None
         cell = index.snapshot.nova.cells.get(inst.cell)
         yield model.Finding(
-            consumer=inst.uuid,
-            consumer_type=reasons.INSTANCE,
-            instance=inst.uuid,
-            resource_provider=node.uuid if node else None,
+            consumer=inst.uuid, consumer_type=reasons.INSTANCE,
+            instance=inst.uuid, resource_provider=node.uuid if node else None,
             resource_provider_name=provider.name if provider else None,
             root_provider=provider.root_uuid if provider else None,
-            host=inst.host,
-            cell=cell.label if cell else None,
-            reason=reasons.MISSING_ALLOCATIONS,
-            action=reasons.HEAL,
-            resources={},
-            project_id=inst.project_id,
-            user_id=inst.user_id,
-            details=heal.missing_details(inst, index.snapshot.nova),
-        )
+            host=inst.host, cell=cell.label if cell else None,
+            reason=reasons.MISSING_ALLOCATIONS, action=reasons.HEAL,
+            resources={}, project_id=inst.project_id, user_id=inst.user_id,
+            details=heal.missing_details(inst, index.snapshot.nova))
 
 
 def with_internal_hints(findings, nova):

@@ -251,16 +251,14 @@ def host_view(snapshot, findings, inventories, shapes=(), traits=None):
                if p.sharing and p.foreign_owner is None and p.aggregates and
                (scope is None or p.uuid in scope)]
 
-    def read(members):
-        return scope is None or all(p.uuid in scope for p in members)
-
     rows, shared = [], {}
     for node in nova.compute_nodes.values():
         root = providers.get(node.uuid)
         if node.deleted or root is None or root.root_uuid != root.uuid:
             continue
         members = sorted(trees[root.uuid], key=lambda p: p.uuid)
-        if not read(members):
+        # Only the trees whose every provider's allocations were read.
+        if scope is not None and not all(p.uuid in scope for p in members):
             continue
         aggregates = frozenset().union(*(p.aggregates for p in members))
         mine = {p.uuid for p in members}

@@ -66,6 +66,11 @@ def record(cls):
     return slotted
 
 
+def _new(factory):
+    """A field whose default is a new ``factory()``: each record its own."""
+    return dataclasses.field(default_factory=factory)
+
+
 def foreign_owner(name, parent_name, owner_traits, resource_classes):
     """Why a provider is another service's, or None.
 
@@ -145,13 +150,10 @@ class Consumer:
 
 @dataclasses.dataclass
 class PlacementSnapshot:
-    providers: typing.Dict[str, Provider] = dataclasses.field(
-        default_factory=dict)
+    providers: typing.Dict[str, Provider] = _new(dict)
     # Allocations on the providers that were read (see ``scope``).
-    allocations: typing.List[Allocation] = dataclasses.field(
-        default_factory=list)
-    consumers: typing.Dict[str, Consumer] = dataclasses.field(
-        default_factory=dict)
+    allocations: typing.List[Allocation] = _new(list)
+    consumers: typing.Dict[str, Consumer] = _new(dict)
     # Provider uuids whose allocations were read; None means all of them.
     scope: typing.Optional[frozenset] = None
     # Consumers outside the scope known to hold allocations somewhere:
@@ -163,8 +165,7 @@ class PlacementSnapshot:
     # {provider uuid: its resource classes}: providers holding no
     # allocation whose every inventory is reserved whole (reserved at
     # least total). Read only for the provider commands.
-    fully_reserved: typing.Dict[str, tuple] = dataclasses.field(
-        default_factory=dict)
+    fully_reserved: typing.Dict[str, tuple] = _new(dict)
     # Providers whose allocations are as an earlier scan read them, not
     # read in this one (readers/kept_reads.py): no reported finding rests
     # on them (engine.resting). Empty: every provider in scope was read.
@@ -357,8 +358,7 @@ class ZunSnapshot:
     """
 
     asked: frozenset = frozenset()
-    containers: typing.Dict[str, ZunContainer] = dataclasses.field(
-        default_factory=dict)
+    containers: typing.Dict[str, ZunContainer] = _new(dict)
     error: typing.Optional[str] = None
     label: str = 'Zun'
 
@@ -372,32 +372,26 @@ class InstanceMapping:
 
 @dataclasses.dataclass
 class NovaSnapshot:
-    cells: typing.Dict[str, Cell] = dataclasses.field(default_factory=dict)
-    compute_nodes: typing.Dict[str, ComputeNode] = dataclasses.field(
-        default_factory=dict)
-    services: typing.List[Service] = dataclasses.field(default_factory=list)
-    instances: typing.Dict[str, Instance] = dataclasses.field(
-        default_factory=dict)
-    migrations: typing.Dict[str, Migration] = dataclasses.field(
-        default_factory=dict)
+    cells: typing.Dict[str, Cell] = _new(dict)
+    compute_nodes: typing.Dict[str, ComputeNode] = _new(dict)
+    services: typing.List[Service] = _new(list)
+    instances: typing.Dict[str, Instance] = _new(dict)
+    migrations: typing.Dict[str, Migration] = _new(dict)
     # Those of the consumers no live instance owns: the only ones the
     # rules consult (an instance's own row says more than its mapping).
-    mappings: typing.Dict[str, InstanceMapping] = dataclasses.field(
-        default_factory=dict)
+    mappings: typing.Dict[str, InstanceMapping] = _new(dict)
     build_requests: typing.FrozenSet[str] = frozenset()
     # {instance uuid: Activity}, read only for the live instances whose
     # allocations the rules would otherwise repair (Audit reads them
     # after a first classification; a repair's fresh read has them for
     # every instance involved). An instance without one is judged by
     # its vm_state and task_state alone.
-    activity: typing.Dict[str, Activity] = dataclasses.field(
-        default_factory=dict)
+    activity: typing.Dict[str, Activity] = _new(dict)
     # {instance uuid: Claims}, read only for the live instances holding
     # what a port may have requested below their node's root (see
     # engine.claims.candidates). An instance without one has nothing
     # proven about those allocations.
-    claims: typing.Dict[str, Claims] = dataclasses.field(
-        default_factory=dict)
+    claims: typing.Dict[str, Claims] = _new(dict)
     # What Zun's database says of the consumers nova has no trace of,
     # when the zun site rule is on (None: not read; see ZunSnapshot).
     zun: typing.Optional[ZunSnapshot] = None
@@ -409,18 +403,16 @@ class NovaSnapshot:
     # ``_nova``) its request spec carries}, read only for the live
     # instances holding no allocation at all, and only those that carry
     # some (see heal.missing_details).
-    internal_hints: typing.Dict[str, tuple] = dataclasses.field(
-        default_factory=dict)
+    internal_hints: typing.Dict[str, tuple] = _new(dict)
     # {root provider uuid: why}: roots that may be compute nodes nobody
     # could tell live or deleted (see readers/provider_proof.py); the
     # provider rules call their trees unverifiable.
-    unverifiable_roots: typing.Dict[str, str] = dataclasses.field(
-        default_factory=dict)
+    unverifiable_roots: typing.Dict[str, str] = _new(dict)
     # What else the readers could not read, each a sentence saying what
     # and why (the network API, asked for the ports of instances whose
     # info cache lists none): what it would have proven is unverifiable,
     # and the run is incomplete as with a cell not read.
-    unread: typing.List[str] = dataclasses.field(default_factory=list)
+    unread: typing.List[str] = _new(list)
 
     # The consumers the operator declares not nova's (the nova reader's
     # configuration, as recent_since is): every NovaSnapshot a reader

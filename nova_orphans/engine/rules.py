@@ -303,6 +303,11 @@ def active_migration(ctx):
     inst = ctx.instance
     if inst is None or ctx.on_instance_node() or ctx.sharing:
         return None
+    return _moving(ctx, inst)
+
+
+def _moving(ctx, inst):
+    """The verdict of the instance's move in progress, or None."""
     migs = ctx.index.in_progress.get(inst.uuid)
     if migs:
         mig = migs[0]
@@ -326,12 +331,9 @@ def shelved_offloaded(ctx):
     if (inst is not None and
             inst.vm_state == nova_states.SHELVED_OFFLOADED and
             inst.task_state not in nova_states.UNSHELVE_TASK_STATES):
-        verdict = unsettled(ctx)
-        if verdict is not None:
-            return verdict
-        return Verdict(reasons.SHELVED_OFFLOADED, reasons.DELETE_CONSUMER,
-                       _('The instance is shelved and offloaded; it holds no '
-                         'host.'))
+        return unsettled(ctx) or Verdict(
+            reasons.SHELVED_OFFLOADED, reasons.DELETE_CONSUMER,
+            _('The instance is shelved and offloaded; it holds no host.'))
     return None
 
 
@@ -410,19 +412,11 @@ def leaked_port_allocation(ctx):
                          'also holds %(classes)s, which no port requests: '
                          'it is not trimmed.') %
                        {'classes': ', '.join(sorted(others))})
-    verdict = unsettled(ctx)
+    verdict = unsettled(ctx) or _moving(ctx, inst)
     if verdict is not None:
         return verdict
     nova = ctx.index.snapshot.nova
     when = settling.timestamp
-    migs = ctx.index.in_progress.get(inst.uuid)
-    if migs:
-        return Verdict(reasons.ACTIVE_MIGRATION, reasons.NONE,
-                       _('The instance has migration %(migration)s '
-                         '(%(type)s) in progress with status %(status)s.') %
-                       {'migration': migs[0].uuid,
-                        'type': migs[0].migration_type,
-                        'status': migs[0].status})
     if (nova.recent_since is not None and
             found.network_changed_at is not None and
             found.network_changed_at >= nova.recent_since):
@@ -525,17 +519,14 @@ def evacuated_source(ctx):
                 (ctx.node.host, ctx.node.hypervisor_hostname) and
                 (inst.host, inst.node) != (mig.source_compute,
                                            mig.source_node)):
-            verdict = unsettled(ctx)
-            if verdict is not None:
-                return verdict
-            return Verdict(reasons.EVACUATED_SOURCE, reasons.REMOVE_PROVIDER,
-                           _('Evacuated from %(source)s to %(dest)s by '
-                             'migration %(migration)s (%(status)s); the '
-                             'instance now runs on %(host)s.') %
-                           {'source': mig.source_compute,
-                            'dest': mig.dest_compute,
-                            'migration': mig.uuid, 'status': mig.status,
-                            'host': inst.host})
+            return unsettled(ctx) or Verdict(
+                reasons.EVACUATED_SOURCE, reasons.REMOVE_PROVIDER,
+                _('Evacuated from %(source)s to %(dest)s by migration '
+                  '%(migration)s (%(status)s); the instance now runs on '
+                  '%(host)s.') % {
+                    'source': mig.source_compute, 'dest': mig.dest_compute,
+                    'migration': mig.uuid, 'status': mig.status,
+                    'host': inst.host})
     return None
 
 
@@ -550,13 +541,10 @@ def stale_provider(ctx):
     inst = ctx.instance
     if inst is None:
         return None
-    verdict = unsettled(ctx)
-    if verdict is not None:
-        return verdict
-    return Verdict(reasons.STALE_PROVIDER, reasons.REMOVE_PROVIDER,
-                   _('The instance runs on %(host)s (%(node)s), not on this '
-                     'node, and no move is in progress.') %
-                   {'host': inst.host, 'node': inst.node})
+    return unsettled(ctx) or Verdict(
+        reasons.STALE_PROVIDER, reasons.REMOVE_PROVIDER,
+        _('The instance runs on %(host)s (%(node)s), not on this node, and '
+          'no move is in progress.') % {'host': inst.host, 'node': inst.node})
 
 
 def unknown_consumer(ctx):

@@ -37,6 +37,7 @@ move that started after the first listing must not look like an orphan.
 
 import concurrent.futures
 import datetime
+import functools
 from urllib import parse
 
 from oslo_log import log as logging
@@ -135,15 +136,13 @@ def flavor(embedded):
 
 def listed_flavor(doc, extra_specs):
     """A flavor of ``GET /flavors/detail`` in the keys of nova's
-    ``flavors`` row (nova_db.NovaDBReader.flavors): swap is "" for none
-    below microversion 2.75.
+    ``flavors`` row (nova_db.NovaDBReader.flavors): an embedded flavor's
+    fields but its ephemeral disk's name, and its own name (swap is ""
+    for none below microversion 2.75, as flavor() takes it).
     """
-    return {
-        'name': doc['name'], 'vcpus': doc['vcpus'], 'memory_mb': doc['ram'],
-        'root_gb': doc.get('disk') or 0,
-        'ephemeral_gb': doc.get('OS-FLV-EXT-DATA:ephemeral') or 0,
-        'swap': doc.get('swap') or 0, 'extra_specs': dict(extra_specs),
-    }
+    return {'name': doc['name'], **flavor(dict(
+        doc, ephemeral=doc.get('OS-FLV-EXT-DATA:ephemeral'),
+        extra_specs=extra_specs))}
 
 
 def when(text):
@@ -279,9 +278,10 @@ class ComputeAPIReader(base.NovaReader):
                   if m.uuid in consumers}
         return (set(consumers) | owners) - known
 
-    def _lookup(self, snapshot, uuids):
-        """GET /servers/{uuid} and its migrations, for each uuid."""
-        for inst, migrations in self._map(self._one, sorted(uuids)):
+    def _lookup(self, snapshot, uuids, listed_deleted=True):
+        """GET /servers/{uuid} and its migrations, for each (see _one)."""
+        one = functools.partial(self._one, listed_deleted=listed_deleted)
+        for inst, migrations in self._map(one, sorted(uuids)):
             self._add_instances(snapshot, [inst] if inst else [])
             self._add_migrations(snapshot, migrations)
 
@@ -344,9 +344,7 @@ class ComputeAPIReader(base.NovaReader):
             todo.add(mig.instance_uuid if mig else consumer)
         fetched, relisted = set(), False
         while True:
-            for inst, migrations in self._map(self._fresh, sorted(todo)):
-                self._add_instances(snapshot, [inst] if inst else [])
-                self._add_migrations(snapshot, migrations)
+            self._lookup(snapshot, todo, listed_deleted=False)
             fetched |= todo
             missing = self._missing(snapshot, consumers)
             todo = missing - fetched
@@ -359,9 +357,6 @@ class ComputeAPIReader(base.NovaReader):
             self._add_migrations(snapshot, self._migrations())
             relisted = True
             todo = self._missing(snapshot, consumers) - fetched
-
-    def _fresh(self, uuid):
-        return self._one(uuid, listed_deleted=False)
 
     # When nova last worked on an instance ----------------------------------
 

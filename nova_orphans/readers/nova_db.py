@@ -23,6 +23,7 @@ not fatal. The queries against a cell are nova_cells'; the check that a
 database offers what they select, nova_schema's.
 """
 
+import collections
 import datetime
 import functools
 import time
@@ -67,13 +68,8 @@ FLAVOR_EXTRA_SPECS = _table('flavor_extra_specs', 'flavor_id', 'key',
                             'value', database='api')
 
 
-class CellConnection:
-    """What the API database says about one cell."""
-
-    def __init__(self, uuid, name, url):
-        self.uuid = uuid
-        self.name = name
-        self.url = url
+# What the API database says about one cell.
+CellConnection = collections.namedtuple('CellConnection', 'uuid name url')
 
 
 class NovaDBReader(base.NovaReader):
@@ -172,14 +168,11 @@ class NovaDBReader(base.NovaReader):
             read, 'cells and build requests', lambda result: '%d cell(s), '
             '%d build request(s)' % tuple(map(len, result)))
         default = self.conf.database.connection
-        self._cell_ids = {}
-        connections = []
-        for row in cells:
-            self._cell_ids[row.id] = row.uuid
-            connections.append(CellConnection(
-                row.uuid, row.name,
-                db_utils.format_cell_url(row.database_connection or '',
-                                         default)))
+        self._cell_ids = {row.id: row.uuid for row in cells}
+        connections = [
+            CellConnection(row.uuid, row.name, db_utils.format_cell_url(
+                row.database_connection or '', default))
+            for row in cells]
         return connections, frozenset(builds)
 
     def _mappings(self, conn, consumers):
@@ -204,12 +197,11 @@ class NovaDBReader(base.NovaReader):
                                  'live rows')
         for conn in connections:
             data, error = results[conn.uuid]
-            if data is not None:
-                self._node_ids[conn.uuid] = data.node_ids
             snapshot.cells[conn.uuid] = model.Cell(
                 uuid=conn.uuid, name=conn.name, readable=error is None,
                 error=error)
             if data is not None:
+                self._node_ids[conn.uuid] = data.node_ids
                 nova_cells.merge(snapshot, data, self._hidden)
         return snapshot
 

@@ -72,9 +72,8 @@ class PlacementAPIReader(base.PlacementReader):
         )['resource_providers']}
         aggregates = {uuid: set() for uuid in sharing}
         for uuid in sharing:
-            aggs = (gone_if_missing(
-                self.client.get, '/resource_providers/%s/aggregates' % uuid,
-                'provider', uuid) or {}).get('aggregates', ())
+            aggs = (gone_if_missing(self.client, uuid, '/aggregates') or
+                    {}).get('aggregates', ())
             for agg in aggs:
                 for member in self.client.get(
                         '/resource_providers?member_of=%s' % agg
@@ -190,9 +189,7 @@ class PlacementAPIReader(base.PlacementReader):
         def read(uuid):
             if cancelled is not None and cancelled():
                 return None
-            doc = gone_if_missing(
-                self.client.get, '/resource_providers/%s/allocations' % uuid,
-                'provider', uuid)
+            doc = gone_if_missing(self.client, uuid, '/allocations')
             if doc is None:
                 # Deleted since the listing (nova deletes a compute
                 # node's provider with it): its allocations went too.
@@ -237,9 +234,7 @@ class PlacementAPIReader(base.PlacementReader):
         concurrently; a provider deleted since it was listed has none.
         """
         def read(uuid):
-            doc = gone_if_missing(
-                self.client.get, '/resource_providers/%s/inventories' % uuid,
-                'provider', uuid)
+            doc = gone_if_missing(self.client, uuid, '/inventories')
             return uuid, hosts.inventories_from_api(
                 doc or {'inventories': {}})
 
@@ -295,18 +290,19 @@ class PlacementAPIReader(base.PlacementReader):
         return records, allocations
 
 
-def gone_if_missing(get, url, kind, uuid):
-    """``get(url)``, or None when placement says 404: the ``kind``
-    (provider) ``uuid`` was deleted since it was listed, as nova deletes
-    providers with their compute nodes at any time. Logged at debug.
+def gone_if_missing(client, uuid, part=''):
+    """``client.get`` of the provider ``uuid``'s ``part`` ('' for the
+    provider, ``/inventories``...), or None when placement says 404: it
+    was deleted since it was listed, as nova deletes providers with
+    their compute nodes at any time. Logged at debug.
     """
+    url = '/resource_providers/%s%s' % (uuid, part)
     try:
-        return get(url)
+        return client.get(url)
     except exception.PlacementError as e:
         if e.status_code == 404:
-            LOG.debug('The %(kind)s %(uuid)s vanished during the run '
-                      '(%(url)s: 404): gone', {'kind': kind, 'uuid': uuid,
-                                               'url': url})
+            LOG.debug('The provider %(uuid)s vanished during the run '
+                      '(%(url)s: 404): gone', {'uuid': uuid, 'url': url})
             return None
         raise
 

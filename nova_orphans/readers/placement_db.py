@@ -555,11 +555,9 @@ def consumer_documents(reader, consumer_uuids, typed=True):
                     'allocations': {}, 'project_id': None, 'user_id': None,
                     'consumer_generation': None, 'consumer_type': None}
                 continue
-            consumer_type = record.consumer_type
+            consumer_type = record.consumer_type if typed else None
             if typed and consumer_type is None:
                 consumer_type = 'unknown'
-            elif not typed:
-                consumer_type = None
             docs[consumer] = {
                 'allocations': allocations[consumer],
                 'project_id': record.project_id, 'user_id': record.user_id,

@@ -349,11 +349,7 @@ class Repairer:
             LOG.debug('Placement refused a batch of %(count)d consumers '
                       '(%(status)s); writing them one by one',
                       {'count': len(group), 'status': status})
-            results = pool.map(
-                lambda p: self._guarded(
-                    p.consumer, p.planned,
-                    lambda: self._reevaluate(p.consumer, p.planned)),
-                group)
+            results = pool.map(self._again, group)
             return dict(zip([p.consumer for p in group], results))
         except exception.NovaOrphansException as e:
             return self._after_single(group, e)
@@ -366,11 +362,15 @@ class Repairer:
         """
         if isinstance(error, writes.Retry):
             p, = group
-            return {p.consumer: self._guarded(
-                p.consumer, p.planned,
-                lambda: self._reevaluate(p.consumer, p.planned))}
+            return {p.consumer: self._again(p)}
         return {p.consumer: self._failed(p.consumer, p.planned, error)
                 for p in group}
+
+    def _again(self, prepared):
+        """A refused prepared change, read again and re-evaluated once."""
+        return self._guarded(
+            prepared.consumer, prepared.planned,
+            lambda: self._reevaluate(prepared.consumer, prepared.planned))
 
     def _read_docs(self, consumer):
         """The consumer's document, and its instance's for a migration.

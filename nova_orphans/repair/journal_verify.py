@@ -125,9 +125,7 @@ class Run:
     @property
     def ended(self):
         """How it ended (its end record's ``how``), NO_END without one."""
-        if self.end is not None:
-            return self.end.get('how')
-        return NO_END
+        return self.end.get('how') if self.end is not None else NO_END
 
     def describe(self):
         """The run as a sentence names it."""

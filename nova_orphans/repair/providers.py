@@ -47,6 +47,7 @@ from nova_orphans.i18n import _
 from nova_orphans import outcomes as outcomes_mod
 from nova_orphans.readers import placement_api
 from nova_orphans.repair import actions
+from nova_orphans.repair import writes
 
 LOG = logging.getLogger(__name__)
 
@@ -62,12 +63,10 @@ def read_record(client, uuid):
     """The provider's full record as placement has it now, or None if it
     is gone.
     """
-    base = '/resource_providers/%s' % uuid
     parts = {}
     for part in ('', '/inventories', '/traits', '/aggregates'):
         # Deleted meanwhile, even between these reads: gone.
-        parts[part] = placement_api.gone_if_missing(
-            client.get, base + part, 'provider', uuid)
+        parts[part] = placement_api.gone_if_missing(client, uuid, part)
         if parts[part] is None:
             return None
     rp = parts['']
@@ -90,9 +89,7 @@ def holders(client, tree):
     """{consumer: [provider, ...]} of what is allocated on the tree now."""
     held = {}
     for uuid in tree:
-        doc = placement_api.gone_if_missing(
-            client.get, '/resource_providers/%s/allocations' % uuid,
-            'provider', uuid)
+        doc = placement_api.gone_if_missing(client, uuid, '/allocations')
         for consumer in (doc or {}).get('allocations', ()):
             held.setdefault(consumer, []).append(uuid)
     return held
@@ -379,32 +376,33 @@ def _create(client, record):
 
     def created(now):
         if now is None:
-            return _UNCHANGED
-        return _APPLIED if (now['name'], now['parent_provider_uuid']) == (
-            record['name'], record.get('parent_provider_uuid')) else _CHANGED
+            return writes.UNCHANGED
+        same = (now['name'], now['parent_provider_uuid']) == (
+            record['name'], record.get('parent_provider_uuid'))
+        return writes.APPLIED if same else writes.CHANGED
 
     generation = _checked(client, uuid, 'POST', '/resource_providers', body,
                           created, lambda doc: doc['generation'])
     base = '/resource_providers/%s' % uuid
-    for part, key in (('inventories', 'inventories'), ('traits', 'traits'),
-                      ('aggregates', 'aggregates')):
+    for key in ('inventories', 'traits', 'aggregates'):
         if not record[key]:
             continue
-        if part != 'aggregates':
-            kind = 'resource_classes' if part == 'inventories' else 'traits'
+        if key != 'aggregates':
+            kind = 'resource_classes' if key == 'inventories' else 'traits'
             for name in record[key]:
                 if name.startswith('CUSTOM_'):
                     _ensure(client, '/%s/%s' % (kind, name))
 
         def settled(now, key=key, carried=generation):
             if now is None:
-                return _CHANGED
+                return writes.CHANGED
             if now[key] == record[key]:
-                return _APPLIED
-            return _UNCHANGED if now['generation'] == carried else _CHANGED
+                return writes.APPLIED
+            return (writes.UNCHANGED if now['generation'] == carried
+                    else writes.CHANGED)
 
         generation = _checked(
-            client, uuid, 'PUT', base + '/' + part,
+            client, uuid, 'PUT', base + '/' + key,
             {'resource_provider_generation': generation,
              key: record[key]}, settled,
             lambda doc: doc['resource_provider_generation'])
@@ -436,12 +434,6 @@ def _ensure(client, url):
             attempt += 1
 
 
-# What reading back a restore write whose answer was lost finds.
-_APPLIED = 'applied'
-_UNCHANGED = 'unchanged'
-_CHANGED = 'changed'
-
-
 def _checked(client, uuid, method, url, body, settled, generation):
     """Send one write of a provider's restore; the provider's generation
     after it (``generation(answer)``, or as read back). ``settled(record
@@ -468,9 +460,9 @@ def _checked(client, uuid, method, url, body, settled, generation):
             except exception.NovaOrphansException:
                 raise e
             verdict = settled(now)
-            if verdict == _APPLIED:
+            if verdict == writes.APPLIED:
                 return now['generation']
-            if verdict == _CHANGED or status == 409:
+            if verdict == writes.CHANGED or status == 409:
                 raise exception.PlacementError(
                     method=method, url=url, reason=_(
                         'provider %(uuid)s changed while the answer to '

@@ -136,7 +136,7 @@ def write(client, targets):
                 raise Retry(_conflict(e.detail))
             # An earlier try whose answer was lost may have landed since
             # it was read back (it was on its way, past a timeout).
-            if _settle(client, targets) == _APPLIED:
+            if _settle(client, targets) == APPLIED:
                 return
             raise Changed(_conflict(e.detail))
         except exception.PlacementError as e:
@@ -151,11 +151,11 @@ def write(client, targets):
                           '(%(error)s)', {'method': method, 'url': url,
                                           'error': read_error})
                 raise e
-            if state == _APPLIED:
+            if state == APPLIED:
                 LOG.debug('%(method)s %(url)s: its answer was lost, and '
                           'it was applied', {'method': method, 'url': url})
                 return
-            if state == _CHANGED:
+            if state == CHANGED:
                 raise Changed(_('changed by another writer while the '
                                 'answer to this write was lost'))
             if not client.may_write_again(attempt, method, url):
@@ -164,13 +164,13 @@ def write(client, targets):
 
 
 # What reading back a write whose answer was lost finds (see write).
-_APPLIED = 'applied'
-_UNCHANGED = 'unchanged'
-_CHANGED = 'changed'
+APPLIED = 'applied'
+UNCHANGED = 'unchanged'
+CHANGED = 'changed'
 
 
 def _settle(client, targets):
-    """_APPLIED, _UNCHANGED or _CHANGED: the consumers of a write whose
+    """APPLIED, UNCHANGED or CHANGED: the consumers of a write whose
     answer was lost, read again.
     """
     reader = placement_api.PlacementAPIReader(client)
@@ -185,8 +185,8 @@ def _settle(client, targets):
         if now['consumer_generation'] != generation:
             unchanged = False
     if applied:
-        return _APPLIED
-    return _UNCHANGED if unchanged else _CHANGED
+        return APPLIED
+    return UNCHANGED if unchanged else CHANGED
 
 
 def _conflict(detail):
